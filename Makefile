@@ -1,0 +1,31 @@
+# Two commands do all set-up on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+PYTEST_ARGS ?=
+
+.PHONY: install demo test test-fast clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+# compat editable mode keeps hydra_plugins/ visible to Hydra's namespace scan (Hydra issue #3252)
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[test]" --config-settings editable_mode=compat
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	$(PY) -m harness batch_size=8,32,64,128 -m
+
+test: install
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-fast: install
+	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -1,0 +1,52 @@
+"""Every batch-size-derived quantity, computed in one place and stored in every metrics row."""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    batch_size: int               # the configured value
+    global_batch_size: int        # samples per optimizer step, all replicas together
+    per_replica_batch_size: int
+    replicas: int
+    train_size: int
+    steps_per_epoch: int          # the last batch of an epoch may be smaller
+
+    def as_columns(self) -> dict[str, int]:
+        columns = asdict(self)
+        del columns["batch_size"]  # already a config column
+        return columns
+
+    def describe(self) -> str:
+        return (
+            f"global batch {self.global_batch_size} = {self.replicas} replica(s) x {self.per_replica_batch_size}; "
+            f"{self.train_size} training samples -> {self.steps_per_epoch} steps per epoch"
+        )
+
+
+def plan_batches(batch_size: int, per_replica_batch: bool, replicas: int, train_size: int) -> BatchPlan:
+    """Global and per-replica batch and steps per epoch.
+
+    A global batch that does not divide by the replica count is refused rather than split unevenly, so every
+    replica always sees the same number of samples per step.
+    """
+    if replicas < 1:
+        raise ValueError(f"replicas must be >= 1, got {replicas}")
+    global_batch = batch_size * replicas if per_replica_batch else batch_size
+    if global_batch % replicas:
+        raise ValueError(
+            f"batch_size={batch_size} does not split evenly over {replicas} replicas; use a multiple of "
+            f"{replicas} or per_replica_batch=true"
+        )
+    if not 1 <= global_batch <= train_size:
+        raise ValueError(f"global batch {global_batch} must be between 1 and the training-set size {train_size}")
+    return BatchPlan(
+        batch_size=batch_size,
+        global_batch_size=global_batch,
+        per_replica_batch_size=global_batch // replicas,
+        replicas=replicas,
+        train_size=train_size,
+        steps_per_epoch=math.ceil(train_size / global_batch),
+    )

@@ -1,0 +1,149 @@
+"""Command line: Hydra composes the config, this module validates it and runs the jobs.
+
+The only module (with the launcher plugin) that imports hydra or omegaconf. Before Hydra starts any job, every
+job of the command is composed and validated (`preflight`), so a bad key or value anywhere in a sweep exits 2
+with one line and nothing written. TensorFlow is not imported until a job runs.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import HydraException, MissingConfigException, OverrideParseException
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from harness import config
+
+CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+CONFIG_NAME = "config"
+EXIT_OK, EXIT_FAILED_RUNS, EXIT_INVALID = 0, 1, 2
+
+log = logging.getLogger("harness")
+
+
+class Session:
+    """What the jobs of this process report back to `main`."""
+
+    failed_runs: list[str] = []
+    sweep_dir: Path | None = None
+    last_run_dir: Path | None = None
+
+
+def to_run_config(cfg: DictConfig) -> config.RunConfig:
+    """Validate a composed Hydra config (hydra node excluded) into a frozen RunConfig."""
+    plain: Any = OmegaConf.to_container(cfg, resolve=True)
+    plain.pop("hydra", None)
+    return config.from_dict(plain)
+
+
+def _allowed_keys(key: str) -> str:
+    group, _, _ = key.rpartition(".")
+    keys = {"dataset": config.DATA_KEYS, "model": config.MODEL_KEYS}.get(group)
+    if keys is None:
+        return ", ".join(sorted(config.TOP_KEYS)) + " (and dataset.*, model.* keys)"
+    return ", ".join(f"{group}.{k}" for k in sorted(keys))
+
+
+def one_line(err: BaseException, overrides: list[str]) -> str:
+    """Hydra's multi-line messages folded into the one line the user sees, naming what is allowed."""
+    text = str(err)
+    unknown = re.search(r"Could not override '([^']+)'", text) or re.search(r"Key '([^']+)' is not in struct", text)
+    if unknown:
+        key = unknown.group(1)
+        given = next((o for o in overrides if o.lstrip("+~").split("=", 1)[0] == key), key)
+        return f"{given} is not allowed: unknown key; valid keys are {_allowed_keys(key)}"
+    if isinstance(err, MissingConfigException):
+        missing = re.search(r"Could not find '([^']+)/([^'/]+)'", text)
+        if missing:
+            options = re.findall(r"^\t(\S+)$", text.partition("Available options")[2], flags=re.MULTILINE)
+            allowed = f"one of {', '.join(options)}" if options else "an existing config"
+            return f"{missing.group(1)}={missing.group(2)} is not allowed: {allowed}"
+    if isinstance(err, OverrideParseException):
+        text = f"cannot parse override '{err.override}': {err.message}"
+    return " ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def expand_jobs(overrides: list[str], multirun: bool, config_name: str = CONFIG_NAME) -> list[list[str]]:
+    """The override list of every job the command would run, as Hydra's basic sweeper expands it."""
+    if not multirun:
+        return [list(overrides)]
+    from hydra import compose
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+
+    parser = OverridesParser.create()
+    fixed = [o.input_line for o in parser.parse_overrides(overrides) if not o.is_sweep_override()]
+    base = compose(config_name, overrides=fixed, return_hydra_config=True)
+    params = base.hydra.sweeper.get("params")
+    params = OmegaConf.to_container(params, resolve=False) if params else {}
+    arguments = [f"{key}={value}" for key, value in params.items()] + list(overrides)
+    return BasicSweeper.split_arguments(parser.parse_overrides(arguments), None)[0]
+
+
+def preflight(overrides: list[str], multirun: bool, config_name: str = CONFIG_NAME) -> list[config.RunConfig]:
+    """Compose and validate every job; raises ConfigError or a Hydra error on the first bad one."""
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="harness"):
+        return [
+            to_run_config(compose(config_name, overrides=job))
+            for job in expand_jobs(overrides, multirun, config_name)
+        ]
+
+
+@hydra.main(config_path=str(CONF_DIR), config_name=CONFIG_NAME, version_base="1.3")
+def hydra_job(cfg: DictConfig) -> float | None:
+    """One job: validate, train, and record a failure instead of ending the sweep."""
+    from harness.run import run_experiment
+
+    run_cfg = to_run_config(cfg)
+    hydra_cfg = HydraConfig.get()
+    run_dir = Path(hydra_cfg.runtime.output_dir)
+    run_id = f"{run_dir.parent.name}/{run_dir.name}"
+    if hydra_cfg.mode.name == "MULTIRUN":
+        Session.sweep_dir = Path(hydra_cfg.sweep.dir)
+    Session.last_run_dir = run_dir
+    try:
+        return run_experiment(run_cfg, run_dir, run_id=run_id, overrides=list(hydra_cfg.overrides.task))
+    except Exception as err:
+        Session.failed_runs.append(run_id)
+        log.error("run %s failed: %s: %s (details in %s)", run_id, type(err).__name__, err, run_dir / "run.json")
+        return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m harness [overrides] [-m]`; returns the exit code."""
+    from hydra._internal.utils import get_args_parser
+
+    argv = sys.argv[1:] if argv is None else argv
+    parser = get_args_parser()
+    parser.prog = "python -m harness"
+    args = parser.parse_args(argv)
+    informational = args.help or args.hydra_help or args.cfg or args.info or args.shell_completion
+    if not informational:
+        try:
+            preflight(args.overrides, args.multirun, args.config_name or CONFIG_NAME)
+        except config.ConfigError as err:
+            print(f"harness: error: {err}", file=sys.stderr)
+            return EXIT_INVALID
+        except (HydraException, OmegaConfBaseException) as err:
+            print(f"harness: error: {one_line(err, args.overrides)}", file=sys.stderr)
+            return EXIT_INVALID
+    sys.argv = [sys.argv[0], *argv]
+    hydra_job()
+    if informational:
+        return EXIT_OK
+    if args.multirun and Session.sweep_dir is not None:
+        print(f"sweep: {Session.sweep_dir}")
+    elif Session.last_run_dir is not None:
+        print(f"run: {Session.last_run_dir}")
+    if Session.failed_runs:
+        print(f"harness: {len(Session.failed_runs)} run(s) failed: {', '.join(Session.failed_runs)}", file=sys.stderr)
+        return EXIT_FAILED_RUNS
+    return EXIT_OK

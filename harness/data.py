@@ -1,0 +1,143 @@
+"""Datasets by name: a dict registry of loaders that return float32 arrays with a channel axis.
+
+Importing this module does not import TensorFlow (config validation reads `DATASETS` for sizes and names).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from harness.transforms import spread_evenly, imbalanced_counts
+
+
+class DataUnavailable(RuntimeError):
+    """The data set is neither cached nor downloadable; the message says how to get it."""
+
+
+@dataclass(frozen=True)
+class Arrays:
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_val: np.ndarray
+    y_val: np.ndarray
+    num_classes: int
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    load: Callable[..., Arrays]
+    num_classes: int
+    fixed_size: int | None = None   # training-set size of a data set with a fixed split
+    total_size: int | None = None   # size before our own split (digits)
+    generated: bool = False         # size set by `num_samples` (mnist1d)
+
+
+def cache_dir() -> Path:
+    """Where generated data is cached: $HARNESS_CACHE, else ~/.cache/harness."""
+    return Path(os.environ.get("HARNESS_CACHE", Path.home() / ".cache" / "harness"))
+
+
+def _load_mnist1d(num_samples: int, train_split: float, data_seed: int) -> Arrays:
+    key = hashlib.sha256(f"mnist1d-v1-{num_samples}-{train_split!r}-{data_seed}".encode()).hexdigest()[:16]
+    path = cache_dir() / f"mnist1d-{key}.npz"
+    if not path.exists():
+        from mnist1d.data import get_dataset_args, make_dataset  # generates locally; never get_dataset
+
+        args = get_dataset_args()
+        args.num_samples, args.train_split, args.seed = num_samples, train_split, data_seed
+        made = make_dataset(args)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npz", delete=False) as tmp:
+            np.savez(tmp, x=made["x"], y=made["y"], x_test=made["x_test"], y_test=made["y_test"])
+        os.replace(tmp.name, path)
+    with np.load(path, allow_pickle=False) as arrays:
+        return Arrays(
+            x_train=arrays["x"].astype(np.float32)[..., None],
+            y_train=arrays["y"].astype(np.int64),
+            x_val=arrays["x_test"].astype(np.float32)[..., None],
+            y_val=arrays["y_test"].astype(np.int64),
+            num_classes=10,
+        )
+
+
+def _load_digits(num_samples: None, train_split: float, data_seed: int) -> Arrays:
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    digits = load_digits()
+    x = (digits.images / 16.0).astype(np.float32)[..., None]
+    x_train, x_val, y_train, y_val = train_test_split(
+        x, digits.target.astype(np.int64), train_size=train_split, random_state=data_seed, stratify=digits.target
+    )
+    return Arrays(x_train, y_train, x_val, y_val, num_classes=10)
+
+
+def _keras_home() -> str:
+    """Keras reads KERAS_HOME once, at import; this is the folder it uses."""
+    try:
+        from keras.src.backend.config import keras_home
+
+        return keras_home()
+    except ImportError:  # a Keras without that private helper
+        return os.environ.get("KERAS_HOME", os.path.expanduser("~/.keras"))
+
+
+def _keras_loader(name: str, cache_files: str) -> Callable[..., Arrays]:
+    def load(num_samples: None, train_split: None, data_seed: int) -> Arrays:
+        import keras
+
+        try:
+            (x_train, y_train), (x_val, y_val) = getattr(keras.datasets, name).load_data()
+        except Exception as err:  # Keras raises a bare Exception on a failed download
+            home = _keras_home()
+            reason = " ".join(str(err).split())[:200]
+            raise DataUnavailable(
+                f"dataset={name} is not in the Keras cache ({home}/datasets/{cache_files}) and could not be "
+                f"downloaded ({type(err).__name__}: {reason}); run `python -c \"import keras; "
+                f"keras.datasets.{name}.load_data()\"` on a machine with internet access and copy "
+                f"{home}/datasets here, or use dataset=mnist1d"
+            ) from err
+        scale = lambda a: (a.astype(np.float32) / 255.0).reshape(a.shape[0], *a.shape[1:3], -1)  # noqa: E731
+        return Arrays(
+            scale(x_train), y_train.reshape(-1).astype(np.int64),
+            scale(x_val), y_val.reshape(-1).astype(np.int64), num_classes=10,
+        )
+
+    return load
+
+
+DATASETS: dict[str, DatasetSpec] = {
+    "mnist1d": DatasetSpec(_load_mnist1d, num_classes=10, generated=True),
+    "digits": DatasetSpec(_load_digits, num_classes=10, total_size=1797),
+    "mnist": DatasetSpec(_keras_loader("mnist", "mnist.npz"), num_classes=10, fixed_size=60000),
+    "fashion_mnist": DatasetSpec(
+        _keras_loader("fashion_mnist", "fashion-mnist/*.gz"), num_classes=10, fixed_size=60000
+    ),
+    "cifar10": DatasetSpec(_keras_loader("cifar10", "cifar-10-batches-py"), num_classes=10, fixed_size=50000),
+}
+
+
+def load(data_cfg) -> Arrays:
+    """Load the data set named in `data_cfg` (a DataConfig)."""
+    spec = DATASETS[data_cfg.name]
+    return spec.load(data_cfg.num_samples, data_cfg.train_split, data_cfg.data_seed)
+
+
+def expected_train_size(data_cfg, imbalance: float = 0.0) -> int:
+    """Training-set size implied by the config, without loading anything (classes assumed balanced)."""
+    spec = DATASETS[data_cfg.name]
+    if spec.fixed_size is not None:
+        size = spec.fixed_size
+    elif spec.generated:
+        size = int(data_cfg.num_samples // spec.num_classes * spec.num_classes * data_cfg.train_split)
+    else:
+        size = int(spec.total_size * data_cfg.train_split)
+    if imbalance > 0.0:
+        size = int(imbalanced_counts(spread_evenly(size, spec.num_classes), imbalance).sum())
+    return size

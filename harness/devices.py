@@ -1,0 +1,63 @@
+"""Choose the tf.distribute strategy for a run: the one place that decides where training runs."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class DeviceError(RuntimeError):
+    """The requested devices cannot be provided."""
+
+
+@dataclass
+class Placement:
+    strategy: object          # a tf.distribute.Strategy
+    replicas: int
+    device_names: list[str]
+
+
+def _split_cpu(tf, count: int) -> None:
+    """Split the CPU into `count` logical devices; possible only before TensorFlow initialises."""
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    try:
+        tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * count)
+    except RuntimeError as err:
+        existing = len(tf.config.list_logical_devices("CPU"))
+        if existing != count:
+            raise DeviceError(
+                f"simulate_devices: this process already has {existing} logical CPU device(s) and cannot change to "
+                f"{count}; run each replica count in its own process"
+            ) from err
+
+
+def make_strategy(gpus: int, devices: tuple[int, ...] | None, simulate_devices: bool) -> Placement:
+    """gpus=0: CPU; 1: one GPU; N >= 2: MirroredStrategy over N GPUs, or over N logical CPU devices when
+    simulate_devices is set and no GPU is visible."""
+    import tensorflow as tf
+
+    physical = tf.config.list_physical_devices("GPU")
+    if devices is not None:
+        missing = [i for i in devices if i >= len(physical)]
+        if missing:
+            raise DeviceError(f"devices={list(devices)}: GPU id(s) {missing} not visible ({len(physical)} GPU(s))")
+        tf.config.set_visible_devices([physical[i] for i in devices], "GPU")
+        physical = [physical[i] for i in devices]
+    else:
+        if gpus == 0 and physical:
+            tf.config.set_visible_devices([], "GPU")
+    if gpus == 0:
+        return Placement(tf.distribute.get_strategy(), 1, ["/cpu:0"])
+    if simulate_devices and not physical:
+        if gpus >= 2:
+            _split_cpu(tf, gpus)
+        names = [f"/cpu:{i}" for i in range(gpus)]
+        strategy = tf.distribute.MirroredStrategy(names) if gpus >= 2 else tf.distribute.OneDeviceStrategy(names[0])
+        return Placement(strategy, gpus, names)
+    if gpus > len(physical):
+        raise DeviceError(
+            f"gpus={gpus}: only {len(physical)} GPU(s) visible; use gpus<={len(physical)} or simulate_devices=true"
+        )
+    if devices is None:
+        tf.config.set_visible_devices(physical[:gpus], "GPU")
+    names = [f"/gpu:{i}" for i in range(gpus)]
+    strategy = tf.distribute.MirroredStrategy(names) if gpus >= 2 else tf.distribute.OneDeviceStrategy(names[0])
+    return Placement(strategy, gpus, names)

@@ -1,0 +1,89 @@
+"""One training run, composed from the stages: seed, devices, data, model, fit, files."""
+from __future__ import annotations
+
+import logging
+import os
+import platform
+from pathlib import Path
+
+from harness import data, transforms
+from harness.batching import plan_batches
+from harness.config import RunConfig
+from harness.runlog import MetricsTable, RunRecord
+
+log = logging.getLogger(__name__)
+
+
+def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: list[str] = ()) -> float:
+    """Train one configuration, write metrics.parquet and run.json into `run_dir`, return the final val_acc.
+
+    run.json says `running` from the start; its final status (completed, diverged, failed, interrupted) is
+    written however the run ends. Exceptions are re-raised after they are recorded.
+    """
+    run_dir = Path(run_dir)
+    record = RunRecord(run_dir, run_id, cfg.flat(), list(overrides))
+    status, error = "failed", None
+    try:
+        final_val_acc, diverged = _train(cfg, run_dir, run_id, record)
+        status = "diverged" if diverged else "completed"
+        return final_val_acc
+    except KeyboardInterrupt as err:
+        status, error = "interrupted", err
+        raise
+    except BaseException as err:
+        error = err
+        raise
+    finally:
+        record.finish(status, error)
+
+
+def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord) -> tuple[float, bool]:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    from harness import devices  # TensorFlow loads from here on
+
+    placement = devices.make_strategy(cfg.device.gpus, cfg.device.devices, cfg.device.simulate_devices)
+    import keras
+    import tensorflow as tf
+
+    from harness import models, train
+
+    record.set_environment(
+        tensorflow=tf.__version__, keras=keras.__version__, strategy=type(placement.strategy).__name__,
+        replicas=placement.replicas, devices=placement.device_names, platform=platform.platform(),
+    )
+    arrays = data.load(cfg.data)
+    x_train, y_train = transforms.apply(
+        arrays.x_train, arrays.y_train, imbalance=cfg.train.imbalance, shuffle=cfg.train.shuffle,
+        seed=cfg.train.seed,
+    )
+    # Seed after loading: generating MNIST-1D reseeds the global numpy and python generators.
+    keras.backend.clear_session()  # jobs of an in-process multirun start from a clean slate
+    keras.utils.set_random_seed(cfg.train.seed)
+    tf.config.experimental.enable_op_determinism()
+    plan = plan_batches(cfg.train.batch_size, cfg.train.per_replica_batch, placement.replicas, len(x_train))
+    log.info("run %s: %s", run_id, plan.describe())
+
+    with placement.strategy.scope():
+        model = models.build(cfg.model, x_train.shape[1:], arrays.num_classes)
+        train.compile_model(model, cfg.train.optimizer, cfg.train.lr)
+
+    table = MetricsTable(run_dir)
+    columns = {"run_id": run_id, **cfg.flat(), "base_lr": cfg.train.lr, **plan.as_columns()}
+    del columns["lr"]  # `lr` is the learning rate in effect at each epoch; `base_lr` the configured one
+    columns["devices"] = None if cfg.device.devices is None else ",".join(map(str, cfg.device.devices))
+
+    def on_row(row: dict) -> None:
+        table.append(row)
+        record.update(epochs_completed=row["epoch"])
+
+    recorder = train.EpochRecorder(train.evaluation_dataset(x_train, y_train), len(x_train), columns, on_row)
+    train.fit(
+        model,
+        train.training_dataset(x_train, y_train, plan, cfg.train.shuffle, cfg.train.seed, cfg.train.epochs),
+        train.evaluation_dataset(arrays.x_val, arrays.y_val),
+        plan,
+        cfg.train.epochs,
+        recorder,
+    )
+    final_val_acc = recorder.rows[-1]["val_acc"] if recorder.rows else float("nan")
+    return final_val_acc, recorder.diverged

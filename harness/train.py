@@ -1,0 +1,121 @@
+"""Compile and fit, with one callback that turns every epoch into a tidy metrics row."""
+from __future__ import annotations
+
+import logging
+import math
+import time
+from typing import Any, Callable
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from harness.batching import BatchPlan
+
+log = logging.getLogger(__name__)
+
+EVAL_BATCH = 1024
+OPTIMIZERS: dict[str, Callable[[float], keras.optimizers.Optimizer]] = {
+    "adam": lambda lr: keras.optimizers.Adam(lr),
+    "sgd": lambda lr: keras.optimizers.SGD(lr),
+    "momentum": lambda lr: keras.optimizers.SGD(lr, momentum=0.9),
+    "rmsprop": lambda lr: keras.optimizers.RMSprop(lr),
+}
+
+
+def compile_model(model: keras.Model, optimizer: str, lr: float) -> None:
+    """Compile for integer class labels; call inside the strategy's scope."""
+    model.compile(
+        optimizer=OPTIMIZERS[optimizer](lr),
+        loss="sparse_categorical_crossentropy",
+        metrics=["accuracy"],
+    )
+
+
+def epoch_order(train_size: int, shuffle: bool, seed: int, epoch) -> tf.Tensor:
+    """Sample order of one epoch: a permutation that depends only on (seed, epoch), or the given order.
+
+    Stateless, so a run resumed at epoch k sees exactly the batches an uninterrupted run would.
+    """
+    indices = tf.range(train_size, dtype=tf.int64)
+    if not shuffle:
+        return indices
+    seed_pair = tf.stack([tf.constant(seed, tf.int64), tf.cast(epoch, tf.int64)])
+    return tf.random.experimental.stateless_shuffle(indices, seed=seed_pair)
+
+
+def training_dataset(x: np.ndarray, y: np.ndarray, plan: BatchPlan, shuffle: bool, seed: int,
+                     epochs: int, initial_epoch: int = 0) -> tf.data.Dataset:
+    """Batches of `plan.global_batch_size` for epochs [initial_epoch, epochs); no batch spans two epochs."""
+    x_all, y_all = tf.constant(x), tf.constant(y)
+    batch = plan.global_batch_size
+    return (
+        tf.data.Dataset.range(initial_epoch, epochs)
+        .flat_map(lambda e: tf.data.Dataset.from_tensor_slices(epoch_order(len(x), shuffle, seed, e)).batch(batch))
+        .map(lambda idx: (tf.gather(x_all, idx), tf.gather(y_all, idx)))
+        .prefetch(tf.data.AUTOTUNE)
+    )
+
+
+def evaluation_dataset(x: np.ndarray, y: np.ndarray) -> tf.data.Dataset:
+    return tf.data.Dataset.from_tensor_slices((x, y)).batch(EVAL_BATCH).prefetch(tf.data.AUTOTUNE)
+
+
+class EpochRecorder(keras.callbacks.Callback):
+    """After each epoch: measure train accuracy in inference mode, build one row, hand it to `on_row`.
+
+    Stops training when the loss is NaN or infinite and remembers it (`diverged`).
+    """
+
+    def __init__(self, train_eval: tf.data.Dataset, train_size: int, columns: dict[str, Any],
+                 on_row: Callable[[dict[str, Any]], None]):
+        super().__init__()
+        self.train_eval, self.train_size, self.columns, self.on_row = train_eval, train_size, columns, on_row
+        self.diverged = False
+        self.rows: list[dict[str, Any]] = []
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch_start = time.perf_counter()
+        self.train_end = None
+
+    def on_test_begin(self, logs=None):
+        if self.train_end is None:
+            self.train_end = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = dict(logs or {})
+        train_seconds = (self.train_end or time.perf_counter()) - self.epoch_start
+        train_eval = self.model.evaluate(self.train_eval, verbose=0, return_dict=True)
+        row = {
+            **self.columns,
+            "epoch": epoch + 1,
+            "step": int(self.model.optimizer.iterations.numpy()),
+            "train_loss": float(logs["loss"]),
+            "train_acc": float(logs["accuracy"]),
+            "train_eval_loss": float(train_eval["loss"]),
+            "train_eval_acc": float(train_eval["accuracy"]),
+            "val_loss": float(logs["val_loss"]),
+            "val_acc": float(logs["val_accuracy"]),
+            "lr": float(self.model.optimizer.learning_rate.numpy()),
+            "epoch_seconds": time.perf_counter() - self.epoch_start,
+            "samples_per_second": self.train_size / train_seconds,
+        }
+        self.rows.append(row)
+        self.on_row(row)
+        log.info(
+            "epoch %d  step %d  loss %.4f  train_acc %.4f  train_eval_acc %.4f  val_loss %.4f  val_acc %.4f  %.0f samples/s",
+            row["epoch"], row["step"], row["train_loss"], row["train_acc"], row["train_eval_acc"],
+            row["val_loss"], row["val_acc"], row["samples_per_second"],
+        )
+        if not (math.isfinite(row["train_loss"]) and math.isfinite(row["val_loss"])):
+            self.diverged = True
+            self.model.stop_training = True
+            log.warning("loss is not finite at epoch %d: stopping (diverged)", row["epoch"])
+
+
+def fit(model: keras.Model, train: tf.data.Dataset, val: tf.data.Dataset, plan: BatchPlan, epochs: int,
+        recorder: EpochRecorder, initial_epoch: int = 0) -> None:
+    model.fit(
+        train, validation_data=val, epochs=epochs, initial_epoch=initial_epoch,
+        steps_per_epoch=plan.steps_per_epoch, callbacks=[recorder], verbose=0, shuffle=False,
+    )

@@ -1,0 +1,43 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session", autouse=True)
+def data_cache(tmp_path_factory):
+    """Generated data goes to a per-session cache, never the user's."""
+    path = tmp_path_factory.mktemp("harness-cache")
+    os.environ["HARNESS_CACHE"] = str(path)
+    return path
+
+
+@pytest.fixture
+def compose():
+    """Compose the real Hydra config with overrides and return it as a validated RunConfig."""
+    from hydra import compose as hydra_compose, initialize_config_dir
+
+    from harness.cli import CONF_DIR, to_run_config
+
+    def _compose(*overrides: str):
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            return to_run_config(hydra_compose("config", overrides=list(overrides)))
+
+    return _compose
+
+
+def run_harness(*args: str, cwd: Path, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
+    """`python -m harness ARGS` in a fresh process, as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+
+
+# Small, fast settings for real runs: 600 MNIST-1D samples (480 train / 120 validation).
+TINY = ["dataset.num_samples=600", "epochs=2"]

@@ -1,0 +1,89 @@
+import subprocess
+import sys
+
+import pytest
+
+from harness import config
+from harness.cli import main, preflight
+
+
+def test_defaults_compose_to_the_documented_values(compose):
+    cfg = compose()
+    assert cfg.data.name == "mnist1d" and cfg.model.name == "convnet"
+    assert cfg.train.batch_size == 32 and cfg.train.shuffle is True and cfg.train.imbalance == 0.0
+    assert cfg.device.gpus == 0 and cfg.device.devices is None and cfg.device.simulate_devices is False
+    flat = cfg.flat()
+    assert {"batch_size", "gpus", "shuffle", "imbalance", "seed", "dataset", "model", "dataset.num_samples",
+            "model.width"} <= set(flat)
+
+
+def test_overrides_and_groups_reach_the_dataclasses(compose):
+    cfg = compose("batch_size=8", "dataset=digits", "model=mlp", "model.width=2", "shuffle=false",
+                  "imbalance=0.5", "optimizer=momentum", "lr=0.1", "gpus=2", "devices=[0,3]")
+    assert (cfg.train.batch_size, cfg.data.name, cfg.model.name, cfg.model.width) == (8, "digits", "mlp", 2.0)
+    assert cfg.train.shuffle is False and cfg.train.imbalance == 0.5 and cfg.train.optimizer == "momentum"
+    assert cfg.device.devices == (0, 3)
+
+
+def test_sweep_expands_to_every_job_and_validates_each():
+    jobs = preflight(["batch_size=8,32", "seed=0,1,2"], multirun=True)
+    assert sorted((j.train.batch_size, j.train.seed) for j in jobs) == [(b, s) for b in (8, 32) for s in (0, 1, 2)]
+
+
+def test_study_sweep_params_are_expanded():
+    jobs = preflight(["+study=smoke"], multirun=True)
+    assert [j.train.batch_size for j in jobs] == [16, 64] and all(j.train.epochs == 2 for j in jobs)
+
+
+BAD = [
+    (["foo=1"], "foo=1", "valid keys are"),
+    (["+foo=1"], "foo=1", "valid keys are"),
+    (["dataset.foo=3"], "dataset.foo=3", "dataset.num_samples"),
+    (["batch_size=0"], "batch_size=0", ">= 1"),
+    (["batch_size=abc"], "batch_size='abc'", "integer"),
+    (["batch_size=2.5"], "batch_size=2.5", "integer"),
+    (["batch_size=4001"], "batch_size=4001", "training-set size 4000"),
+    (["batch_size=500", "imbalance=0.9"], "batch_size=500", "training-set size 444"),
+    (["epochs=0"], "epochs=0", ">= 1"),
+    (["imbalance=1.0"], "imbalance=1.0", "[0, 1)"),
+    (["imbalance=-0.1"], "imbalance=-0.1", "[0, 1)"),
+    (["lr=0"], "lr=0", "> 0"),
+    (["lr=-0.01"], "lr=-0.01", "> 0"),
+    (["optimizer=lbfgs"], "optimizer='lbfgs'", "adam"),
+    (["shuffle=maybe"], "shuffle='maybe'", "true or false"),
+    (["dataset=nope"], "dataset=nope", "mnist1d"),
+    (["model=nope"], "model=nope", "convnet"),
+    (["dataset=cifar10", "dataset.train_split=0.5"], "dataset.train_split=0.5", "fixed"),
+    (["model.width=0"], "model.width=0", "> 0"),
+    (["devices=[0,0]", "gpus=2"], "devices=[0, 0]", "distinct"),
+    (["batch_size=["], "batch_size=[", "parse"),
+    (["-m", "batch_size=8,0"], "batch_size=0", ">= 1"),
+    (["-m", "+study=nope"], "study=nope", "smoke"),
+]
+
+
+@pytest.mark.parametrize("argv,named,allowed", BAD, ids=[" ".join(b[0]) for b in BAD])
+def test_bad_input_exits_2_with_one_line_naming_key_value_and_allowed(argv, named, allowed, capsys, tmp_path,
+                                                                      monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert named in err and allowed in err
+    assert "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_config_error_message_format():
+    err = config.ConfigError("batch_size", 0, "an integer >= 1")
+    assert str(err) == "batch_size=0 is not allowed: an integer >= 1"
+
+
+def test_bad_input_is_rejected_before_tensorflow_loads(tmp_path):
+    code = (
+        "import sys; from harness.cli import main; rc = main(['-m', 'batch_size=8,0']); "
+        "assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules, 'TF loaded'; sys.exit(rc)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().startswith("harness: error: batch_size=0")

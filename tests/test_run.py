@@ -1,0 +1,113 @@
+"""Real (tiny) training runs through run_experiment: the files a user relies on."""
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.run import run_experiment
+from tests.conftest import TINY
+
+METRIC_COLUMNS = {
+    "run_id", "epoch", "step", "train_loss", "train_acc", "train_eval_acc", "val_loss", "val_acc", "lr",
+    "epoch_seconds", "samples_per_second",
+}
+CONFIG_COLUMNS = {
+    "batch_size", "global_batch_size", "per_replica_batch_size", "replicas", "gpus", "shuffle", "imbalance",
+    "seed", "dataset", "model", "optimizer", "epochs", "base_lr", "dataset.num_samples", "model.width",
+}
+TIMING = ["epoch_seconds", "samples_per_second"]
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    from hydra import compose, initialize_config_dir
+
+    from harness.cli import CONF_DIR, to_run_config
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = to_run_config(compose("config", overrides=[*TINY, "batch_size=16"]))
+    run_dir = tmp_path_factory.mktemp("sweep") / "0"
+    val_acc = run_experiment(cfg, run_dir, run_id="sweep/0", overrides=["batch_size=16"])
+    return cfg, run_dir, val_acc
+
+
+def test_metrics_parquet_has_one_row_per_epoch_with_every_column(tiny_run):
+    cfg, run_dir, val_acc = tiny_run
+    frame = pd.read_parquet(run_dir / "metrics.parquet")
+    assert list(frame["epoch"]) == [1, 2]
+    assert METRIC_COLUMNS | CONFIG_COLUMNS <= set(frame.columns)
+    assert list(frame["step"]) == [30, 60]  # 480 samples / 16 = 30 steps per epoch
+    for column in ["train_acc", "train_eval_acc", "val_acc"]:
+        assert frame[column].between(0, 1).all()
+    assert (frame[["train_loss", "val_loss", "epoch_seconds", "samples_per_second"]] > 0).all().all()
+    assert (frame["batch_size"] == 16).all() and (frame["global_batch_size"] == 16).all()
+    assert (frame["replicas"] == 1).all() and np.allclose(frame["lr"], cfg.train.lr, rtol=1e-6)
+    assert frame["val_acc"].iloc[-1] == val_acc
+    assert frame["val_acc"].iloc[-1] > 0.2  # learnt something beyond chance (0.1) in two epochs
+
+
+def test_run_json_records_status_config_and_environment(tiny_run):
+    _, run_dir, _ = tiny_run
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["status"] == "completed" and record["epochs_completed"] == 2 and record["error"] is None
+    assert record["run_id"] == "sweep/0" and record["overrides"] == ["batch_size=16"]
+    assert record["config"]["batch_size"] == 16 and record["config"]["dataset.num_samples"] == 600
+    assert record["started_at"] <= record["finished_at"]
+    env = record["environment"]
+    assert env["strategy"] == "_DefaultDistributionStrategy" and env["replicas"] == 1
+    assert env["tensorflow"].startswith("2.") and env["keras"].startswith("3.")
+
+
+def test_same_config_and_seed_give_identical_metrics(tiny_run, tmp_path):
+    cfg, run_dir, _ = tiny_run
+    run_experiment(cfg, tmp_path / "again", run_id="sweep/0", overrides=["batch_size=16"])
+    first = pd.read_parquet(run_dir / "metrics.parquet").drop(columns=TIMING)
+    second = pd.read_parquet(tmp_path / "again" / "metrics.parquet").drop(columns=TIMING)
+    pd.testing.assert_frame_equal(first, second, check_exact=True)
+
+
+def test_another_seed_gives_other_metrics(tiny_run, tmp_path):
+    cfg, run_dir, _ = tiny_run
+    import dataclasses
+
+    other = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, seed=1))
+    run_experiment(other, tmp_path / "seed1", run_id="sweep/1")
+    a = pd.read_parquet(run_dir / "metrics.parquet")["train_loss"].to_numpy()
+    b = pd.read_parquet(tmp_path / "seed1" / "metrics.parquet")["train_loss"].to_numpy()
+    assert not np.array_equal(a, b)
+
+
+def test_imbalanced_unshuffled_run_trains_on_the_transformed_split(compose, tmp_path):
+    from harness import data
+
+    cfg = compose(*TINY, "epochs=1", "shuffle=false", "imbalance=0.5")
+    run_experiment(cfg, tmp_path / "a", run_id="s/0")
+    frame = pd.read_parquet(tmp_path / "a" / "metrics.parquet")
+    assert not frame["shuffle"].any() and (frame["imbalance"] == 0.5).all()
+    class_0 = int(np.sum(data.load(cfg.data).y_train == 0))
+    assert frame["train_size"].iloc[0] == 2 * class_0  # class 0 is half of the imbalanced training set
+
+
+def test_nan_loss_stops_the_run_as_diverged(compose, tmp_path):
+    cfg = compose(*TINY, "epochs=3", "optimizer=sgd", "lr=1e12", "model=mlp")
+    run_experiment(cfg, tmp_path / "d", run_id="s/0")
+    record = json.loads((tmp_path / "d" / "run.json").read_text())
+    assert record["status"] == "diverged"
+    assert record["epochs_completed"] < 3
+
+
+def test_a_failing_run_is_recorded_then_raised(compose, tmp_path, monkeypatch):
+    from harness import data
+
+    def broken(*args):
+        raise OSError("disk on fire")
+
+    monkeypatch.setitem(data.DATASETS, "mnist1d", data.DATASETS["mnist1d"].__class__(broken, 10, generated=True))
+    with pytest.raises(OSError):
+        run_experiment(compose(*TINY), tmp_path / "f", run_id="s/0")
+    record = json.loads((tmp_path / "f" / "run.json").read_text())
+    assert record["status"] == "failed" and record["finished_at"]
+    assert record["error"]["type"] == "OSError" and record["error"]["message"] == "disk on fire"
+    assert "Traceback" in record["error"]["traceback"]
+    assert not (tmp_path / "f" / "metrics.parquet").exists()
