@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: install demo test test-fast clean
+.PHONY: install browser demo test test-fast clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +21,14 @@ install: $(STAMP)
 demo: install
 	$(PY) -m harness batch_size=8,32,64,128 -m
 
-test: install
+# The report's browser test needs Debian's chromium and its driver; install them when missing.
+browser:
+	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver; \
+	fi
+
+test: install browser
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 test-fast: install

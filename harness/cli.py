@@ -23,6 +23,7 @@ from harness import config
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 CONFIG_NAME = "config"
+REPORTS_DIR = Path("reports")  # like sweeps/, relative to where the command runs
 EXIT_OK, EXIT_FAILED_RUNS, EXIT_INVALID = 0, 1, 2
 
 log = logging.getLogger("harness")
@@ -139,11 +140,13 @@ def main(argv: list[str] | None = None) -> int:
     hydra_job()
     if informational:
         return EXIT_OK
-    if args.multirun and Session.sweep_dir is not None:
-        print(f"sweep: {Session.sweep_dir}")
-    elif Session.last_run_dir is not None:
-        print(f"run: {Session.last_run_dir}")
     if Session.failed_runs:
         print(f"harness: {len(Session.failed_runs)} run(s) failed: {', '.join(Session.failed_runs)}", file=sys.stderr)
-        return EXIT_FAILED_RUNS
-    return EXIT_OK
+    if args.multirun and Session.sweep_dir is not None:
+        from harness.report import write_report
+
+        print(f"sweep: {Session.sweep_dir}")
+        print(write_report(Session.sweep_dir, REPORTS_DIR))  # the last line: the report's path
+    elif Session.last_run_dir is not None:
+        print(f"run: {Session.last_run_dir}")
+    return EXIT_FAILED_RUNS if Session.failed_runs else EXIT_OK

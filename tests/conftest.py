@@ -41,3 +41,12 @@ def run_harness(*args: str, cwd: Path, env: dict | None = None, timeout: int = 6
 
 # Small, fast settings for real runs: 600 MNIST-1D samples (480 train / 120 validation).
 TINY = ["dataset.num_samples=600", "epochs=2"]
+
+
+@pytest.fixture(scope="session")
+def smoke_sweep(tmp_path_factory):
+    """A real tiny multirun (`+study=smoke -m`, two batch sizes), run once for the tests that read it."""
+    cwd = tmp_path_factory.mktemp("smoke")
+    proc = run_harness("+study=smoke", f"hydra.sweep.dir={cwd / 'sweeps' / 'smoke'}", "-m", cwd=cwd)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return cwd, proc

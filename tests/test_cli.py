@@ -10,10 +10,9 @@ pytestmark = pytest.mark.slow
 TIMING = ["epoch_seconds", "samples_per_second"]
 
 
-def test_multirun_sweeps_batch_size_and_writes_every_run(tmp_path):
-    sweep = tmp_path / "sweep"
-    proc = run_harness("+study=smoke", f"hydra.sweep.dir={sweep}", "-m", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+def test_multirun_sweeps_batch_size_and_writes_every_run_and_the_report(smoke_sweep):
+    cwd, proc = smoke_sweep
+    sweep = cwd / "sweeps" / "smoke"
     runs = sorted(p for p in sweep.iterdir() if p.is_dir() and p.name.isdigit())
     assert [p.name for p in runs] == ["0", "1"]
     batch_sizes = []
@@ -21,11 +20,13 @@ def test_multirun_sweeps_batch_size_and_writes_every_run(tmp_path):
         record = json.loads((run / "run.json").read_text())
         assert record["status"] == "completed" and record["epochs_completed"] == 2
         frame = pd.read_parquet(run / "metrics.parquet")
-        assert len(frame) == 2 and frame["run_id"].iloc[0] == f"sweep/{run.name}"
+        assert len(frame) == 2 and frame["run_id"].iloc[0] == f"smoke/{run.name}"
         batch_sizes.append(int(frame["batch_size"].iloc[0]))
         assert (run / ".hydra" / "overrides.yaml").exists()
     assert batch_sizes == [16, 64]
-    assert str(sweep) in proc.stdout.strip().splitlines()[-1]
+    last_line = proc.stdout.strip().splitlines()[-1]
+    assert last_line == "reports/smoke.html"
+    assert (cwd / last_line).stat().st_size > 10_000 and (cwd / "reports" / "latest.html").exists()
 
 
 def test_same_command_twice_gives_identical_metrics_across_processes(tmp_path):
@@ -56,3 +57,5 @@ def test_a_failed_run_is_recorded_and_the_sweep_goes_on_then_exits_1(tmp_path):
     assert "dataset=mnist1d" in failed["error"]["message"]
     assert json.loads((sweep / "1" / "run.json").read_text())["status"] == "completed"
     assert "1 run(s) failed: sweep/0" in proc.stderr
+    report = (tmp_path / proc.stdout.strip().splitlines()[-1]).read_text()
+    assert "DataUnavailable" in report and "partial" in report  # the report was still written

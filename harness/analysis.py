@@ -1,0 +1,125 @@
+"""Read a sweep's files into one tidy DataFrame and compute what the report says. Files only: no TensorFlow."""
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+
+from harness.runlog import METRICS_FILE, RUN_FILE
+
+BATCH = "global_batch_size"
+# Config keys that are never facets: the batch axis itself, the seed (averaged over, with n shown), and
+# keys that only follow from others.
+NOT_FACETS = {"batch_size", "seed", "per_replica_batch", "devices", "epochs_completed"}
+RUN_COLUMNS = ["run_id", "job", "status", "epochs_completed", "started_at", "finished_at", "wall_seconds",
+               "overrides", "error_type", "error_message"]
+
+
+def read_run_records(sweep_dir: Path) -> list[dict]:
+    """Every run.json under the sweep (one per run folder), in job order, with its folder name as `job`."""
+    records = []
+    for run_file in Path(sweep_dir).glob(f"*/{RUN_FILE}"):
+        record = json.loads(run_file.read_text())
+        record["job"] = run_file.parent.name
+        records.append(record)
+    return sorted(records, key=lambda r: (not r["job"].isdigit(), int(r["job"]) if r["job"].isdigit() else r["job"]))
+
+
+def _seconds_between(start: str | None, end: str | None) -> float:
+    if not start:
+        return float("nan")
+    finish = datetime.fromisoformat(end) if end else datetime.now(timezone.utc)
+    return (finish - datetime.fromisoformat(start)).total_seconds()
+
+
+def _config_columns(config: dict) -> dict:
+    """run.json's config keyed like the metrics columns (`lr` there is `base_lr` here; devices as '0,2')."""
+    columns = {("base_lr" if k == "lr" else k): v for k, v in config.items()}
+    if isinstance(columns.get("devices"), list):
+        columns["devices"] = ",".join(map(str, columns["devices"]))
+    return columns
+
+
+def load_sweep(sweep_dir: Path) -> pd.DataFrame:
+    """One row per completed epoch of every run, with the run's status and timing joined on.
+
+    A run with no completed epoch (failed early, or still starting) keeps one row with `epoch` missing, so
+    it still shows in the runs table. Raises FileNotFoundError when the folder holds no run.
+    """
+    sweep_dir = Path(sweep_dir)
+    records = read_run_records(sweep_dir)
+    if not records:
+        raise FileNotFoundError(f"{sweep_dir}: no run folders with {RUN_FILE} found")
+    frames = []
+    for record in records:
+        error = record.get("error") or {}
+        run_info = {
+            "run_id": record["run_id"], "job": record["job"], "status": record["status"],
+            "epochs_completed": record.get("epochs_completed", 0),
+            "started_at": record.get("started_at"), "finished_at": record.get("finished_at"),
+            "wall_seconds": _seconds_between(record.get("started_at"), record.get("finished_at")),
+            "overrides": " ".join(record.get("overrides", [])),
+            "error_type": error.get("type"), "error_message": error.get("message"),
+        }
+        metrics_file = sweep_dir / record["job"] / METRICS_FILE
+        if metrics_file.exists():
+            frame = pd.read_parquet(metrics_file)
+            frame = frame.drop(columns=[c for c in run_info if c in frame.columns and c != "run_id"])
+            for key, value in run_info.items():
+                frame[key] = value
+        else:
+            frame = pd.DataFrame([{**_config_columns(record.get("config", {})), **run_info}])
+        frames.append(frame)
+    df = pd.concat(frames, ignore_index=True)
+    if BATCH not in df.columns:
+        df[BATCH] = df["batch_size"]
+    df[BATCH] = df[BATCH].fillna(df["batch_size"]).astype(int)
+    return df
+
+
+def config_keys(sweep_dir: Path) -> list[str]:
+    """The config keys of the sweep's runs, in the order run.json lists them."""
+    keys: dict[str, None] = {}
+    for record in read_run_records(sweep_dir):
+        keys.update(dict.fromkeys(_config_columns(record.get("config", {}))))
+    return list(keys)
+
+
+def varied_keys(df: pd.DataFrame, keys: list[str]) -> list[str]:
+    """Config keys that take more than one value across the sweep's runs."""
+    per_run = df.drop_duplicates("run_id")
+    return [k for k in keys if k in per_run.columns and per_run[k].astype(str).nunique() > 1]
+
+
+def facet_keys(df: pd.DataFrame, keys: list[str]) -> list[str]:
+    """Varied keys other than batch size and seed: results are split by these, never averaged over them."""
+    return [k for k in varied_keys(df, keys) if k not in NOT_FACETS]
+
+
+def facet_label(row: pd.Series | dict, facets: list[str]) -> str:
+    return ", ".join(f"{k}={row[k]}" for k in facets) if facets else "all runs"
+
+
+def runs_table(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per run: its status and timing, with the final epoch's metrics where there is one."""
+    last = df.sort_values("epoch").groupby("run_id", sort=False).tail(1).set_index("run_id")
+    order = df.drop_duplicates("run_id")["run_id"]
+    table = last.loc[order].reset_index()
+    metric_columns = [c for c in ("train_acc", "train_eval_acc", "val_acc", "val_loss") if c in table.columns]
+    return table[[*RUN_COLUMNS, BATCH, *metric_columns]]
+
+
+def final_results(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per completed run: the final epoch's metrics plus the best epoch's validation accuracy."""
+    done = df[(df["status"] == "completed") & df["epoch"].notna()]
+    if done.empty:
+        return done.assign(best_val_acc=pd.Series(dtype=float), best_epoch=pd.Series(dtype=float))
+    grouped = done.groupby("run_id", sort=False)
+    final = done.loc[grouped["epoch"].idxmax()].set_index("run_id")
+    best = done.loc[grouped["val_acc"].idxmax()].set_index("run_id")
+    final["best_val_acc"] = best["val_acc"]
+    final["best_epoch"] = best["epoch"]
+    final["gap"] = final["train_eval_acc"] - final["val_acc"]
+    return final.reset_index()

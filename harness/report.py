@@ -1,0 +1,153 @@
+"""Build one self-contained HTML report of a sweep: `python -m harness.report sweeps/<sweep-id>`.
+
+Reads metrics.parquet and run.json files only (never TensorFlow), plots with pure functions, renders with
+Jinja2 (autoescape on, so no config string can inject markup) and embeds every image, so the page works offline.
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import io
+import math
+import os
+import sys
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+import jinja2
+import pandas as pd
+
+from harness import analysis, plots, verdicts
+from harness.analysis import BATCH
+
+FIGURES = [
+    ("Learning curves", plots.learning_curves, False,
+     "Running train accuracy (dotted), post-epoch train accuracy (dashed) and validation accuracy (solid) per "
+     "epoch; mean over seeds, grey band ±1 sd."),
+    ("Validation accuracy and gap vs batch size", plots.accuracy_vs_batch, True,
+     "Left: final and best-epoch val_acc; right: train_eval_acc - val_acc at the final epoch. Mean ± sd over seeds; "
+     "completed runs only."),
+    ("Validation accuracy vs optimizer steps", plots.val_vs_steps, False,
+     "The same runs against updates instead of epochs: where the curves overlap, a large batch is only behind "
+     "in steps, not worse."),
+    ("Throughput", plots.throughput_vs_batch, False,
+     "Training samples per second, median over each run's epochs after the first. Simulated devices share the "
+     "same CPU cores, so their numbers say nothing about real GPUs."),
+]
+
+
+def _png(fig) -> str:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=90)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _fmt(value, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _sorted_values(column: pd.Series) -> list:
+    values = column.dropna().unique().tolist()
+    try:
+        return sorted(values)
+    except TypeError:
+        return sorted(values, key=str)
+
+
+def _runs_rows(df: pd.DataFrame) -> list[dict]:
+    table = analysis.runs_table(df)
+    rows = []
+    for record in table.to_dict("records"):
+        row = {k: _fmt(v) for k, v in record.items()}
+        row["wall_seconds"] = _fmt(record["wall_seconds"], 1)
+        row["error_message"] = record["error_message"] if isinstance(record["error_message"], str) else None
+        rows.append(row)
+    return rows
+
+
+def _environment(sweep_dir: Path) -> list[tuple[str, str]]:
+    records = analysis.read_run_records(sweep_dir)
+    found = next((r["environment"] for r in records if "tensorflow" in r.get("environment", {})),
+                 records[0].get("environment", {}))
+    return [(key, ", ".join(map(str, v)) if isinstance(v, list) else str(v)) for key, v in found.items()]
+
+
+def build_report(sweep_dir: Path) -> str:
+    """The report's HTML for the sweep in `sweep_dir` (complete or partial)."""
+    sweep_dir = Path(sweep_dir)
+    df = analysis.load_sweep(sweep_dir)
+    keys = analysis.config_keys(sweep_dir)
+    facets = analysis.facet_keys(df, keys)
+    df["facet"] = [analysis.facet_label(row, facets) for row in df[facets].to_dict("records")] if facets else "all runs"
+    final = analysis.final_results(df)
+    per_run = df.drop_duplicates("run_id")
+
+    batch_verdicts = [verdicts.batch_size_verdict(frame, facet) for facet, frame in final.groupby("facet")]
+    figures = []
+    has_epochs = df["epoch"].notna().any()
+    for title, plot, needs_final, caption in FIGURES:
+        if (needs_final and final.empty) or not has_epochs:
+            continue
+        figures.append({"title": title, "png": _png(plot(final if needs_final else df)), "caption": caption})
+
+    status_counts = per_run["status"].value_counts()
+    unfinished = [f"{n} {s}" for s, n in status_counts.items() if s not in ("completed",)]
+    varied = analysis.varied_keys(df, keys)
+    template = jinja2.Environment(
+        loader=jinja2.PackageLoader("harness", "templates"), autoescape=True, undefined=jinja2.StrictUndefined
+    ).get_template("report.html.j2")
+    return template.render(
+        sweep_id=sweep_dir.name,
+        sweep_dir=str(sweep_dir),
+        generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        counts={"total": len(per_run), "by_status": list(status_counts.items())},
+        partial=", ".join(unfinished),
+        verdicts=batch_verdicts,
+        varied=[(k, ", ".join(map(str, _sorted_values(per_run[k])))) for k in varied],
+        facets=facets,
+        constant=[(k, _fmt(per_run[k].iloc[0])) for k in keys if k in per_run.columns and k not in varied],
+        figures=figures,
+        runs=_runs_rows(df),
+        environment=_environment(sweep_dir),
+    )
+
+
+def write_report(sweep_dir: Path, reports_dir: Path = Path("reports")) -> Path:
+    """Write reports/<sweep-id>.html and reports/latest.html; return the first."""
+    html = build_report(sweep_dir)
+    reports_dir = Path(reports_dir)
+    reports_dir.mkdir(parents=True, exist_ok=True)
+    target = reports_dir / f"{Path(sweep_dir).resolve().name}.html"
+    for path in (target, reports_dir / "latest.html"):
+        fd, tmp = tempfile.mkstemp(dir=reports_dir, suffix=".html.tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(html)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.report", description=__doc__.splitlines()[0])
+    parser.add_argument("sweep_dir", type=Path, help="a sweep folder, e.g. sweeps/2026-11-30_12-00-00")
+    parser.add_argument("--out", type=Path, default=Path("reports"), help="folder for the HTML (default: reports)")
+    args = parser.parse_args(argv)
+    if not args.sweep_dir.is_dir():
+        print(f"harness.report: error: sweep_dir={str(args.sweep_dir)!r} is not a folder", file=sys.stderr)
+        return 2
+    try:
+        path = write_report(args.sweep_dir, args.out)
+    except FileNotFoundError as err:
+        print(f"harness.report: error: {err}", file=sys.stderr)
+        return 2
+    print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from harness import report
+from tests.sweeps import batch_sweep, make_run
+
+
+def test_report_of_a_partial_sweep_shows_verdict_plots_and_every_run(tmp_path):
+    sweep = batch_sweep(tmp_path / "sweep-a", {8: [0.90, 0.91, 0.92], 128: [0.80, 0.81, 0.79]})
+    make_run(sweep, 6, status="failed", val=(), error="disk on fire", batch_size=64)
+    make_run(sweep, 7, status="running", val=(0.4,), finished=False, batch_size=32)
+    path = report.write_report(sweep, tmp_path / "reports")
+    assert path == tmp_path / "reports" / "sweep-a.html"
+    html = path.read_text()
+    assert (tmp_path / "reports" / "latest.html").read_text() == html
+    assert "Larger batches gave lower validation accuracy: reproduced" in html and "n = 3 seeds" in html
+    assert "partial" in html and "1 failed" in html and "1 running" in html
+    assert "OSError: disk on fire" in html
+    assert html.count('src="data:image/png;base64,') == 4
+    assert not re.search(r'(src|href)="(https?:)?//', html)  # nothing to fetch: works offline
+    assert html.count("<tr><td>sweep-a/") == 8
+
+
+def test_hostile_config_strings_are_escaped(tmp_path):
+    sweep = tmp_path / "sweep"
+    hostile = "<script>alert(1)</script>"
+    make_run(sweep, 0, batch_size=8, overrides=[f"+note={hostile}"], optimizer=hostile)
+    make_run(sweep, 1, batch_size=64, status="failed", val=(), error='<img src=x onerror="alert(2)">')
+    html = report.build_report(sweep)
+    assert "<script>" not in html and "<img src=x" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "&lt;img src=x" in html
+
+
+def test_varied_keys_get_their_own_verdicts_and_constants_are_listed_once(tmp_path):
+    sweep = tmp_path / "sweep"
+    job = 0
+    for shuffle, finals in [(True, {8: [0.9, 0.91], 128: [0.8, 0.81]}), (False, {8: [0.3, 0.31], 128: [0.3, 0.3]})]:
+        for batch, values in finals.items():
+            for seed, final in enumerate(values):
+                make_run(sweep, job, batch_size=batch, seed=seed, shuffle=shuffle, val=(final,))
+                job += 1
+    html = report.build_report(sweep)
+    assert html.count('<div class="facet">') == 2
+    assert "shuffle=True" in html and "shuffle=False" in html
+    assert "Results are shown separately for each combination of shuffle" in html
+    assert html.count("<code>optimizer</code>") == 1
+
+
+def test_report_command_prints_the_path_last_and_never_loads_tensorflow(tmp_path):
+    sweep = batch_sweep(tmp_path / "s1", {8: [0.9], 64: [0.85]})
+    code = (
+        "import sys; from harness import report; rc = report.main(sys.argv[1:]); "
+        "assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules; sys.exit(rc)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(sweep), "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == str(tmp_path / "out" / "s1.html")
+
+    missing = subprocess.run([sys.executable, "-m", "harness.report", str(tmp_path / "nope")],
+                             capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
+    assert "sweep_dir=" in missing.stderr
+
+
+@pytest.mark.slow
+def test_report_of_a_real_sweep_renders_in_a_real_browser(smoke_sweep, tmp_path):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+
+    cwd, proc = smoke_sweep
+    page = cwd / proc.stdout.strip().splitlines()[-1]
+    browser, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
+    assert browser and driver_path, "make test installs Debian's chromium and chromium-driver"
+    options = Options()
+    options.binary_location = browser
+    for arg in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1280,900",
+                f"--user-data-dir={tmp_path / 'profile'}"]:
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    try:
+        driver.get(page.as_uri())
+        images = driver.find_elements(By.TAG_NAME, "img")
+        assert len(images) == 4
+        sizes = [driver.execute_script("return [arguments[0].complete, arguments[0].naturalWidth, "
+                                       "arguments[0].naturalHeight]", img) for img in images]
+        assert all(done and w > 0 and h > 0 for done, w, h in sizes), sizes
+        headline = driver.find_element(By.CSS_SELECTOR, ".verdict .headline")
+        assert headline.is_displayed() and "Larger batches gave lower validation accuracy" in headline.text
+        fetched = driver.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+        assert not [name for name in fetched if name.startswith("http")]
+        height = driver.execute_script("return document.body.scrollHeight")
+        driver.set_window_size(1280, height)
+        screenshot = tmp_path / "report.png"
+        driver.save_screenshot(str(screenshot))
+        assert screenshot.stat().st_size > 20_000
+    finally:
+        driver.quit()
