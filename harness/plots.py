@@ -10,6 +10,7 @@ import math
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from harness.analysis import BATCH
 
@@ -64,6 +65,7 @@ def learning_curves(df: pd.DataFrame) -> Figure:
             ax.set_title(f"batch {size}" + (f" | {facet}" if len(facets) > 1 else "") + f" (n={seeds})",
                          fontsize=9)
             ax.grid(alpha=0.3)
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         panel += math.ceil(len(sizes) / cols) * cols
     visible = [ax for ax in axes if ax.get_visible()]
     if visible:
