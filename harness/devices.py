@@ -29,10 +29,18 @@ def _split_cpu(tf, count: int) -> None:
             ) from err
 
 
-def make_strategy(gpus: int, devices: tuple[int, ...] | None, simulate_devices: bool) -> Placement:
+def make_strategy(gpus: int, devices: tuple[int, ...] | None, simulate_devices: bool,
+                  threads: int | None = None) -> Placement:
     """gpus=0: CPU; 1: one GPU; N >= 2: MirroredStrategy over N GPUs, or over N logical CPU devices when
-    simulate_devices is set and no GPU is visible."""
+    simulate_devices is set and no GPU is visible. `threads` caps TensorFlow's CPU thread pools."""
     import tensorflow as tf
+
+    if threads:
+        try:
+            tf.config.threading.set_intra_op_parallelism_threads(threads)
+            tf.config.threading.set_inter_op_parallelism_threads(threads)
+        except RuntimeError:  # TensorFlow already initialised in this process: its pools stay as they are
+            pass
 
     physical = tf.config.list_physical_devices("GPU")
     if devices is not None:

@@ -1,15 +1,18 @@
 """One training run, composed from the stages: seed, devices, data, model, fit, files."""
 from __future__ import annotations
 
+import json
 import logging
 import os
 import platform
 from pathlib import Path
 
+import pandas as pd
+
 from harness import data, transforms
 from harness.batching import plan_batches
 from harness.config import RunConfig
-from harness.runlog import MetricsTable, RunRecord
+from harness.runlog import FINISHED, METRICS_FILE, RUN_FILE, MetricsTable, RunRecord, read_json
 
 log = logging.getLogger(__name__)
 
@@ -18,13 +21,26 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
     """Train one configuration, write metrics.parquet and run.json into `run_dir`, return the final val_acc.
 
     run.json says `running` from the start; its final status (completed, diverged, failed, interrupted) is
-    written however the run ends. Exceptions are re-raised after they are recorded.
+    written however the run ends. Exceptions are re-raised after they are recorded. A folder that already holds
+    this run is resumed: a finished run is left alone, an interrupted or killed one continues from its last
+    checkpointed epoch (`resumed_from_epoch` in run.json).
     """
     run_dir = Path(run_dir)
-    record = RunRecord(run_dir, run_id, cfg.flat(), list(overrides))
+    config = json.loads(json.dumps(cfg.flat()))
+    previous = read_json(run_dir / RUN_FILE)
+    if previous is not None and previous.get("config") != config:
+        raise ValueError(f"{run_dir} holds the files of another run ({' '.join(previous.get('overrides', []))})")
+    if previous is not None and previous["status"] in FINISHED:
+        log.info("run %s already %s: left as it is", run_id, previous["status"])
+        return _final_val_acc(run_dir)
+    from harness.train import checkpoint_epoch  # noqa: E402  (loads TensorFlow)
+
+    resume_epoch = checkpoint_epoch(run_dir) if previous is not None else 0
+    record = RunRecord(run_dir, run_id, config, list(overrides),
+                       resumed_from_epoch=resume_epoch or None, previous=previous)
     status, error = "failed", None
     try:
-        final_val_acc, diverged = _train(cfg, run_dir, run_id, record)
+        final_val_acc, diverged = _train(cfg, run_dir, run_id, record, resume_epoch)
         status = "diverged" if diverged else "completed"
         return final_val_acc
     except KeyboardInterrupt as err:
@@ -37,11 +53,17 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
         record.finish(status, error)
 
 
-def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord) -> tuple[float, bool]:
+def _final_val_acc(run_dir: Path) -> float:
+    metrics = run_dir / METRICS_FILE
+    return float(pd.read_parquet(metrics)["val_acc"].iloc[-1]) if metrics.exists() else float("nan")
+
+
+def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, resume_epoch: int) -> tuple[float, bool]:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     from harness import devices  # TensorFlow loads from here on
 
-    placement = devices.make_strategy(cfg.device.gpus, cfg.device.devices, cfg.device.simulate_devices)
+    placement = devices.make_strategy(cfg.device.gpus, cfg.device.devices, cfg.device.simulate_devices,
+                                      threads=_threads_from_env())
     import keras
     import tensorflow as tf
 
@@ -50,6 +72,7 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord) -> tup
     record.set_environment(
         tensorflow=tf.__version__, keras=keras.__version__, strategy=type(placement.strategy).__name__,
         replicas=placement.replicas, devices=placement.device_names, platform=platform.platform(),
+        cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
     )
     arrays = data.load(cfg.data)
     x_train, y_train = transforms.apply(
@@ -61,13 +84,17 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord) -> tup
     keras.utils.set_random_seed(cfg.train.seed)
     tf.config.experimental.enable_op_determinism()
     plan = plan_batches(cfg.train.batch_size, cfg.train.per_replica_batch, placement.replicas, len(x_train))
-    log.info("run %s: %s", run_id, plan.describe())
+    log.info("run %s: %s%s", run_id, plan.describe(),
+             f"; resuming after epoch {resume_epoch}" if resume_epoch else "")
 
     with placement.strategy.scope():
-        model = models.build(cfg.model, x_train.shape[1:], arrays.num_classes)
-        train.compile_model(model, cfg.train.optimizer, cfg.train.lr)
+        if resume_epoch:
+            model = train.load_checkpoint(run_dir)
+        else:
+            model = models.build(cfg.model, x_train.shape[1:], arrays.num_classes)
+            train.compile_model(model, cfg.train.optimizer, cfg.train.lr)
 
-    table = MetricsTable(run_dir)
+    table = MetricsTable(run_dir, keep_epochs=resume_epoch)
     columns = {"run_id": run_id, **cfg.flat(), "base_lr": cfg.train.lr, **plan.as_columns()}
     del columns["lr"]  # `lr` is the learning rate in effect at each epoch; `base_lr` the configured one
     columns["devices"] = None if cfg.device.devices is None else ",".join(map(str, cfg.device.devices))
@@ -76,14 +103,24 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord) -> tup
         table.append(row)
         record.update(epochs_completed=row["epoch"])
 
-    recorder = train.EpochRecorder(train.evaluation_dataset(x_train, y_train), len(x_train), columns, on_row)
+    recorder = train.EpochRecorder(train.evaluation_dataset(x_train, y_train), len(x_train), columns, on_row,
+                                   rows=table.rows)
     train.fit(
         model,
-        train.training_dataset(x_train, y_train, plan, cfg.train.shuffle, cfg.train.seed, cfg.train.epochs),
+        train.training_dataset(x_train, y_train, plan, cfg.train.shuffle, cfg.train.seed, cfg.train.epochs,
+                               initial_epoch=resume_epoch),
         train.evaluation_dataset(arrays.x_val, arrays.y_val),
         plan,
         cfg.train.epochs,
-        recorder,
+        [recorder, train.Checkpointer(run_dir)],
+        initial_epoch=resume_epoch,
     )
+    train.remove_checkpoint(run_dir)
     final_val_acc = recorder.rows[-1]["val_acc"] if recorder.rows else float("nan")
     return final_val_acc, recorder.diverged
+
+
+def _threads_from_env() -> int | None:
+    """Threads per run, set by the launcher when it runs several CPU jobs at once (HARNESS_THREADS)."""
+    value = os.environ.get("HARNESS_THREADS")
+    return int(value) if value else None

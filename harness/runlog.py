@@ -18,6 +18,7 @@ import pandas as pd
 METRICS_FILE = "metrics.parquet"
 RUN_FILE = "run.json"
 STATUSES = ("running", "completed", "failed", "diverged", "interrupted")
+FINISHED = ("completed", "diverged")  # results: a resumed sweep leaves these runs alone
 
 
 def now_iso() -> str:
@@ -45,12 +46,26 @@ def write_json(path: Path, obj: Any) -> None:
     _atomic_write(path, write)
 
 
-class MetricsTable:
-    """Accumulates one row per epoch and rewrites metrics.parquet after each."""
+def read_json(path: Path) -> dict[str, Any] | None:
+    """A JSON file's content, or None when there is no such file."""
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        return None
 
-    def __init__(self, run_dir: Path):
+
+class MetricsTable:
+    """Accumulates one row per epoch and rewrites metrics.parquet after each.
+
+    `keep_epochs` > 0 continues a resumed run: the first that many rows already on disk are kept.
+    """
+
+    def __init__(self, run_dir: Path, keep_epochs: int = 0):
         self.path = Path(run_dir) / METRICS_FILE
         self.rows: list[dict[str, Any]] = []
+        if keep_epochs and self.path.exists():
+            kept = pd.read_parquet(self.path)
+            self.rows = kept[kept["epoch"] <= keep_epochs].to_dict("records")
 
     def append(self, row: dict[str, Any]) -> None:
         self.rows.append(row)
@@ -61,7 +76,8 @@ class MetricsTable:
 class RunRecord:
     """run.json: written with status `running` at start, and again with the outcome at the end."""
 
-    def __init__(self, run_dir: Path, run_id: str, config: dict[str, Any], overrides: list[str]):
+    def __init__(self, run_dir: Path, run_id: str, config: dict[str, Any], overrides: list[str],
+                 resumed_from_epoch: int | None = None, previous: dict[str, Any] | None = None):
         self.path = Path(run_dir) / RUN_FILE
         self.data: dict[str, Any] = {
             "run_id": run_id,
@@ -70,10 +86,14 @@ class RunRecord:
             "overrides": list(overrides),
             "started_at": now_iso(),
             "finished_at": None,
-            "epochs_completed": 0,
+            "epochs_completed": resumed_from_epoch or 0,
+            "resumed_from_epoch": resumed_from_epoch,
             "error": None,
             "environment": {"python": platform.python_version(), "host": platform.node()},
         }
+        if resumed_from_epoch is not None and previous:
+            self.data["started_at"] = previous.get("started_at") or self.data["started_at"]
+            self.data["resumed_at"] = now_iso()
         write_json(self.path, self.data)
 
     def update(self, **fields: Any) -> None:

@@ -1,9 +1,12 @@
 """Compile and fit, with one callback that turns every epoch into a tidy metrics row."""
 from __future__ import annotations
 
+import json
 import logging
 import math
+import os
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 import keras
@@ -68,11 +71,11 @@ class EpochRecorder(keras.callbacks.Callback):
     """
 
     def __init__(self, train_eval: tf.data.Dataset, train_size: int, columns: dict[str, Any],
-                 on_row: Callable[[dict[str, Any]], None]):
+                 on_row: Callable[[dict[str, Any]], None], rows: list[dict[str, Any]] | None = None):
         super().__init__()
         self.train_eval, self.train_size, self.columns, self.on_row = train_eval, train_size, columns, on_row
         self.diverged = False
-        self.rows: list[dict[str, Any]] = []
+        self.rows: list[dict[str, Any]] = list(rows or [])  # a resumed run starts with its earlier rows
 
     def on_epoch_begin(self, epoch, logs=None):
         self.epoch_start = time.perf_counter()
@@ -113,9 +116,51 @@ class EpochRecorder(keras.callbacks.Callback):
             log.warning("loss is not finite at epoch %d: stopping (diverged)", row["epoch"])
 
 
+CHECKPOINT_MODEL, CHECKPOINT_STATE = "checkpoint.keras", "checkpoint.json"
+
+
+class Checkpointer(keras.callbacks.Callback):
+    """After each epoch (and after its metrics row), save weights and optimizer state, then the epoch number.
+
+    Both files are replaced atomically; a kill between them leaves the previous epoch's pair consistent.
+    """
+
+    def __init__(self, run_dir: Path):
+        super().__init__()
+        self.run_dir = Path(run_dir)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.model.stop_training:
+            return  # a diverged run is not resumed
+        tmp_model = self.run_dir / f".tmp-{CHECKPOINT_MODEL}"
+        self.model.save(tmp_model)
+        os.replace(tmp_model, self.run_dir / CHECKPOINT_MODEL)
+        tmp_state = self.run_dir / f".tmp-{CHECKPOINT_STATE}"
+        tmp_state.write_text(json.dumps({"epoch": epoch + 1}))
+        os.replace(tmp_state, self.run_dir / CHECKPOINT_STATE)
+
+
+def checkpoint_epoch(run_dir: Path) -> int:
+    """Epochs completed by the run's last checkpoint (0 when there is none)."""
+    state = Path(run_dir) / CHECKPOINT_STATE
+    if not state.exists() or not (Path(run_dir) / CHECKPOINT_MODEL).exists():
+        return 0
+    return int(json.loads(state.read_text())["epoch"])
+
+
+def load_checkpoint(run_dir: Path) -> keras.Model:
+    """The checkpointed model with its optimizer state; call inside the strategy's scope."""
+    return keras.models.load_model(Path(run_dir) / CHECKPOINT_MODEL)
+
+
+def remove_checkpoint(run_dir: Path) -> None:
+    for name in (CHECKPOINT_STATE, CHECKPOINT_MODEL):
+        (Path(run_dir) / name).unlink(missing_ok=True)
+
+
 def fit(model: keras.Model, train: tf.data.Dataset, val: tf.data.Dataset, plan: BatchPlan, epochs: int,
-        recorder: EpochRecorder, initial_epoch: int = 0) -> None:
+        callbacks: list[keras.callbacks.Callback], initial_epoch: int = 0) -> None:
     model.fit(
         train, validation_data=val, epochs=epochs, initial_epoch=initial_epoch,
-        steps_per_epoch=plan.steps_per_epoch, callbacks=[recorder], verbose=0, shuffle=False,
+        steps_per_epoch=plan.steps_per_epoch, callbacks=callbacks, verbose=0, shuffle=False,
     )

@@ -111,3 +111,43 @@ def test_a_failing_run_is_recorded_then_raised(compose, tmp_path, monkeypatch):
     assert record["error"]["type"] == "OSError" and record["error"]["message"] == "disk on fire"
     assert "Traceback" in record["error"]["traceback"]
     assert not (tmp_path / "f" / "metrics.parquet").exists()
+
+
+def test_an_interrupted_run_resumes_from_its_checkpoint_with_identical_metrics(compose, tmp_path, monkeypatch):
+    from harness import train
+
+    cfg = compose(*TINY, "epochs=3", "batch_size=32")
+    run_experiment(cfg, tmp_path / "whole", run_id="s/0")
+    assert not (tmp_path / "whole" / train.CHECKPOINT_MODEL).exists()  # removed once the run is done
+
+    original = train.EpochRecorder.on_epoch_end
+
+    def interrupt_after_second_epoch(self, epoch, logs=None):
+        original(self, epoch, logs)
+        if epoch == 1:
+            raise KeyboardInterrupt  # after epoch 2's row, before its checkpoint
+
+    monkeypatch.setattr(train.EpochRecorder, "on_epoch_end", interrupt_after_second_epoch)
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(cfg, tmp_path / "cut", run_id="s/0")
+    record = json.loads((tmp_path / "cut" / "run.json").read_text())
+    assert record["status"] == "interrupted" and record["epochs_completed"] == 2
+    assert train.checkpoint_epoch(tmp_path / "cut") == 1
+    monkeypatch.setattr(train.EpochRecorder, "on_epoch_end", original)
+
+    run_experiment(cfg, tmp_path / "cut", run_id="s/0")
+    record = json.loads((tmp_path / "cut" / "run.json").read_text())
+    assert record["status"] == "completed" and record["resumed_from_epoch"] == 1
+    resumed = pd.read_parquet(tmp_path / "cut" / "metrics.parquet").drop(columns=TIMING)
+    whole = pd.read_parquet(tmp_path / "whole" / "metrics.parquet").drop(columns=TIMING)
+    pd.testing.assert_frame_equal(resumed, whole, check_exact=True)
+
+
+def test_a_finished_run_is_left_alone_and_a_different_one_is_refused(compose, tmp_path):
+    cfg = compose(*TINY, "epochs=1")
+    first = run_experiment(cfg, tmp_path / "r", run_id="s/0")
+    files = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "r").iterdir()}
+    assert run_experiment(cfg, tmp_path / "r", run_id="s/0") == first
+    assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / "r").iterdir()} == files
+    with pytest.raises(ValueError, match="another run"):
+        run_experiment(compose(*TINY, "epochs=1", "batch_size=64"), tmp_path / "r", run_id="s/0")
