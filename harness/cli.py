@@ -14,33 +14,45 @@ from typing import Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.experimental.callback import Callback
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException, MissingConfigException, OverrideParseException
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from harness import config
+from harness.runlog import RUN_FILE, read_json
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 CONFIG_NAME = "config"
 REPORTS_DIR = Path("reports")  # like sweeps/, relative to where the command runs
-EXIT_OK, EXIT_FAILED_RUNS, EXIT_INVALID = 0, 1, 2
+EXIT_OK, EXIT_FAILED_RUNS, EXIT_INVALID, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 log = logging.getLogger("harness")
 
 
 class Session:
-    """What the jobs of this process report back to `main`."""
+    """What Hydra's callback and in-process jobs report back to `main`."""
 
     failed_runs: list[str] = []
     sweep_dir: Path | None = None
     last_run_dir: Path | None = None
 
 
+class SweepCallback(Callback):
+    """Hydra callback: note the sweep folder, whichever launcher runs the jobs."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        Session.sweep_dir = Path(str(config.hydra.sweep.dir))
+
+
 def to_run_config(cfg: DictConfig) -> config.RunConfig:
     """Validate a composed Hydra config (hydra node excluded) into a frozen RunConfig."""
+    if "hydra" in cfg:
+        cfg = cfg.copy()
+        with open_dict(cfg):
+            del cfg["hydra"]  # its run-time fields are not resolvable outside a job
     plain: Any = OmegaConf.to_container(cfg, resolve=True)
-    plain.pop("hydra", None)
     return config.from_dict(plain)
 
 
@@ -71,20 +83,36 @@ def one_line(err: BaseException, overrides: list[str]) -> str:
     return " ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
-def expand_jobs(overrides: list[str], multirun: bool, config_name: str = CONFIG_NAME) -> list[list[str]]:
-    """The override list of every job the command would run, as Hydra's basic sweeper expands it."""
-    if not multirun:
-        return [list(overrides)]
+def expand_jobs(overrides: list[str], multirun: bool, config_name: str = CONFIG_NAME) -> tuple[list[list[str]], Path]:
+    """The override list of every job the command would run, as Hydra's basic sweeper expands it, and the
+    folder they would write to (the sweep folder, or the run folder of a single run)."""
     from hydra import compose
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 
     parser = OverridesParser.create()
-    fixed = [o.input_line for o in parser.parse_overrides(overrides) if not o.is_sweep_override()]
-    base = compose(config_name, overrides=fixed, return_hydra_config=True)
+    parsed = parser.parse_overrides(overrides)
+    task = [o.input_line for o in parsed if not o.is_hydra_override()]  # what a job's run records
+    fixed = [o.input_line for o in parsed if not o.is_sweep_override()]
+    base = compose(config_name, overrides=fixed if multirun else overrides, return_hydra_config=True)
+    if not multirun:
+        return [task], Path(str(base.hydra.run.dir))
     params = base.hydra.sweeper.get("params")
     params = OmegaConf.to_container(params, resolve=False) if params else {}
-    arguments = [f"{key}={value}" for key, value in params.items()] + list(overrides)
-    return BasicSweeper.split_arguments(parser.parse_overrides(arguments), None)[0]
+    arguments = [f"{key}={value}" for key, value in params.items()] + task
+    return BasicSweeper.split_arguments(parser.parse_overrides(arguments), None)[0], Path(str(base.hydra.sweep.dir))
+
+
+def check_existing_runs(jobs: list[list[str]], output_dir: Path, multirun: bool) -> None:
+    """Re-running into a folder resumes it, so the folder must hold this same command's runs (or none)."""
+    for num, overrides in enumerate(jobs):
+        run_dir = output_dir / str(num) if multirun else output_dir
+        record = read_json(run_dir / RUN_FILE)
+        if record is not None and record.get("overrides") != overrides:
+            key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
+            raise config.ConfigError(
+                key, str(output_dir), f"a new folder or one holding this same command's runs; {run_dir} ran "
+                f"'{' '.join(record.get('overrides', []))}' but this command's run there is '{' '.join(overrides)}'"
+            )
 
 
 def preflight(overrides: list[str], multirun: bool, config_name: str = CONFIG_NAME) -> list[config.RunConfig]:
@@ -92,10 +120,10 @@ def preflight(overrides: list[str], multirun: bool, config_name: str = CONFIG_NA
     from hydra import compose, initialize_config_dir
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="harness"):
-        return [
-            to_run_config(compose(config_name, overrides=job))
-            for job in expand_jobs(overrides, multirun, config_name)
-        ]
+        jobs, output_dir = expand_jobs(overrides, multirun, config_name)
+        run_configs = [to_run_config(compose(config_name, overrides=job)) for job in jobs]
+    check_existing_runs(jobs, output_dir, multirun)
+    return run_configs
 
 
 @hydra.main(config_path=str(CONF_DIR), config_name=CONFIG_NAME, version_base="1.3")
@@ -137,16 +165,38 @@ def main(argv: list[str] | None = None) -> int:
             print(f"harness: error: {one_line(err, args.overrides)}", file=sys.stderr)
             return EXIT_INVALID
     sys.argv = [sys.argv[0], *argv]
-    hydra_job()
+    try:
+        hydra_job()
+    except KeyboardInterrupt:
+        print("harness: interrupted; the same command resumes the sweep", file=sys.stderr)
+        if Session.sweep_dir is not None and Session.sweep_dir.exists():
+            _write_report(Session.sweep_dir)
+        return EXIT_INTERRUPTED
     if informational:
         return EXIT_OK
+    if args.multirun and Session.sweep_dir is not None:
+        Session.failed_runs = failed_runs(Session.sweep_dir)
     if Session.failed_runs:
         print(f"harness: {len(Session.failed_runs)} run(s) failed: {', '.join(Session.failed_runs)}", file=sys.stderr)
     if args.multirun and Session.sweep_dir is not None:
-        from harness.report import write_report
-
         print(f"sweep: {Session.sweep_dir}")
-        print(write_report(Session.sweep_dir, REPORTS_DIR))  # the last line: the report's path
+        _write_report(Session.sweep_dir)
     elif Session.last_run_dir is not None:
         print(f"run: {Session.last_run_dir}")
     return EXIT_FAILED_RUNS if Session.failed_runs else EXIT_OK
+
+
+def failed_runs(sweep_dir: Path) -> list[str]:
+    """Runs of the sweep whose run.json says failed: the files decide, whichever launcher ran them."""
+    failed = []
+    for run_file in sorted(sweep_dir.glob(f"*/{RUN_FILE}"), key=lambda p: (len(p.parent.name), p.parent.name)):
+        record = read_json(run_file) or {}
+        if record.get("status") == "failed":
+            failed.append(record.get("run_id", run_file.parent.name))
+    return failed
+
+
+def _write_report(sweep_dir: Path) -> None:
+    from harness.report import write_report
+
+    print(write_report(sweep_dir, REPORTS_DIR))  # the last line: the report's path

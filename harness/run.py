@@ -62,7 +62,9 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, resume
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     from harness import devices  # TensorFlow loads from here on
 
-    placement = devices.make_strategy(cfg.device.gpus, cfg.device.devices, cfg.device.simulate_devices,
+    # Under the harness launcher, CUDA_VISIBLE_DEVICES already holds exactly the GPUs `devices` names.
+    explicit = None if os.environ.get("HARNESS_GPUS_ASSIGNED") else cfg.device.devices
+    placement = devices.make_strategy(cfg.device.gpus, explicit, cfg.device.simulate_devices,
                                       threads=_threads_from_env())
     import keras
     import tensorflow as tf

@@ -47,6 +47,7 @@ TINY = ["dataset.num_samples=600", "epochs=2"]
 def smoke_sweep(tmp_path_factory):
     """A real tiny multirun (`+study=smoke -m`, two batch sizes), run once for the tests that read it."""
     cwd = tmp_path_factory.mktemp("smoke")
-    proc = run_harness("+study=smoke", f"hydra.sweep.dir={cwd / 'sweeps' / 'smoke'}", "-m", cwd=cwd)
+    proc = run_harness("+study=smoke", f"hydra.sweep.dir={cwd / 'sweeps' / 'smoke'}", "hydra.launcher.n_jobs=2", "-m",
+                       cwd=cwd)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return cwd, proc

@@ -24,6 +24,9 @@ def test_multirun_sweeps_batch_size_and_writes_every_run_and_the_report(smoke_sw
         batch_sizes.append(int(frame["batch_size"].iloc[0]))
         assert (run / ".hydra" / "overrides.yaml").exists()
     assert batch_sizes == [16, 64]
+    first, second = (json.loads((run / "run.json").read_text()) for run in runs)
+    assert second["started_at"] <= first["finished_at"] and first["started_at"] <= second["finished_at"]  # n_jobs=2
+    assert "runs 2/2 done · 0 running · 0 failed" in proc.stdout
     last_line = proc.stdout.strip().splitlines()[-1]
     assert last_line == "reports/smoke.html"
     assert (cwd / last_line).stat().st_size > 10_000 and (cwd / "reports" / "latest.html").exists()
@@ -38,24 +41,32 @@ def test_same_command_twice_gives_identical_metrics_across_processes(tmp_path):
     pd.testing.assert_frame_equal(frames[0], frames[1], check_exact=True)
 
 
-def test_a_failed_run_is_recorded_and_the_sweep_goes_on_then_exits_1(tmp_path):
+def test_invalid_value_anywhere_in_a_sweep_runs_nothing(tmp_path):
+    sweep = tmp_path / "sweep"
+    proc = run_harness("dataset=fashion_mnist,mnist1d", "dataset.num_samples=null", "epochs=1",
+                       f"hydra.sweep.dir={sweep}", "-m", cwd=tmp_path)
+    assert proc.returncode == 2 and not sweep.exists(), proc.stderr[-3000:]
+    assert proc.stderr.strip().splitlines() == [
+        "harness: error: dataset.num_samples=None is not allowed: an integer >= 200"]
+
+
+def test_failed_and_diverged_runs_are_recorded_the_others_go_on_and_the_report_is_written(tmp_path):
     sweep = tmp_path / "sweep"
     proc = run_harness(
-        "dataset=fashion_mnist,mnist1d", "dataset.num_samples=null", "epochs=1", f"hydra.sweep.dir={sweep}", "-m",
-        cwd=tmp_path, env={"KERAS_HOME": str(tmp_path / "empty-keras")},
-    )
-    # num_samples=null is invalid for mnist1d: nothing may run
-    assert proc.returncode == 2 and not sweep.exists(), proc.stderr[-3000:]
-
-    proc = run_harness(
-        "dataset=fashion_mnist,digits", "epochs=1", f"hydra.sweep.dir={sweep}", "-m",
-        cwd=tmp_path, env={"KERAS_HOME": str(tmp_path / "empty-keras")},
+        "dataset=digits,fashion_mnist", "lr=1e12,0.01", "optimizer=sgd", "model=mlp", "epochs=3",
+        f"hydra.sweep.dir={sweep}", "-m", cwd=tmp_path, env={"KERAS_HOME": str(tmp_path / "empty-keras")},
     )
     assert proc.returncode == 1, proc.stderr[-3000:]
-    failed = json.loads((sweep / "0" / "run.json").read_text())
-    assert failed["status"] == "failed" and failed["error"]["type"] == "DataUnavailable"
-    assert "dataset=mnist1d" in failed["error"]["message"]
-    assert json.loads((sweep / "1" / "run.json").read_text())["status"] == "completed"
-    assert "1 run(s) failed: sweep/0" in proc.stderr
+    status = {}
+    for num in range(4):
+        record = json.loads((sweep / str(num) / "run.json").read_text())
+        status[record["config"]["dataset"], record["config"]["lr"]] = record
+    assert status["digits", 1e12]["status"] == "diverged"
+    assert status["digits", 0.01]["status"] == "completed"
+    for lr in (1e12, 0.01):
+        failed = status["fashion_mnist", lr]
+        assert failed["status"] == "failed" and failed["error"]["type"] == "DataUnavailable"
+        assert "dataset=mnist1d" in failed["error"]["message"]
+    assert "2 run(s) failed: sweep/2, sweep/3" in proc.stderr
     report = (tmp_path / proc.stdout.strip().splitlines()[-1]).read_text()
-    assert "DataUnavailable" in report and "partial" in report  # the report was still written
+    assert "DataUnavailable" in report and "diverged" in report  # the report was still written

@@ -1,0 +1,258 @@
+"""Run a sweep's jobs, each in a fresh process, several at once, each on GPUs no other running job holds.
+
+Plain Python (no Hydra, no TensorFlow): the launcher plugin in hydra_plugins/ turns Hydra's job list into
+`Job`s and hands them here. The run's own files (run.json, metrics.parquet) are the record; this module only
+starts, watches and stops processes, and writes run.json itself when a process died without doing so.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, TextIO
+
+from harness.runlog import FINISHED, RUN_FILE, now_iso, read_json, write_json
+
+MEMORY_PER_RUN = 1.5 * 2**30  # bytes a CPU run may need; caps the default parallelism
+
+
+@dataclass
+class Job:
+    num: int
+    overrides: list[str]
+    run_dir: Path
+    command: list[str]
+    gpus: int = 0                               # GPU slots the job needs (0: CPU)
+    devices: tuple[int, ...] | None = None      # explicit GPU ids it must get
+    epochs: int = 1
+    config: dict = field(default_factory=dict)  # flat config, for a run.json written on the run's behalf
+
+    @property
+    def run_id(self) -> str:
+        return f"{self.run_dir.parent.name}/{self.run_dir.name}"
+
+
+class GpuPool:
+    """GPU ids handed out to running jobs; a job gets ids no other running job holds."""
+
+    def __init__(self, ids: list[int]):
+        self.free = list(ids)
+        self.all = list(ids)
+
+    def acquire(self, job: Job) -> list[int] | None:
+        """The ids for `job` (removed from the pool), [] for a job that needs none, None while it must wait."""
+        if not self.all or job.gpus == 0:
+            return []
+        if job.devices is not None:
+            wanted = list(job.devices)
+            if any(i not in self.all for i in wanted):
+                return []  # not on this machine: the run itself reports it
+            if not all(i in self.free for i in wanted):
+                return None
+        else:
+            if job.gpus > len(self.all):
+                return []  # can never fit: the run itself reports it
+            if job.gpus > len(self.free):
+                return None
+            wanted = self.free[: job.gpus]
+        self.free = [i for i in self.free if i not in wanted]
+        return wanted
+
+    def release(self, ids: list[int]) -> None:
+        self.free.extend(i for i in ids if i not in self.free)
+
+
+def visible_gpus() -> list[int]:
+    """GPU ids on this machine: CUDA_VISIBLE_DEVICES when set, else what nvidia-smi lists, else none."""
+    if "CUDA_VISIBLE_DEVICES" in os.environ:
+        value = os.environ["CUDA_VISIBLE_DEVICES"].strip()
+        return [int(i) for i in value.split(",") if i.strip().isdigit()]
+    if shutil.which("nvidia-smi"):
+        try:
+            out = subprocess.run(["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"],
+                                 capture_output=True, text=True, timeout=20).stdout
+            return [int(line) for line in out.split() if line.strip().isdigit()]
+        except (OSError, subprocess.SubprocessError):
+            return []
+    return []
+
+
+def cpu_count() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def default_parallelism(n_jobs_total: int, gpu_ids: list[int]) -> int:
+    """With GPUs, one job per GPU; on CPU, one per core, capped by memory."""
+    if gpu_ids:
+        return max(1, min(n_jobs_total, len(gpu_ids)))
+    try:
+        available = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+        by_memory = max(1, int(available // MEMORY_PER_RUN))
+    except (ValueError, OSError):
+        by_memory = cpu_count()
+    return max(1, min(n_jobs_total, cpu_count(), by_memory))
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: be killed when the launcher dies, even by kill -9 (Linux)."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+@dataclass
+class _Running:
+    job: Job
+    process: subprocess.Popen
+    gpu_ids: list[int]
+    log: TextIO
+
+
+class Scheduler:
+    """Starts up to `n_jobs` processes at once and waits for all; returns each job's exit code."""
+
+    def __init__(self, jobs: list[Job], n_jobs: int, gpu_ids: list[int], *, poll_seconds: float = 0.5,
+                 stop_timeout: float = 60.0, progress: Callable[[str, bool], None] | None = None):
+        self.jobs, self.n_jobs, self.pool = jobs, max(1, n_jobs), GpuPool(gpu_ids)
+        self.poll_seconds, self.stop_timeout = poll_seconds, stop_timeout
+        self.progress = progress or (lambda line, final: None)
+        cpu_jobs = min(self.n_jobs, max(1, sum(1 for j in jobs if j.gpus == 0 or not gpu_ids)))
+        self.threads_per_cpu_job = max(1, cpu_count() // cpu_jobs)
+        self.exit_codes: dict[int, int] = {}
+        self.skipped: list[Job] = []
+
+    def _env(self, job: Job, gpu_ids: list[int]) -> dict[str, str]:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        if gpu_ids:
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpu_ids))
+            env["HARNESS_GPUS_ASSIGNED"] = "1"  # `devices` ids are already applied by CUDA_VISIBLE_DEVICES
+        else:
+            env.pop("HARNESS_GPUS_ASSIGNED", None)
+            env["HARNESS_THREADS"] = str(self.threads_per_cpu_job)
+            if job.gpus == 0 and self.pool.all:
+                env["CUDA_VISIBLE_DEVICES"] = ""  # a CPU job keeps off the GPUs
+        return env
+
+    def _start(self, job: Job, gpu_ids: list[int]) -> _Running:
+        job.run_dir.mkdir(parents=True, exist_ok=True)
+        log = open(job.run_dir / "train.log", "a")
+        process = subprocess.Popen(
+            job.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self._env(job, gpu_ids),
+            start_new_session=True, preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+        )
+        return _Running(job, process, gpu_ids, log)
+
+    def _finish(self, running: _Running, code: int, interrupted: bool = False) -> None:
+        running.log.close()
+        self.pool.release(running.gpu_ids)
+        self.exit_codes[running.job.num] = code
+        record = read_json(running.job.run_dir / RUN_FILE)
+        if record is None or record.get("status") == "running":
+            _record_lost_run(running.job, record, code, interrupted)
+
+    def run(self) -> dict[int, int]:
+        pending = []
+        for job in self.jobs:
+            record = read_json(job.run_dir / RUN_FILE)
+            (self.skipped if record and record.get("status") in FINISHED else pending).append(job)
+        running: list[_Running] = []
+        started = time.monotonic()
+        try:
+            while pending or running:
+                for job in list(pending):
+                    if len(running) >= self.n_jobs:
+                        break
+                    gpu_ids = self.pool.acquire(job)
+                    if gpu_ids is not None:
+                        pending.remove(job)
+                        running.append(self._start(job, gpu_ids))
+                for r in list(running):
+                    code = r.process.poll()
+                    if code is not None:
+                        running.remove(r)
+                        self._finish(r, code)
+                self.progress(self._status_line(pending, running, started), False)
+                if pending or running:
+                    time.sleep(self.poll_seconds)
+        except KeyboardInterrupt:
+            self._stop(running)
+            self.progress(self._status_line(pending, [], started) + " · interrupted", True)
+            raise
+        self.progress(self._status_line(pending, running, started), True)
+        return self.exit_codes
+
+    def _stop(self, running: list[_Running]) -> None:
+        """Ctrl-C: SIGINT to every child (they record `interrupted`), then SIGKILL any that linger."""
+        for r in running:
+            _signal_group(r.process, signal.SIGINT)
+        deadline = time.monotonic() + self.stop_timeout
+        for r in running:
+            try:
+                code = r.process.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                _signal_group(r.process, signal.SIGKILL)
+                code = r.process.wait()
+            self._finish(r, code, interrupted=True)
+
+    def _status_line(self, pending: list[Job], running: list[_Running], started: float) -> str:
+        done = [j for j in self.jobs if j.num in self.exit_codes]
+        failed = sum(1 for j in done if (read_json(j.run_dir / RUN_FILE) or {}).get("status") == "failed")
+        epochs_total = sum(j.epochs for j in self.jobs if j not in self.skipped)
+        epochs_done = sum(j.epochs for j in done) + sum(
+            (read_json(r.job.run_dir / RUN_FILE) or {}).get("epochs_completed", 0) for r in running
+        )
+        elapsed = time.monotonic() - started
+        eta = "?" if not epochs_done else _clock(elapsed * (epochs_total - epochs_done) / epochs_done)
+        skipped = f" · {len(self.skipped)} already done" if self.skipped else ""
+        return (f"[harness] runs {len(done) + len(self.skipped)}/{len(self.jobs)} done · {len(running)} running · "
+                f"{failed} failed{skipped} · elapsed {_clock(elapsed)} · ETA {eta}")
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 60}:{seconds % 60:02d}"
+
+
+def _signal_group(process: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(process.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _record_lost_run(job: Job, record: dict | None, code: int, interrupted: bool) -> None:
+    """A child that died without writing its outcome (killed, crashed) still gets a final run.json."""
+    record = record or {"run_id": job.run_id, "config": job.config, "overrides": job.overrides,
+                        "started_at": None, "epochs_completed": 0, "environment": {}}
+    record["status"] = "interrupted" if interrupted else "failed"
+    record["finished_at"] = now_iso()
+    if not interrupted:
+        record["error"] = {"type": "ProcessExit", "message": f"the run's process exited with code {code} "
+                           f"without recording an outcome (see {job.run_dir / 'train.log'})", "traceback": ""}
+    write_json(job.run_dir / RUN_FILE, record)
+
+
+def terminal_progress(stream: TextIO | None = None) -> Callable[[str, bool], None]:
+    """Progress on a terminal: one line rewritten in place; in a log or pipe, a line whenever the counts change."""
+    stream = stream or sys.stdout
+    last = {"counts": None}
+
+    def show(line: str, final: bool) -> None:
+        if stream.isatty():
+            stream.write("\r\033[K" + line + ("\n" if final else ""))
+        else:
+            counts = line.split(" · elapsed")[0]
+            if counts == last["counts"]:
+                return
+            last["counts"] = counts
+            stream.write(line + "\n")
+        stream.flush()
+
+    return show

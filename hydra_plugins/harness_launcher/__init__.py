@@ -1,0 +1,1 @@
+"""The harness's Hydra launcher: every job in a fresh process (see launcher.py)."""

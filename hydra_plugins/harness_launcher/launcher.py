@@ -1,0 +1,96 @@
+"""Hydra launcher `harness`: each job runs in a fresh `python -m harness` process, up to n_jobs at once.
+
+Why not Hydra's own: the basic launcher runs jobs in one process (TensorFlow's device setup cannot change
+between runs), joblib reuses worker processes, submitit_local gives every job the same GPUs, and none resumes.
+The job's process is an ordinary single run with `hydra.run.dir` set to the job's sweep folder, so it writes
+the same files, and resumes the same way, as a run started by any other launcher.
+"""
+
+import logging
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional, Sequence
+
+from hydra.core.config_store import ConfigStore
+from hydra.core.utils import JobReturn, JobStatus, configure_log, filter_overrides, setup_globals
+from hydra.plugins.launcher import Launcher
+from hydra.types import HydraContext, TaskFunction
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class HarnessLauncherConf:
+    _target_: str = "hydra_plugins.harness_launcher.launcher.HarnessLauncher"
+    n_jobs: Optional[int] = None          # runs at once; null: one per GPU, or one per CPU core (memory allowing)
+    gpu_ids: Optional[List[int]] = None   # GPUs to hand out; null: CUDA_VISIBLE_DEVICES, else nvidia-smi
+    poll_seconds: float = 0.5
+    stop_timeout_s: float = 60.0          # after Ctrl-C, how long runs get to record `interrupted`
+
+
+ConfigStore.instance().store(group="hydra/launcher", name="harness", node=HarnessLauncherConf)
+
+
+def _quote(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+class HarnessLauncher(Launcher):
+    def __init__(self, n_jobs: Optional[int] = None, gpu_ids: Optional[List[int]] = None,
+                 poll_seconds: float = 0.5, stop_timeout_s: float = 60.0) -> None:
+        self.n_jobs, self.gpu_ids = n_jobs, None if gpu_ids is None else list(gpu_ids)
+        self.poll_seconds, self.stop_timeout_s = poll_seconds, stop_timeout_s
+        self.config: Optional[DictConfig] = None
+        self.hydra_context: Optional[HydraContext] = None
+
+    def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
+        self.config, self.hydra_context = config, hydra_context
+
+    def _job(self, num: int, overrides: List[str]) -> tuple:
+        from harness.cli import to_run_config
+        from harness.scheduler import Job
+
+        sweep_config = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+        with open_dict(sweep_config):
+            sweep_config.hydra.job.id = num
+            sweep_config.hydra.job.num = num
+        run_dir = Path(str(self.config.hydra.sweep.dir)) / str(sweep_config.hydra.sweep.subdir)
+        run_cfg = to_run_config(sweep_config)
+        command = [
+            sys.executable, "-m", "harness", *overrides,
+            f"hydra.run.dir={_quote(str(run_dir))}",
+            "hydra.job_logging.root.handlers=[console]",  # the console is the run's train.log
+        ]
+        return Job(num=num, overrides=list(overrides), run_dir=run_dir, command=command,
+                   gpus=run_cfg.device.gpus, devices=run_cfg.device.devices, epochs=run_cfg.train.epochs,
+                   config=run_cfg.flat()), sweep_config
+
+    def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        from harness.scheduler import Scheduler, default_parallelism, terminal_progress, visible_gpus
+
+        setup_globals()
+        configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
+        sweep_dir = Path(str(self.config.hydra.sweep.dir))
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
+
+        jobs, configs = zip(*(self._job(initial_job_idx + i, list(o)) for i, o in enumerate(job_overrides)))
+        gpu_ids = visible_gpus() if self.gpu_ids is None else self.gpu_ids
+        n_jobs = self.n_jobs or default_parallelism(len(jobs), gpu_ids)
+        log.info(f"Launching {len(jobs)} jobs, {n_jobs} at a time, each in its own process"
+                 + (f", on GPUs {gpu_ids}" if gpu_ids else " on CPU"))
+        for job in jobs:
+            log.info(f"\t#{job.num} : {' '.join(filter_overrides(job.overrides))}")
+        scheduler = Scheduler(list(jobs), n_jobs, gpu_ids, poll_seconds=self.poll_seconds,
+                              stop_timeout=self.stop_timeout_s, progress=terminal_progress())
+        codes = scheduler.run()
+        # Failures are in each run's run.json, which decides the exit code; a FAILED JobReturn would make
+        # Hydra 1.3 raise here and skip the end-of-sweep report.
+        return [
+            JobReturn(overrides=job.overrides, cfg=cfg, hydra_cfg=self.config, working_dir=str(job.run_dir),
+                      task_name=str(cfg.hydra.job.name), status=JobStatus.COMPLETED,
+                      _return_value=codes.get(job.num))
+            for job, cfg in zip(jobs, configs)
+        ]

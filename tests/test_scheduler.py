@@ -1,0 +1,83 @@
+"""The process-per-run scheduler with stand-in commands (no TensorFlow) and fake GPU ids (no GPU needed)."""
+import json
+import sys
+
+from harness.scheduler import GpuPool, Job, Scheduler
+
+RECORD_ENV = (
+    "import json, os, sys, time; start = time.time(); time.sleep({sleep}); "
+    "json.dump({{'gpus': os.environ.get('CUDA_VISIBLE_DEVICES'), 'threads': os.environ.get('HARNESS_THREADS'), "
+    "'start': start, 'end': time.time()}}, open(sys.argv[1], 'w')); sys.exit({code})"
+)
+
+
+def stand_in(tmp_path, num, *, gpus=0, devices=None, sleep=0.6, code=0):
+    run_dir = tmp_path / "sweep" / str(num)
+    out = tmp_path / f"env-{num}.json"
+    command = [sys.executable, "-c", RECORD_ENV.format(sleep=sleep, code=code), str(out)]
+    return Job(num=num, overrides=[f"job={num}"], run_dir=run_dir, command=command, gpus=gpus, devices=devices,
+               config={"batch_size": 8})
+
+
+def seen(tmp_path, num):
+    return json.loads((tmp_path / f"env-{num}.json").read_text())
+
+
+def test_gpu_pool_hands_out_ids_no_running_job_holds():
+    pool = GpuPool([0, 1, 2, 3])
+    one = Job(0, [], None, [], gpus=1)
+    two = Job(1, [], None, [], gpus=2)
+    assert pool.acquire(one) == [0] and pool.acquire(two) == [1, 2]
+    assert pool.acquire(two) is None  # only 3 is free: wait
+    pinned = Job(2, [], None, [], gpus=2, devices=(0, 3))
+    assert pool.acquire(pinned) is None  # 0 is busy
+    pool.release([0])
+    assert pool.acquire(pinned) == [0, 3]
+    assert pool.acquire(Job(3, [], None, [], gpus=0)) == []  # a CPU job needs no slot
+    assert GpuPool([]).acquire(one) == []  # no GPUs: the run itself decides (simulate or fail)
+
+
+def test_concurrent_jobs_get_disjoint_gpus_and_a_third_waits(tmp_path):
+    jobs = [stand_in(tmp_path, n, gpus=1) for n in range(3)]
+    codes = Scheduler(jobs, n_jobs=3, gpu_ids=[5, 7], poll_seconds=0.05).run()
+    assert codes == {0: 0, 1: 0, 2: 0}
+    runs = [seen(tmp_path, n) for n in range(3)]
+    assert {runs[0]["gpus"], runs[1]["gpus"]} == {"5", "7"}
+    assert runs[2]["start"] >= min(runs[0]["end"], runs[1]["end"]) - 0.05  # waited for a free GPU
+    assert all(r["threads"] is None for r in runs)
+
+
+def test_cpu_jobs_run_in_parallel_with_the_cores_split(tmp_path):
+    jobs = [stand_in(tmp_path, n, sleep=1.0) for n in range(2)]
+    Scheduler(jobs, n_jobs=2, gpu_ids=[], poll_seconds=0.05).run()
+    a, b = seen(tmp_path, 0), seen(tmp_path, 1)
+    assert a["start"] < b["end"] and b["start"] < a["end"]  # overlapped
+    from harness.scheduler import cpu_count
+
+    assert a["threads"] == str(max(1, cpu_count() // 2))
+
+
+def test_a_process_that_dies_without_recording_is_marked_failed_and_others_go_on(tmp_path):
+    jobs = [stand_in(tmp_path, 0, code=3, sleep=0.1), stand_in(tmp_path, 1, sleep=0.1)]
+    codes = Scheduler(jobs, n_jobs=1, gpu_ids=[], poll_seconds=0.05).run()
+    assert codes == {0: 3, 1: 0}
+    record = json.loads((tmp_path / "sweep" / "0" / "run.json").read_text())
+    assert record["status"] == "failed" and record["error"]["type"] == "ProcessExit"
+    assert "code 3" in record["error"]["message"] and record["config"] == {"batch_size": 8}
+
+
+def test_finished_runs_are_skipped(tmp_path):
+    job = stand_in(tmp_path, 0)
+    job.run_dir.mkdir(parents=True)
+    (job.run_dir / "run.json").write_text(json.dumps({"status": "completed"}))
+    scheduler = Scheduler([job], n_jobs=1, gpu_ids=[], poll_seconds=0.05)
+    assert scheduler.run() == {} and scheduler.skipped == [job]
+    assert not (tmp_path / "env-0.json").exists()
+
+
+def test_progress_reports_counts_and_eta(tmp_path):
+    lines = []
+    jobs = [stand_in(tmp_path, n, sleep=0.2) for n in range(2)]
+    Scheduler(jobs, n_jobs=1, gpu_ids=[], poll_seconds=0.05, progress=lambda line, final: lines.append(line)).run()
+    assert "runs 0/2 done · 1 running · 0 failed" in lines[0]
+    assert "runs 2/2 done · 0 running" in lines[-1] and "ETA 0:00" in lines[-1]
