@@ -7,16 +7,18 @@ with one line and nothing written. TensorFlow is not imported until a job runs.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from hydra.experimental.callback import Callback
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException, MissingConfigException, OverrideParseException
+from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
@@ -25,6 +27,7 @@ from harness.runlog import RUN_FILE, read_json
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 CONFIG_NAME = "config"
+REMOTE_LAUNCHERS = ("SlurmLauncher",)  # launchers whose runs go to other machines
 REPORTS_DIR = Path("reports")  # like sweeps/, relative to where the command runs
 EXIT_OK, EXIT_FAILED_RUNS, EXIT_INVALID, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -83,9 +86,15 @@ def one_line(err: BaseException, overrides: list[str]) -> str:
     return " ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
-def expand_jobs(overrides: list[str], multirun: bool, config_name: str = CONFIG_NAME) -> tuple[list[list[str]], Path]:
-    """The override list of every job the command would run, as Hydra's basic sweeper expands it, and the
-    folder they would write to (the sweep folder, or the run folder of a single run)."""
+@dataclass
+class CommandPlan:
+    jobs: list[list[str]]   # each job's task overrides, as Hydra's basic sweeper expands them
+    output_dir: Path        # the sweep folder, or the run folder of a single run
+    launcher: str           # the launcher's class path
+
+
+def expand_jobs(overrides: list[str], multirun: bool, config_name: str = CONFIG_NAME) -> CommandPlan:
+    """The jobs the command would run, where they would write, and which launcher would run them."""
     from hydra import compose
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 
@@ -94,12 +103,32 @@ def expand_jobs(overrides: list[str], multirun: bool, config_name: str = CONFIG_
     task = [o.input_line for o in parsed if not o.is_hydra_override()]  # what a job's run records
     fixed = [o.input_line for o in parsed if not o.is_sweep_override()]
     base = compose(config_name, overrides=fixed if multirun else overrides, return_hydra_config=True)
+    launcher = str(base.hydra.launcher.get("_target_", ""))
     if not multirun:
-        return [task], Path(str(base.hydra.run.dir))
+        return CommandPlan([task], Path(str(base.hydra.run.dir)), launcher)
     params = base.hydra.sweeper.get("params")
     params = OmegaConf.to_container(params, resolve=False) if params else {}
     arguments = [f"{key}={value}" for key, value in params.items()] + task
-    return BasicSweeper.split_arguments(parser.parse_overrides(arguments), None)[0], Path(str(base.hydra.sweep.dir))
+    jobs = BasicSweeper.split_arguments(parser.parse_overrides(arguments), None)[0]
+    return CommandPlan(jobs, Path(str(base.hydra.sweep.dir)), launcher)
+
+
+def check_devices(run_configs: list[config.RunConfig], gpu_ids: list[int], ids_applied: bool = False) -> None:
+    """Runs on this machine may not ask for more GPUs than it has, unless they simulate devices on the CPU.
+
+    `ids_applied`: the launcher already narrowed CUDA_VISIBLE_DEVICES to the run's `devices`.
+    """
+    for cfg in run_configs:
+        device = cfg.device
+        if device.devices is not None and not ids_applied:
+            missing = [i for i in device.devices if i not in gpu_ids]
+            if missing:
+                raise config.ConfigError("devices", list(device.devices), f"ids of visible GPUs {gpu_ids}")
+        elif device.gpus > len(gpu_ids) and not (device.simulate_devices and not gpu_ids):
+            raise config.ConfigError(
+                "gpus", device.gpus, f"at most {len(gpu_ids)} (GPUs visible here), or simulate_devices=true "
+                "to split the CPU into that many devices (only when no GPU is visible)",
+            )
 
 
 def check_existing_runs(jobs: list[list[str]], output_dir: Path, multirun: bool) -> None:
@@ -119,10 +148,14 @@ def preflight(overrides: list[str], multirun: bool, config_name: str = CONFIG_NA
     """Compose and validate every job; raises ConfigError or a Hydra error on the first bad one."""
     from hydra import compose, initialize_config_dir
 
+    from harness.scheduler import visible_gpus
+
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="harness"):
-        jobs, output_dir = expand_jobs(overrides, multirun, config_name)
-        run_configs = [to_run_config(compose(config_name, overrides=job)) for job in jobs]
-    check_existing_runs(jobs, output_dir, multirun)
+        plan = expand_jobs(overrides, multirun, config_name)
+        run_configs = [to_run_config(compose(config_name, overrides=job)) for job in plan.jobs]
+    if not any(name in plan.launcher for name in REMOTE_LAUNCHERS):  # their GPUs are not this machine's
+        check_devices(run_configs, visible_gpus(), ids_applied=bool(os.environ.get("HARNESS_GPUS_ASSIGNED")))
+    check_existing_runs(plan.jobs, plan.output_dir, multirun)
     return run_configs
 
 

@@ -37,6 +37,7 @@ class ModelConfig:
     name: str
     width: float
     batch_norm: bool
+    sync_batchnorm: bool = False  # batch statistics over all replicas instead of each replica's slice
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,7 @@ TOP_KEYS = {
     "epochs", "lr", "optimizer", "seed", "dataset", "model",
 }
 DATA_KEYS = {"name", "num_samples", "train_split", "data_seed"}
-MODEL_KEYS = {"name", "width", "batch_norm"}
+MODEL_KEYS = {"name", "width", "batch_norm", "sync_batchnorm"}
 
 
 def _check_keys(section: dict, allowed: set[str], prefix: str) -> None:
@@ -157,7 +158,8 @@ def _model(cfg: dict) -> ModelConfig:
     width = _float(cfg, "width", name="model.width")
     if width <= 0:
         raise ConfigError("model.width", width, "a number > 0")
-    return ModelConfig(name=name, width=width, batch_norm=_bool(cfg, "batch_norm", "model.batch_norm"))
+    return ModelConfig(name=name, width=width, batch_norm=_bool(cfg, "batch_norm", "model.batch_norm"),
+                       sync_batchnorm=_bool(cfg, "sync_batchnorm", "model.sync_batchnorm"))
 
 
 def _devices(cfg: dict) -> DeviceConfig:
@@ -208,6 +210,11 @@ def from_dict(cfg: dict[str, Any]) -> RunConfig:
     train_size = datasets.expected_train_size(data, imbalance)
     replicas = max(device.gpus, 1)
     global_batch = train.batch_size * (replicas if train.per_replica_batch else 1)
+    if global_batch % replicas:
+        raise ConfigError(
+            "batch_size", train.batch_size,
+            f"a multiple of gpus={replicas} so every replica gets the same share, or per_replica_batch=true",
+        )
     if global_batch > train_size:
         what = f"global batch {global_batch} " if train.per_replica_batch else ""
         raise ConfigError(

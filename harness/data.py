@@ -13,7 +13,7 @@ from typing import Callable
 
 import numpy as np
 
-from harness.transforms import spread_evenly, imbalanced_counts
+from harness.transforms import imbalanced_counts, spread_evenly
 
 
 class DataUnavailable(RuntimeError):

@@ -147,3 +147,24 @@ def throughput_vs_batch(df: pd.DataFrame) -> Figure:
     if len(colors) > 1:
         ax.legend(fontsize=8)
     return fig
+
+
+def throughput_vs_replicas(df: pd.DataFrame) -> Figure:
+    """Training samples per second vs replica count, one line per global batch size."""
+    epochs = df[df["epoch"].notna()]
+    warm = epochs[(epochs["epoch"] > 1) | (epochs.groupby("run_id")["epoch"].transform("max") == 1)]
+    per_run = warm.groupby(["run_id", "replicas", BATCH])["samples_per_second"].median().reset_index()
+    fig = Figure(figsize=(5.5, 3.6), layout="constrained")
+    ax = fig.subplots()
+    sizes = sorted(per_run[BATCH].unique())
+    colors = _colors(sizes)
+    for size, frame in per_run.groupby(BATCH):
+        s = _mean_sd(frame, "replicas", "samples_per_second")
+        ax.errorbar(s["replicas"], s["mean"], yerr=s["std"], fmt="-o", color=colors[size], capsize=3,
+                    label=f"batch {size}")
+    replicas = sorted(per_run["replicas"].unique())
+    _log2_axis(ax, replicas)
+    ax.set(xlabel="replicas", ylabel="training samples / s", title="throughput vs replicas")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig

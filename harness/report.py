@@ -19,21 +19,36 @@ import jinja2
 import pandas as pd
 
 from harness import analysis, plots, verdicts
-from harness.analysis import BATCH
 
+SIMULATED_NOTE = (
+    "Simulated devices (simulate_devices=true) split one CPU into logical devices that share the same cores: "
+    "the mirrored code path really runs, but their throughput says nothing about real GPUs."
+)
+
+
+def _always(df: pd.DataFrame) -> bool:
+    return True
+
+
+def _replicas_vary(df: pd.DataFrame) -> bool:
+    return "replicas" in df.columns and df["replicas"].nunique() > 1
+
+
+# (title, plot, data: "epochs" (every row) or "final" (one row per completed run), shown when, caption)
 FIGURES = [
-    ("Learning curves", plots.learning_curves, False,
+    ("Learning curves", plots.learning_curves, "epochs", _always,
      "Running train accuracy (dotted), post-epoch train accuracy (dashed) and validation accuracy (solid) per "
      "epoch; mean over seeds, grey band ±1 sd."),
-    ("Validation accuracy and gap vs batch size", plots.accuracy_vs_batch, True,
+    ("Validation accuracy and gap vs batch size", plots.accuracy_vs_batch, "final", _always,
      "Left: final and best-epoch val_acc; right: train_eval_acc - val_acc at the final epoch. Mean ± sd over seeds; "
      "completed runs only."),
-    ("Validation accuracy vs optimizer steps", plots.val_vs_steps, False,
+    ("Validation accuracy vs optimizer steps", plots.val_vs_steps, "epochs", _always,
      "The same runs against updates instead of epochs: where the curves overlap, a large batch is only behind "
      "in steps, not worse."),
-    ("Throughput", plots.throughput_vs_batch, False,
-     "Training samples per second, median over each run's epochs after the first. Simulated devices share the "
-     "same CPU cores, so their numbers say nothing about real GPUs."),
+    ("Throughput", plots.throughput_vs_batch, "epochs", _always,
+     "Training samples per second, median over each run's epochs after the first."),
+    ("Throughput vs replicas", plots.throughput_vs_replicas, "epochs", _replicas_vary,
+     "Training samples per second against the number of data-parallel replicas (MirroredStrategy)."),
 ]
 
 
@@ -89,11 +104,11 @@ def build_report(sweep_dir: Path) -> str:
 
     batch_verdicts = [verdicts.batch_size_verdict(frame, facet) for facet, frame in final.groupby("facet")]
     figures = []
-    has_epochs = df["epoch"].notna().any()
-    for title, plot, needs_final, caption in FIGURES:
-        if (needs_final and final.empty) or not has_epochs:
-            continue
-        figures.append({"title": title, "png": _png(plot(final if needs_final else df)), "caption": caption})
+    for title, plot, source, shown, caption in FIGURES:
+        data = final if source == "final" else df[df["epoch"].notna()]
+        if not data.empty and shown(data):
+            figures.append({"title": title, "png": _png(plot(data)), "caption": caption})
+    simulated = "simulate_devices" in per_run.columns and per_run["simulate_devices"].astype(bool).any()
 
     status_counts = per_run["status"].value_counts()
     unfinished = [f"{n} {s}" for s, n in status_counts.items() if s not in ("completed",)]
@@ -114,6 +129,7 @@ def build_report(sweep_dir: Path) -> str:
         figures=figures,
         runs=_runs_rows(df),
         environment=_environment(sweep_dir),
+        notes=[SIMULATED_NOTE] if simulated else [],
     )
 
 

@@ -75,6 +75,8 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, resume
         tensorflow=tf.__version__, keras=keras.__version__, strategy=type(placement.strategy).__name__,
         replicas=placement.replicas, devices=placement.device_names, platform=platform.platform(),
         cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
+        simulated_devices=cfg.device.simulate_devices and placement.device_names[0].startswith("/cpu"),
+        batchnorm=models.batchnorm_mode(cfg.model, placement.replicas),
     )
     arrays = data.load(cfg.data)
     x_train, y_train = transforms.apply(

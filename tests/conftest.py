@@ -20,7 +20,8 @@ def data_cache(tmp_path_factory):
 @pytest.fixture
 def compose():
     """Compose the real Hydra config with overrides and return it as a validated RunConfig."""
-    from hydra import compose as hydra_compose, initialize_config_dir
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
 
     from harness.cli import CONF_DIR, to_run_config
 

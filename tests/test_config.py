@@ -59,6 +59,9 @@ BAD = [
     (["batch_size=["], "batch_size=[", "parse"),
     (["-m", "batch_size=8,0"], "batch_size=0", ">= 1"),
     (["-m", "+study=nope"], "study=nope", "smoke"),
+    (["gpus=2"], "gpus=2", "simulate_devices=true"),
+    (["gpus=4", "simulate_devices=true", "batch_size=30"], "batch_size=30", "multiple of gpus=4"),
+    (["model.sync_batchnorm=maybe"], "model.sync_batchnorm='maybe'", "true or false"),
 ]
 
 
@@ -66,6 +69,7 @@ BAD = [
 def test_bad_input_exits_2_with_one_line_naming_key_value_and_allowed(argv, named, allowed, capsys, tmp_path,
                                                                       monkeypatch):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # no GPUs, whatever this machine has
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1, err
