@@ -13,10 +13,11 @@ class BatchPlan:
     replicas: int
     train_size: int
     steps_per_epoch: int          # the last batch of an epoch may be smaller
+    steps_per_execution: int      # optimizer steps per compiled call; divides steps_per_epoch
 
     def as_columns(self) -> dict[str, int]:
         columns = asdict(self)
-        del columns["batch_size"]  # already a config column
+        del columns["batch_size"], columns["steps_per_execution"]  # config columns already
         return columns
 
     def describe(self) -> str:
@@ -26,7 +27,8 @@ class BatchPlan:
         )
 
 
-def plan_batches(batch_size: int, per_replica_batch: bool, replicas: int, train_size: int) -> BatchPlan:
+def plan_batches(batch_size: int, per_replica_batch: bool, replicas: int, train_size: int,
+                 steps_per_execution: int = 0) -> BatchPlan:
     """Global and per-replica batch and steps per epoch.
 
     A global batch that does not divide by the replica count is refused rather than split unevenly, so every
@@ -42,11 +44,17 @@ def plan_batches(batch_size: int, per_replica_batch: bool, replicas: int, train_
         )
     if not 1 <= global_batch <= train_size:
         raise ValueError(f"global batch {global_batch} must be between 1 and the training-set size {train_size}")
+    steps_per_epoch = math.ceil(train_size / global_batch)
+    # A compiled call must not run into the next epoch's batches, so it covers a divisor of the epoch.
+    if steps_per_execution and steps_per_epoch % steps_per_execution:
+        raise ValueError(f"steps_per_execution={steps_per_execution} must divide the {steps_per_epoch} steps per "
+                         "epoch; use 0 for a whole epoch per call")
     return BatchPlan(
         batch_size=batch_size,
         global_batch_size=global_batch,
         per_replica_batch_size=global_batch // replicas,
         replicas=replicas,
         train_size=train_size,
-        steps_per_epoch=math.ceil(train_size / global_batch),
+        steps_per_epoch=steps_per_epoch,
+        steps_per_execution=steps_per_execution or steps_per_epoch,
     )

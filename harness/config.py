@@ -50,6 +50,7 @@ class TrainConfig:
     seed: int
     shuffle: bool
     imbalance: float
+    steps_per_execution: int = 0  # optimizer steps per compiled call; 0: a whole epoch per call
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ class RunConfig:
 
 TOP_KEYS = {
     "batch_size", "per_replica_batch", "gpus", "devices", "simulate_devices", "shuffle", "imbalance",
-    "epochs", "lr", "optimizer", "seed", "dataset", "model",
+    "epochs", "lr", "optimizer", "seed", "dataset", "model", "steps_per_execution",
 }
 DATA_KEYS = {"name", "num_samples", "train_split", "data_seed"}
 MODEL_KEYS = {"name", "width", "batch_norm", "sync_batchnorm"}
@@ -204,6 +205,7 @@ def from_dict(cfg: dict[str, Any]) -> RunConfig:
         seed=_int(cfg, "seed", low=0),
         shuffle=_bool(cfg, "shuffle"),
         imbalance=imbalance,
+        steps_per_execution=_int(cfg, "steps_per_execution", low=0),
     )
     device = _devices(cfg)
     run = RunConfig(data=data, model=_model(cfg["model"]), train=train, device=device)

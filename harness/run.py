@@ -5,6 +5,7 @@ import json
 import logging
 import os
 import platform
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -87,16 +88,16 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, resume
     keras.backend.clear_session()  # jobs of an in-process multirun start from a clean slate
     keras.utils.set_random_seed(cfg.train.seed)
     tf.config.experimental.enable_op_determinism()
-    plan = plan_batches(cfg.train.batch_size, cfg.train.per_replica_batch, placement.replicas, len(x_train))
+    plan = plan_batches(cfg.train.batch_size, cfg.train.per_replica_batch, placement.replicas, len(x_train),
+                        cfg.train.steps_per_execution)
     log.info("run %s: %s%s", run_id, plan.describe(),
              f"; resuming after epoch {resume_epoch}" if resume_epoch else "")
 
     with placement.strategy.scope():
+        model = models.build(cfg.model, x_train.shape[1:], arrays.num_classes)
+        train.compile_model(model, cfg.train.optimizer, cfg.train.lr, plan.steps_per_execution)
         if resume_epoch:
-            model = train.load_checkpoint(run_dir)
-        else:
-            model = models.build(cfg.model, x_train.shape[1:], arrays.num_classes)
-            train.compile_model(model, cfg.train.optimizer, cfg.train.lr)
+            train.restore_checkpoint(model, run_dir)
 
     table = MetricsTable(run_dir, keep_epochs=resume_epoch)
     columns = {"run_id": run_id, **cfg.flat(), "base_lr": cfg.train.lr, **plan.as_columns()}
@@ -109,6 +110,7 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, resume
 
     recorder = train.EpochRecorder(train.evaluation_dataset(x_train, y_train), len(x_train), columns, on_row,
                                    rows=table.rows)
+    fit_started = time.perf_counter()
     train.fit(
         model,
         train.training_dataset(x_train, y_train, plan, cfg.train.shuffle, cfg.train.seed, cfg.train.epochs,
@@ -119,6 +121,7 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, resume
         [recorder, train.Checkpointer(run_dir)],
         initial_epoch=resume_epoch,
     )
+    record.update(fit_seconds=time.perf_counter() - fit_started)
     train.remove_checkpoint(run_dir)
     final_val_acc = recorder.rows[-1]["val_acc"] if recorder.rows else float("nan")
     return final_val_acc, recorder.diverged

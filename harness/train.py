@@ -1,7 +1,6 @@
 """Compile and fit, with one callback that turns every epoch into a tidy metrics row."""
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -26,12 +25,17 @@ OPTIMIZERS: dict[str, Callable[[float], keras.optimizers.Optimizer]] = {
 }
 
 
-def compile_model(model: keras.Model, optimizer: str, lr: float) -> None:
-    """Compile for integer class labels; call inside the strategy's scope."""
+def compile_model(model: keras.Model, optimizer: str, lr: float, steps_per_execution: int = 1) -> None:
+    """Compile for integer class labels; call inside the strategy's scope.
+
+    Several steps per compiled call (a tf.while_loop inside one tf.function) remove Keras's per-step Python
+    overhead, which dominates small-batch training of small models; the arithmetic is the same.
+    """
     model.compile(
         optimizer=OPTIMIZERS[optimizer](lr),
         loss="sparse_categorical_crossentropy",
         metrics=["accuracy"],
+        steps_per_execution=steps_per_execution,
     )
 
 
@@ -116,46 +120,52 @@ class EpochRecorder(keras.callbacks.Callback):
             log.warning("loss is not finite at epoch %d: stopping (diverged)", row["epoch"])
 
 
-CHECKPOINT_MODEL, CHECKPOINT_STATE = "checkpoint.keras", "checkpoint.json"
+CHECKPOINT = "checkpoint.npz"
 
 
 class Checkpointer(keras.callbacks.Callback):
-    """After each epoch (and after its metrics row), save weights and optimizer state, then the epoch number.
+    """After each epoch (and after its metrics row), save the weights, the optimizer state and the epoch.
 
-    Both files are replaced atomically; a kill between them leaves the previous epoch's pair consistent.
+    One plain .npz (no pickles), replaced atomically: a kill at any moment leaves the last complete epoch.
+    Saving the arrays directly costs about a millisecond for these models, a fraction of a .keras archive.
     """
 
     def __init__(self, run_dir: Path):
         super().__init__()
-        self.run_dir = Path(run_dir)
+        self.path = Path(run_dir) / CHECKPOINT
 
     def on_epoch_end(self, epoch, logs=None):
         if self.model.stop_training:
             return  # a diverged run is not resumed
-        tmp_model = self.run_dir / f".tmp-{CHECKPOINT_MODEL}"
-        self.model.save(tmp_model)
-        os.replace(tmp_model, self.run_dir / CHECKPOINT_MODEL)
-        tmp_state = self.run_dir / f".tmp-{CHECKPOINT_STATE}"
-        tmp_state.write_text(json.dumps({"epoch": epoch + 1}))
-        os.replace(tmp_state, self.run_dir / CHECKPOINT_STATE)
+        arrays = {f"weight_{i}": w for i, w in enumerate(self.model.get_weights())}
+        arrays.update({f"optimizer_{i}": v.numpy() for i, v in enumerate(self.model.optimizer.variables)})
+        tmp = self.path.with_name(f".tmp-{self.path.name}")
+        with open(tmp, "wb") as f:
+            np.savez(f, epoch=np.int64(epoch + 1), **arrays)
+        os.replace(tmp, self.path)
 
 
 def checkpoint_epoch(run_dir: Path) -> int:
     """Epochs completed by the run's last checkpoint (0 when there is none)."""
-    state = Path(run_dir) / CHECKPOINT_STATE
-    if not state.exists() or not (Path(run_dir) / CHECKPOINT_MODEL).exists():
+    path = Path(run_dir) / CHECKPOINT
+    if not path.exists():
         return 0
-    return int(json.loads(state.read_text())["epoch"])
+    with np.load(path, allow_pickle=False) as saved:
+        return int(saved["epoch"])
 
 
-def load_checkpoint(run_dir: Path) -> keras.Model:
-    """The checkpointed model with its optimizer state; call inside the strategy's scope."""
-    return keras.models.load_model(Path(run_dir) / CHECKPOINT_MODEL)
+def restore_checkpoint(model: keras.Model, run_dir: Path) -> None:
+    """Load weights and optimizer state into a built, compiled model; call inside the strategy's scope."""
+    with np.load(Path(run_dir) / CHECKPOINT, allow_pickle=False) as saved:
+        weights = [saved[f"weight_{i}"] for i in range(len(model.weights))]
+        model.set_weights(weights)
+        model.optimizer.build(model.trainable_variables)
+        for i, variable in enumerate(model.optimizer.variables):
+            variable.assign(saved[f"optimizer_{i}"])
 
 
 def remove_checkpoint(run_dir: Path) -> None:
-    for name in (CHECKPOINT_STATE, CHECKPOINT_MODEL):
-        (Path(run_dir) / name).unlink(missing_ok=True)
+    (Path(run_dir) / CHECKPOINT).unlink(missing_ok=True)
 
 
 def fit(model: keras.Model, train: tf.data.Dataset, val: tf.data.Dataset, plan: BatchPlan, epochs: int,
