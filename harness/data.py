@@ -33,6 +33,7 @@ class Arrays:
 class DatasetSpec:
     load: Callable[..., Arrays]
     num_classes: int
+    input_size: int                 # numbers per sample (40 for MNIST-1D), known without loading
     fixed_size: int | None = None   # training-set size of a data set with a fixed split
     total_size: int | None = None   # size before our own split (digits)
     generated: bool = False         # size set by `num_samples` (mnist1d)
@@ -113,13 +114,15 @@ def _keras_loader(name: str, cache_files: str) -> Callable[..., Arrays]:
 
 
 DATASETS: dict[str, DatasetSpec] = {
-    "mnist1d": DatasetSpec(_load_mnist1d, num_classes=10, generated=True),
-    "digits": DatasetSpec(_load_digits, num_classes=10, total_size=1797),
-    "mnist": DatasetSpec(_keras_loader("mnist", "mnist.npz"), num_classes=10, fixed_size=60000),
+    "mnist1d": DatasetSpec(_load_mnist1d, num_classes=10, input_size=40, generated=True),
+    "digits": DatasetSpec(_load_digits, num_classes=10, input_size=64, total_size=1797),
+    "mnist": DatasetSpec(_keras_loader("mnist", "mnist.npz"), num_classes=10, input_size=784, fixed_size=60000),
     "fashion_mnist": DatasetSpec(
-        _keras_loader("fashion_mnist", "fashion-mnist/*.gz"), num_classes=10, fixed_size=60000
+        _keras_loader("fashion_mnist", "fashion-mnist/*.gz"), num_classes=10, input_size=784, fixed_size=60000
     ),
-    "cifar10": DatasetSpec(_keras_loader("cifar10", "cifar-10-batches-py"), num_classes=10, fixed_size=50000),
+    "cifar10": DatasetSpec(
+        _keras_loader("cifar10", "cifar-10-batches-py"), num_classes=10, input_size=3072, fixed_size=50000
+    ),
 }
 
 

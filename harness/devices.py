@@ -30,17 +30,18 @@ def _split_cpu(tf, count: int) -> None:
 
 
 def make_strategy(gpus: int, devices: tuple[int, ...] | None, simulate_devices: bool,
-                  threads: int | None = None) -> Placement:
+                  intra_op_threads: int | None = None, inter_op_threads: int | None = None) -> Placement:
     """gpus=0: CPU; 1: one GPU; N >= 2: MirroredStrategy over N GPUs, or over N logical CPU devices when
-    simulate_devices is set and no GPU is visible. `threads` caps TensorFlow's CPU thread pools."""
+    simulate_devices is set and no GPU is visible. The thread counts, when given, size TensorFlow's CPU pools."""
     import tensorflow as tf
 
-    if threads:
-        try:
-            tf.config.threading.set_intra_op_parallelism_threads(threads)
-            tf.config.threading.set_inter_op_parallelism_threads(threads)
-        except RuntimeError:  # TensorFlow already initialised in this process: its pools stay as they are
-            pass
+    try:
+        if intra_op_threads:
+            tf.config.threading.set_intra_op_parallelism_threads(intra_op_threads)
+        if inter_op_threads:
+            tf.config.threading.set_inter_op_parallelism_threads(inter_op_threads)
+    except RuntimeError:  # TensorFlow already initialised in this process: its pools stay as they are
+        pass
 
     physical = tf.config.list_physical_devices("GPU")
     if devices is not None:

@@ -54,6 +54,16 @@ def read_json(path: Path) -> dict[str, Any] | None:
         return None
 
 
+def _peak_memory_mb() -> float | None:
+    """This process's peak resident memory so far (Linux reports kilobytes)."""
+    try:
+        import resource
+
+        return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    except (ImportError, OSError):
+        return None
+
+
 class MetricsTable:
     """Accumulates one row per epoch and rewrites metrics.parquet after each.
 
@@ -109,6 +119,7 @@ class RunRecord:
             raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
         self.data["status"] = status
         self.data["finished_at"] = now_iso()
+        self.data["peak_memory_mb"] = _peak_memory_mb()
         if error is not None:
             self.data["error"] = {
                 "type": type(error).__name__,

@@ -21,3 +21,10 @@ def test_uneven_split_is_refused_with_a_way_out():
 def test_batch_larger_than_training_set_is_refused():
     with pytest.raises(ValueError, match="training-set size 100"):
         plan_batches(64, per_replica_batch=True, replicas=2, train_size=100)
+
+
+def test_steps_per_execution_covers_a_whole_epoch_or_a_divisor_of_it():
+    assert plan_batches(8, False, 1, 4000).steps_per_execution == 500
+    assert plan_batches(8, False, 1, 4000, steps_per_execution=100).steps_per_execution == 100
+    with pytest.raises(ValueError, match="must divide the 500 steps"):
+        plan_batches(8, False, 1, 4000, steps_per_execution=300)

@@ -103,7 +103,9 @@ def test_a_failing_run_is_recorded_then_raised(compose, tmp_path, monkeypatch):
     def broken(*args):
         raise OSError("disk on fire")
 
-    monkeypatch.setitem(data.DATASETS, "mnist1d", data.DATASETS["mnist1d"].__class__(broken, 10, generated=True))
+    import dataclasses
+
+    monkeypatch.setitem(data.DATASETS, "mnist1d", dataclasses.replace(data.DATASETS["mnist1d"], load=broken))
     with pytest.raises(OSError):
         run_experiment(compose(*TINY), tmp_path / "f", run_id="s/0")
     record = json.loads((tmp_path / "f" / "run.json").read_text())
@@ -151,3 +153,14 @@ def test_a_finished_run_is_left_alone_and_a_different_one_is_refused(compose, tm
     assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / "r").iterdir()} == files
     with pytest.raises(ValueError, match="another run"):
         run_experiment(compose(*TINY, "epochs=1", "batch_size=64"), tmp_path / "r", run_id="s/0")
+
+
+def test_the_fast_path_gives_the_same_metrics_as_one_step_per_call(compose, tmp_path):
+    """steps_per_execution=0 (a whole epoch per compiled call) against Keras's default of one step per call."""
+    frames = []
+    for steps in (0, 1):
+        cfg = compose(*TINY, "batch_size=16", f"steps_per_execution={steps}")
+        run_experiment(cfg, tmp_path / str(steps), run_id="s/0")
+        frames.append(pd.read_parquet(tmp_path / str(steps) / "metrics.parquet").drop(
+            columns=TIMING + ["steps_per_execution"]))
+    pd.testing.assert_frame_equal(frames[0], frames[1], check_exact=True)

@@ -1,0 +1,12 @@
+"""Rewrite one marked section of the README with a benchmark's table."""
+from pathlib import Path
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def replace_section(name: str, text: str) -> None:
+    """Put `text` between `<!-- NAME:start -->` and `<!-- NAME:end -->` in README.md."""
+    start_marker, end_marker = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+    content = README.read_text()
+    start, end = content.index(start_marker) + len(start_marker), content.index(end_marker)
+    README.write_text(content[:start] + "\n" + text + "\n" + content[end:])

@@ -1,0 +1,34 @@
+"""The benchmark script runs and prints its table (a smoke round; nothing here is timed)."""
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO
+
+
+@pytest.mark.slow
+def test_speed_benchmark_smoke_prints_its_table():
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_speed.py"), "--smoke"],
+                          capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.strip().splitlines()
+    assert lines[2].startswith("| batch | training s: baseline / harness / floor | harness ÷ baseline")
+    row = re.fullmatch(r"\| 32 \| ([\d.]+) / ([\d.]+) / ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) / ([\d.]+) \| "
+                       r"([\d.]+) \|", lines[4])
+    assert row, lines[4]
+    baseline, harness, floor, ratio = (float(row.group(i)) for i in (1, 2, 3, 4))
+    assert min(baseline, harness, floor) > 0 and abs(ratio - harness / baseline) < 0.02
+
+
+@pytest.mark.slow
+def test_sweep_benchmark_smoke_prints_its_table():
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_sweep.py"), "--smoke"],
+                          capture_output=True, text=True, timeout=900, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text = proc.stdout
+    assert re.search(r"\| main job `python -m harness batch_size=8,32,64,128 -m`, wall time \| [\d.]+ s \|", text)
+    assert re.search(r"\| two equal runs, throughput with n_jobs=2 ÷ n_jobs=1 \| [\d.]+x \|", text)
+    memory = re.search(r"\| peak memory of one run \(largest seen\) \| (\d+) MB \|", text)
+    assert memory and int(memory.group(1)) > 100  # a TensorFlow process: hundreds of MB, not a missing value
