@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -22,12 +23,15 @@ from pathlib import Path
 
 import pandas as pd
 
+REPO = Path(__file__).resolve().parent.parent
+
 
 
 def sweep(args: list[str], sweep_dir: Path) -> tuple[float, list[dict]]:
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "harness", *args, f"hydra.sweep.dir={sweep_dir}", "-m"],
-                          capture_output=True, text=True, cwd=sweep_dir.parent)
+                          capture_output=True, text=True, cwd=sweep_dir.parent,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})  # this checkout's harness
     seconds = time.perf_counter() - start
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr[-3000:])

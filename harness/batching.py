@@ -58,3 +58,27 @@ def plan_batches(batch_size: int, per_replica_batch: bool, replicas: int, train_
         steps_per_epoch=steps_per_epoch,
         steps_per_execution=steps_per_execution or steps_per_epoch,
     )
+
+
+@dataclass(frozen=True)
+class Schedule:
+    peak_lr: float        # the configured lr, scaled with the global batch when lr_scaling asks for it
+    warmup_steps: int     # linear warm-up from 0 to peak_lr over this many updates (0: none)
+    epochs: int           # epochs to run (with budget=steps, enough to hold budget_steps)
+    total_steps: int | None  # with budget=steps: exactly this many updates, the last epoch cut short
+
+
+LR_FACTORS = {"none": lambda ratio: 1.0, "linear": lambda ratio: ratio, "sqrt": math.sqrt}
+
+
+def plan_schedule(plan: BatchPlan, train) -> Schedule:
+    """Learning rate, warm-up and length of training for one run (`train` is a TrainConfig).
+
+    lr_scaling follows Goyal et al. (linear) and Hoffer et al. (sqrt): lr x f(global batch / base_batch_size).
+    """
+    peak_lr = train.lr * LR_FACTORS[train.lr_scaling](plan.global_batch_size / train.base_batch_size)
+    warmup_steps = int(round(train.warmup_epochs * plan.steps_per_epoch))
+    if train.budget == "steps":
+        epochs = math.ceil(train.budget_steps / plan.steps_per_epoch)
+        return Schedule(peak_lr, warmup_steps, epochs, train.budget_steps)
+    return Schedule(peak_lr, warmup_steps, train.epochs, None)

@@ -14,6 +14,9 @@ from typing import Any
 from harness import data as datasets
 
 OPTIMIZERS = ("adam", "sgd", "momentum", "rmsprop")
+PREPROCESS_MISMATCHES = ("none", "unscaled", "shifted")
+BUDGETS = ("epochs", "steps")
+LR_SCALINGS = ("none", "linear", "sqrt")
 
 
 class ConfigError(ValueError):
@@ -51,6 +54,14 @@ class TrainConfig:
     shuffle: bool
     imbalance: float
     steps_per_execution: int = 0  # optimizer steps per compiled call; 0: a whole epoch per call
+    train_fraction: float = 1.0   # fraction of the training split used (stratified)
+    preprocess_mismatch: str = "none"  # how validation is preprocessed differently from training
+    budget: str = "epochs"        # epochs: `epochs` for every batch size; steps: `budget_steps` updates for all
+    budget_steps: int | None = None
+    lr_scaling: str = "none"      # learning rate scaled with global batch / base_batch_size
+    base_batch_size: int = 32
+    warmup_epochs: float = 0.0    # linear warm-up to the (scaled) learning rate over this many epochs
+    target_train_loss: float | None = None  # stop once the post-epoch training loss is at or below this
 
 
 @dataclass(frozen=True)
@@ -82,7 +93,9 @@ class RunConfig:
 
 TOP_KEYS = {
     "batch_size", "per_replica_batch", "gpus", "devices", "simulate_devices", "shuffle", "imbalance",
-    "epochs", "lr", "optimizer", "seed", "dataset", "model", "steps_per_execution",
+    "epochs", "lr", "optimizer", "seed", "dataset", "model", "steps_per_execution", "train_fraction",
+    "preprocess_mismatch", "budget", "budget_steps", "lr_scaling", "base_batch_size", "warmup_epochs",
+    "target_train_loss",
 }
 DATA_KEYS = {"name", "num_samples", "train_split", "data_seed"}
 MODEL_KEYS = {"name", "width", "batch_norm", "sync_batchnorm"}
@@ -180,6 +193,41 @@ def _devices(cfg: dict) -> DeviceConfig:
     return DeviceConfig(gpus=gpus, devices=devices, simulate_devices=simulate)
 
 
+def _choice(cfg: dict, key: str, allowed: tuple[str, ...]) -> str:
+    if cfg[key] not in allowed:
+        raise ConfigError(key, cfg[key], f"one of {', '.join(allowed)}")
+    return cfg[key]
+
+
+def _study_keys(cfg: dict) -> dict[str, Any]:
+    """The keys that separate the suspected causes of a gap, and the controls of the batch-size study."""
+    fraction = _float(cfg, "train_fraction")
+    if not 0.0 < fraction <= 1.0:
+        raise ConfigError("train_fraction", cfg["train_fraction"], "a number in (0, 1]")
+    budget = _choice(cfg, "budget", BUDGETS)
+    budget_steps = cfg["budget_steps"]
+    if budget == "steps":
+        budget_steps = _int(cfg, "budget_steps", low=1)
+    elif budget_steps is not None:
+        raise ConfigError("budget_steps", budget_steps, "null unless budget=steps")
+    warmup = _float(cfg, "warmup_epochs")
+    if warmup < 0:
+        raise ConfigError("warmup_epochs", cfg["warmup_epochs"], "a number >= 0")
+    target = cfg["target_train_loss"]
+    if target is not None and (_float(cfg, "target_train_loss") <= 0):
+        raise ConfigError("target_train_loss", target, "null or a number > 0")
+    return {
+        "train_fraction": fraction,
+        "preprocess_mismatch": _choice(cfg, "preprocess_mismatch", PREPROCESS_MISMATCHES),
+        "budget": budget,
+        "budget_steps": budget_steps,
+        "lr_scaling": _choice(cfg, "lr_scaling", LR_SCALINGS),
+        "base_batch_size": _int(cfg, "base_batch_size", low=1),
+        "warmup_epochs": warmup,
+        "target_train_loss": None if target is None else float(target),
+    }
+
+
 def from_dict(cfg: dict[str, Any]) -> RunConfig:
     """Validate a composed config (plain dict) and freeze it. Raises ConfigError."""
     _check_keys(cfg, TOP_KEYS, "")
@@ -196,7 +244,9 @@ def from_dict(cfg: dict[str, Any]) -> RunConfig:
     lr = _float(cfg, "lr")
     if lr <= 0:
         raise ConfigError("lr", cfg["lr"], "a number > 0")
+    study = _study_keys(cfg)
     train = TrainConfig(
+        **study,
         batch_size=_int(cfg, "batch_size", low=1),
         per_replica_batch=_bool(cfg, "per_replica_batch"),
         epochs=_int(cfg, "epochs", low=1),
@@ -209,7 +259,7 @@ def from_dict(cfg: dict[str, Any]) -> RunConfig:
     )
     device = _devices(cfg)
     run = RunConfig(data=data, model=_model(cfg["model"]), train=train, device=device)
-    train_size = datasets.expected_train_size(data, imbalance)
+    train_size = datasets.expected_train_size(data, imbalance, train.train_fraction)
     replicas = max(device.gpus, 1)
     global_batch = train.batch_size * (replicas if train.per_replica_batch else 1)
     if global_batch % replicas:

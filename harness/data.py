@@ -13,7 +13,7 @@ from typing import Callable
 
 import numpy as np
 
-from harness.transforms import imbalanced_counts, spread_evenly
+from harness.transforms import fraction_counts, imbalanced_counts, spread_evenly
 
 
 class DataUnavailable(RuntimeError):
@@ -132,7 +132,7 @@ def load(data_cfg) -> Arrays:
     return spec.load(data_cfg.num_samples, data_cfg.train_split, data_cfg.data_seed)
 
 
-def expected_train_size(data_cfg, imbalance: float = 0.0) -> int:
+def expected_train_size(data_cfg, imbalance: float = 0.0, train_fraction: float = 1.0) -> int:
     """Training-set size implied by the config, without loading anything (classes assumed balanced)."""
     spec = DATASETS[data_cfg.name]
     if spec.fixed_size is not None:
@@ -141,6 +141,9 @@ def expected_train_size(data_cfg, imbalance: float = 0.0) -> int:
         size = int(data_cfg.num_samples // spec.num_classes * spec.num_classes * data_cfg.train_split)
     else:
         size = int(spec.total_size * data_cfg.train_split)
+    counts = spread_evenly(size, spec.num_classes)
+    if train_fraction < 1.0:
+        counts = fraction_counts(counts, train_fraction)
     if imbalance > 0.0:
-        size = int(imbalanced_counts(spread_evenly(size, spec.num_classes), imbalance).sum())
-    return size
+        counts = imbalanced_counts(counts, imbalance)
+    return int(counts.sum())

@@ -18,7 +18,7 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from harness import analysis, plots, verdicts
+from harness import analysis, plots, studies, verdicts
 
 SIMULATED_NOTE = (
     "Simulated devices (simulate_devices=true) split one CPU into logical devices that share the same cores: "
@@ -103,6 +103,10 @@ def build_report(sweep_dir: Path) -> str:
     per_run = df.drop_duplicates("run_id")
 
     batch_verdicts = [verdicts.batch_size_verdict(frame, facet) for facet, frame in final.groupby("facet")]
+    if any(len(v.batch_sizes) >= 2 for v in batch_verdicts):  # facets with one batch size have nothing to say
+        batch_verdicts = [v for v in batch_verdicts if len(v.batch_sizes) >= 2]
+    elif len(batch_verdicts) > 1:
+        batch_verdicts = batch_verdicts[:1]
     figures = []
     for title, plot, source, shown, caption in FIGURES:
         data = final if source == "final" else df[df["epoch"].notna()]
@@ -113,6 +117,7 @@ def build_report(sweep_dir: Path) -> str:
     status_counts = per_run["status"].value_counts()
     unfinished = [f"{n} {s}" for s, n in status_counts.items() if s not in ("completed",)]
     varied = analysis.varied_keys(df, keys)
+    findings = studies.all_findings(df, final, varied) if not final.empty else []
     template = jinja2.Environment(
         loader=jinja2.PackageLoader("harness", "templates"), autoescape=True, undefined=jinja2.StrictUndefined
     ).get_template("report.html.j2")
@@ -123,6 +128,7 @@ def build_report(sweep_dir: Path) -> str:
         counts={"total": len(per_run), "by_status": list(status_counts.items())},
         partial=", ".join(unfinished),
         verdicts=batch_verdicts,
+        findings=findings,
         varied=[(k, ", ".join(map(str, _sorted_values(per_run[k])))) for k in varied],
         facets=facets,
         constant=[(k, _fmt(per_run[k].iloc[0])) for k in keys if k in per_run.columns and k not in varied],

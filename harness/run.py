@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness import data, transforms
-from harness.batching import plan_batches
+from harness.batching import plan_batches, plan_schedule
 from harness.config import RunConfig
 from harness.runlog import FINISHED, METRICS_FILE, RUN_FILE, MetricsTable, RunRecord, read_json
 
@@ -82,28 +82,29 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, resume
         cpu_threads={"intra_op": tf.config.threading.get_intra_op_parallelism_threads(),
                      "inter_op": tf.config.threading.get_inter_op_parallelism_threads()},
     )
-    arrays = data.load(cfg.data)
-    x_train, y_train = transforms.apply(
-        arrays.x_train, arrays.y_train, imbalance=cfg.train.imbalance, shuffle=cfg.train.shuffle,
-        seed=cfg.train.seed,
-    )
+    x_train, y_train, x_val, y_val, num_classes = prepare_data(cfg)
     # Seed after loading: generating MNIST-1D reseeds the global numpy and python generators.
     keras.backend.clear_session()  # jobs of an in-process multirun start from a clean slate
     keras.utils.set_random_seed(cfg.train.seed)
     tf.config.experimental.enable_op_determinism()
     plan = plan_batches(cfg.train.batch_size, cfg.train.per_replica_batch, placement.replicas, len(x_train),
                         cfg.train.steps_per_execution)
-    log.info("run %s: %s%s", run_id, plan.describe(),
+    schedule = plan_schedule(plan, cfg.train)
+    log.info("run %s: %s; lr %.3g%s, %d epochs%s%s", run_id, plan.describe(), schedule.peak_lr,
+             f" after {schedule.warmup_steps} warm-up steps" if schedule.warmup_steps else "", schedule.epochs,
+             f" ({schedule.total_steps} steps)" if schedule.total_steps else "",
              f"; resuming after epoch {resume_epoch}" if resume_epoch else "")
 
     with placement.strategy.scope():
-        model = models.build(cfg.model, x_train.shape[1:], arrays.num_classes)
-        train.compile_model(model, cfg.train.optimizer, cfg.train.lr, plan.steps_per_execution)
+        model = models.build(cfg.model, x_train.shape[1:], num_classes)
+        train.compile_model(model, cfg.train.optimizer, train.learning_rate(schedule.peak_lr, schedule.warmup_steps),
+                            plan.steps_per_execution)
         if resume_epoch:
             train.restore_checkpoint(model, run_dir)
 
     table = MetricsTable(run_dir, keep_epochs=resume_epoch)
-    columns = {"run_id": run_id, **cfg.flat(), "base_lr": cfg.train.lr, **plan.as_columns()}
+    columns = {"run_id": run_id, **cfg.flat(), "base_lr": cfg.train.lr, "peak_lr": schedule.peak_lr,
+               **plan.as_columns()}
     del columns["lr"]  # `lr` is the learning rate in effect at each epoch; `base_lr` the configured one
     columns["devices"] = None if cfg.device.devices is None else ",".join(map(str, cfg.device.devices))
 
@@ -111,23 +112,37 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, resume
         table.append(row)
         record.update(epochs_completed=row["epoch"])
 
-    recorder = train.EpochRecorder(train.evaluation_dataset(x_train, y_train), len(x_train), columns, on_row,
-                                   rows=table.rows)
+    recorder = train.EpochRecorder(
+        train.evaluation_dataset(x_train, y_train), len(x_train), columns, on_row, rows=table.rows,
+        val_inputs=train.evaluation_dataset(x_val, y_val).map(lambda x, y: x), val_labels=y_val,
+        target_train_loss=cfg.train.target_train_loss,
+    )
     fit_started = time.perf_counter()
     train.fit(
         model,
-        train.training_dataset(x_train, y_train, plan, cfg.train.shuffle, cfg.train.seed, cfg.train.epochs,
-                               initial_epoch=resume_epoch),
-        train.evaluation_dataset(arrays.x_val, arrays.y_val),
+        train.training_dataset(x_train, y_train, plan, cfg.train.shuffle, cfg.train.seed, schedule.epochs,
+                               initial_epoch=resume_epoch, total_steps=schedule.total_steps),
+        train.evaluation_dataset(x_val, y_val),
         plan,
-        cfg.train.epochs,
+        schedule.epochs,
         [recorder, train.Checkpointer(run_dir)],
         initial_epoch=resume_epoch,
     )
-    record.update(fit_seconds=time.perf_counter() - fit_started)
+    record.update(fit_seconds=time.perf_counter() - fit_started, target_reached_at_epoch=recorder.target_reached_at)
     train.remove_checkpoint(run_dir)
     final_val_acc = recorder.rows[-1]["val_acc"] if recorder.rows else float("nan")
     return final_val_acc, recorder.diverged
+
+
+def prepare_data(cfg: RunConfig):
+    """The run's data: the training split transformed as configured, validation as loaded (or mismatched)."""
+    arrays = data.load(cfg.data)
+    x_train, y_train = transforms.apply(
+        arrays.x_train, arrays.y_train, imbalance=cfg.train.imbalance, shuffle=cfg.train.shuffle,
+        seed=cfg.train.seed, train_fraction=cfg.train.train_fraction,
+    )
+    x_val = transforms.mismatch_validation(arrays.x_val, x_train, cfg.train.preprocess_mismatch)
+    return x_train, y_train, x_val, arrays.y_val, arrays.num_classes
 
 
 SMALL_INPUT = 256  # numbers per sample below which one intra-op thread is fastest (measured on MNIST-1D)

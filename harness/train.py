@@ -25,7 +25,26 @@ OPTIMIZERS: dict[str, Callable[[float], keras.optimizers.Optimizer]] = {
 }
 
 
-def compile_model(model: keras.Model, optimizer: str, lr: float, steps_per_execution: int = 1) -> None:
+class WarmupSchedule(keras.optimizers.schedules.LearningRateSchedule):
+    """Linear warm-up from 0 to `peak` over `warmup_steps` updates, then constant (Goyal et al. 2017)."""
+
+    def __init__(self, peak: float, warmup_steps: int):
+        self.peak, self.warmup_steps = float(peak), int(warmup_steps)
+
+    def __call__(self, step):
+        progress = (keras.ops.cast(step, "float32") + 1.0) / float(self.warmup_steps)
+        return self.peak * keras.ops.minimum(1.0, progress)
+
+    def get_config(self):
+        return {"peak": self.peak, "warmup_steps": self.warmup_steps}
+
+
+def learning_rate(peak_lr: float, warmup_steps: int):
+    """A float, or a warm-up schedule when there is warm-up."""
+    return WarmupSchedule(peak_lr, warmup_steps) if warmup_steps > 0 else peak_lr
+
+
+def compile_model(model: keras.Model, optimizer: str, lr, steps_per_execution: int = 1) -> None:
     """Compile for integer class labels; call inside the strategy's scope.
 
     Several steps per compiled call (a tf.while_loop inside one tf.function) remove Keras's per-step Python
@@ -52,16 +71,19 @@ def epoch_order(train_size: int, shuffle: bool, seed: int, epoch) -> tf.Tensor:
 
 
 def training_dataset(x: np.ndarray, y: np.ndarray, plan: BatchPlan, shuffle: bool, seed: int,
-                     epochs: int, initial_epoch: int = 0) -> tf.data.Dataset:
-    """Batches of `plan.global_batch_size` for epochs [initial_epoch, epochs); no batch spans two epochs."""
+                     epochs: int, initial_epoch: int = 0, total_steps: int | None = None) -> tf.data.Dataset:
+    """Batches of `plan.global_batch_size` for epochs [initial_epoch, epochs); no batch spans two epochs.
+
+    With `total_steps`, training stops after exactly that many batches overall (the last epoch cut short).
+    """
     x_all, y_all = tf.constant(x), tf.constant(y)
     batch = plan.global_batch_size
-    return (
-        tf.data.Dataset.range(initial_epoch, epochs)
-        .flat_map(lambda e: tf.data.Dataset.from_tensor_slices(epoch_order(len(x), shuffle, seed, e)).batch(batch))
-        .map(lambda idx: (tf.gather(x_all, idx), tf.gather(y_all, idx)))
-        .prefetch(tf.data.AUTOTUNE)
+    dataset = tf.data.Dataset.range(initial_epoch, epochs).flat_map(
+        lambda e: tf.data.Dataset.from_tensor_slices(epoch_order(len(x), shuffle, seed, e)).batch(batch)
     )
+    if total_steps is not None:
+        dataset = dataset.take(total_steps - initial_epoch * plan.steps_per_epoch)
+    return dataset.map(lambda idx: (tf.gather(x_all, idx), tf.gather(y_all, idx))).prefetch(tf.data.AUTOTUNE)
 
 
 def evaluation_dataset(x: np.ndarray, y: np.ndarray) -> tf.data.Dataset:
@@ -75,10 +97,14 @@ class EpochRecorder(keras.callbacks.Callback):
     """
 
     def __init__(self, train_eval: tf.data.Dataset, train_size: int, columns: dict[str, Any],
-                 on_row: Callable[[dict[str, Any]], None], rows: list[dict[str, Any]] | None = None):
+                 on_row: Callable[[dict[str, Any]], None], rows: list[dict[str, Any]] | None = None,
+                 val_inputs: tf.data.Dataset | None = None, val_labels: np.ndarray | None = None,
+                 target_train_loss: float | None = None):
         super().__init__()
         self.train_eval, self.train_size, self.columns, self.on_row = train_eval, train_size, columns, on_row
+        self.val_inputs, self.val_labels, self.target_train_loss = val_inputs, val_labels, target_train_loss
         self.diverged = False
+        self.target_reached_at: int | None = None
         self.rows: list[dict[str, Any]] = list(rows or [])  # a resumed run starts with its earlier rows
 
     def on_epoch_begin(self, epoch, logs=None):
@@ -104,6 +130,7 @@ class EpochRecorder(keras.callbacks.Callback):
             "val_loss": float(logs["val_loss"]),
             "val_acc": float(logs["val_accuracy"]),
             "lr": float(self.model.optimizer.learning_rate.numpy()),
+            **self._per_class_recall(),
             "epoch_seconds": time.perf_counter() - self.epoch_start,
             "samples_per_second": self.train_size / train_seconds,
         }
@@ -118,6 +145,21 @@ class EpochRecorder(keras.callbacks.Callback):
             self.diverged = True
             self.model.stop_training = True
             log.warning("loss is not finite at epoch %d: stopping (diverged)", row["epoch"])
+        elif self.target_train_loss is not None and row["train_eval_loss"] <= self.target_train_loss:
+            self.target_reached_at = row["epoch"]
+            self.model.stop_training = True
+            log.info("training loss %.4f reached the target %.4f at epoch %d: stopping", row["train_eval_loss"],
+                     self.target_train_loss, row["epoch"])
+
+    def _per_class_recall(self) -> dict[str, float]:
+        """Validation recall of each class (`val_recall_<k>`): what an imbalanced training set costs each class."""
+        if self.val_inputs is None:
+            return {}
+        predicted = np.argmax(self.model.predict(self.val_inputs, verbose=0), axis=1)
+        return {
+            f"val_recall_{k}": float(np.mean(predicted[self.val_labels == k] == k))
+            for k in np.unique(self.val_labels)
+        }
 
 
 CHECKPOINT = "checkpoint.npz"
@@ -136,7 +178,7 @@ class Checkpointer(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         if self.model.stop_training:
-            return  # a diverged run is not resumed
+            return  # the run ends now (diverged, or at its target loss): nothing to resume
         arrays = {f"weight_{i}": w for i, w in enumerate(self.model.get_weights())}
         arrays.update({f"optimizer_{i}": v.numpy() for i, v in enumerate(self.model.optimizer.variables)})
         tmp = self.path.with_name(f".tmp-{self.path.name}")

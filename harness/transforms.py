@@ -1,6 +1,7 @@
-"""Transforms of the training split: class imbalance and class-sorted (unshuffled) order.
+"""Transforms of the data: a fraction of the training split, class imbalance, class-sorted (unshuffled) order,
+and a deliberate train/validation preprocessing mismatch. Pure numpy.
 
-Pure numpy. Validation data never passes through here.
+Only `mismatch_validation` touches validation data, and only when a mismatch is asked for.
 """
 from __future__ import annotations
 
@@ -45,6 +46,37 @@ def make_imbalanced(
     return x[index], y[index]
 
 
+def fraction_counts(class_counts: np.ndarray, fraction: float) -> np.ndarray:
+    """How many of each class to keep for `fraction` of the data: the same fraction of every class."""
+    return np.maximum(1, np.round(np.asarray(class_counts) * fraction)).astype(np.int64)
+
+
+def take_fraction(
+    x: np.ndarray, y: np.ndarray, fraction: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """A stratified subsample: `fraction` of every class (at least one sample each), drawn from `rng`."""
+    num_classes = int(y.max()) + 1
+    keep = fraction_counts(np.bincount(y, minlength=num_classes), fraction)
+    chosen = [rng.permutation(np.flatnonzero(y == k))[: keep[k]] for k in range(num_classes)]
+    index = np.sort(np.concatenate(chosen))
+    return x[index], y[index]
+
+
+def mismatch_validation(x_val: np.ndarray, x_train: np.ndarray, mismatch: str) -> np.ndarray:
+    """Validation preprocessed differently from training, as in the seed note's list of causes.
+
+    unscaled: validation is 255x the training scale (a pipeline that divides the training images by 255 and
+    forgets the validation ones); shifted: validation is offset by one standard deviation of the training data.
+    """
+    if mismatch == "none":
+        return x_val
+    if mismatch == "unscaled":
+        return x_val * np.float32(255.0)
+    if mismatch == "shifted":
+        return x_val + np.float32(x_train.std())
+    raise ValueError(f"unknown preprocess mismatch {mismatch!r}")
+
+
 def sort_by_class(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Class-sorted order (stable), so consecutive batches hold one class each, as with unshuffled data."""
     order = np.argsort(y, kind="stable")
@@ -52,11 +84,14 @@ def sort_by_class(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 
 def apply(
-    x: np.ndarray, y: np.ndarray, *, imbalance: float, shuffle: bool, seed: int
+    x: np.ndarray, y: np.ndarray, *, imbalance: float, shuffle: bool, seed: int, train_fraction: float = 1.0
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Apply the configured training-split transforms: imbalance first, then class sorting if unshuffled."""
+    """The configured training-split transforms: fraction, then imbalance, then class sorting if unshuffled."""
+    rng = np.random.default_rng(seed)
+    if train_fraction < 1.0:
+        x, y = take_fraction(x, y, train_fraction, rng)
     if imbalance > 0.0:
-        x, y = make_imbalanced(x, y, imbalance, np.random.default_rng(seed))
+        x, y = make_imbalanced(x, y, imbalance, rng)
     if not shuffle:
         x, y = sort_by_class(x, y)
     return x, y

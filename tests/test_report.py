@@ -44,8 +44,9 @@ def test_varied_keys_get_their_own_verdicts_and_constants_are_listed_once(tmp_pa
                 make_run(sweep, job, batch_size=batch, seed=seed, shuffle=shuffle, val=(final,))
                 job += 1
     html = report.build_report(sweep)
-    assert html.count('<div class="facet">') == 2
+    assert html.count('<div class="facet">shuffle=') == 2  # one batch-size verdict per shuffle value
     assert "shuffle=True" in html and "shuffle=False" in html
+    assert '<div class="facet">Unshuffled data</div>' in html  # and the unshuffled-data finding
     assert "Results are shown separately for each combination of shuffle" in html
     assert html.count("<code>optimizer</code>") == 1
 

@@ -1,0 +1,186 @@
+"""Findings on the other suspects of "high train_acc, low val_acc", each computed from the sweep's data.
+
+Each function returns a Finding, or None when the sweep does not vary what it looks at. A treated run is
+compared with the runs that differ from it only in the key under study (seeds averaged); a finding says
+"reproduced" only when the data show the effect, and gives its numbers either way.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from harness.analysis import BATCH
+from harness.verdicts import MIN_EFFECT
+
+
+@dataclass
+class Finding:
+    study: str
+    outcome: str          # reproduced | not reproduced | inconclusive
+    headline: str
+    details: list[str] = field(default_factory=list)
+
+
+def _matched(final: pd.DataFrame, key: str, reference, varied: list[str]):
+    """(value, treated runs, their matched reference runs) for every non-reference value of `key`."""
+    others = [k for k in varied if k not in (key, "seed")]
+    for value, treated in final[final[key] != reference].groupby(key):
+        control = final[final[key] == reference]
+        for other in others:
+            control = control[control[other].isin(treated[other].unique())]
+        if not control.empty:
+            yield value, treated, control
+
+
+def _modal(final: pd.DataFrame, keep: list[str], varied: list[str]) -> pd.DataFrame:
+    """Runs whose varied keys other than `keep` (and seed) hold their most common value."""
+    for other in (k for k in varied if k not in keep and k != "seed"):
+        final = final[final[other] == final[other].mode().iloc[0]]
+    return final
+
+
+def _classes(df: pd.DataFrame) -> int:
+    """Number of classes, from the per-class recall columns (10 when a sweep predates them)."""
+    return sum(c.startswith("val_recall_") for c in df.columns) or 10
+
+
+def shuffle_finding(df: pd.DataFrame, varied: list[str]) -> Finding | None:
+    """Unshuffled data: is the running train accuracy high while validation sits near chance (80% vs 6%)?"""
+    if "shuffle" not in df.columns or df["shuffle"].astype(bool).all():
+        return None
+    chance = 1.0 / _classes(df)
+    epochs = df[df["epoch"].notna() & ~df["shuffle"].astype(bool)]
+    details, shown = [], False
+    for size, runs in epochs.groupby(BATCH):
+        curve = runs.groupby("epoch")[["train_acc", "train_eval_acc", "val_acc"]].mean()
+        worst = (curve["train_acc"] - curve["val_acc"]).idxmax()
+        row = curve.loc[worst]
+        illusion = row["train_acc"] >= 0.5 and row["val_acc"] <= chance + 0.1
+        shown |= illusion
+        details.append(
+            f"batch {size}: at epoch {int(worst)} the running train_acc was {row['train_acc']:.2f} while val_acc "
+            f"was {row['val_acc']:.2f} (chance {chance:.2f}); measured after the epoch, train accuracy was "
+            f"{row['train_eval_acc']:.2f} ({runs['run_id'].nunique()} run(s))."
+        )
+    outcome = "reproduced" if shown else "not reproduced"
+    headline = (f"Unshuffled, class-sorted data gave high running train accuracy with validation near chance: "
+                f"{outcome}.")
+    details.append("The running mean scores each batch on the class the model has just been fitting; after the "
+                   "epoch, in inference mode, train accuracy is as low as validation: no generalization gap, an "
+                   "artefact of the order.")
+    return Finding("Unshuffled data", outcome, headline, details)
+
+
+def imbalance_finding(final: pd.DataFrame, varied: list[str]) -> Finding | None:
+    """Class imbalance: train accuracy stays high, validation accuracy and minority recall fall."""
+    if "imbalance" not in final.columns or not (final["imbalance"] > 0).any():
+        return None
+    recalls = [c for c in final.columns if c.startswith("val_recall_")]
+    details, outcomes = [], []
+    for fraction, treated, control in _matched(final, "imbalance", 0.0, varied):
+        val_drop = control["val_acc"].mean() - treated["val_acc"].mean()
+        train = treated["train_eval_acc"].mean()
+        worst = min(recalls, key=lambda c: treated[c].mean()) if recalls else None
+        outcomes.append(val_drop >= 2 * MIN_EFFECT and train - treated["val_acc"].mean() >= 0.05)
+        details.append(
+            f"class 0 at {fraction:.0%} of the training set: train_eval_acc {train:.3f}, val_acc "
+            f"{treated['val_acc'].mean():.3f} vs {control['val_acc'].mean():.3f} balanced (drop {val_drop:+.3f})"
+            + (f"; lowest class recall {treated[worst].mean():.2f} ({worst}) vs {control[worst].mean():.2f}, "
+               f"class 0 recall {treated['val_recall_0'].mean():.2f}" if worst else "") + "."
+        )
+    if not details:
+        return None
+    outcome = "reproduced" if any(outcomes) else "not reproduced"
+    return Finding("Class imbalance", outcome,
+                   f"Imbalanced training data gave high train accuracy and lower validation accuracy: {outcome}.",
+                   details)
+
+
+def preprocess_finding(final: pd.DataFrame, varied: list[str]) -> Finding | None:
+    """Train and validation preprocessed differently: validation falls, train accuracy does not move."""
+    if "preprocess_mismatch" not in final.columns or (final["preprocess_mismatch"] == "none").all():
+        return None
+    details, outcomes = [], []
+    for kind, treated, control in _matched(final, "preprocess_mismatch", "none", varied):
+        val_drop = control["val_acc"].mean() - treated["val_acc"].mean()
+        train_change = treated["train_eval_acc"].mean() - control["train_eval_acc"].mean()
+        outcomes.append(val_drop >= 0.05 and abs(train_change) <= 2 * MIN_EFFECT)
+        details.append(f"{kind}: val_acc {treated['val_acc'].mean():.3f} vs {control['val_acc'].mean():.3f} matched "
+                       f"(drop {val_drop:+.3f}); train_eval_acc changed by {train_change:+.3f}.")
+    if not details:
+        return None
+    outcome = "reproduced" if any(outcomes) else "not reproduced"
+    return Finding("Preprocessing mismatch", outcome,
+                   f"Validation preprocessed differently lowered val_acc with train accuracy unchanged: {outcome}.",
+                   details)
+
+
+def capacity_finding(final: pd.DataFrame, varied: list[str]) -> Finding | None:
+    """An over-large model on little data: does the gap grow with width and shrink with more data?"""
+    keys = [k for k in ("model.width", "train_fraction") if k in varied]
+    if not keys:
+        return None
+    cells = _modal(final, keys, varied).groupby(keys)[["train_eval_acc", "val_acc", "gap"]].mean().reset_index()
+    if len(cells) < 2:
+        return None
+    details = [", ".join(f"{k}={row[k]:g}" for k in keys) + f": gap {row['gap']:+.3f} (train_eval_acc "
+               f"{row['train_eval_acc']:.3f}, val_acc {row['val_acc']:.3f})" for _, row in cells.iterrows()]
+    big, small = cells, cells  # the largest model on the least data; the smallest on the most
+    if "model.width" in keys:
+        big, small = big[big["model.width"] == big["model.width"].max()], small[small["model.width"] == small["model.width"].min()]
+    if "train_fraction" in keys:
+        big = big[big["train_fraction"] == big["train_fraction"].min()]
+        small = small[small["train_fraction"] == small["train_fraction"].max()]
+    if big.empty or small.empty:
+        return None
+    widened = big["gap"].iloc[0] - small["gap"].iloc[0]
+    outcome = "reproduced" if widened >= 0.05 else "not reproduced" if widened < MIN_EFFECT else "inconclusive"
+    return Finding("Model capacity and data size", outcome,
+                   f"A larger model on less data widened the gap (train_eval_acc - val_acc): {outcome} "
+                   f"({widened:+.3f} from the smallest model on the most data to the largest on the least).",
+                   details)
+
+
+def controls_finding(final: pd.DataFrame, varied: list[str]) -> Finding | None:
+    """How much of the epochs-matched large-batch drop is left with matched steps and a scaled learning rate?"""
+    if "budget" not in varied:
+        return None
+    arms = {
+        "epochs-matched": final[final["budget"] == "epochs"],
+        "steps-matched": final[(final["budget"] == "steps") & (final["lr_scaling"] == "none")],
+        "steps-matched + LR scaling and warm-up": final[(final["budget"] == "steps") & (final["lr_scaling"] != "none")],
+    }
+    drops, details = {}, []
+    for name, runs in arms.items():
+        sizes = sorted(runs[BATCH].unique())
+        if len(sizes) < 2:
+            continue
+        small, large = (runs[runs[BATCH] == b] for b in (sizes[0], sizes[-1]))
+        drops[name] = small["val_acc"].mean() - large["val_acc"].mean()
+        details.append(
+            f"{name}: val_acc {small['val_acc'].mean():.3f} at batch {sizes[0]} vs {large['val_acc'].mean():.3f} at "
+            f"batch {sizes[-1]} (drop {drops[name]:+.3f}); train_eval_acc {small['train_eval_acc'].mean():.3f} vs "
+            f"{large['train_eval_acc'].mean():.3f}; final step {int(small['step'].max())} vs {int(large['step'].max())}."
+        )
+    base = drops.get("epochs-matched")
+    if base is None or len(drops) < 2:
+        return None
+    last_name = list(drops)[-1]
+    left = drops[last_name]
+    share = f"{left / base:.0%}" if base >= MIN_EFFECT else "n/a (no epochs-matched drop)"
+    if left < MIN_EFFECT:
+        outcome = "not reproduced"
+    elif base >= MIN_EFFECT and left >= 0.5 * base:
+        outcome = "reproduced"
+    else:
+        outcome = "inconclusive"
+    headline = (f"A large-batch generalization gap that survives the controls: {outcome}. The epochs-matched drop "
+                f"was {base:+.3f}; {last_name} it is {left:+.3f} ({share} of it remains).")
+    return Finding("Controls: steps and learning rate", outcome, headline, details)
+
+
+def all_findings(df: pd.DataFrame, final: pd.DataFrame, varied: list[str]) -> list[Finding]:
+    found = [shuffle_finding(df, varied)]
+    found += [f(final, varied) for f in (imbalance_finding, preprocess_finding, capacity_finding, controls_finding)]
+    return [f for f in found if f is not None]
