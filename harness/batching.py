@@ -79,6 +79,7 @@ def plan_schedule(plan: BatchPlan, train) -> Schedule:
     peak_lr = train.lr * LR_FACTORS[train.lr_scaling](plan.global_batch_size / train.base_batch_size)
     warmup_steps = int(round(train.warmup_epochs * plan.steps_per_epoch))
     if train.budget == "steps":
-        epochs = math.ceil(train.budget_steps / plan.steps_per_epoch)
-        return Schedule(peak_lr, warmup_steps, epochs, train.budget_steps)
+        # no budget_steps: the updates base_batch_size takes in `epochs` epochs (steps-matched to the base batch)
+        steps = train.budget_steps or math.ceil(plan.train_size / train.base_batch_size) * train.epochs
+        return Schedule(peak_lr, warmup_steps, math.ceil(steps / plan.steps_per_epoch), steps)
     return Schedule(peak_lr, warmup_steps, train.epochs, None)

@@ -207,7 +207,7 @@ def _study_keys(cfg: dict) -> dict[str, Any]:
     budget = _choice(cfg, "budget", BUDGETS)
     budget_steps = cfg["budget_steps"]
     if budget == "steps":
-        budget_steps = _int(cfg, "budget_steps", low=1)
+        budget_steps = None if budget_steps is None else _int(cfg, "budget_steps", low=1)
     elif budget_steps is not None:
         raise ConfigError("budget_steps", budget_steps, "null unless budget=steps")
     warmup = _float(cfg, "warmup_epochs")

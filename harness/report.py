@@ -12,6 +12,7 @@ import math
 import os
 import sys
 import tempfile
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -92,32 +93,49 @@ def _environment(sweep_dir: Path) -> list[tuple[str, str]]:
     return [(key, ", ".join(map(str, v)) if isinstance(v, list) else str(v)) for key, v in found.items()]
 
 
-def build_report(sweep_dir: Path) -> str:
-    """The report's HTML for the sweep in `sweep_dir` (complete or partial)."""
-    sweep_dir = Path(sweep_dir)
+@dataclass
+class Assessment:
+    """What the data of one sweep say: everything the report and the README's findings are built from."""
+
+    df: pd.DataFrame             # every epoch of every run, with a `facet` column
+    final: pd.DataFrame          # one row per completed run
+    keys: list[str]              # config keys
+    varied: list[str]            # keys that take more than one value
+    facets: list[str]            # varied keys the results are split by
+    batch_verdicts: list[verdicts.BatchVerdict]
+    findings: list[studies.Finding]
+
+
+def assess(sweep_dir: Path) -> Assessment:
+    """Load a sweep and compute its verdicts and findings."""
     df = analysis.load_sweep(sweep_dir)
     keys = analysis.config_keys(sweep_dir)
     facets = analysis.facet_keys(df, keys)
     df["facet"] = [analysis.facet_label(row, facets) for row in df[facets].to_dict("records")] if facets else "all runs"
     final = analysis.final_results(df)
-    per_run = df.drop_duplicates("run_id")
-
     batch_verdicts = [verdicts.batch_size_verdict(frame, facet) for facet, frame in final.groupby("facet")]
     if any(len(v.batch_sizes) >= 2 for v in batch_verdicts):  # facets with one batch size have nothing to say
         batch_verdicts = [v for v in batch_verdicts if len(v.batch_sizes) >= 2]
     elif len(batch_verdicts) > 1:
         batch_verdicts = batch_verdicts[:1]
+    varied = analysis.varied_keys(df, keys)
+    findings = studies.all_findings(df, final, varied) if not final.empty else []
+    return Assessment(df, final, keys, varied, facets, batch_verdicts, findings)
+
+
+def build_report(sweep_dir: Path) -> str:
+    """The report's HTML for the sweep in `sweep_dir` (complete or partial)."""
+    sweep_dir = Path(sweep_dir)
+    a = assess(sweep_dir)
+    per_run = a.df.drop_duplicates("run_id")
     figures = []
     for title, plot, source, shown, caption in FIGURES:
-        data = final if source == "final" else df[df["epoch"].notna()]
+        data = a.final if source == "final" else a.df[a.df["epoch"].notna()]
         if not data.empty and shown(data):
             figures.append({"title": title, "png": _png(plot(data)), "caption": caption})
     simulated = "simulate_devices" in per_run.columns and per_run["simulate_devices"].astype(bool).any()
-
     status_counts = per_run["status"].value_counts()
     unfinished = [f"{n} {s}" for s, n in status_counts.items() if s not in ("completed",)]
-    varied = analysis.varied_keys(df, keys)
-    findings = studies.all_findings(df, final, varied) if not final.empty else []
     template = jinja2.Environment(
         loader=jinja2.PackageLoader("harness", "templates"), autoescape=True, undefined=jinja2.StrictUndefined
     ).get_template("report.html.j2")
@@ -127,13 +145,13 @@ def build_report(sweep_dir: Path) -> str:
         generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         counts={"total": len(per_run), "by_status": list(status_counts.items())},
         partial=", ".join(unfinished),
-        verdicts=batch_verdicts,
-        findings=findings,
-        varied=[(k, ", ".join(map(str, _sorted_values(per_run[k])))) for k in varied],
-        facets=facets,
-        constant=[(k, _fmt(per_run[k].iloc[0])) for k in keys if k in per_run.columns and k not in varied],
+        verdicts=a.batch_verdicts,
+        findings=a.findings,
+        varied=[(k, ", ".join(map(str, _sorted_values(per_run[k])))) for k in a.varied],
+        facets=a.facets,
+        constant=[(k, _fmt(per_run[k].iloc[0])) for k in a.keys if k in per_run.columns and k not in a.varied],
         figures=figures,
-        runs=_runs_rows(df),
+        runs=_runs_rows(a.df),
         environment=_environment(sweep_dir),
         notes=[SIMULATED_NOTE] if simulated else [],
     )

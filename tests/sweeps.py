@@ -8,7 +8,9 @@ CONFIG = {
     "batch_size": 32, "per_replica_batch": False, "epochs": 3, "lr": 0.001, "optimizer": "adam", "seed": 0,
     "shuffle": True, "imbalance": 0.0, "gpus": 0, "devices": None, "simulate_devices": False,
     "dataset": "mnist1d", "dataset.num_samples": 5000, "dataset.train_split": 0.8, "dataset.data_seed": 42,
-    "model": "convnet", "model.width": 1.0, "model.batch_norm": False,
+    "model": "convnet", "model.width": 1.0, "model.batch_norm": False, "train_fraction": 1.0,
+    "preprocess_mismatch": "none", "budget": "epochs", "budget_steps": None, "lr_scaling": "none",
+    "warmup_epochs": 0.0,
 }
 
 

@@ -1,0 +1,75 @@
+"""Write the README's "What we found" section from the studies' sweep folders (never typed by hand).
+
+    for s in batch_size shuffle imbalance preprocess capacity causes controls; do
+      python -m harness +study=$s hydra.sweep.dir=sweeps/study-$s -m
+    done
+    python scripts/findings.py sweeps/study-*            # print the section
+    python scripts/findings.py sweeps/study-* --update-readme
+
+For each sweep: its study, runs, seeds and wall time, then every verdict and finding the report computes.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from datetime import datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from harness.report import assess  # noqa: E402
+
+
+def _wall_minutes(sweep_dir: Path) -> float:
+    """From the first run's start to the last run's end."""
+    records = [json.loads(p.read_text()) for p in sweep_dir.glob("*/run.json")]
+    starts = [datetime.fromisoformat(r["started_at"]) for r in records if r.get("started_at")]
+    ends = [datetime.fromisoformat(r["finished_at"]) for r in records if r.get("finished_at")]
+    return (max(ends) - min(starts)).total_seconds() / 60 if starts and ends else float("nan")
+
+
+def _study_name(sweep_dir: Path) -> str:
+    overrides = (sweep_dir / "multirun.yaml").read_text() if (sweep_dir / "multirun.yaml").exists() else ""
+    for line in overrides.splitlines():
+        if "+study=" in line:
+            return line.split("+study=")[1].strip().strip("'\"")
+    return sweep_dir.name
+
+
+def summarize(sweep_dir: Path) -> str:
+    a = assess(sweep_dir)
+    runs = a.df.drop_duplicates("run_id")
+    seeds = runs["seed"].nunique()
+    statuses = ", ".join(f"{n} {s}" for s, n in runs["status"].value_counts().items())
+    lines = [f"**`+study={_study_name(sweep_dir)}`**: {len(runs)} runs ({statuses}), {seeds} seed(s), "
+             f"{_wall_minutes(sweep_dir):.1f} min wall time on {os.cpu_count()} CPU cores.", ""]
+    for verdict in a.batch_verdicts:
+        prefix = f"[{verdict.facet}] " if len(a.batch_verdicts) > 1 else ""
+        lines.append(f"- {prefix}{verdict.headline}")
+        lines += [f"  - {detail}" for detail in verdict.details]
+    for finding in a.findings:
+        lines.append(f"- {finding.study}: {finding.headline}")
+        lines += [f"  - {detail}" for detail in finding.details]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sweeps", nargs="+", type=Path)
+    parser.add_argument("--update-readme", action="store_true")
+    args = parser.parse_args(argv)
+    text = "\n\n".join(summarize(sweep) for sweep in args.sweeps)
+    print(text)
+    if args.update_readme:
+        sys.path.insert(0, str(REPO / "benchmarks"))
+        from readme_section import replace_section
+
+        replace_section("findings", text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
