@@ -127,11 +127,16 @@ def val_vs_steps(df: pd.DataFrame) -> Figure:
     return fig
 
 
-def throughput_vs_batch(df: pd.DataFrame) -> Figure:
-    """Training samples per second (median over a run's epochs after the first) vs batch size."""
+def _throughput_per_run(df: pd.DataFrame, by: str) -> pd.DataFrame:
+    """Each run's median samples/s over its epochs after the first (which includes tracing)."""
     epochs = df[df["epoch"].notna()]
     warm = epochs[(epochs["epoch"] > 1) | (epochs.groupby("run_id")["epoch"].transform("max") == 1)]
-    per_run = warm.groupby(["run_id", "facet", BATCH])["samples_per_second"].median().reset_index()
+    return warm.groupby(["run_id", by, BATCH])["samples_per_second"].median().reset_index()
+
+
+def throughput_vs_batch(df: pd.DataFrame) -> Figure:
+    """Training samples per second (median over a run's epochs after the first) vs batch size."""
+    per_run = _throughput_per_run(df, "facet")
     fig = Figure(figsize=(5.5, 3.6), layout="constrained")
     ax = fig.subplots()
     colors = _colors(sorted(per_run["facet"].unique()))
@@ -151,9 +156,7 @@ def throughput_vs_batch(df: pd.DataFrame) -> Figure:
 
 def throughput_vs_replicas(df: pd.DataFrame) -> Figure:
     """Training samples per second vs replica count, one line per global batch size."""
-    epochs = df[df["epoch"].notna()]
-    warm = epochs[(epochs["epoch"] > 1) | (epochs.groupby("run_id")["epoch"].transform("max") == 1)]
-    per_run = warm.groupby(["run_id", "replicas", BATCH])["samples_per_second"].median().reset_index()
+    per_run = _throughput_per_run(df, "replicas")
     fig = Figure(figsize=(5.5, 3.6), layout="constrained")
     ax = fig.subplots()
     sizes = sorted(per_run[BATCH].unique())

@@ -120,6 +120,8 @@ def assess(sweep_dir: Path) -> Assessment:
         batch_verdicts = batch_verdicts[:1]
     varied = analysis.varied_keys(df, keys)
     findings = studies.all_findings(df, final, varied) if not final.empty else []
+    if findings and not any(len(v.batch_sizes) >= 2 for v in batch_verdicts):
+        batch_verdicts = []  # a study of another suspect at one batch size: its findings are the verdicts
     return Assessment(df, final, keys, varied, facets, batch_verdicts, findings)
 
 

@@ -40,6 +40,14 @@ def _modal(final: pd.DataFrame, keep: list[str], varied: list[str]) -> pd.DataFr
     return final
 
 
+def _finding(study: str, claim: str, outcomes: list[bool], details: list[str]) -> Finding | None:
+    """Reproduced when any treated group shows the effect; None when no group had a matched reference."""
+    if not details:
+        return None
+    outcome = "reproduced" if any(outcomes) else "not reproduced"
+    return Finding(study, outcome, f"{claim}: {outcome}.", details)
+
+
 def _classes(df: pd.DataFrame) -> int:
     """Number of classes, from the per-class recall columns (10 when a sweep predates them)."""
     return sum(c.startswith("val_recall_") for c in df.columns) or 10
@@ -89,12 +97,8 @@ def imbalance_finding(final: pd.DataFrame, varied: list[str]) -> Finding | None:
             + (f"; lowest class recall {treated[worst].mean():.2f} ({worst}) vs {control[worst].mean():.2f}, "
                f"class 0 recall {treated['val_recall_0'].mean():.2f}" if worst else "") + "."
         )
-    if not details:
-        return None
-    outcome = "reproduced" if any(outcomes) else "not reproduced"
-    return Finding("Class imbalance", outcome,
-                   f"Imbalanced training data gave high train accuracy and lower validation accuracy: {outcome}.",
-                   details)
+    return _finding("Class imbalance", "Imbalanced training data gave high train accuracy and lower validation "
+                    "accuracy", outcomes, details)
 
 
 def preprocess_finding(final: pd.DataFrame, varied: list[str]) -> Finding | None:
@@ -108,12 +112,8 @@ def preprocess_finding(final: pd.DataFrame, varied: list[str]) -> Finding | None
         outcomes.append(val_drop >= 0.05 and abs(train_change) <= 2 * MIN_EFFECT)
         details.append(f"{kind}: val_acc {treated['val_acc'].mean():.3f} vs {control['val_acc'].mean():.3f} matched "
                        f"(drop {val_drop:+.3f}); train_eval_acc changed by {train_change:+.3f}.")
-    if not details:
-        return None
-    outcome = "reproduced" if any(outcomes) else "not reproduced"
-    return Finding("Preprocessing mismatch", outcome,
-                   f"Validation preprocessed differently lowered val_acc with train accuracy unchanged: {outcome}.",
-                   details)
+    return _finding("Preprocessing mismatch", "Validation preprocessed differently lowered val_acc with train "
+                    "accuracy unchanged", outcomes, details)
 
 
 def capacity_finding(final: pd.DataFrame, varied: list[str]) -> Finding | None:
