@@ -209,7 +209,7 @@ class Scheduler:
             (read_json(r.job.run_dir / RUN_FILE) or {}).get("epochs_completed", 0) for r in running
         )
         elapsed = time.monotonic() - started
-        eta = "?" if not epochs_done else _clock(elapsed * (epochs_total - epochs_done) / epochs_done)
+        eta = "?" if not epochs_done else _clock(max(0.0, elapsed * (epochs_total - epochs_done) / epochs_done))
         skipped = f" · {len(self.skipped)} already done" if self.skipped else ""
         return (f"[harness] runs {len(done) + len(self.skipped)}/{len(self.jobs)} done · {len(running)} running · "
                 f"{failed} failed{skipped} · elapsed {_clock(elapsed)} · ETA {eta}")

@@ -125,7 +125,7 @@ def test_controls_finding_says_how_much_of_the_drop_remains(tmp_path):
     df, final, varied = _final(sweep)
     finding = studies.controls_finding(final, varied)
     assert finding.outcome == "not reproduced"  # half a point left: under one point
-    assert "+0.100" in finding.headline and "5% of it remains" in finding.headline
+    assert "+0.100" in finding.headline and "(5% of it remains)" in finding.headline
     assert len(finding.details) == 3
 
 

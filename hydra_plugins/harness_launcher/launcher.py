@@ -37,6 +37,20 @@ def _quote(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+def _expected_epochs(run_cfg) -> int:
+    """Epochs the run will train (a step budget decides them from the batch size), for the progress ETA."""
+    from harness.batching import plan_batches, plan_schedule
+    from harness.data import expected_train_size
+
+    train = run_cfg.train
+    try:
+        size = expected_train_size(run_cfg.data, train.imbalance, train.train_fraction)
+        plan = plan_batches(train.batch_size, train.per_replica_batch, max(run_cfg.device.gpus, 1), size)
+        return plan_schedule(plan, train).epochs
+    except ValueError:  # the run itself will report it
+        return train.epochs
+
+
 class HarnessLauncher(Launcher):
     def __init__(self, n_jobs: Optional[int] = None, gpu_ids: Optional[List[int]] = None,
                  poll_seconds: float = 0.5, stop_timeout_s: float = 60.0) -> None:
@@ -64,7 +78,7 @@ class HarnessLauncher(Launcher):
             "hydra.job_logging.root.handlers=[console]",  # the console is the run's train.log
         ]
         return Job(num=num, overrides=list(overrides), run_dir=run_dir, command=command,
-                   gpus=run_cfg.device.gpus, devices=run_cfg.device.devices, epochs=run_cfg.train.epochs,
+                   gpus=run_cfg.device.gpus, devices=run_cfg.device.devices, epochs=_expected_epochs(run_cfg),
                    config=run_cfg.flat()), sweep_config
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
