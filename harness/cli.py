@@ -168,8 +168,6 @@ def hydra_job(cfg: DictConfig) -> float | None:
     hydra_cfg = HydraConfig.get()
     run_dir = Path(hydra_cfg.runtime.output_dir)
     run_id = f"{run_dir.parent.name}/{run_dir.name}"
-    if hydra_cfg.mode.name == "MULTIRUN":
-        Session.sweep_dir = Path(hydra_cfg.sweep.dir)
     Session.last_run_dir = run_dir
     try:
         return run_experiment(run_cfg, run_dir, run_id=run_id, overrides=list(hydra_cfg.overrides.task))

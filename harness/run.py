@@ -87,8 +87,11 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, resume
     keras.backend.clear_session()  # jobs of an in-process multirun start from a clean slate
     keras.utils.set_random_seed(cfg.train.seed)
     tf.config.experimental.enable_op_determinism()
+    # Keras 3's multi-step loop fails under MirroredStrategy ("must feed a value for placeholder"), so the
+    # automatic setting keeps one step per call there.
+    steps_per_execution = cfg.train.steps_per_execution or (0 if placement.replicas == 1 else 1)
     plan = plan_batches(cfg.train.batch_size, cfg.train.per_replica_batch, placement.replicas, len(x_train),
-                        cfg.train.steps_per_execution)
+                        steps_per_execution)
     schedule = plan_schedule(plan, cfg.train)
     log.info("run %s: %s; lr %.3g%s, %d epochs%s%s", run_id, plan.describe(), schedule.peak_lr,
              f" after {schedule.warmup_steps} warm-up steps" if schedule.warmup_steps else "", schedule.epochs,
