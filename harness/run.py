@@ -116,16 +116,14 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, resume
         record.update(epochs_completed=row["epoch"])
 
     recorder = train.EpochRecorder(
-        train.evaluation_dataset(x_train, y_train), len(x_train), columns, on_row, rows=table.rows,
-        val_inputs=train.evaluation_dataset(x_val, y_val).map(lambda x, y: x), val_labels=y_val,
-        target_train_loss=cfg.train.target_train_loss,
+        train.evaluation_dataset(x_train, y_train), train.evaluation_dataset(x_val, y_val).map(lambda x, y: x),
+        y_val, len(x_train), columns, on_row, rows=table.rows, target_train_loss=cfg.train.target_train_loss,
     )
     fit_started = time.perf_counter()
     train.fit(
         model,
         train.training_dataset(x_train, y_train, plan, cfg.train.shuffle, cfg.train.seed, schedule.epochs,
                                initial_epoch=resume_epoch, total_steps=schedule.total_steps),
-        train.evaluation_dataset(x_val, y_val),
         plan,
         schedule.epochs,
         [recorder, train.Checkpointer(run_dir)],
