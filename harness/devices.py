@@ -33,7 +33,7 @@ def make_strategy(gpus: int, devices: tuple[int, ...] | None, simulate_devices: 
                   intra_op_threads: int | None = None, inter_op_threads: int | None = None) -> Placement:
     """gpus=0: CPU; 1: one GPU; N >= 2: MirroredStrategy over N GPUs, or over N logical CPU devices when
     simulate_devices is set and no GPU is visible. The thread counts, when given, size TensorFlow's CPU pools."""
-    import tensorflow as tf
+    from harness.backend import tf
 
     try:
         if intra_op_threads:

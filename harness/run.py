@@ -13,7 +13,7 @@ import pandas as pd
 from harness import data, transforms
 from harness.batching import plan_batches, plan_schedule
 from harness.config import RunConfig
-from harness.runlog import FINISHED, METRICS_FILE, RUN_FILE, MetricsTable, RunRecord, read_json
+from harness.runlog import FINISHED, METRICS_FILE, RUN_FILE, MetricsTable, RunRecord, checkpoint_epoch, read_json
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +34,6 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
     if previous is not None and previous["status"] in FINISHED:
         log.info("run %s already %s: left as it is", run_id, previous["status"])
         return _final_val_acc(run_dir)
-    from harness.train import checkpoint_epoch  # noqa: E402  (loads TensorFlow)
-
     resume_epoch = checkpoint_epoch(run_dir) if previous is not None else 0
     record = RunRecord(run_dir, run_id, config, list(overrides),
                        resumed_from_epoch=resume_epoch or None, previous=previous)
@@ -68,10 +66,8 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, resume
     intra_op, inter_op = cpu_threads(cfg)
     placement = devices.make_strategy(cfg.device.gpus, explicit, cfg.device.simulate_devices,
                                       intra_op_threads=intra_op, inter_op_threads=inter_op)
-    import keras
-    import tensorflow as tf
-
     from harness import models, train
+    from harness.backend import keras, tf
 
     record.set_environment(
         tensorflow=tf.__version__, keras=keras.__version__, strategy=type(placement.strategy).__name__,

@@ -17,6 +17,7 @@ import pandas as pd
 
 METRICS_FILE = "metrics.parquet"
 RUN_FILE = "run.json"
+CHECKPOINT = "checkpoint.npz"  # written by harness.train.Checkpointer after each epoch, removed at the end
 STATUSES = ("running", "completed", "failed", "diverged", "interrupted")
 FINISHED = ("completed", "diverged")  # results: a resumed sweep leaves these runs alone
 
@@ -62,6 +63,17 @@ def _peak_memory_mb() -> float | None:
         return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     except (ImportError, OSError):
         return None
+
+
+def checkpoint_epoch(run_dir: Path) -> int:
+    """Epochs completed by the run's last checkpoint (0 when there is none)."""
+    import numpy as np
+
+    path = Path(run_dir) / CHECKPOINT
+    if not path.exists():
+        return 0
+    with np.load(path, allow_pickle=False) as saved:
+        return int(saved["epoch"])
 
 
 class MetricsTable:

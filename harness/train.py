@@ -8,11 +8,11 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-import keras
 import numpy as np
-import tensorflow as tf
 
+from harness.backend import keras, tf
 from harness.batching import BatchPlan
+from harness.runlog import CHECKPOINT
 
 log = logging.getLogger(__name__)
 
@@ -163,9 +163,6 @@ class EpochRecorder(keras.callbacks.Callback):
         }
 
 
-CHECKPOINT = "checkpoint.npz"
-
-
 class Checkpointer(keras.callbacks.Callback):
     """After each epoch (and after its metrics row), save the weights, the optimizer state and the epoch.
 
@@ -186,15 +183,6 @@ class Checkpointer(keras.callbacks.Callback):
         with open(tmp, "wb") as f:
             np.savez(f, epoch=np.int64(epoch + 1), **arrays)
         os.replace(tmp, self.path)
-
-
-def checkpoint_epoch(run_dir: Path) -> int:
-    """Epochs completed by the run's last checkpoint (0 when there is none)."""
-    path = Path(run_dir) / CHECKPOINT
-    if not path.exists():
-        return 0
-    with np.load(path, allow_pickle=False) as saved:
-        return int(saved["epoch"])
 
 
 def restore_checkpoint(model: keras.Model, run_dir: Path) -> None:

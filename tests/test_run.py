@@ -116,11 +116,11 @@ def test_a_failing_run_is_recorded_then_raised(compose, tmp_path, monkeypatch):
 
 
 def test_an_interrupted_run_resumes_from_its_checkpoint_with_identical_metrics(compose, tmp_path, monkeypatch):
-    from harness import train
+    from harness import runlog, train
 
     cfg = compose(*TINY, "epochs=3", "batch_size=32")
     run_experiment(cfg, tmp_path / "whole", run_id="s/0")
-    assert not (tmp_path / "whole" / train.CHECKPOINT).exists()  # removed once the run is done
+    assert not (tmp_path / "whole" / runlog.CHECKPOINT).exists()  # removed once the run is done
 
     original = train.EpochRecorder.on_epoch_end
 
@@ -134,7 +134,7 @@ def test_an_interrupted_run_resumes_from_its_checkpoint_with_identical_metrics(c
         run_experiment(cfg, tmp_path / "cut", run_id="s/0")
     record = json.loads((tmp_path / "cut" / "run.json").read_text())
     assert record["status"] == "interrupted" and record["epochs_completed"] == 2
-    assert train.checkpoint_epoch(tmp_path / "cut") == 1
+    assert runlog.checkpoint_epoch(tmp_path / "cut") == 1
     monkeypatch.setattr(train.EpochRecorder, "on_epoch_end", original)
 
     run_experiment(cfg, tmp_path / "cut", run_id="s/0")
@@ -164,3 +164,49 @@ def test_the_fast_path_gives_the_same_metrics_as_one_step_per_call(compose, tmp_
         frames.append(pd.read_parquet(tmp_path / str(steps) / "metrics.parquet").drop(
             columns=TIMING + ["steps_per_execution"]))
     pd.testing.assert_frame_equal(frames[0], frames[1], check_exact=True)
+
+
+RUN_IN_FRESH_PROCESS = """
+import json, sys
+from pathlib import Path
+{setup}
+from harness.cli import main
+code = main(["dataset.num_samples=600", "epochs=1", "hydra.run.dir=" + sys.argv[1]])
+heavy = ["sklearn", "matplotlib", "h5py", "scipy.stats"]
+print(json.dumps({{"code": code, "loaded": [name for name in heavy if name in sys.modules]}}))
+"""
+
+
+def _run_in_fresh_process(tmp_path, setup: str = "") -> dict:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", RUN_IN_FRESH_PROCESS.format(setup=setup), str(tmp_path / "run")],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.stdout.strip(), proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_a_run_process_loads_none_of_the_packages_it_does_not_use(compose, tmp_path):
+    """Start-up cost: Keras would load scikit-learn (with scipy.stats) and matplotlib, TensorFlow h5py."""
+    from harness import data
+
+    data.load(compose(*TINY).data)  # cached, as for every run but the first (generating MNIST-1D loads matplotlib)
+    result = _run_in_fresh_process(tmp_path)
+    assert result == {"code": 0, "loaded": []}
+    assert pd.read_parquet(tmp_path / "run" / "metrics.parquet")["epoch"].tolist() == [1]
+    # hidden only while TensorFlow loads: they import as usual afterwards, in the same process
+    check = "import harness.backend, sklearn.base, matplotlib.pyplot, h5py; print(harness.backend.keras.__version__)"
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip().startswith("3."), proc.stderr[-2000:]
+
+
+def test_a_run_whose_tensorflow_cannot_load_is_recorded_as_failed(tmp_path):
+    result = _run_in_fresh_process(tmp_path, setup="sys.modules['tensorflow'] = None  # as if not installed")
+    assert result["code"] == 1
+    record = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert record["status"] == "failed" and record["error"]["type"] == "ModuleNotFoundError"
+    assert "tensorflow" in record["error"]["message"]
