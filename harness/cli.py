@@ -6,10 +6,12 @@ with one line and nothing written. TensorFlow is not imported until a job runs.
 """
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import re
 import sys
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,7 @@ CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 CONFIG_NAME = "config"
 REMOTE_LAUNCHERS = ("SlurmLauncher",)  # launchers whose runs go to other machines
 REPORTS_DIR = Path("reports")  # like sweeps/, relative to where the command runs
+LOCK_FILE = ".harness.lock"  # in the command's output folder, held while the command runs
 EXIT_OK, EXIT_FAILED_RUNS, EXIT_INVALID, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 log = logging.getLogger("harness")
@@ -84,6 +87,11 @@ def one_line(err: BaseException, overrides: list[str]) -> str:
     if isinstance(err, OverrideParseException):
         text = f"cannot parse override '{err.override}': {err.message}"
     return " ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def quote_override(value: str) -> str:
+    """A value quoted for a Hydra command-line override, whatever characters it holds."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 @dataclass
@@ -146,6 +154,10 @@ def check_existing_runs(jobs: list[list[str]], output_dir: Path, multirun: bool)
 
 def preflight(overrides: list[str], multirun: bool, config_name: str = CONFIG_NAME) -> list[config.RunConfig]:
     """Compose and validate every job; raises ConfigError or a Hydra error on the first bad one."""
+    return _preflight(overrides, multirun, config_name)[0]
+
+
+def _preflight(overrides: list[str], multirun: bool, config_name: str) -> tuple[list[config.RunConfig], Path]:
     from hydra import compose, initialize_config_dir
 
     from harness.scheduler import visible_gpus
@@ -156,7 +168,33 @@ def preflight(overrides: list[str], multirun: bool, config_name: str = CONFIG_NA
     if not any(name in plan.launcher for name in REMOTE_LAUNCHERS):  # their GPUs are not this machine's
         check_devices(run_configs, visible_gpus(), ids_applied=bool(os.environ.get("HARNESS_GPUS_ASSIGNED")))
     check_existing_runs(plan.jobs, plan.output_dir, multirun)
-    return run_configs
+    return run_configs, plan.output_dir
+
+
+@contextmanager
+def output_folder_lock(folder: Path, key: str):
+    """Hold the command's output folder while it runs; a second command on the same folder is refused.
+
+    Two commands in one folder would run (or resume) the same runs at once, each rewriting the other's files.
+    The lock is the operating system's (flock), so it goes with the process however that ends: a killed sweep's
+    folder can be resumed at once. The holder's pid is written in the lock file for the error message.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / LOCK_FILE, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            raise config.ConfigError(
+                key, str(folder), f"a folder no other harness command is running in (process {holder} is running "
+                "in this one); wait for it to end, or choose another folder"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        yield
 
 
 @hydra.main(config_path=str(CONF_DIR), config_name=CONFIG_NAME, version_base="1.3")
@@ -186,15 +224,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.prog = "python -m harness"
     args = parser.parse_args(argv)
     informational = args.help or args.hydra_help or args.cfg or args.info or args.shell_completion
-    if not informational:
+    if informational:
+        sys.argv = [sys.argv[0], *argv]
+        hydra_job()
+        return EXIT_OK
+    folder_key = "hydra.sweep.dir" if args.multirun else "hydra.run.dir"
+    with ExitStack() as held:
         try:
-            preflight(args.overrides, args.multirun, args.config_name or CONFIG_NAME)
+            _, output_dir = _preflight(args.overrides, args.multirun, args.config_name or CONFIG_NAME)
+            held.enter_context(output_folder_lock(output_dir, folder_key))
         except config.ConfigError as err:
             print(f"harness: error: {err}", file=sys.stderr)
             return EXIT_INVALID
         except (HydraException, OmegaConfBaseException) as err:
             print(f"harness: error: {one_line(err, args.overrides)}", file=sys.stderr)
             return EXIT_INVALID
+        # Hydra resolves the folder's ${now:...} again; pin it to the one checked and locked here
+        return _run(args, [f"{folder_key}={quote_override(str(output_dir))}", *argv])
+
+
+def _run(args, argv: list[str]) -> int:
+    """Hand the validated command to Hydra; the exit code from what the runs' files say."""
     sys.argv = [sys.argv[0], *argv]
     try:
         hydra_job()
@@ -203,8 +253,6 @@ def main(argv: list[str] | None = None) -> int:
         if Session.sweep_dir is not None and Session.sweep_dir.exists():
             _write_report(Session.sweep_dir)
         return EXIT_INTERRUPTED
-    if informational:
-        return EXIT_OK
     if args.multirun and Session.sweep_dir is not None:
         Session.failed_runs = failed_runs(Session.sweep_dir)
     if Session.failed_runs:

@@ -91,3 +91,21 @@ def test_bad_input_is_rejected_before_tensorflow_loads(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip().startswith("harness: error: batch_size=0")
+
+
+def test_a_folder_another_command_is_running_in_is_refused(capsys, tmp_path, monkeypatch):
+    """Two commands in one sweep folder would run the same runs at once, each rewriting the other's files."""
+    import os
+
+    from harness.cli import LOCK_FILE, output_folder_lock
+
+    monkeypatch.chdir(tmp_path)
+    sweep = tmp_path / "sweep"
+    with output_folder_lock(sweep, "hydra.sweep.dir"):  # as a running command holds it
+        assert main(["batch_size=8,32", f"hydra.sweep.dir={sweep}", "-m"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1, err
+        assert f"hydra.sweep.dir='{sweep}' is not allowed" in err and f"process {os.getpid()} is running" in err
+        assert main(["epochs=1", f"hydra.run.dir={sweep}"]) == 2  # a single run into it, too
+    assert [p.name for p in sweep.iterdir()] == [LOCK_FILE]  # nothing else written
+    assert [p.name for p in tmp_path.iterdir()] == ["sweep"]

@@ -33,10 +33,6 @@ class HarnessLauncherConf:
 ConfigStore.instance().store(group="hydra/launcher", name="harness", node=HarnessLauncherConf)
 
 
-def _quote(value: str) -> str:
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 def _expected_epochs(run_cfg) -> int:
     """Epochs the run will train (a step budget decides them from the batch size), for the progress ETA."""
     from harness.batching import plan_batches, plan_schedule
@@ -63,7 +59,7 @@ class HarnessLauncher(Launcher):
         self.config, self.hydra_context = config, hydra_context
 
     def _job(self, num: int, overrides: List[str]) -> tuple:
-        from harness.cli import to_run_config
+        from harness.cli import quote_override, to_run_config
         from harness.scheduler import Job
 
         sweep_config = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
@@ -74,7 +70,7 @@ class HarnessLauncher(Launcher):
         run_cfg = to_run_config(sweep_config)
         command = [
             sys.executable, "-m", "harness", *overrides,
-            f"hydra.run.dir={_quote(str(run_dir))}",
+            f"hydra.run.dir={quote_override(str(run_dir))}",
             "hydra.job_logging.root.handlers=[console]",  # the console is the run's train.log
         ]
         return Job(num=num, overrides=list(overrides), run_dir=run_dir, command=command,
