@@ -25,7 +25,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from harness import config
-from harness.runlog import RUN_FILE, read_json
+from harness.runlog import RUN_FILE, read_json, recorded_config
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 CONFIG_NAME = "config"
@@ -64,6 +64,8 @@ def to_run_config(cfg: DictConfig) -> config.RunConfig:
 
 def _allowed_keys(key: str) -> str:
     group, _, _ = key.rpartition(".")
+    if key.split(".", 1)[0] == "hydra":
+        return f"the keys of Hydra's own config under {group} (`python -m harness --cfg hydra` lists them)"
     keys = {"dataset": config.DATA_KEYS, "model": config.MODEL_KEYS}.get(group)
     if keys is None:
         return ", ".join(sorted(config.TOP_KEYS)) + " (and dataset.*, model.* keys)"
@@ -86,6 +88,9 @@ def one_line(err: BaseException, overrides: list[str]) -> str:
             return f"{missing.group(1)}={missing.group(2)} is not allowed: {allowed}"
     if isinstance(err, OverrideParseException):
         text = f"cannot parse override '{err.override}': {err.message}"
+    merging = re.match(r"Error merging override (\S+)", text)
+    if merging and err.__cause__ is not None:  # the cause says what is wrong with the value
+        return f"{merging.group(1)} is not allowed: {str(err.__cause__).splitlines()[0]}"
     return " ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
@@ -112,6 +117,11 @@ def expand_jobs(overrides: list[str], multirun: bool, config_name: str = CONFIG_
     fixed = [o.input_line for o in parsed if not o.is_sweep_override()]
     base = compose(config_name, overrides=fixed if multirun else overrides, return_hydra_config=True)
     launcher = str(base.hydra.launcher.get("_target_", ""))
+    if multirun and launcher.endswith("HarnessLauncher"):
+        n_jobs = base.hydra.launcher.get("n_jobs")
+        if n_jobs is not None and n_jobs < 1:
+            raise config.ConfigError("hydra.launcher.n_jobs", n_jobs, "an integer >= 1, or null for one run at a time "
+                                     "per GPU or per CPU core")
     if not multirun:
         return CommandPlan([task], Path(str(base.hydra.run.dir)), launcher)
     params = base.hydra.sweeper.get("params")
@@ -139,12 +149,16 @@ def check_devices(run_configs: list[config.RunConfig], gpu_ids: list[int], ids_a
             )
 
 
-def check_existing_runs(jobs: list[list[str]], output_dir: Path, multirun: bool) -> None:
-    """Re-running into a folder resumes it, so the folder must hold this same command's runs (or none)."""
-    for num, overrides in enumerate(jobs):
+def check_existing_runs(jobs: list[list[str]], run_configs: list[config.RunConfig], output_dir: Path,
+                        multirun: bool) -> None:
+    """Re-running into a folder resumes it, so each run folder must hold this command's run there (or none).
+
+    The same run is the same resolved config, however the command spelled or ordered its overrides.
+    """
+    for num, (overrides, run_cfg) in enumerate(zip(jobs, run_configs)):
         run_dir = output_dir / str(num) if multirun else output_dir
         record = read_json(run_dir / RUN_FILE)
-        if record is not None and record.get("overrides") != overrides:
+        if record is not None and record.get("config") != recorded_config(run_cfg.flat()):
             key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
             raise config.ConfigError(
                 key, str(output_dir), f"a new folder or one holding this same command's runs; {run_dir} ran "
@@ -167,7 +181,7 @@ def _preflight(overrides: list[str], multirun: bool, config_name: str) -> tuple[
         run_configs = [to_run_config(compose(config_name, overrides=job)) for job in plan.jobs]
     if not any(name in plan.launcher for name in REMOTE_LAUNCHERS):  # their GPUs are not this machine's
         check_devices(run_configs, visible_gpus(), ids_applied=bool(os.environ.get("HARNESS_GPUS_ASSIGNED")))
-    check_existing_runs(plan.jobs, plan.output_dir, multirun)
+    check_existing_runs(plan.jobs, run_configs, plan.output_dir, multirun)
     return run_configs, plan.output_dir
 
 

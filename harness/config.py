@@ -268,8 +268,19 @@ def from_dict(cfg: dict[str, Any]) -> RunConfig:
             f"a multiple of gpus={replicas} so every replica gets the same share, or per_replica_batch=true",
         )
     if global_batch > train_size:
-        what = f"global batch {global_batch} " if train.per_replica_batch else ""
-        raise ConfigError(
-            "batch_size", train.batch_size, f"an integer from 1 to the training-set size {train_size} {what}".strip()
-        )
+        limit = train_size // replicas if train.per_replica_batch else train_size
+        what = f" divided by gpus={replicas} (per_replica_batch=true)" if train.per_replica_batch else ""
+        raise ConfigError("batch_size", train.batch_size, f"an integer from 1 to {limit}: the training-set size "
+                          f"{train_size}{what}")
+    _check_steps_per_execution(train.steps_per_execution, math.ceil(train_size / global_batch), replicas)
     return run
+
+
+def _check_steps_per_execution(value: int, steps_per_epoch: int, replicas: int) -> None:
+    """A compiled call may not run into the next epoch; Keras's multi-step loop fails under MirroredStrategy."""
+    if value > 1 and replicas > 1:
+        raise ConfigError("steps_per_execution", value, f"0 or 1 with gpus={replicas} (Keras's multi-step loop "
+                          "fails under MirroredStrategy)")
+    if value and steps_per_epoch % value:
+        raise ConfigError("steps_per_execution", value, f"0 (a whole epoch per call) or a divisor of the "
+                          f"{steps_per_epoch} steps per epoch")

@@ -4,6 +4,7 @@ Importing this module does not import TensorFlow (config validation reads `DATAS
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import tempfile
@@ -13,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from harness.transforms import fraction_counts, imbalanced_counts, spread_evenly
+from harness.transforms import fraction_counts, imbalanced_counts
 
 
 class DataUnavailable(RuntimeError):
@@ -35,8 +36,9 @@ class DatasetSpec:
     num_classes: int
     input_size: int                 # numbers per sample (40 for MNIST-1D), known without loading
     fixed_size: int | None = None   # training-set size of a data set with a fixed split
-    total_size: int | None = None   # size before our own split (digits)
     generated: bool = False         # size set by `num_samples` (mnist1d)
+    # training samples per class of a fixed split (published counts), so its size needs no download to check
+    train_class_counts: tuple[int, ...] | None = None
 
 
 def cache_dir() -> Path:
@@ -115,13 +117,18 @@ def _keras_loader(name: str, cache_files: str) -> Callable[..., Arrays]:
 
 DATASETS: dict[str, DatasetSpec] = {
     "mnist1d": DatasetSpec(_load_mnist1d, num_classes=10, input_size=40, generated=True),
-    "digits": DatasetSpec(_load_digits, num_classes=10, input_size=64, total_size=1797),
-    "mnist": DatasetSpec(_keras_loader("mnist", "mnist.npz"), num_classes=10, input_size=784, fixed_size=60000),
+    "digits": DatasetSpec(_load_digits, num_classes=10, input_size=64),
+    "mnist": DatasetSpec(
+        _keras_loader("mnist", "mnist.npz"), num_classes=10, input_size=784, fixed_size=60000,
+        train_class_counts=(5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265, 5851, 5949),
+    ),
     "fashion_mnist": DatasetSpec(
-        _keras_loader("fashion_mnist", "fashion-mnist/*.gz"), num_classes=10, input_size=784, fixed_size=60000
+        _keras_loader("fashion_mnist", "fashion-mnist/*.gz"), num_classes=10, input_size=784, fixed_size=60000,
+        train_class_counts=(6000,) * 10,
     ),
     "cifar10": DatasetSpec(
-        _keras_loader("cifar10", "cifar-10-batches-py"), num_classes=10, input_size=3072, fixed_size=50000
+        _keras_loader("cifar10", "cifar-10-batches-py"), num_classes=10, input_size=3072, fixed_size=50000,
+        train_class_counts=(5000,) * 10,
     ),
 }
 
@@ -132,16 +139,26 @@ def load(data_cfg) -> Arrays:
     return spec.load(data_cfg.num_samples, data_cfg.train_split, data_cfg.data_seed)
 
 
-def expected_train_size(data_cfg, imbalance: float = 0.0, train_fraction: float = 1.0) -> int:
-    """Training-set size implied by the config, without loading anything (classes assumed balanced)."""
+@functools.lru_cache(maxsize=None)
+def _local_class_counts(name: str, num_samples: int | None, train_split: float | None, data_seed: int):
+    arrays = DATASETS[name].load(num_samples, train_split, data_seed)
+    return tuple(int(n) for n in np.bincount(arrays.y_train, minlength=DATASETS[name].num_classes))
+
+
+def train_class_counts(data_cfg) -> np.ndarray:
+    """Training samples per class before any transform: published for a fixed split, else read off the labels
+    of the local data (generated MNIST-1D comes from the cache, generated into it the first time; digits ships
+    with scikit-learn). Never downloads, never loads TensorFlow."""
     spec = DATASETS[data_cfg.name]
-    if spec.fixed_size is not None:
-        size = spec.fixed_size
-    elif spec.generated:
-        size = int(data_cfg.num_samples // spec.num_classes * spec.num_classes * data_cfg.train_split)
-    else:
-        size = int(spec.total_size * data_cfg.train_split)
-    counts = spread_evenly(size, spec.num_classes)
+    if spec.train_class_counts is not None:
+        return np.array(spec.train_class_counts, dtype=np.int64)
+    return np.array(_local_class_counts(data_cfg.name, data_cfg.num_samples, data_cfg.train_split,
+                                        data_cfg.data_seed), dtype=np.int64)
+
+
+def expected_train_size(data_cfg, imbalance: float = 0.0, train_fraction: float = 1.0) -> int:
+    """The run's training-set size, exactly: the class counts through the same arithmetic as the transforms."""
+    counts = train_class_counts(data_cfg)
     if train_fraction < 1.0:
         counts = fraction_counts(counts, train_fraction)
     if imbalance > 0.0:

@@ -1,7 +1,6 @@
 """One training run, composed from the stages: seed, devices, data, model, fit, files."""
 from __future__ import annotations
 
-import json
 import logging
 import os
 import platform
@@ -13,7 +12,8 @@ import pandas as pd
 from harness import data, transforms
 from harness.batching import plan_batches, plan_schedule
 from harness.config import RunConfig
-from harness.runlog import FINISHED, METRICS_FILE, RUN_FILE, MetricsTable, RunRecord, checkpoint_epoch, read_json
+from harness.runlog import (FINISHED, METRICS_FILE, RUN_FILE, MetricsTable, RunRecord, checkpoint_epoch, read_json,
+                            recorded_config, remove_partial_writes)
 
 log = logging.getLogger(__name__)
 
@@ -27,13 +27,14 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
     checkpointed epoch (`resumed_from_epoch` in run.json).
     """
     run_dir = Path(run_dir)
-    config = json.loads(json.dumps(cfg.flat()))
+    config = recorded_config(cfg.flat())
     previous = read_json(run_dir / RUN_FILE)
     if previous is not None and previous.get("config") != config:
         raise ValueError(f"{run_dir} holds the files of another run ({' '.join(previous.get('overrides', []))})")
     if previous is not None and previous["status"] in FINISHED:
         log.info("run %s already %s: left as it is", run_id, previous["status"])
         return _final_val_acc(run_dir)
+    remove_partial_writes(run_dir)
     resume_epoch = checkpoint_epoch(run_dir) if previous is not None else 0
     record = RunRecord(run_dir, run_id, config, list(overrides),
                        resumed_from_epoch=resume_epoch or None, previous=previous)
@@ -113,7 +114,7 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, resume
 
     recorder = train.EpochRecorder(
         train.evaluation_dataset(x_train, y_train), train.evaluation_dataset(x_val, y_val).map(lambda x, y: x),
-        y_val, len(x_train), columns, on_row, rows=table.rows, target_train_loss=cfg.train.target_train_loss,
+        y_val, len(x_train), plan.global_batch_size, columns, on_row, rows=table.rows, target_train_loss=cfg.train.target_train_loss,
     )
     fit_started = time.perf_counter()
     train.fit(
@@ -148,13 +149,13 @@ SMALL_INPUT = 256  # numbers per sample below which one intra-op thread is faste
 def cpu_threads(cfg: RunConfig) -> tuple[int | None, int | None]:
     """TensorFlow's (intra-op, inter-op) CPU threads for this run; None keeps TensorFlow's default.
 
-    HARNESS_THREADS, set by the launcher when it runs several CPU runs at once, caps both, so parallel runs
-    do not oversubscribe the cores. Otherwise tiny per-sample inputs get one intra-op thread: splitting ops that
-    small over cores costs more than it saves (about 2x slower at batch 8 on MNIST-1D with 2 threads).
+    Tiny per-sample inputs get one intra-op thread: splitting ops that small over cores costs more than it saves
+    (about 2x slower at batch 8 on MNIST-1D with 2 threads). HARNESS_THREADS, set by the launcher for CPU runs
+    (the cores divided among the runs it runs at once), caps both, so parallel runs do not oversubscribe the
+    cores; it never raises the one thread of a tiny input, whatever the size of the sweep.
     """
     value = os.environ.get("HARNESS_THREADS")
-    if value:
-        return int(value), int(value)
+    cap = int(value) if value else None
     if cfg.device.gpus == 0 and data.DATASETS[cfg.data.name].input_size < SMALL_INPUT:
-        return 1, None
-    return None, None
+        return 1, cap
+    return cap, cap

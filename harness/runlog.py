@@ -55,6 +55,17 @@ def read_json(path: Path) -> dict[str, Any] | None:
         return None
 
 
+def remove_partial_writes(run_dir: Path) -> None:
+    """Temporary files of atomic writes cut short by a kill: never read, removed when the run starts again."""
+    for partial in [*Path(run_dir).glob(".*.tmp"), *Path(run_dir).glob(f".tmp-{CHECKPOINT}")]:
+        partial.unlink(missing_ok=True)
+
+
+def recorded_config(flat_config: dict[str, Any]) -> dict[str, Any]:
+    """A run's flat config as run.json holds it (JSON types: tuples become lists), for comparing with a record."""
+    return json.loads(json.dumps(flat_config))
+
+
 def _peak_memory_mb() -> float | None:
     """This process's peak resident memory so far (Linux reports kilobytes)."""
     try:

@@ -97,10 +97,12 @@ class EpochRecorder(keras.callbacks.Callback):
     """
 
     def __init__(self, train_eval: tf.data.Dataset, val_inputs: tf.data.Dataset, val_labels: np.ndarray,
-                 train_size: int, columns: dict[str, Any], on_row: Callable[[dict[str, Any]], None],
+                 train_size: int, global_batch_size: int, columns: dict[str, Any],
+                 on_row: Callable[[dict[str, Any]], None],
                  rows: list[dict[str, Any]] | None = None, target_train_loss: float | None = None):
         super().__init__()
         self.train_eval, self.train_size, self.columns, self.on_row = train_eval, train_size, columns, on_row
+        self.global_batch_size = global_batch_size
         self.val_inputs, self.val_labels, self.target_train_loss = val_inputs, val_labels, target_train_loss
         self.diverged = False
         self.target_reached_at: int | None = None
@@ -108,16 +110,20 @@ class EpochRecorder(keras.callbacks.Callback):
 
     def on_epoch_begin(self, epoch, logs=None):
         self.epoch_start = time.perf_counter()
+        self.epoch_start_step = int(self.model.optimizer.iterations.numpy())
 
     def on_epoch_end(self, epoch, logs=None):
         logs = dict(logs or {})
         train_seconds = time.perf_counter() - self.epoch_start
+        step = int(self.model.optimizer.iterations.numpy())
+        # a step budget can cut the last epoch short: count the samples of the steps this epoch took
+        samples = min(self.train_size, (step - self.epoch_start_step) * self.global_batch_size)
         train_eval = self.model.evaluate(self.train_eval, verbose=0, return_dict=True)
         validation = self._validate()
         row = {
             **self.columns,
             "epoch": epoch + 1,
-            "step": int(self.model.optimizer.iterations.numpy()),
+            "step": step,
             "train_loss": float(logs["loss"]),
             "train_acc": float(logs["accuracy"]),
             "train_eval_loss": float(train_eval["loss"]),
@@ -125,7 +131,7 @@ class EpochRecorder(keras.callbacks.Callback):
             **validation,
             "lr": float(self.model.optimizer.learning_rate.numpy()),
             "epoch_seconds": time.perf_counter() - self.epoch_start,
-            "samples_per_second": self.train_size / train_seconds,
+            "samples_per_second": samples / train_seconds,
         }
         self.rows.append(row)
         self.on_row(row)

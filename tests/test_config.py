@@ -43,7 +43,16 @@ BAD = [
     (["batch_size=abc"], "batch_size='abc'", "integer"),
     (["batch_size=2.5"], "batch_size=2.5", "integer"),
     (["batch_size=4001"], "batch_size=4001", "training-set size 4000"),
-    (["batch_size=500", "imbalance=0.9"], "batch_size=500", "training-set size 444"),
+    (["batch_size=500", "imbalance=0.9"], "batch_size=500", "training-set size 442"),  # MNIST-1D's real classes
+    (["batch_size=800", "imbalance=0.5"], "batch_size=800", "from 1 to 796"),
+    (["batch_size=400", "train_fraction=0.1"], "batch_size=400", "from 1 to 399"),
+    (["steps_per_execution=7", "batch_size=8"], "steps_per_execution=7", "divisor of the 500 steps per epoch"),
+    (["steps_per_execution=5", "gpus=2", "simulate_devices=true"], "steps_per_execution=5", "0 or 1 with gpus=2"),
+    (["per_replica_batch=true", "gpus=2", "simulate_devices=true", "batch_size=2001"], "batch_size=2001",
+     "from 1 to 2000: the training-set size 4000 divided by gpus=2"),
+    (["-m", "hydra.launcher.n_jobs=abc"], "hydra.launcher.n_jobs=abc", "could not be converted to Integer"),
+    (["-m", "hydra.launcher.n_jobs=0"], "hydra.launcher.n_jobs=0", "an integer >= 1"),
+    (["hydra.foo=1"], "hydra.foo=1", "Hydra's own config"),
     (["epochs=0"], "epochs=0", ">= 1"),
     (["imbalance=1.0"], "imbalance=1.0", "[0, 1)"),
     (["imbalance=-0.1"], "imbalance=-0.1", "[0, 1)"),
@@ -109,3 +118,22 @@ def test_a_folder_another_command_is_running_in_is_refused(capsys, tmp_path, mon
         assert main(["epochs=1", f"hydra.run.dir={sweep}"]) == 2  # a single run into it, too
     assert [p.name for p in sweep.iterdir()] == [LOCK_FILE]  # nothing else written
     assert [p.name for p in tmp_path.iterdir()] == ["sweep"]
+
+
+def test_a_folder_is_resumed_whatever_the_order_of_the_overrides(tmp_path):
+    """The same run is the same resolved config; another value is another run, and refused."""
+    import json
+
+    from harness.runlog import recorded_config
+
+    sweep = tmp_path / "sweep"
+    first = ["batch_size=8,32", "epochs=6", "dataset.num_samples=2000", f"hydra.sweep.dir={sweep}"]
+    for num, run_cfg in enumerate(preflight(first, multirun=True)):
+        (sweep / str(num)).mkdir(parents=True)
+        overrides = [f"batch_size={run_cfg.train.batch_size}", "epochs=6", "dataset.num_samples=2000"]
+        record = {"status": "completed", "config": recorded_config(run_cfg.flat()), "overrides": overrides}
+        (sweep / str(num) / "run.json").write_text(json.dumps(record))
+    assert len(preflight([*reversed(first)], multirun=True)) == 2
+    with pytest.raises(config.ConfigError, match="ran 'batch_size=8 epochs=6 .*' but this command's run there is"):
+        preflight(["batch_size=8,32", "epochs=7", "dataset.num_samples=2000", f"hydra.sweep.dir={sweep}"],
+                  multirun=True)

@@ -136,10 +136,14 @@ def test_an_interrupted_run_resumes_from_its_checkpoint_with_identical_metrics(c
     assert record["status"] == "interrupted" and record["epochs_completed"] == 2
     assert runlog.checkpoint_epoch(tmp_path / "cut") == 1
     monkeypatch.setattr(train.EpochRecorder, "on_epoch_end", original)
+    partial = [".metrics.parquet.x1.tmp", ".run.json.x2.tmp", ".tmp-checkpoint.npz"]  # as a kill -9 leaves them
+    for name in partial:
+        (tmp_path / "cut" / name).write_bytes(b"cut short")
 
     run_experiment(cfg, tmp_path / "cut", run_id="s/0")
     record = json.loads((tmp_path / "cut" / "run.json").read_text())
     assert record["status"] == "completed" and record["resumed_from_epoch"] == 1
+    assert not any((tmp_path / "cut" / name).exists() for name in partial)
     resumed = pd.read_parquet(tmp_path / "cut" / "metrics.parquet").drop(columns=TIMING)
     whole = pd.read_parquet(tmp_path / "whole" / "metrics.parquet").drop(columns=TIMING)
     pd.testing.assert_frame_equal(resumed, whole, check_exact=True)
@@ -210,3 +214,28 @@ def test_a_run_whose_tensorflow_cannot_load_is_recorded_as_failed(tmp_path):
     record = json.loads((tmp_path / "run" / "run.json").read_text())
     assert record["status"] == "failed" and record["error"]["type"] == "ModuleNotFoundError"
     assert "tensorflow" in record["error"]["message"]
+
+
+def test_tiny_inputs_keep_one_intra_op_thread_whatever_the_launcher_allows(compose, monkeypatch):
+    from harness.run import cpu_threads
+
+    monkeypatch.delenv("HARNESS_THREADS", raising=False)
+    assert cpu_threads(compose("dataset=mnist1d")) == (1, None)
+    assert cpu_threads(compose("dataset=cifar10")) == (None, None)  # TensorFlow's default for larger inputs
+    monkeypatch.setenv("HARNESS_THREADS", "2")  # the launcher's share of the cores for one run at a time
+    assert cpu_threads(compose("dataset=mnist1d")) == (1, 2)
+    assert cpu_threads(compose("dataset=cifar10")) == (2, 2)
+
+
+def test_throughput_counts_the_samples_of_an_epoch_cut_short_by_a_step_budget(compose, tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from harness import train
+
+    ticks = iter(range(10_000))
+    monkeypatch.setattr(train, "time", SimpleNamespace(perf_counter=lambda: float(next(ticks))))  # 1 s per call
+    cfg = compose(*TINY, "batch_size=32", "budget=steps", "budget_steps=20")  # 15 steps per epoch, then 5
+    run_experiment(cfg, tmp_path / "r", run_id="s/0")
+    metrics = pd.read_parquet(tmp_path / "r" / "metrics.parquet")
+    assert metrics["step"].tolist() == [15, 20]
+    assert metrics["samples_per_second"].tolist() == [480.0, 160.0]  # samples over the 1 s of training
