@@ -2,19 +2,20 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
 
-from harness.runlog import METRICS_FILE, RUN_FILE
+from harness.runlog import METRICS_FILE, RUN_FILE, SWEEP_FILE, read_json
 
 BATCH = "global_batch_size"
 # Config keys that are never facets: the batch axis itself, the seed (averaged over, with n shown), and
 # keys that only follow from others.
 NOT_FACETS = {"batch_size", "seed", "per_replica_batch", "devices", "epochs_completed"}
 RUN_COLUMNS = ["run_id", "job", "status", "epochs_completed", "started_at", "finished_at", "wall_seconds",
-               "overrides", "error_type", "error_message"]
+               "overrides", "error_type", "error_message", "target_reached_at_epoch"]
+NOT_STARTED = "not started"
 
 
 def read_run_records(sweep_dir: Path) -> list[dict]:
@@ -28,10 +29,24 @@ def read_run_records(sweep_dir: Path) -> list[dict]:
 
 
 def _seconds_between(start: str | None, end: str | None) -> float:
-    if not start:
+    """Wall time of a finished run; unknown (nan) without an end, since a run still marked running may be dead."""
+    if not start or not end:
         return float("nan")
-    finish = datetime.fromisoformat(end) if end else datetime.now(timezone.utc)
-    return (finish - datetime.fromisoformat(start)).total_seconds()
+    return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+
+
+def expected_job_count(sweep_dir: Path) -> int | None:
+    """Jobs in the sweep, from the sweep.json its command wrote before running any; None without one."""
+    record = read_json(Path(sweep_dir) / SWEEP_FILE)
+    return None if record is None else len(record["jobs"])
+
+
+def not_started_jobs(sweep_dir: Path) -> list[str]:
+    """Jobs without a run.json: run folders not written yet, and jobs sweep.json lists that have no folder."""
+    sweep_dir = Path(sweep_dir)
+    jobs = {p.name for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()}
+    jobs |= {str(n) for n in range(expected_job_count(sweep_dir) or 0)}
+    return sorted((j for j in jobs if not (sweep_dir / j / RUN_FILE).exists()), key=int)
 
 
 def _config_columns(config: dict) -> dict:
@@ -62,6 +77,7 @@ def load_sweep(sweep_dir: Path) -> pd.DataFrame:
             "wall_seconds": _seconds_between(record.get("started_at"), record.get("finished_at")),
             "overrides": " ".join(record.get("overrides", [])),
             "error_type": error.get("type"), "error_message": error.get("message"),
+            "target_reached_at_epoch": record.get("target_reached_at_epoch"),
         }
         metrics_file = sweep_dir / record["job"] / METRICS_FILE
         if metrics_file.exists():
@@ -73,6 +89,8 @@ def load_sweep(sweep_dir: Path) -> pd.DataFrame:
             frame = pd.DataFrame([{**_config_columns(record.get("config", {})), **run_info}])
         frames.append(frame)
     df = pd.concat(frames, ignore_index=True)
+    if "epoch" not in df.columns:  # no run has finished an epoch yet
+        df["epoch"] = float("nan")
     if BATCH not in df.columns:
         df[BATCH] = df["batch_size"]
     df[BATCH] = df[BATCH].fillna(df["batch_size"]).astype(int)
@@ -100,6 +118,11 @@ def facet_keys(df: pd.DataFrame, keys: list[str]) -> list[str]:
 
 def facet_label(row: pd.Series | dict, facets: list[str]) -> str:
     return ", ".join(f"{k}={row[k]}" for k in facets) if facets else "all runs"
+
+
+def num_classes(df: pd.DataFrame) -> int:
+    """Number of classes, from the per-class recall columns (10 when a sweep predates them)."""
+    return sum(str(c).startswith("val_recall_") for c in df.columns) or 10
 
 
 def runs_table(df: pd.DataFrame) -> pd.DataFrame:

@@ -7,7 +7,8 @@ every run process about a second on the 2-core CPU (`python -X importtime`: skle
 0.25 s, h5py 0.14 s). Only packages that every importer guards with `except ImportError` are listed: requests
 (imported unguarded by tf.distribute) and pandas (pyarrow loads it to write any parquet file) stay. While
 TensorFlow loads they are hidden the way Python documents for an absent module (None in sys.modules), so each
-library takes its own "not installed" path; afterwards they import as usual. Import TensorFlow and Keras from here in code that runs in a run process.
+library takes its own "not installed" path; afterwards they import as usual. Import TensorFlow and Keras from
+here in code that runs in a run process.
 """
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from harness import config
-from harness.runlog import RUN_FILE, read_json, recorded_config
+from harness.runlog import RUN_FILE, SWEEP_FILE, read_json, recorded_config, write_json
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 CONFIG_NAME = "config"
@@ -171,7 +171,7 @@ def preflight(overrides: list[str], multirun: bool, config_name: str = CONFIG_NA
     return _preflight(overrides, multirun, config_name)[0]
 
 
-def _preflight(overrides: list[str], multirun: bool, config_name: str) -> tuple[list[config.RunConfig], Path]:
+def _preflight(overrides: list[str], multirun: bool, config_name: str) -> tuple[list[config.RunConfig], CommandPlan]:
     from hydra import compose, initialize_config_dir
 
     from harness.scheduler import visible_gpus
@@ -182,7 +182,7 @@ def _preflight(overrides: list[str], multirun: bool, config_name: str) -> tuple[
     if not any(name in plan.launcher for name in REMOTE_LAUNCHERS):  # their GPUs are not this machine's
         check_devices(run_configs, visible_gpus(), ids_applied=bool(os.environ.get("HARNESS_GPUS_ASSIGNED")))
     check_existing_runs(plan.jobs, run_configs, plan.output_dir, multirun)
-    return run_configs, plan.output_dir
+    return run_configs, plan
 
 
 @contextmanager
@@ -245,16 +245,19 @@ def main(argv: list[str] | None = None) -> int:
     folder_key = "hydra.sweep.dir" if args.multirun else "hydra.run.dir"
     with ExitStack() as held:
         try:
-            _, output_dir = _preflight(args.overrides, args.multirun, args.config_name or CONFIG_NAME)
-            held.enter_context(output_folder_lock(output_dir, folder_key))
+            _, plan = _preflight(args.overrides, args.multirun, args.config_name or CONFIG_NAME)
+            held.enter_context(output_folder_lock(plan.output_dir, folder_key))
         except config.ConfigError as err:
             print(f"harness: error: {err}", file=sys.stderr)
             return EXIT_INVALID
         except (HydraException, OmegaConfBaseException) as err:
             print(f"harness: error: {one_line(err, args.overrides)}", file=sys.stderr)
             return EXIT_INVALID
+        if args.multirun:  # what the report needs to know which runs have not started
+            write_json(plan.output_dir / SWEEP_FILE, {"jobs": [{"job": str(num), "overrides": job}
+                                                                for num, job in enumerate(plan.jobs)]})
         # Hydra resolves the folder's ${now:...} again; pin it to the one checked and locked here
-        return _run(args, [f"{folder_key}={quote_override(str(output_dir))}", *argv])
+        return _run(args, [f"{folder_key}={quote_override(str(plan.output_dir))}", *argv])
 
 
 def _run(args, argv: list[str]) -> int:

@@ -25,6 +25,11 @@ SIMULATED_NOTE = (
     "Simulated devices (simulate_devices=true) split one CPU into logical devices that share the same cores: "
     "the mirrored code path really runs, but their throughput says nothing about real GPUs."
 )
+RUNNING_NOTE = (
+    "{n} run(s) still marked running. If no harness command is working on this sweep now, they were killed before "
+    "they could record an end (kill -9, a crash, a lost machine): run the same command again to resume them. "
+    "Their wall time is unknown (–) until they finish."
+)
 
 
 def _always(df: pd.DataFrame) -> bool:
@@ -75,7 +80,7 @@ def _sorted_values(column: pd.Series) -> list:
         return sorted(values, key=str)
 
 
-def _runs_rows(df: pd.DataFrame) -> list[dict]:
+def _runs_rows(df: pd.DataFrame, sweep_id: str, not_started: list[str]) -> list[dict]:
     table = analysis.runs_table(df)
     rows = []
     for record in table.to_dict("records"):
@@ -83,6 +88,9 @@ def _runs_rows(df: pd.DataFrame) -> list[dict]:
         row["wall_seconds"] = _fmt(record["wall_seconds"], 1)
         row["error_message"] = record["error_message"] if isinstance(record["error_message"], str) else None
         rows.append(row)
+    blank = dict.fromkeys(rows[0], "–") if rows else {}
+    rows += [{**blank, "run_id": f"{sweep_id}/{job}", "overrides": "", "status": analysis.NOT_STARTED,
+              "error_message": None} for job in not_started]
     return rows
 
 
@@ -113,16 +121,21 @@ def assess(sweep_dir: Path) -> Assessment:
     facets = analysis.facet_keys(df, keys)
     df["facet"] = [analysis.facet_label(row, facets) for row in df[facets].to_dict("records")] if facets else "all runs"
     final = analysis.final_results(df)
-    batch_verdicts = [verdicts.batch_size_verdict(frame, facet) for facet, frame in final.groupby("facet")]
-    if any(len(v.batch_sizes) >= 2 for v in batch_verdicts):  # facets with one batch size have nothing to say
-        batch_verdicts = [v for v in batch_verdicts if len(v.batch_sizes) >= 2]
-    elif len(batch_verdicts) > 1:
-        batch_verdicts = batch_verdicts[:1]
+    batch_verdicts = _batch_verdicts(df, final)
     varied = analysis.varied_keys(df, keys)
     findings = studies.all_findings(df, final, varied) if not final.empty else []
-    if findings and not any(len(v.batch_sizes) >= 2 for v in batch_verdicts):
+    if findings and df[analysis.BATCH].nunique() < 2:
         batch_verdicts = []  # a study of another suspect at one batch size: its findings are the verdicts
     return Assessment(df, final, keys, varied, facets, batch_verdicts, findings)
+
+
+def _batch_verdicts(df: pd.DataFrame, final: pd.DataFrame) -> list[verdicts.BatchVerdict]:
+    """A verdict for every facet whose runs span two or more batch sizes, also one whose runs have too few
+    results (the verdict says why); facets that hold one batch size by design are the findings' business."""
+    if df[analysis.BATCH].nunique() < 2:
+        return [verdicts.batch_size_verdict(final, "all runs", analysis.runs_table(df))]
+    return [verdicts.batch_size_verdict(final[final["facet"] == facet], facet, analysis.runs_table(frame))
+            for facet, frame in df.groupby("facet") if frame[analysis.BATCH].nunique() >= 2]
 
 
 def build_report(sweep_dir: Path) -> str:
@@ -136,8 +149,14 @@ def build_report(sweep_dir: Path) -> str:
         if not data.empty and shown(data):
             figures.append({"title": title, "png": _png(plot(data)), "caption": caption})
     simulated = "simulate_devices" in per_run.columns and per_run["simulate_devices"].astype(bool).any()
+    not_started = analysis.not_started_jobs(sweep_dir)
     status_counts = per_run["status"].value_counts()
-    unfinished = [f"{n} {s}" for s, n in status_counts.items() if s not in ("completed",)]
+    if not_started:
+        status_counts[analysis.NOT_STARTED] = len(not_started)
+    unfinished = [f"{n} {s}" for s, n in status_counts.items() if s not in ("completed", "diverged")]
+    notes = [SIMULATED_NOTE] if simulated else []
+    if "running" in status_counts:
+        notes.append(RUNNING_NOTE.format(n=status_counts["running"]))
     template = jinja2.Environment(
         loader=jinja2.PackageLoader("harness", "templates"), autoescape=True, undefined=jinja2.StrictUndefined
     ).get_template("report.html.j2")
@@ -145,7 +164,7 @@ def build_report(sweep_dir: Path) -> str:
         sweep_id=sweep_dir.name,
         sweep_dir=str(sweep_dir),
         generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        counts={"total": len(per_run), "by_status": list(status_counts.items())},
+        counts={"total": int(status_counts.sum()), "by_status": list(status_counts.items())},
         partial=", ".join(unfinished),
         verdicts=a.batch_verdicts,
         findings=a.findings,
@@ -153,9 +172,9 @@ def build_report(sweep_dir: Path) -> str:
         facets=a.facets,
         constant=[(k, _fmt(per_run[k].iloc[0])) for k in a.keys if k in per_run.columns and k not in a.varied],
         figures=figures,
-        runs=_runs_rows(a.df),
+        runs=_runs_rows(a.df, sweep_dir.name, not_started),
         environment=_environment(sweep_dir),
-        notes=[SIMULATED_NOTE] if simulated else [],
+        notes=notes,
     )
 
 

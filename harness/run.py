@@ -114,7 +114,8 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, resume
 
     recorder = train.EpochRecorder(
         train.evaluation_dataset(x_train, y_train), train.evaluation_dataset(x_val, y_val).map(lambda x, y: x),
-        y_val, len(x_train), plan.global_batch_size, columns, on_row, rows=table.rows, target_train_loss=cfg.train.target_train_loss,
+        y_val, len(x_train), plan.global_batch_size, columns, on_row, rows=table.rows,
+        target_train_loss=cfg.train.target_train_loss,
     )
     fit_started = time.perf_counter()
     train.fit(

@@ -18,6 +18,7 @@ import pandas as pd
 METRICS_FILE = "metrics.parquet"
 RUN_FILE = "run.json"
 CHECKPOINT = "checkpoint.npz"  # written by harness.train.Checkpointer after each epoch, removed at the end
+SWEEP_FILE = "sweep.json"  # in the sweep folder: every job of the command, written before any of them runs
 STATUSES = ("running", "completed", "failed", "diverged", "interrupted")
 FINISHED = ("completed", "diverged")  # results: a resumed sweep leaves these runs alone
 

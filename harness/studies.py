@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from harness.analysis import BATCH
-from harness.verdicts import MIN_EFFECT
+from harness.analysis import BATCH, num_classes
+from harness.verdicts import CHANCE_MARGIN, MIN_EFFECT
 
 
 @dataclass
@@ -22,15 +22,34 @@ class Finding:
     details: list[str] = field(default_factory=list)
 
 
+def _same(column: pd.Series, value) -> pd.Series:
+    return column.isna() if pd.isna(value) else column == value
+
+
+def _cells(runs: pd.DataFrame, keys: list[str], labelled: list[str]):
+    """(label, values, runs) for each combination of `keys`; the label names the `labelled` keys that vary."""
+    shown = [k for k in labelled if runs[k].astype(str).nunique() > 1]
+    for values, cell in runs.groupby(keys, dropna=False):
+        row = dict(zip(keys, values))
+        yield ", ".join(f"{k}={row[k]}" for k in shown), row, cell
+
+
 def _matched(final: pd.DataFrame, key: str, reference, varied: list[str]):
-    """(value, treated runs, their matched reference runs) for every non-reference value of `key`."""
-    others = [k for k in varied if k not in (key, "seed")]
-    for value, treated in final[final[key] != reference].groupby(key):
-        control = final[final[key] == reference]
+    """(value, label, treated runs, matched reference runs) for each non-reference value of `key` crossed with
+    every combination of the other varied keys (seeds averaged): treated runs are compared only with reference
+    runs equal to them in everything else the sweep varied, never with an average over a varied key."""
+    others = [k for k in varied if k not in (key, "seed") and k in final.columns]
+    references = final[final[key] == reference]
+    for label, cell, treated in _cells(final[final[key] != reference], [key, *others], others):
+        control = references
         for other in others:
-            control = control[control[other].isin(treated[other].unique())]
+            control = control[_same(control[other], cell[other])]
         if not control.empty:
-            yield value, treated, control
+            yield cell[key], label, treated, control
+
+
+def _where(label: str) -> str:
+    return f" ({label})" if label else ""
 
 
 def _modal(final: pd.DataFrame, keep: list[str], varied: list[str]) -> pd.DataFrame:
@@ -48,28 +67,25 @@ def _finding(study: str, claim: str, outcomes: list[bool], details: list[str]) -
     return Finding(study, outcome, f"{claim}: {outcome}.", details)
 
 
-def _classes(df: pd.DataFrame) -> int:
-    """Number of classes, from the per-class recall columns (10 when a sweep predates them)."""
-    return sum(c.startswith("val_recall_") for c in df.columns) or 10
-
-
 def shuffle_finding(df: pd.DataFrame, varied: list[str]) -> Finding | None:
     """Unshuffled data: is the running train accuracy high while validation sits near chance (80% vs 6%)?"""
     if "shuffle" not in df.columns or df["shuffle"].astype(bool).all():
         return None
-    chance = 1.0 / _classes(df)
+    chance = 1.0 / num_classes(df)
     epochs = df[df["epoch"].notna() & ~df["shuffle"].astype(bool)]
+    others = [k for k in varied if k not in ("shuffle", "seed", "batch_size") and k in df.columns]
     details, shown, honest_train = [], False, True
-    for size, runs in epochs.groupby(BATCH):
+    for label, cell, runs in _cells(epochs, [BATCH, *others], others):
         curve = runs.groupby("epoch")[["train_acc", "train_eval_acc", "val_acc"]].mean()
         worst = (curve["train_acc"] - curve["val_acc"]).idxmax()
         row = curve.loc[worst]
-        illusion = row["train_acc"] >= 0.5 and row["val_acc"] <= chance + 0.1
+        illusion = row["train_acc"] >= 0.5 and row["val_acc"] <= chance + CHANCE_MARGIN
         shown |= illusion
         honest_train &= abs(row["train_eval_acc"] - row["val_acc"]) <= 0.05
         details.append(
-            f"batch {size}: at epoch {int(worst)} the running train_acc was {row['train_acc']:.2f} while val_acc "
-            f"was {row['val_acc']:.2f} (chance {chance:.2f}); measured after the epoch, train accuracy was "
+            f"batch {cell[BATCH]}{_where(label)}: at epoch {int(worst)} the running train_acc was "
+            f"{row['train_acc']:.2f} while val_acc was {row['val_acc']:.2f} (chance {chance:.2f}); measured after "
+            "the epoch, train accuracy was "
             f"{row['train_eval_acc']:.2f} ({runs['run_id'].nunique()} run(s))."
         )
     outcome = "reproduced" if shown else "not reproduced"
@@ -88,13 +104,13 @@ def imbalance_finding(final: pd.DataFrame, varied: list[str]) -> Finding | None:
         return None
     recalls = [c for c in final.columns if c.startswith("val_recall_")]
     details, outcomes = [], []
-    for fraction, treated, control in _matched(final, "imbalance", 0.0, varied):
+    for fraction, label, treated, control in _matched(final, "imbalance", 0.0, varied):
         val_drop = control["val_acc"].mean() - treated["val_acc"].mean()
         train = treated["train_eval_acc"].mean()
         worst = min(recalls, key=lambda c: treated[c].mean()) if recalls else None
         outcomes.append(val_drop >= 2 * MIN_EFFECT and train - treated["val_acc"].mean() >= 0.05)
         details.append(
-            f"class 0 at {fraction:.0%} of the training set: train_eval_acc {train:.3f}, val_acc "
+            f"class 0 at {fraction:.0%} of the training set{_where(label)}: train_eval_acc {train:.3f}, val_acc "
             f"{treated['val_acc'].mean():.3f} vs {control['val_acc'].mean():.3f} balanced (drop {val_drop:+.3f})"
             + (f"; lowest class recall {treated[worst].mean():.2f} ({worst}) vs {control[worst].mean():.2f}, "
                f"class 0 recall {treated['val_recall_0'].mean():.2f}" if worst else "") + "."
@@ -108,12 +124,13 @@ def preprocess_finding(final: pd.DataFrame, varied: list[str]) -> Finding | None
     if "preprocess_mismatch" not in final.columns or (final["preprocess_mismatch"] == "none").all():
         return None
     details, outcomes = [], []
-    for kind, treated, control in _matched(final, "preprocess_mismatch", "none", varied):
+    for kind, label, treated, control in _matched(final, "preprocess_mismatch", "none", varied):
         val_drop = control["val_acc"].mean() - treated["val_acc"].mean()
         train_change = treated["train_eval_acc"].mean() - control["train_eval_acc"].mean()
         outcomes.append(val_drop >= 0.05 and abs(train_change) <= 2 * MIN_EFFECT)
-        details.append(f"{kind}: val_acc {treated['val_acc'].mean():.3f} vs {control['val_acc'].mean():.3f} matched "
-                       f"(drop {val_drop:+.3f}); train_eval_acc changed by {train_change:+.3f}.")
+        details.append(f"{kind}{_where(label)}: val_acc {treated['val_acc'].mean():.3f} vs "
+                       f"{control['val_acc'].mean():.3f} matched (drop {val_drop:+.3f}); train_eval_acc changed by "
+                       f"{train_change:+.3f}.")
     return _finding("Preprocessing mismatch", "Validation preprocessed differently lowered val_acc with train "
                     "accuracy unchanged", outcomes, details)
 

@@ -8,6 +8,12 @@ Rules (a difference of MIN_EFFECT accuracy, one point, is the smallest effect wo
 - one seed: no interval exists. Reproduced when the drop is at least SINGLE_SEED_EFFECT and val_acc falls
   with batch size overall (Spearman rho < 0), not reproduced when there is no drop, inconclusive otherwise;
   the verdict always says n = 1 and that it is indicative only.
+- runs at chance: when no compared run (smallest and largest batch) reaches a best val_acc of chance + CHANCE_MARGIN
+  (chance = 1 / number of classes; the validation set is class-balanced), they did not learn, and the verdict is
+  inconclusive whatever the numbers.
+- diverged runs (loss NaN/inf) are a result: they have no final val_acc, so they are not in the numbers, and the
+  verdict names the batch sizes that diverged and the epoch. Runs that did not reach `target_train_loss` are
+  named too: for them the comparison is not loss-matched.
 """
 from __future__ import annotations
 
@@ -18,11 +24,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from harness.analysis import BATCH
+from harness.analysis import BATCH, num_classes
 
 MIN_EFFECT = 0.01
 EQUIVALENCE_MARGIN = 0.02
 SINGLE_SEED_EFFECT = 0.02
+# A run learned when its best val_acc is at least chance + CHANCE_MARGIN (0.20 with 10 classes).
+CHANCE_MARGIN = 0.10
 CLAIM = "Larger batches gave lower validation accuracy"
 
 
@@ -54,45 +62,140 @@ def _pm(values: pd.Series) -> str:
     return f"{values.mean():.3f}" + (f" ± {values.std(ddof=1):.3f}" if len(values) > 1 else "")
 
 
-def batch_size_verdict(final: pd.DataFrame, facet: str = "all runs") -> BatchVerdict:
-    """The verdict for one facet's completed runs (one row per run, see analysis.final_results)."""
+def batch_size_verdict(final: pd.DataFrame, facet: str = "all runs", runs: pd.DataFrame | None = None) -> BatchVerdict:
+    """The verdict for one facet: `final` holds its completed runs (one row per run, see analysis.final_results),
+    `runs` all its runs (analysis.runs_table), so diverged and unfinished runs are named, not dropped silently."""
     sizes = sorted(final[BATCH].unique().tolist()) if len(final) else []
+    runs = final if runs is None else runs
+    target_note, target_line = _target_lines(final)
+    notes = [n for n in (_divergence_note(runs, sizes), target_note) if n]
     if len(sizes) < 2:
-        return BatchVerdict(facet, "inconclusive", f"{CLAIM}: inconclusive (needs at least two batch sizes with "
-                            f"completed runs; found {len(sizes)})", batch_sizes=sizes)
+        unfinished = _unfinished_note(runs)
+        return BatchVerdict(facet, "inconclusive", " ".join([
+            f"{CLAIM}: inconclusive. Cannot be judged: needs at least two batch sizes with completed runs; found "
+            f"{len(sizes)}" + (f"; runs without a result: {unfinished}." if unfinished else "."), *notes]),
+            batch_sizes=sizes)
     small, large = (final[final[BATCH] == b] for b in (sizes[0], sizes[-1]))
+    k = num_classes(final)
+    chance, compared = 1.0 / k, pd.concat([small, large])
+    if (compared["best_val_acc"] < chance + CHANCE_MARGIN).all():
+        best = "; ".join(f"batch {b} {_span(r['best_val_acc'])}" for b, r in final.groupby(BATCH))
+        return BatchVerdict(facet, "inconclusive", " ".join([
+            f"{CLAIM}: inconclusive. The runs compared did not learn above chance: the best val_acc of every run at "
+            f"batch {sizes[0]} and {sizes[-1]} was {_span(compared['best_val_acc'])}, below "
+            f"{chance + CHANCE_MARGIN:.2f} (chance {chance:.2f} = 1/{k} classes, plus a margin of "
+            f"{CHANCE_MARGIN:.2f}), so they say nothing about batch size.", *notes]),
+            details=[f"Best-epoch val_acc by batch size: {best}.", *filter(None, [target_line])], batch_sizes=sizes)
     n_seeds = int(final.groupby(BATCH).size().min())
     effect = float(small["val_acc"].mean() - large["val_acc"].mean())
     rho = float(stats.spearmanr(final[BATCH], final["val_acc"]).statistic) if final["val_acc"].nunique() > 1 else 0.0
-    interval = None
+    outcome, interval, evidence = _decide(small["val_acc"], large["val_acc"], effect, rho, n_seeds)
+    headline = " ".join([f"{CLAIM}: {outcome}.", *notes,
+        f"Final val_acc {_pm(small['val_acc'])} at batch {sizes[0]} vs {_pm(large['val_acc'])} at batch {sizes[-1]} "
+        f"(drop {effect:+.3f}); Spearman rho over {len(sizes)} batch sizes {rho:+.2f}; {evidence}."])
+    details = [
+        f"At each run's best epoch: val_acc {_pm(small['best_val_acc'])} at batch {sizes[0]} vs "
+        f"{_pm(large['best_val_acc'])} at batch {sizes[-1]} "
+        f"(drop {small['best_val_acc'].mean() - large['best_val_acc'].mean():+.3f}).",
+        train_accuracy_note(small, large, sizes[0], sizes[-1]),
+        *_chance_lines(final, chance, k),
+        *filter(None, [target_line]),
+    ]
+    return BatchVerdict(facet, outcome, headline, details, n_seeds, sizes, effect, interval, rho)
+
+
+def _decide(small: pd.Series, large: pd.Series, effect: float, rho: float, n_seeds: int):
+    """(outcome, interval or None, evidence text) by the rules in the module docstring."""
     if min(len(small), len(large)) >= 2:
-        interval = welch_interval(small["val_acc"].to_numpy(), large["val_acc"].to_numpy())
+        interval = welch_interval(small.to_numpy(), large.to_numpy())
         if interval[0] > 0 and effect >= MIN_EFFECT:
             outcome = "reproduced"
         elif interval[1] < EQUIVALENCE_MARGIN and effect < MIN_EFFECT:
             outcome = "not reproduced"
         else:
             outcome = "inconclusive"
-        evidence = f"95% interval of the drop [{interval[0]:+.3f}, {interval[1]:+.3f}], n = {n_seeds} seeds per batch size"
+        return outcome, interval, (f"95% interval of the drop [{interval[0]:+.3f}, {interval[1]:+.3f}], "
+                                   f"n = {n_seeds} seeds per batch size")
+    if effect >= SINGLE_SEED_EFFECT and rho < 0:
+        outcome = "reproduced"
+    elif effect <= 0:
+        outcome = "not reproduced"
     else:
-        if effect >= SINGLE_SEED_EFFECT and rho < 0:
-            outcome = "reproduced"
-        elif effect <= 0:
-            outcome = "not reproduced"
-        else:
-            outcome = "inconclusive"
-        evidence = "n = 1 seed: no spread can be estimated, so this is indicative only (sweep seed=0,1,2 for a claim)"
-    headline = (
-        f"{CLAIM}: {outcome}. Final val_acc {_pm(small['val_acc'])} at batch {sizes[0]} vs "
-        f"{_pm(large['val_acc'])} at batch {sizes[-1]} (drop {effect:+.3f}); Spearman rho over "
-        f"{len(sizes)} batch sizes {rho:+.2f}; {evidence}."
-    )
-    details = [
-        f"At each run's best epoch: val_acc {_pm(small['best_val_acc'])} at batch {sizes[0]} vs "
-        f"{_pm(large['best_val_acc'])} at batch {sizes[-1]} (drop {small['best_val_acc'].mean() - large['best_val_acc'].mean():+.3f}).",
-        train_accuracy_note(small, large, sizes[0], sizes[-1]),
-    ]
-    return BatchVerdict(facet, outcome, headline, details, n_seeds, sizes, effect, interval, rho)
+        outcome = "inconclusive"
+    return outcome, None, ("n = 1 seed: no spread can be estimated, so this is indicative only "
+                           "(sweep seed=0,1,2 for a claim)")
+
+
+def _span(values: pd.Series) -> str:
+    low, high = f"{values.min():.3f}", f"{values.max():.3f}"
+    return low if low == high else f"{low} to {high}"
+
+
+def _epochs(values: pd.Series) -> str:
+    epochs = sorted({int(e) for e in values})
+    return ("epoch " if len(epochs) == 1 else "epochs ") + ", ".join(map(str, epochs))
+
+
+def _divergence_note(runs: pd.DataFrame, compared: list[int]) -> str | None:
+    """Which batch sizes diverged and when; diverged runs have no final val_acc, so say what is compared instead."""
+    diverged = runs[runs["status"] == "diverged"]
+    if diverged.empty:
+        return None
+    parts = []
+    for size, group in diverged.groupby(BATCH):
+        total = int((runs[BATCH] == size).sum())
+        share = f" in {len(group)} of {total} runs" if total > 1 else ""
+        parts.append(f"batch {size} diverged{share} (loss became NaN/inf at {_epochs(group['epochs_completed'])})")
+    text = "; ".join(parts)
+    lost = set(runs[BATCH]) - set(compared)
+    scope = "so this verdict leaves them out"
+    if len(compared) >= 2 and lost:
+        without = ", ".join(map(str, sorted(lost)))
+        scope = f"so this verdict covers batch {compared[0]} to {compared[-1]} only, without batch {without}"
+    return (f"{text[0].upper()}{text[1:]}: training failed there (a result, not a crash); diverged runs have no "
+            f"final val_acc, {scope}.")
+
+
+def _target_lines(final: pd.DataFrame) -> tuple[str | None, str | None]:
+    """With target_train_loss set: a headline sentence when some batch size missed it, and a detail line that
+    says per batch size whether and at which epoch the target was reached."""
+    if "target_train_loss" not in final.columns or final["target_train_loss"].isna().all():
+        return None, None
+    target = float(final["target_train_loss"].dropna().iloc[0])
+    parts, missed = [], []
+    for size, runs in final.groupby(BATCH):
+        reached = runs["target_reached_at_epoch"].dropna()
+        if len(reached) == len(runs):
+            parts.append(f"batch {size} reached it at {_epochs(reached)}")
+            continue
+        missed.append(f"batch {size} ({len(runs) - len(reached)} of {len(runs)} run(s))")
+        ended = f"ending at train_eval_loss {_pm(runs.loc[runs['target_reached_at_epoch'].isna(), 'train_eval_loss'])}"
+        parts.append(f"batch {size} did not reach it in {int(runs['epoch'].max())} epochs ({ended})" if reached.empty
+                     else f"batch {size} reached it in {len(reached)} of {len(runs)} runs (at {_epochs(reached)}; "
+                          f"the others {ended})")
+    detail = f"target_train_loss {target:g} (post-epoch train loss): " + "; ".join(parts) + "."
+    headline = None if not missed else (
+        f"Not loss-matched: target_train_loss {target:g} was not reached by {', '.join(missed)}, so there val_acc "
+        f"is compared at the epoch limit, not at the same training loss.")
+    return headline, detail
+
+
+def _chance_lines(final: pd.DataFrame, chance: float, k: int) -> list[str]:
+    """Batch sizes whose runs all stayed at chance: a failure to train, not a generalization gap."""
+    stuck = [size for size, runs in final.groupby(BATCH) if (runs["best_val_acc"] < chance + CHANCE_MARGIN).all()]
+    return [f"Batch {', '.join(map(str, stuck))} did not learn above chance (best val_acc below "
+            f"{chance + CHANCE_MARGIN:.2f}; chance {chance:.2f} = 1/{k} classes): there a lower val_acc is a failure "
+            f"to train, not a generalization gap."] if stuck else []
+
+
+def _unfinished_note(runs: pd.DataFrame) -> str:
+    """'batch 16: 1 failed (URLError), ...' for the runs that are neither completed nor diverged."""
+    rest = runs[~runs["status"].isin(["completed", "diverged"])]
+    parts = []
+    for (size, status), group in rest.groupby([BATCH, "status"]):
+        errors = group["error_type"].dropna()
+        parts.append(f"batch {size}: {len(group)} {status}" + (f" ({errors.iloc[0]})" if len(errors) else ""))
+    return ", ".join(parts)
 
 
 def train_accuracy_note(small: pd.DataFrame, large: pd.DataFrame, small_b: int, large_b: int) -> str:

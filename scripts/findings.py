@@ -47,7 +47,7 @@ def summarize(sweep_dir: Path) -> str:
     lines = [f"**`+study={_study_name(sweep_dir)}`**: {len(runs)} runs ({statuses}), {seeds} seed(s), "
              f"{_wall_minutes(sweep_dir):.1f} min wall time on {os.cpu_count()} CPU cores.", ""]
     for verdict in a.batch_verdicts:
-        prefix = f"[{verdict.facet}] " if len(a.batch_verdicts) > 1 else ""
+        prefix = f"[{verdict.facet}] " if a.facets else ""
         lines.append(f"- {prefix}{verdict.headline}")
         lines += [f"  - {detail}" for detail in verdict.details]
     for finding in a.findings:

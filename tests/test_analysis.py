@@ -1,3 +1,4 @@
+import json
 import math
 
 import pandas as pd
@@ -18,11 +19,34 @@ def test_loader_keeps_completed_failed_and_running_runs(tmp_path):
     assert list(runs["status"]) == ["completed", "failed", "running"]
     assert list(runs["global_batch_size"]) == [32, 64, 128]
     assert runs.loc[1, "error_message"] == "disk on fire" and math.isnan(runs.loc[1, "val_acc"])
-    assert runs.loc[0, "wall_seconds"] == 42.0 and runs.loc[2, "wall_seconds"] > 42.0  # still running: until now
+    assert runs.loc[0, "wall_seconds"] == 42.0
+    assert math.isnan(runs.loc[2, "wall_seconds"])  # still marked running (maybe killed): unknown, not "until now"
     assert runs.loc[2, "epochs_completed"] == 1 and runs.loc[2, "val_acc"] == 0.4
     final = analysis.final_results(df)
     assert list(final["run_id"]) == ["sweep/0"]  # verdicts use completed runs only
     assert final.loc[0, "best_val_acc"] == 0.8 and final.loc[0, "gap"] == pytest.approx(0.05)
+
+
+def test_jobs_without_run_json_are_not_started(tmp_path):
+    sweep = tmp_path / "sweep"
+    make_run(sweep, 0)
+    (sweep / "1").mkdir()
+    assert analysis.not_started_jobs(sweep) == ["1"] and analysis.expected_job_count(sweep) is None
+    jobs = [{"job": str(n), "overrides": [f"batch_size={b}", f"seed={s}"]} for n, (b, s) in
+            enumerate((b, s) for b in (8, 32, 128) for s in (0, 1, 2))]
+    (sweep / "sweep.json").write_text(json.dumps({"jobs": jobs}))  # as the command writes it
+    assert analysis.expected_job_count(sweep) == 9
+    assert analysis.not_started_jobs(sweep) == [str(n) for n in range(1, 9)]
+
+
+def test_run_json_target_epoch_reaches_the_frame(tmp_path):
+    import json
+
+    run_dir = make_run(tmp_path / "sweep", 0, target_train_loss=0.5)
+    record = json.loads((run_dir / "run.json").read_text())
+    (run_dir / "run.json").write_text(json.dumps({**record, "target_reached_at_epoch": 2}))
+    final = analysis.final_results(analysis.load_sweep(tmp_path / "sweep"))
+    assert final.loc[0, "target_reached_at_epoch"] == 2 and final.loc[0, "target_train_loss"] == 0.5
 
 
 def test_loader_refuses_a_folder_without_runs(tmp_path):

@@ -25,6 +25,8 @@ def test_multirun_sweeps_batch_size_and_writes_every_run_and_the_report(smoke_sw
         assert (run / ".hydra" / "overrides.yaml").exists()
     assert batch_sizes == [16, 64]
     first, second = (json.loads((run / "run.json").read_text()) for run in runs)
+    jobs = json.loads((sweep / "sweep.json").read_text())["jobs"]  # every job, written before any ran
+    assert [(j["job"], j["overrides"]) for j in jobs] == [("0", first["overrides"]), ("1", second["overrides"])]
     assert second["started_at"] <= first["finished_at"] and first["started_at"] <= second["finished_at"]  # n_jobs=2
     assert "runs 2/2 done · 0 running · 0 failed" in proc.stdout
     last_line = proc.stdout.strip().splitlines()[-1]

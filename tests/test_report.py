@@ -1,3 +1,4 @@
+import json
 import re
 import shutil
 import subprocess
@@ -49,6 +50,44 @@ def test_varied_keys_get_their_own_verdicts_and_constants_are_listed_once(tmp_pa
     assert '<div class="facet">Unshuffled data</div>' in html  # and the unshuffled-data finding
     assert "Results are shown separately for each combination of shuffle" in html
     assert html.count("<code>optimizer</code>") == 1
+
+
+def test_a_diverged_run_is_a_result_named_in_the_verdict_not_a_partial_sweep(tmp_path):
+    sweep = batch_sweep(tmp_path / "s", {8: [0.90], 32: [0.85]})
+    make_run(sweep, 2, status="diverged", batch_size=128, val=(0.3,))
+    html = report.build_report(sweep)
+    assert "3 run(s): 2 completed, 1 diverged" in html
+    assert "This sweep is partial" not in html
+    assert "Batch 128 diverged (loss became NaN/inf at epoch 1)" in html
+    assert "this verdict covers batch 8 to 32 only, without batch 128" in html
+
+
+def test_every_facet_is_labelled_and_one_without_results_says_why(tmp_path):
+    sweep = tmp_path / "s"
+    make_run(sweep, 0, dataset="digits", batch_size=16, val=(0.9,))
+    make_run(sweep, 1, dataset="digits", batch_size=32, val=(0.8,))
+    make_run(sweep, 2, dataset="mnist", batch_size=16, status="failed", val=(), error="not in the Keras cache")
+    make_run(sweep, 3, dataset="mnist", batch_size=32, status="failed", val=(), error="not in the Keras cache")
+    html = report.build_report(sweep)
+    assert '<div class="facet">dataset=digits</div>' in html and '<div class="facet">dataset=mnist</div>' in html
+    mnist = html.split('<div class="facet">dataset=mnist</div>')[1].split("</div>")[0]
+    assert "Cannot be judged: needs at least two batch sizes with completed runs; found 0" in mnist
+    assert "batch 16: 1 failed (OSError), batch 32: 1 failed (OSError)" in mnist
+
+
+def test_runs_not_started_are_counted_and_a_stale_running_run_has_no_clock_time(tmp_path):
+    sweep = batch_sweep(tmp_path / "s", {8: [0.90], 32: [0.85]})
+    make_run(sweep, 2, status="running", val=(0.4,), finished=False, batch_size=64)
+    (sweep / "3").mkdir()  # folder made, run.json not written yet
+    jobs = [{"job": str(n), "overrides": [f"batch_size={b}"]} for n, b in enumerate((8, 32, 64, 128, 256))]
+    (sweep / "sweep.json").write_text(json.dumps({"jobs": jobs}))  # as the command writes it
+    html = report.build_report(sweep)
+    assert "5 run(s): 2 completed, 1 running, 2 not started" in html
+    assert "This sweep is partial: 1 running, 2 not started" in html
+    assert html.count("<tr><td>s/") == 5 and '<td class="status-not-started">not started</td>' in html
+    assert "1 run(s) still marked running" in html and "run the same command again to resume them" in html
+    running_row = html.split("<tr><td>s/2</td>")[1].split("</tr>")[0]
+    assert running_row.rstrip().endswith('<td class="num">–</td>')  # wall time unknown, not "until now"
 
 
 def test_report_command_prints_the_path_last_and_never_loads_tensorflow(tmp_path):

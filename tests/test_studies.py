@@ -89,6 +89,29 @@ def test_imbalance_finding_compares_with_matched_balanced_runs(tmp_path):
     assert finding.outcome == "reproduced" and "drop +0.300" in finding.details[0]
 
 
+def test_imbalance_finding_never_averages_over_batch_size(tmp_path):
+    sweep = tmp_path / "s"
+    for job, (imbalance, batch, val) in enumerate([(0.0, 8, 0.60), (0.0, 128, 0.30), (0.9, 8, 0.10), (0.9, 128, 0.10)]):
+        make_run(sweep, job, imbalance=imbalance, batch_size=batch, val=(val,), train_eval=(0.9,))
+    df, final, varied = _final(sweep)
+    details = studies.imbalance_finding(final, varied).details
+    assert len(details) == 2
+    assert "(batch_size=8)" in details[0] and "vs 0.600 balanced (drop +0.500)" in details[0]
+    assert "(batch_size=128)" in details[1] and "vs 0.300 balanced (drop +0.200)" in details[1]
+    assert "0.450" not in " ".join(details)  # the mean of both batch sizes is no reference
+
+
+def test_shuffle_finding_splits_by_every_other_varied_key(tmp_path):
+    sweep = tmp_path / "s"
+    for job, (shuffle, imbalance, running) in enumerate([(True, 0.0, 0.6), (False, 0.0, 0.7), (True, 0.9, 0.6),
+                                                          (False, 0.9, 0.1)]):
+        make_run(sweep, job, shuffle=shuffle, imbalance=imbalance, val=(0.1,), train_eval=(running + 0.02,))
+    df, final, varied = _final(sweep)
+    details = studies.shuffle_finding(df, varied).details
+    assert details[0].startswith("batch 32 (imbalance=0.0): at epoch 1 the running train_acc was 0.70")
+    assert details[1].startswith("batch 32 (imbalance=0.9): at epoch 1 the running train_acc was 0.10")
+
+
 def test_preprocess_finding_needs_val_down_with_train_unchanged(tmp_path):
     sweep = tmp_path / "s"
     make_run(sweep, 0, preprocess_mismatch="none", val=(0.9,), train_eval=(0.95,))

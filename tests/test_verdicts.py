@@ -1,0 +1,63 @@
+"""Batch-size verdicts on constructed sweeps: divergence, runs at chance, target_train_loss, missing results."""
+import json
+
+from harness import analysis, verdicts
+from tests.sweeps import batch_sweep, make_run
+
+
+def _verdict(sweep):
+    df = analysis.load_sweep(sweep)
+    return verdicts.batch_size_verdict(analysis.final_results(df), "all runs", analysis.runs_table(df))
+
+
+def _set_record(run_dir, **fields):
+    record = json.loads((run_dir / "run.json").read_text())
+    (run_dir / "run.json").write_text(json.dumps({**record, **fields}))
+
+
+def test_a_diverged_batch_size_is_named_with_its_epoch_not_silently_dropped(tmp_path):
+    sweep = batch_sweep(tmp_path / "s", {8: [0.90, 0.91], 32: [0.85, 0.86]})
+    make_run(sweep, 4, status="diverged", batch_size=128, val=(0.3, 0.1))
+    make_run(sweep, 5, status="diverged", batch_size=128, seed=1, val=(0.1,))
+    v = _verdict(sweep)
+    assert v.batch_sizes == [8, 32]
+    assert "Batch 128 diverged in 2 of 2 runs (loss became NaN/inf at epochs 1, 2)" in v.headline
+    assert "covers batch 8 to 32 only, without batch 128" in v.headline
+
+
+def test_runs_at_chance_give_no_batch_size_claim(tmp_path):
+    # val_acc 0.10-0.16 with 10 classes; the large batch is even "better": formerly a confident "not reproduced"
+    sweep = batch_sweep(tmp_path / "s", {8: [0.10, 0.11, 0.12], 128: [0.15, 0.16, 0.14]})
+    v = _verdict(sweep)
+    assert v.outcome == "inconclusive" and v.interval is None
+    assert "did not learn above chance" in v.headline and "chance 0.10 = 1/10 classes" in v.headline
+    assert f"below {0.1 + verdicts.CHANCE_MARGIN:.2f}" in v.headline and "say nothing about batch size" in v.headline
+
+
+def test_a_large_batch_stuck_at_chance_is_called_a_failure_to_train(tmp_path):
+    v = _verdict(batch_sweep(tmp_path / "s", {8: [0.90, 0.91], 128: [0.11, 0.12]}))
+    assert v.outcome == "reproduced"
+    assert any(line.startswith("Batch 128 did not learn above chance") for line in v.details)
+
+
+def test_target_train_loss_says_per_batch_size_whether_and_when_it_was_reached(tmp_path):
+    sweep = batch_sweep(tmp_path / "s", {8: [0.90], 128: [0.80, 0.81]}, target_train_loss=0.5)
+    _set_record(sweep / "0", target_reached_at_epoch=2)
+    _set_record(sweep / "1", target_reached_at_epoch=3)  # batch 128: one run of two reached it
+    v = _verdict(sweep)
+    assert "Not loss-matched: target_train_loss 0.5 was not reached by batch 128 (1 of 2 run(s))" in v.headline
+    line = next(d for d in v.details if d.startswith("target_train_loss 0.5"))
+    assert "batch 8 reached it at epoch 2" in line and "batch 128 reached it in 1 of 2 runs (at epoch 3;" in line
+    everyone = batch_sweep(tmp_path / "t", {8: [0.90], 128: [0.80]}, target_train_loss=0.5)
+    for job in (0, 1):
+        _set_record(everyone / str(job), target_reached_at_epoch=3)
+    assert "Not loss-matched" not in _verdict(everyone).headline
+
+
+def test_a_facet_without_two_batch_sizes_of_results_says_why(tmp_path):
+    sweep = tmp_path / "s"
+    make_run(sweep, 0, batch_size=16, status="failed", val=(), error="no data")
+    make_run(sweep, 1, batch_size=32, status="failed", val=(), error="no data")
+    v = _verdict(sweep)
+    assert v.outcome == "inconclusive" and "found 0" in v.headline
+    assert "batch 16: 1 failed (OSError), batch 32: 1 failed (OSError)" in v.headline
