@@ -15,6 +15,7 @@ BATCH = "global_batch_size"
 NOT_FACETS = {"batch_size", "seed", "per_replica_batch", "devices", "epochs_completed"}
 RUN_COLUMNS = ["run_id", "job", "status", "epochs_completed", "started_at", "finished_at", "wall_seconds",
                "overrides", "error_type", "error_message", "target_reached_at_epoch"]
+RUN_METRICS = ["train_acc", "train_eval_acc", "val_acc", "val_loss"]  # the final epoch's, in the runs table
 NOT_STARTED = "not started"
 
 
@@ -42,11 +43,15 @@ def expected_job_count(sweep_dir: Path) -> int | None:
 
 
 def not_started_jobs(sweep_dir: Path) -> list[str]:
-    """Jobs without a run.json: run folders not written yet, and jobs sweep.json lists that have no folder."""
+    """Jobs without a run.json: those sweep.json lists whose overrides no run.json records (whatever the run
+    folders are named); for a sweep without sweep.json, numbered run folders without a run.json."""
     sweep_dir = Path(sweep_dir)
-    jobs = {p.name for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()}
-    jobs |= {str(n) for n in range(expected_job_count(sweep_dir) or 0)}
-    return sorted((j for j in jobs if not (sweep_dir / j / RUN_FILE).exists()), key=int)
+    sweep = read_json(sweep_dir / SWEEP_FILE)
+    if sweep is not None:
+        ran = {tuple(record.get("overrides", [])) for record in read_run_records(sweep_dir)}
+        return [job["job"] for job in sweep["jobs"] if tuple(job["overrides"]) not in ran]
+    folders = [p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit() and not (p / RUN_FILE).exists()]
+    return sorted((p.name for p in folders), key=int)
 
 
 def _config_columns(config: dict) -> dict:
@@ -130,8 +135,10 @@ def runs_table(df: pd.DataFrame) -> pd.DataFrame:
     last = df.sort_values("epoch").groupby("run_id", sort=False).tail(1).set_index("run_id")
     order = df.drop_duplicates("run_id")["run_id"]
     table = last.loc[order].reset_index()
-    metric_columns = [c for c in ("train_acc", "train_eval_acc", "val_acc", "val_loss") if c in table.columns]
-    return table[[*RUN_COLUMNS, BATCH, *metric_columns]]
+    for column in RUN_METRICS:  # NaN when no run has finished an epoch yet
+        if column not in table.columns:
+            table[column] = float("nan")
+    return table[[*RUN_COLUMNS, BATCH, *RUN_METRICS]]
 
 
 def final_results(df: pd.DataFrame) -> pd.DataFrame:

@@ -95,8 +95,14 @@ def one_line(err: BaseException, overrides: list[str]) -> str:
 
 
 def quote_override(value: str) -> str:
-    """A value quoted for a Hydra command-line override, whatever characters it holds."""
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    """A value quoted for a Hydra command-line override, whatever characters it holds.
+
+    In a quoted value Hydra unescapes only backslashes that come before a quote (or the closing quote), so only
+    those are doubled, and each quote is escaped.
+    """
+    escaped = re.sub(r"(\\*)'", lambda m: m.group(1) * 2 + "\\'", value)
+    escaped = re.sub(r"(\\+)$", lambda m: m.group(1) * 2, escaped)
+    return f"'{escaped}'"
 
 
 @dataclass
@@ -193,8 +199,12 @@ def output_folder_lock(folder: Path, key: str):
     The lock is the operating system's (flock), so it goes with the process however that ends: a killed sweep's
     folder can be resumed at once. The holder's pid is written in the lock file for the error message.
     """
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / LOCK_FILE, "a+") as handle:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        handle = open(folder / LOCK_FILE, "a+")
+    except OSError as err:
+        raise config.ConfigError(key, str(folder), f"a folder this user can write ({err.strerror})") from None
+    with handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -257,7 +267,17 @@ def main(argv: list[str] | None = None) -> int:
             write_json(plan.output_dir / SWEEP_FILE, {"jobs": [{"job": str(num), "overrides": job}
                                                                 for num, job in enumerate(plan.jobs)]})
         # Hydra resolves the folder's ${now:...} again; pin it to the one checked and locked here
-        return _run(args, [f"{folder_key}={quote_override(str(plan.output_dir))}", *argv])
+        return _run(args, with_override(argv, args.overrides, f"{folder_key}={quote_override(str(plan.output_dir))}"))
+
+
+def with_override(argv: list[str], overrides: list[str], extra: str) -> list[str]:
+    """argv with `extra` as the last override: right after the user's overrides, which argparse takes only as
+    one unbroken run (flags such as -m may come before or after it), so `extra` wins over a user's same key."""
+    n = len(overrides)
+    start = next((i for i in range(len(argv) - n + 1) if argv[i:i + n] == overrides), None) if n else None
+    if start is None:
+        return [extra, *argv]
+    return [*argv[:start + n], extra, *argv[start + n:]]
 
 
 def _run(args, argv: list[str]) -> int:
@@ -271,9 +291,10 @@ def _run(args, argv: list[str]) -> int:
             _write_report(Session.sweep_dir)
         return EXIT_INTERRUPTED
     if args.multirun and Session.sweep_dir is not None:
-        Session.failed_runs = failed_runs(Session.sweep_dir)
+        Session.failed_runs = failed_runs(Session.sweep_dir) + unfinished_runs(Session.sweep_dir)
     if Session.failed_runs:
-        print(f"harness: {len(Session.failed_runs)} run(s) failed: {', '.join(Session.failed_runs)}", file=sys.stderr)
+        print(f"harness: {len(Session.failed_runs)} run(s) failed or did not finish: {', '.join(Session.failed_runs)}",
+              file=sys.stderr)
     if args.multirun and Session.sweep_dir is not None:
         print(f"sweep: {Session.sweep_dir}")
         _write_report(Session.sweep_dir)
@@ -290,6 +311,14 @@ def failed_runs(sweep_dir: Path) -> list[str]:
         if record.get("status") == "failed":
             failed.append(record.get("run_id", run_file.parent.name))
     return failed
+
+
+def unfinished_runs(sweep_dir: Path) -> list[str]:
+    """After the sweep: its runs still marked running (another command holds them) or never started."""
+    from harness.analysis import not_started_jobs, read_run_records
+
+    running = [r.get("run_id", r["job"]) for r in read_run_records(sweep_dir) if r.get("status") == "running"]
+    return running + [f"{sweep_dir.name}/{job} (not started)" for job in not_started_jobs(sweep_dir)]
 
 
 def _write_report(sweep_dir: Path) -> None:

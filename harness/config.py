@@ -259,7 +259,13 @@ def from_dict(cfg: dict[str, Any]) -> RunConfig:
     )
     device = _devices(cfg)
     run = RunConfig(data=data, model=_model(cfg["model"]), train=train, device=device)
-    train_size = datasets.expected_train_size(data, imbalance, train.train_fraction)
+    try:
+        train_size = datasets.expected_train_size(data, imbalance, train.train_fraction)
+    except Exception as err:  # generating or splitting the local data failed: nothing can run with these settings
+        settings = ", ".join(f"dataset.{k}={v}" for k, v in dataclasses.asdict(data).items() if k != "name")
+        reason = str(err).splitlines()[0] if str(err) else ""
+        raise ConfigError("dataset", data.name, f"settings it can be loaded with ({settings} failed: "
+                          f"{type(err).__name__}: {reason})") from None
     replicas = max(device.gpus, 1)
     global_batch = train.batch_size * (replicas if train.per_replica_batch else 1)
     if global_batch % replicas:

@@ -121,7 +121,7 @@ def assess(sweep_dir: Path) -> Assessment:
     facets = analysis.facet_keys(df, keys)
     df["facet"] = [analysis.facet_label(row, facets) for row in df[facets].to_dict("records")] if facets else "all runs"
     final = analysis.final_results(df)
-    batch_verdicts = _batch_verdicts(df, final)
+    batch_verdicts = _batch_verdicts(df, final, facets)
     varied = analysis.varied_keys(df, keys)
     findings = studies.all_findings(df, final, varied) if not final.empty else []
     if findings and df[analysis.BATCH].nunique() < 2:
@@ -129,13 +129,15 @@ def assess(sweep_dir: Path) -> Assessment:
     return Assessment(df, final, keys, varied, facets, batch_verdicts, findings)
 
 
-def _batch_verdicts(df: pd.DataFrame, final: pd.DataFrame) -> list[verdicts.BatchVerdict]:
+def _batch_verdicts(df: pd.DataFrame, final: pd.DataFrame, facets: list[str]) -> list[verdicts.BatchVerdict]:
     """A verdict for every facet whose runs span two or more batch sizes, also one whose runs have too few
-    results (the verdict says why); facets that hold one batch size by design are the findings' business."""
+    results (the verdict says why); facets that hold one batch size by design are the findings' business. When
+    batch size varies only together with the facet keys, one verdict says it cannot be told apart from them."""
     if df[analysis.BATCH].nunique() < 2:
         return [verdicts.batch_size_verdict(final, "all runs", analysis.runs_table(df))]
-    return [verdicts.batch_size_verdict(final[final["facet"] == facet], facet, analysis.runs_table(frame))
-            for facet, frame in df.groupby("facet") if frame[analysis.BATCH].nunique() >= 2]
+    judged = [verdicts.batch_size_verdict(final[final["facet"] == facet], facet, analysis.runs_table(frame))
+              for facet, frame in df.groupby("facet") if frame[analysis.BATCH].nunique() >= 2]
+    return judged or [verdicts.confounded_verdict(sorted(df[analysis.BATCH].unique().tolist()), facets)]
 
 
 def build_report(sweep_dir: Path) -> str:

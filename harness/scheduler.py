@@ -7,6 +7,7 @@ starts, watches and stops processes, and writes run.json itself when a process d
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
 import shutil
 import signal
@@ -18,6 +19,9 @@ from pathlib import Path
 from typing import Callable, TextIO
 
 from harness.runlog import FINISHED, RUN_FILE, now_iso, read_json, write_json
+
+log = logging.getLogger(__name__)
+REFUSED = 2  # a run's exit code when its command was refused before anything ran (harness.cli.EXIT_INVALID)
 
 MEMORY_PER_RUN = 1.5 * 2**30  # bytes a CPU run may need; caps the default parallelism
 
@@ -153,6 +157,10 @@ class Scheduler:
         running.log.close()
         self.pool.release(running.gpu_ids)
         self.exit_codes[running.job.num] = code
+        if code == REFUSED:  # refused before it ran (its folder is another command's): the files are not its own
+            log.error("run %s was refused before it started (see %s)", running.job.run_id,
+                      running.job.run_dir / "train.log")
+            return
         record = read_json(running.job.run_dir / RUN_FILE)
         if record is None or record.get("status") == "running":
             _record_lost_run(running.job, record, code, interrupted)

@@ -69,8 +69,8 @@ def batch_size_verdict(final: pd.DataFrame, facet: str = "all runs", runs: pd.Da
     runs = final if runs is None else runs
     target_note, target_line = _target_lines(final)
     notes = [n for n in (_divergence_note(runs, sizes), target_note) if n]
+    unfinished = _unfinished_note(runs)
     if len(sizes) < 2:
-        unfinished = _unfinished_note(runs)
         return BatchVerdict(facet, "inconclusive", " ".join([
             f"{CLAIM}: inconclusive. Cannot be judged: needs at least two batch sizes with completed runs; found "
             f"{len(sizes)}" + (f"; runs without a result: {unfinished}." if unfinished else "."), *notes]),
@@ -100,8 +100,17 @@ def batch_size_verdict(final: pd.DataFrame, facet: str = "all runs", runs: pd.Da
         train_accuracy_note(small, large, sizes[0], sizes[-1]),
         *_chance_lines(final, chance, k),
         *filter(None, [target_line]),
+        *([f"Runs without a result, not in these numbers: {unfinished}."] if unfinished else []),
     ]
     return BatchVerdict(facet, outcome, headline, details, n_seeds, sizes, effect, interval, rho)
+
+
+def confounded_verdict(sizes: list[int], keys: list[str]) -> BatchVerdict:
+    """Batch size varied only together with other keys (each combination holds one batch size)."""
+    return BatchVerdict("all runs", "inconclusive", (
+        f"{CLAIM}: inconclusive. Batch size ({', '.join(map(str, sizes))}) varies only together with "
+        f"{', '.join(keys)}: every combination holds one batch size, so its effect cannot be told apart from "
+        "theirs. Sweep batch size within a combination to judge it."), batch_sizes=sizes)
 
 
 def _decide(small: pd.Series, large: pd.Series, effect: float, rho: float, n_seeds: int):

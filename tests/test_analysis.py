@@ -29,7 +29,7 @@ def test_loader_keeps_completed_failed_and_running_runs(tmp_path):
 
 def test_jobs_without_run_json_are_not_started(tmp_path):
     sweep = tmp_path / "sweep"
-    make_run(sweep, 0)
+    make_run(sweep, 0, batch_size=8)
     (sweep / "1").mkdir()
     assert analysis.not_started_jobs(sweep) == ["1"] and analysis.expected_job_count(sweep) is None
     jobs = [{"job": str(n), "overrides": [f"batch_size={b}", f"seed={s}"]} for n, (b, s) in
@@ -37,6 +37,9 @@ def test_jobs_without_run_json_are_not_started(tmp_path):
     (sweep / "sweep.json").write_text(json.dumps({"jobs": jobs}))  # as the command writes it
     assert analysis.expected_job_count(sweep) == 9
     assert analysis.not_started_jobs(sweep) == [str(n) for n in range(1, 9)]
+    (sweep / "0").rename(sweep / "b8")  # hydra.sweep.subdir=b${batch_size}: runs are matched by their overrides
+    make_run(sweep, 4, batch_size=32, seed=1)
+    assert analysis.not_started_jobs(sweep) == ["1", "2", "3", "5", "6", "7", "8"]
 
 
 def test_run_json_target_epoch_reaches_the_frame(tmp_path):
@@ -116,3 +119,14 @@ def test_welch_interval_matches_scipy():
     low, high = verdicts.welch_interval(pd.Series(a).to_numpy(), pd.Series(b).to_numpy())
     ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
     assert (low, high) == pytest.approx((ci.low, ci.high))
+
+
+def test_after_a_sweep_runs_still_running_or_never_started_count_as_not_finished(tmp_path):
+    from harness.cli import failed_runs, unfinished_runs
+
+    sweep = tmp_path / "sweep"
+    make_run(sweep, 0, batch_size=8)
+    make_run(sweep, 1, batch_size=32, status="running", finished=False)  # another command still holds it
+    jobs = [{"job": str(n), "overrides": [f"batch_size={b}", "seed=0"]} for n, b in enumerate((8, 32, 128))]
+    (sweep / "sweep.json").write_text(json.dumps({"jobs": jobs}))
+    assert failed_runs(sweep) == [] and unfinished_runs(sweep) == ["sweep/1", "sweep/2 (not started)"]

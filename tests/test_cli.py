@@ -72,3 +72,15 @@ def test_failed_and_diverged_runs_are_recorded_the_others_go_on_and_the_report_i
     assert "2 run(s) failed: sweep/2, sweep/3" in proc.stderr
     report = (tmp_path / proc.stdout.strip().splitlines()[-1]).read_text()
     assert "DataUnavailable" in report and "diverged" in report  # the report was still written
+
+
+def test_flags_first_and_a_folder_with_its_own_clock_each_write_exactly_one_folder(tmp_path):
+    sweep = tmp_path / "flags-first"
+    proc = run_harness("-m", *TINY, "epochs=1", "batch_size=64", f"hydra.sweep.dir={sweep}", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads((sweep / "0" / "run.json").read_text())["status"] == "completed"
+    clocked = tmp_path / "clocked"
+    proc = run_harness(*TINY, "epochs=1", f"hydra.run.dir={clocked}/r_${{now:%H-%M-%S-%f}}", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    [run_dir] = clocked.iterdir()  # the folder checked and locked is the one written
+    assert (run_dir / "metrics.parquet").exists()

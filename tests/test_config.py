@@ -53,6 +53,7 @@ BAD = [
     (["-m", "hydra.launcher.n_jobs=abc"], "hydra.launcher.n_jobs=abc", "could not be converted to Integer"),
     (["-m", "hydra.launcher.n_jobs=0"], "hydra.launcher.n_jobs=0", "an integer >= 1"),
     (["hydra.foo=1"], "hydra.foo=1", "Hydra's own config"),
+    (["dataset=digits", "dataset.train_split=0.999"], "dataset='digits'", "dataset.train_split=0.999"),
     (["epochs=0"], "epochs=0", ">= 1"),
     (["imbalance=1.0"], "imbalance=1.0", "[0, 1)"),
     (["imbalance=-0.1"], "imbalance=-0.1", "[0, 1)"),
@@ -137,3 +138,22 @@ def test_a_folder_is_resumed_whatever_the_order_of_the_overrides(tmp_path):
     with pytest.raises(config.ConfigError, match="ran 'batch_size=8 epochs=6 .*' but this command's run there is"):
         preflight(["batch_size=8,32", "epochs=7", "dataset.num_samples=2000", f"hydra.sweep.dir={sweep}"],
                   multirun=True)
+
+
+@pytest.mark.parametrize("value", ["/tmp/a b", "/tmp/it's", "/tmp/bs\\x", "ends\\", "a\\'b", "\\\\srv\\share", "x,y"])
+def test_a_folder_path_survives_quoting_as_a_hydra_override(value):
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from harness.cli import quote_override
+
+    parsed = OverridesParser.create().parse_override(f"hydra.sweep.dir={quote_override(value)}")
+    assert parsed.value() == value
+
+
+def test_the_pinned_folder_goes_last_among_the_overrides_wherever_the_flags_are():
+    from harness.cli import with_override
+
+    assert with_override(["-m", "a=1", "b=2"], ["a=1", "b=2"], "P") == ["-m", "a=1", "b=2", "P"]
+    assert with_override(["a=1", "b=2", "-m"], ["a=1", "b=2"], "P") == ["a=1", "b=2", "P", "-m"]
+    assert with_override(["-cn", "config", "a=1"], ["a=1"], "P") == ["-cn", "config", "a=1", "P"]
+    assert with_override(["-m"], [], "P") == ["P", "-m"]

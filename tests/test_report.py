@@ -79,7 +79,7 @@ def test_runs_not_started_are_counted_and_a_stale_running_run_has_no_clock_time(
     sweep = batch_sweep(tmp_path / "s", {8: [0.90], 32: [0.85]})
     make_run(sweep, 2, status="running", val=(0.4,), finished=False, batch_size=64)
     (sweep / "3").mkdir()  # folder made, run.json not written yet
-    jobs = [{"job": str(n), "overrides": [f"batch_size={b}"]} for n, b in enumerate((8, 32, 64, 128, 256))]
+    jobs = [{"job": str(n), "overrides": [f"batch_size={b}", "seed=0"]} for n, b in enumerate((8, 32, 64, 128, 256))]
     (sweep / "sweep.json").write_text(json.dumps({"jobs": jobs}))  # as the command writes it
     html = report.build_report(sweep)
     assert "5 run(s): 2 completed, 1 running, 2 not started" in html
@@ -143,3 +143,27 @@ def test_report_of_a_real_sweep_renders_in_a_real_browser(smoke_sweep, tmp_path)
         assert screenshot.stat().st_size > 20_000
     finally:
         driver.quit()
+
+
+def test_a_sweep_where_no_run_finished_an_epoch_still_gets_its_report(tmp_path):
+    sweep = tmp_path / "s"
+    make_run(sweep, 0, status="failed", val=(), error="no data offline", batch_size=16)
+    make_run(sweep, 1, status="failed", val=(), error="no data offline", batch_size=32)
+    html = report.build_report(sweep)
+    assert "2 run(s): 2 failed" in html and "found 0; runs without a result: batch 16: 1 failed" in html
+    assert html.count('<td class="status-failed">failed</td>') == 2
+
+
+def test_batch_size_varied_only_with_another_key_is_called_confounded(tmp_path):
+    sweep = tmp_path / "s"  # weak scaling: per_replica_batch with gpus=1,2 gives global batch 32 and 64
+    make_run(sweep, 0, batch_size=32, gpus=1, val=(0.8,))
+    make_run(sweep, 1, batch_size=64, gpus=2, val=(0.7,))
+    html = report.build_report(sweep)
+    assert "Batch size (32, 64) varies only together with gpus" in html
+    assert "No completed runs yet" not in html and "This sweep holds one batch size" not in html
+
+
+def test_a_verdict_names_the_runs_it_could_not_use(tmp_path):
+    sweep = batch_sweep(tmp_path / "s", {8: [0.90, 0.91], 128: [0.80, 0.81]})
+    make_run(sweep, 4, status="failed", val=(), error="disk on fire", batch_size=64)
+    assert "Runs without a result, not in these numbers: batch 64: 1 failed (OSError)." in report.build_report(sweep)

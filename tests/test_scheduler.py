@@ -81,3 +81,15 @@ def test_progress_reports_counts_and_eta(tmp_path):
     Scheduler(jobs, n_jobs=1, gpu_ids=[], poll_seconds=0.05, progress=lambda line, final: lines.append(line)).run()
     assert "runs 0/2 done · 1 running · 0 failed" in lines[0]
     assert "runs 2/2 done · 0 running" in lines[-1] and "ETA 0:00" in lines[-1]
+
+
+def test_a_run_refused_before_it_started_leaves_the_files_it_found_alone(tmp_path):
+    """Exit 2: its folder is another command's (or its config is invalid); that command's run.json is not ours."""
+    from harness.scheduler import REFUSED
+
+    job = stand_in(tmp_path, 0, sleep=0.0, code=REFUSED)
+    job.run_dir.mkdir(parents=True)
+    other = {"run_id": "elsewhere/0", "status": "running", "epochs_completed": 3}
+    (job.run_dir / "run.json").write_text(json.dumps(other))
+    assert Scheduler([job], n_jobs=1, gpu_ids=[], poll_seconds=0.05).run() == {0: REFUSED}
+    assert json.loads((job.run_dir / "run.json").read_text()) == other
