@@ -41,6 +41,7 @@ class Session:
     """What Hydra's callback and in-process jobs report back to `main`."""
 
     failed_runs: list[str] = []
+    unfinished_runs: list[str] = []
     sweep_dir: Path | None = None
     last_run_dir: Path | None = None
 
@@ -282,6 +283,7 @@ def with_override(argv: list[str], overrides: list[str], extra: str) -> list[str
 
 def _run(args, argv: list[str]) -> int:
     """Hand the validated command to Hydra; the exit code from what the runs' files say."""
+    Session.failed_runs, Session.unfinished_runs = [], []  # a fresh tally for each command run in this process
     sys.argv = [sys.argv[0], *argv]
     try:
         hydra_job()
@@ -291,16 +293,19 @@ def _run(args, argv: list[str]) -> int:
             _write_report(Session.sweep_dir)
         return EXIT_INTERRUPTED
     if args.multirun and Session.sweep_dir is not None:
-        Session.failed_runs = failed_runs(Session.sweep_dir) + unfinished_runs(Session.sweep_dir)
+        Session.failed_runs = failed_runs(Session.sweep_dir)
+        Session.unfinished_runs = unfinished_runs(Session.sweep_dir)
     if Session.failed_runs:
-        print(f"harness: {len(Session.failed_runs)} run(s) failed or did not finish: {', '.join(Session.failed_runs)}",
+        print(f"harness: {len(Session.failed_runs)} run(s) failed: {', '.join(Session.failed_runs)}", file=sys.stderr)
+    if Session.unfinished_runs:
+        print(f"harness: {len(Session.unfinished_runs)} run(s) did not finish: {', '.join(Session.unfinished_runs)}",
               file=sys.stderr)
     if args.multirun and Session.sweep_dir is not None:
         print(f"sweep: {Session.sweep_dir}")
         _write_report(Session.sweep_dir)
     elif Session.last_run_dir is not None:
         print(f"run: {Session.last_run_dir}")
-    return EXIT_FAILED_RUNS if Session.failed_runs else EXIT_OK
+    return EXIT_FAILED_RUNS if Session.failed_runs or Session.unfinished_runs else EXIT_OK
 
 
 def failed_runs(sweep_dir: Path) -> list[str]:
