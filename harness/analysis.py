@@ -36,12 +36,6 @@ def _seconds_between(start: str | None, end: str | None) -> float:
     return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
 
 
-def expected_job_count(sweep_dir: Path) -> int | None:
-    """Jobs in the sweep, from the sweep.json its command wrote before running any; None without one."""
-    record = read_json(Path(sweep_dir) / SWEEP_FILE)
-    return None if record is None else len(record["jobs"])
-
-
 def not_started_jobs(sweep_dir: Path) -> list[str]:
     """Jobs without a run.json: those sweep.json lists whose overrides no run.json records (whatever the run
     folders are named); for a sweep without sweep.json, numbered run folders without a run.json."""

@@ -35,10 +35,14 @@ class DatasetSpec:
     load: Callable[..., Arrays]
     num_classes: int
     input_size: int                 # numbers per sample (40 for MNIST-1D), known without loading
-    fixed_size: int | None = None   # training-set size of a data set with a fixed split
     generated: bool = False         # size set by `num_samples` (mnist1d)
     # training samples per class of a fixed split (published counts), so its size needs no download to check
     train_class_counts: tuple[int, ...] | None = None
+
+    @property
+    def fixed_size(self) -> int | None:
+        """Training-set size of a data set with a fixed split (None when our own split decides it)."""
+        return None if self.train_class_counts is None else sum(self.train_class_counts)
 
 
 def cache_dir() -> Path:
@@ -119,15 +123,15 @@ DATASETS: dict[str, DatasetSpec] = {
     "mnist1d": DatasetSpec(_load_mnist1d, num_classes=10, input_size=40, generated=True),
     "digits": DatasetSpec(_load_digits, num_classes=10, input_size=64),
     "mnist": DatasetSpec(
-        _keras_loader("mnist", "mnist.npz"), num_classes=10, input_size=784, fixed_size=60000,
+        _keras_loader("mnist", "mnist.npz"), num_classes=10, input_size=784,
         train_class_counts=(5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265, 5851, 5949),
     ),
     "fashion_mnist": DatasetSpec(
-        _keras_loader("fashion_mnist", "fashion-mnist/*.gz"), num_classes=10, input_size=784, fixed_size=60000,
+        _keras_loader("fashion_mnist", "fashion-mnist/*.gz"), num_classes=10, input_size=784,
         train_class_counts=(6000,) * 10,
     ),
     "cifar10": DatasetSpec(
-        _keras_loader("cifar10", "cifar-10-batches-py"), num_classes=10, input_size=3072, fixed_size=50000,
+        _keras_loader("cifar10", "cifar-10-batches-py"), num_classes=10, input_size=3072,
         train_class_counts=(5000,) * 10,
     ),
 }

@@ -31,11 +31,10 @@ def test_jobs_without_run_json_are_not_started(tmp_path):
     sweep = tmp_path / "sweep"
     make_run(sweep, 0, batch_size=8)
     (sweep / "1").mkdir()
-    assert analysis.not_started_jobs(sweep) == ["1"] and analysis.expected_job_count(sweep) is None
+    assert analysis.not_started_jobs(sweep) == ["1"]
     jobs = [{"job": str(n), "overrides": [f"batch_size={b}", f"seed={s}"]} for n, (b, s) in
             enumerate((b, s) for b in (8, 32, 128) for s in (0, 1, 2))]
     (sweep / "sweep.json").write_text(json.dumps({"jobs": jobs}))  # as the command writes it
-    assert analysis.expected_job_count(sweep) == 9
     assert analysis.not_started_jobs(sweep) == [str(n) for n in range(1, 9)]
     (sweep / "0").rename(sweep / "b8")  # hydra.sweep.subdir=b${batch_size}: runs are matched by their overrides
     make_run(sweep, 4, batch_size=32, seed=1)
