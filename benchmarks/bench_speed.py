@@ -1,8 +1,8 @@
 """Training speed of the harness against a plain-Keras baseline and a minimal tf.function floor.
 
-    python benchmarks/bench_speed.py                   # batch 8, 32, 128; 5 epochs; medians of 3 runs
-    python benchmarks/bench_speed.py --update-readme   # also rewrite the README's Performance table
-    python benchmarks/bench_speed.py --smoke           # one tiny round, to check the script works
+    python -m benchmarks.bench_speed                   # batch 8, 32, 128; 5 epochs; medians of 3 runs
+    python -m benchmarks.bench_speed --update-readme   # also rewrite the README's Performance table
+    python -m benchmarks.bench_speed --smoke           # one tiny round, to check the script works
 
 Every measurement is a fresh process started from here (same process tree, same machine, one at a time):
   baseline  the seed articles' way: MNIST-1D from mnist1d.make_dataset as numpy arrays, a Sequential CNN,
@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     text = table(results, batch_sizes, args.epochs, args.repeats)
     print(text)
     if args.update_readme:
-        from readme_section import replace_section
+        from benchmarks.readme_section import replace_section
 
         replace_section("performance", text)
     return 0

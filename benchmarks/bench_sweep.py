@@ -1,8 +1,8 @@
 """Sweep-level performance: the main job's wall time, parallel throughput, and peak memory per run.
 
-    python benchmarks/bench_sweep.py                  # medians of 3
-    python benchmarks/bench_sweep.py --update-readme  # also rewrite the README's sweep table
-    python benchmarks/bench_sweep.py --smoke          # one tiny round, to check the script works
+    python -m benchmarks.bench_sweep                  # medians of 3
+    python -m benchmarks.bench_sweep --update-readme  # also rewrite the README's sweep table
+    python -m benchmarks.bench_sweep --smoke          # one tiny round, to check the script works
 
   main job     `python -m harness batch_size=8,32,64,128 -m`, start-ups and report included;
   parallel     two equal runs (batch 32, seeds 0 and 1) with hydra.launcher.n_jobs=1, then =2: throughput is
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     ])
     print(text)
     if args.update_readme:
-        from readme_section import replace_section
+        from benchmarks.readme_section import replace_section
 
         replace_section("sweep-performance", text)
     return 0

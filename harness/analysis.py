@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.runlog import METRICS_FILE, RUN_FILE, SWEEP_FILE, read_json
+from harness.files import read_json
+from harness.runlog import METRICS_FILE, RUN_FILE, SWEEP_FILE, config_columns
 
 BATCH = "global_batch_size"
 # Config keys that are never facets: the batch axis itself, the seed (averaged over, with n shown), and
@@ -48,14 +49,6 @@ def not_started_jobs(sweep_dir: Path) -> list[str]:
     return sorted((p.name for p in folders), key=int)
 
 
-def _config_columns(config: dict) -> dict:
-    """run.json's config keyed like the metrics columns (`lr` there is `base_lr` here; devices as '0,2')."""
-    columns = {("base_lr" if k == "lr" else k): v for k, v in config.items()}
-    if isinstance(columns.get("devices"), list):
-        columns["devices"] = ",".join(map(str, columns["devices"]))
-    return columns
-
-
 def load_sweep(sweep_dir: Path) -> pd.DataFrame:
     """One row per completed epoch of every run, with the run's status and timing joined on.
 
@@ -85,7 +78,7 @@ def load_sweep(sweep_dir: Path) -> pd.DataFrame:
             for key, value in run_info.items():
                 frame[key] = value
         else:
-            frame = pd.DataFrame([{**_config_columns(record.get("config", {})), **run_info}])
+            frame = pd.DataFrame([{**config_columns(record.get("config", {})), **run_info}])
         frames.append(frame)
     df = pd.concat(frames, ignore_index=True)
     if "epoch" not in df.columns:  # no run has finished an epoch yet
@@ -96,11 +89,31 @@ def load_sweep(sweep_dir: Path) -> pd.DataFrame:
     return df
 
 
+def failed_runs(sweep_dir: Path) -> list[str]:
+    """Runs of the sweep whose run.json says failed: the files decide, whichever launcher ran them."""
+    return [r.get("run_id", r["job"]) for r in read_run_records(sweep_dir) if r.get("status") == "failed"]
+
+
+def unfinished_runs(sweep_dir: Path) -> list[str]:
+    """Runs still marked running (another command holds them, or they were killed) or never started."""
+    running = [r.get("run_id", r["job"]) for r in read_run_records(sweep_dir) if r.get("status") == "running"]
+    return running + [f"{Path(sweep_dir).name}/{job} (not started)" for job in not_started_jobs(sweep_dir)]
+
+
+def run_outcome(run_dir: Path) -> tuple[list[str], list[str]]:
+    """(failed, unfinished) for the one run of a single-run command: its run.json decides, as for a sweep."""
+    record = read_json(Path(run_dir) / RUN_FILE)
+    run_id = (record or {}).get("run_id", str(run_dir))
+    if record is None or record.get("status") == "failed":
+        return [run_id], []
+    return [], [run_id] if record.get("status") == "running" else []
+
+
 def config_keys(sweep_dir: Path) -> list[str]:
     """The config keys of the sweep's runs, in the order run.json lists them."""
     keys: dict[str, None] = {}
     for record in read_run_records(sweep_dir):
-        keys.update(dict.fromkeys(_config_columns(record.get("config", {}))))
+        keys.update(dict.fromkeys(config_columns(record.get("config", {}))))
     return list(keys)
 
 
@@ -120,7 +133,10 @@ def facet_label(row: pd.Series | dict, facets: list[str]) -> str:
 
 
 def num_classes(df: pd.DataFrame) -> int:
-    """Number of classes, from the per-class recall columns (10 when a sweep predates them)."""
+    """Number of classes: the runs' `num_classes` column, else the per-class recall columns (10 when a sweep
+    predates both)."""
+    if "num_classes" in df.columns and df["num_classes"].notna().any():
+        return int(df["num_classes"].max())
     return sum(str(c).startswith("val_recall_") for c in df.columns) or 10
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
+from harness.fields import ConfigError
+
 
 @dataclass(frozen=True)
 class BatchPlan:
@@ -29,26 +31,33 @@ class BatchPlan:
 
 def plan_batches(batch_size: int, per_replica_batch: bool, replicas: int, train_size: int,
                  steps_per_execution: int = 0) -> BatchPlan:
-    """Global and per-replica batch and steps per epoch.
+    """Global and per-replica batch, steps per epoch and steps per compiled call; raises ConfigError.
 
     A global batch that does not divide by the replica count is refused rather than split unevenly, so every
-    replica always sees the same number of samples per step.
+    replica always sees the same number of samples per step. steps_per_execution 0 is automatic: a whole epoch
+    per call on one replica, one step per call under MirroredStrategy, where Keras 3's multi-step loop fails
+    ("must feed a value for placeholder").
     """
     if replicas < 1:
         raise ValueError(f"replicas must be >= 1, got {replicas}")
     global_batch = batch_size * replicas if per_replica_batch else batch_size
     if global_batch % replicas:
-        raise ValueError(
-            f"batch_size={batch_size} does not split evenly over {replicas} replicas; use a multiple of "
-            f"{replicas} or per_replica_batch=true"
-        )
+        raise ConfigError("batch_size", batch_size, f"a multiple of gpus={replicas} so every replica gets the same "
+                        "share, or per_replica_batch=true")
     if not 1 <= global_batch <= train_size:
-        raise ValueError(f"global batch {global_batch} must be between 1 and the training-set size {train_size}")
+        limit = train_size // replicas if per_replica_batch else train_size
+        what = f" divided by gpus={replicas} (per_replica_batch=true)" if per_replica_batch else ""
+        raise ConfigError("batch_size", batch_size, f"an integer from 1 to {limit}: the training-set size "
+                        f"{train_size}{what}")
     steps_per_epoch = math.ceil(train_size / global_batch)
+    if steps_per_execution > 1 and replicas > 1:
+        raise ConfigError("steps_per_execution", steps_per_execution, f"0 or 1 with gpus={replicas} (Keras's "
+                        "multi-step loop fails under MirroredStrategy)")
     # A compiled call must not run into the next epoch's batches, so it covers a divisor of the epoch.
     if steps_per_execution and steps_per_epoch % steps_per_execution:
-        raise ValueError(f"steps_per_execution={steps_per_execution} must divide the {steps_per_epoch} steps per "
-                         "epoch; use 0 for a whole epoch per call")
+        raise ConfigError("steps_per_execution", steps_per_execution, f"0 (a whole epoch per call) or a divisor of "
+                        f"the {steps_per_epoch} steps per epoch")
+    automatic = steps_per_epoch if replicas == 1 else 1
     return BatchPlan(
         batch_size=batch_size,
         global_batch_size=global_batch,
@@ -56,7 +65,7 @@ def plan_batches(batch_size: int, per_replica_batch: bool, replicas: int, train_
         replicas=replicas,
         train_size=train_size,
         steps_per_epoch=steps_per_epoch,
-        steps_per_execution=steps_per_execution or steps_per_epoch,
+        steps_per_execution=steps_per_execution or automatic,
     )
 
 

@@ -1,12 +1,11 @@
 """Command line: Hydra composes the config, this module validates it and runs the jobs.
 
 The only module (with the launcher plugin) that imports hydra or omegaconf. Before Hydra starts any job, every
-job of the command is composed and validated (`preflight`), so a bad key or value anywhere in a sweep exits 2
-with one line and nothing written. TensorFlow is not imported until a job runs.
+job of the command is composed and validated, so a bad key or value anywhere in a sweep exits 2 with one line
+and nothing written. TensorFlow is not imported until a job runs.
 """
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
 import re
@@ -16,41 +15,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException, MissingConfigException, OverrideParseException
-from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
-from harness import config
-from harness.runlog import RUN_FILE, SWEEP_FILE, read_json, recorded_config, write_json
+from harness import analysis, config, files, preflight
+from harness.runlog import SWEEP_FILE
 
-CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+CONF_DIR = Path(__file__).resolve().parent / "conf"  # installed with the package; the repository links conf/ to it
 CONFIG_NAME = "config"
 REMOTE_LAUNCHERS = ("SlurmLauncher",)  # launchers whose runs go to other machines
 REPORTS_DIR = Path("reports")  # like sweeps/, relative to where the command runs
-LOCK_FILE = ".harness.lock"  # in the command's output folder, held while the command runs
 EXIT_OK, EXIT_FAILED_RUNS, EXIT_INVALID, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 log = logging.getLogger("harness")
-
-
-class Session:
-    """What Hydra's callback and in-process jobs report back to `main`."""
-
-    failed_runs: list[str] = []
-    unfinished_runs: list[str] = []
-    sweep_dir: Path | None = None
-    last_run_dir: Path | None = None
-
-
-class SweepCallback(Callback):
-    """Hydra callback: note the sweep folder, whichever launcher runs the jobs."""
-
-    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        Session.sweep_dir = Path(str(config.hydra.sweep.dir))
 
 
 def to_run_config(cfg: DictConfig) -> config.RunConfig:
@@ -106,14 +86,15 @@ def quote_override(value: str) -> str:
     return f"'{escaped}'"
 
 
-@dataclass
+@dataclass(frozen=True)
 class CommandPlan:
     jobs: list[list[str]]   # each job's task overrides, as Hydra's basic sweeper expands them
     output_dir: Path        # the sweep folder, or the run folder of a single run
     launcher: str           # the launcher's class path
+    run_configs: list[config.RunConfig]
 
 
-def expand_jobs(overrides: list[str], multirun: bool, config_name: str = CONFIG_NAME) -> CommandPlan:
+def _expand_jobs(overrides: list[str], multirun: bool, config_name: str) -> tuple[list[list[str]], Path, str]:
     """The jobs the command would run, where they would write, and which launcher would run them."""
     from hydra import compose
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
@@ -130,133 +111,98 @@ def expand_jobs(overrides: list[str], multirun: bool, config_name: str = CONFIG_
             raise config.ConfigError("hydra.launcher.n_jobs", n_jobs, "an integer >= 1, or null for one run at a time "
                                      "per GPU or per CPU core")
     if not multirun:
-        return CommandPlan([task], Path(str(base.hydra.run.dir)), launcher)
+        return [task], Path(str(base.hydra.run.dir)), launcher
     params = base.hydra.sweeper.get("params")
     params = OmegaConf.to_container(params, resolve=False) if params else {}
     arguments = [f"{key}={value}" for key, value in params.items()] + task
     jobs = BasicSweeper.split_arguments(parser.parse_overrides(arguments), None)[0]
-    return CommandPlan(jobs, Path(str(base.hydra.sweep.dir)), launcher)
+    return jobs, Path(str(base.hydra.sweep.dir)), launcher
 
 
-def check_devices(run_configs: list[config.RunConfig], gpu_ids: list[int], ids_applied: bool = False) -> None:
-    """Runs on this machine may not ask for more GPUs than it has, unless they simulate devices on the CPU.
-
-    `ids_applied`: the launcher already narrowed CUDA_VISIBLE_DEVICES to the run's `devices`.
-    """
-    for cfg in run_configs:
-        device = cfg.device
-        if device.devices is not None and not ids_applied:
-            missing = [i for i in device.devices if i not in gpu_ids]
-            if missing:
-                raise config.ConfigError("devices", list(device.devices), f"ids of visible GPUs {gpu_ids}")
-        elif device.gpus > len(gpu_ids) and not (device.simulate_devices and not gpu_ids):
-            raise config.ConfigError(
-                "gpus", device.gpus, f"at most {len(gpu_ids)} (GPUs visible here), or simulate_devices=true "
-                "to split the CPU into that many devices (only when no GPU is visible)",
-            )
-
-
-def check_existing_runs(jobs: list[list[str]], run_configs: list[config.RunConfig], output_dir: Path,
-                        multirun: bool) -> None:
-    """Re-running into a folder resumes it, so each run folder must hold this command's run there (or none).
-
-    The same run is the same resolved config, however the command spelled or ordered its overrides.
-    """
-    for num, (overrides, run_cfg) in enumerate(zip(jobs, run_configs)):
-        run_dir = output_dir / str(num) if multirun else output_dir
-        record = read_json(run_dir / RUN_FILE)
-        if record is not None and record.get("config") != recorded_config(run_cfg.flat()):
-            key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
-            raise config.ConfigError(
-                key, str(output_dir), f"a new folder or one holding this same command's runs; {run_dir} ran "
-                f"'{' '.join(record.get('overrides', []))}' but this command's run there is '{' '.join(overrides)}'"
-            )
-
-
-def preflight(overrides: list[str], multirun: bool, config_name: str = CONFIG_NAME) -> list[config.RunConfig]:
-    """Compose and validate every job; raises ConfigError or a Hydra error on the first bad one."""
-    return _preflight(overrides, multirun, config_name)[0]
-
-
-def _preflight(overrides: list[str], multirun: bool, config_name: str) -> tuple[list[config.RunConfig], CommandPlan]:
+def plan_command(overrides: list[str], multirun: bool, config_name: str = CONFIG_NAME) -> CommandPlan:
+    """Compose and validate every job of the command; raises ConfigError or a Hydra error on the first bad one."""
     from hydra import compose, initialize_config_dir
 
-    from harness.scheduler import visible_gpus
+    from harness.resources import visible_gpus
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="harness"):
-        plan = expand_jobs(overrides, multirun, config_name)
-        run_configs = [to_run_config(compose(config_name, overrides=job)) for job in plan.jobs]
-    if not any(name in plan.launcher for name in REMOTE_LAUNCHERS):  # their GPUs are not this machine's
-        check_devices(run_configs, visible_gpus(), ids_applied=bool(os.environ.get("HARNESS_GPUS_ASSIGNED")))
-    check_existing_runs(plan.jobs, run_configs, plan.output_dir, multirun)
-    return run_configs, plan
+        jobs, output_dir, launcher = _expand_jobs(overrides, multirun, config_name)
+        hydra_overrides = [o.input_line for o in OverridesParser.create().parse_overrides(overrides)
+                           if o.is_hydra_override()]  # e.g. hydra.searchpath: where the jobs' configs are found
+        run_configs = [to_run_config(compose(config_name, overrides=[*hydra_overrides, *job])) for job in jobs]
+    if not any(name in launcher for name in REMOTE_LAUNCHERS):  # their GPUs are not this machine's
+        preflight.check_devices(run_configs, visible_gpus(),
+                                ids_applied=bool(os.environ.get("HARNESS_GPUS_ASSIGNED")))
+    preflight.check_existing_runs(jobs, run_configs, output_dir, multirun)
+    return CommandPlan(jobs, output_dir, launcher, run_configs)
+
+
+def preflight_configs(overrides: list[str], multirun: bool, config_name: str = CONFIG_NAME) -> list[config.RunConfig]:
+    """The validated RunConfig of every job the command would run."""
+    return plan_command(overrides, multirun, config_name).run_configs
 
 
 @contextmanager
 def output_folder_lock(folder: Path, key: str):
-    """Hold the command's output folder while it runs; a second command on the same folder is refused.
+    """Hold the command's output folder while it runs; a second command on the same folder is refused (exit 2).
 
     Two commands in one folder would run (or resume) the same runs at once, each rewriting the other's files.
-    The lock is the operating system's (flock), so it goes with the process however that ends: a killed sweep's
-    folder can be resumed at once. The holder's pid is written in the lock file for the error message.
     """
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        handle = open(folder / LOCK_FILE, "a+")
-    except OSError as err:
-        raise config.ConfigError(key, str(folder), f"a folder this user can write ({err.strerror})") from None
-    with handle:
+    with ExitStack() as held:
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "unknown"
+            held.enter_context(files.folder_lock(folder))
+        except files.FolderBusy as busy:
             raise config.ConfigError(
-                key, str(folder), f"a folder no other harness command is running in (process {holder} is running "
-                "in this one); wait for it to end, or choose another folder"
-            ) from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"{os.getpid()}\n")
-        handle.flush()
+                key, str(folder), f"a folder no other harness command is running in (process {busy} is running in "
+                "this one); wait for it to end, or choose another folder") from None
+        except OSError as err:
+            raise config.ConfigError(key, str(folder), f"a folder this user can write ({err.strerror})") from None
         yield
 
 
-@hydra.main(config_path=str(CONF_DIR), config_name=CONFIG_NAME, version_base="1.3")
 def hydra_job(cfg: DictConfig) -> float | None:
-    """One job: validate, train, and record a failure instead of ending the sweep."""
+    """One job (Hydra's task function): validate, train, and record a failure instead of ending the sweep.
+
+    Returns the run's final val_acc, the tracked metric a Hydra sweeper optimises (None when the run failed).
+    """
     from harness.run import run_experiment
 
     run_cfg = to_run_config(cfg)
     hydra_cfg = HydraConfig.get()
     run_dir = Path(hydra_cfg.runtime.output_dir)
     run_id = f"{run_dir.parent.name}/{run_dir.name}"
-    Session.last_run_dir = run_dir
     try:
         return run_experiment(run_cfg, run_dir, run_id=run_id, overrides=list(hydra_cfg.overrides.task))
     except Exception as err:
-        Session.failed_runs.append(run_id)
         log.error("run %s failed: %s: %s (details in %s)", run_id, type(err).__name__, err, run_dir / "run.json")
         return None
 
 
+HELP_FLAGS = ("help", "hydra_help", "cfg", "info", "shell_completion")
+
+
 def main(argv: list[str] | None = None) -> int:
-    """`python -m harness [overrides] [-m]`; returns the exit code."""
+    """`python -m harness [overrides] [-m]`; returns the exit code. Flags may come anywhere among overrides."""
     from hydra._internal.utils import get_args_parser
 
-    argv = sys.argv[1:] if argv is None else argv
     parser = get_args_parser()
     parser.prog = "python -m harness"
-    args = parser.parse_args(argv)
-    informational = args.help or args.hydra_help or args.cfg or args.info or args.shell_completion
-    if informational:
-        sys.argv = [sys.argv[0], *argv]
-        hydra_job()
+    args = parser.parse_intermixed_args(sys.argv[1:] if argv is None else argv)
+    if args.config_dir is not None:  # the user's own configs: searched after the built-in ones, in every job
+        folder = Path(args.config_dir).expanduser().resolve()
+        if not folder.is_dir():
+            print(f"harness: error: --config-dir={args.config_dir!r} is not allowed: an existing folder of configs "
+                  "(conf/dataset/*.yaml, conf/study/*.yaml, ...)", file=sys.stderr)
+            return EXIT_INVALID
+        args.overrides = [*args.overrides, f"hydra.searchpath=[{quote_override('file://' + str(folder))}]"]
+        args.config_dir = None
+    if any(getattr(args, flag) for flag in HELP_FLAGS):
+        _run_hydra(parser, args)
         return EXIT_OK
     folder_key = "hydra.sweep.dir" if args.multirun else "hydra.run.dir"
     with ExitStack() as held:
         try:
-            _, plan = _preflight(args.overrides, args.multirun, args.config_name or CONFIG_NAME)
+            plan = plan_command(args.overrides, args.multirun, args.config_name or CONFIG_NAME)
             held.enter_context(output_folder_lock(plan.output_dir, folder_key))
         except config.ConfigError as err:
             print(f"harness: error: {err}", file=sys.stderr)
@@ -265,68 +211,49 @@ def main(argv: list[str] | None = None) -> int:
             print(f"harness: error: {one_line(err, args.overrides)}", file=sys.stderr)
             return EXIT_INVALID
         if args.multirun:  # what the report needs to know which runs have not started
-            write_json(plan.output_dir / SWEEP_FILE, {"jobs": [{"job": str(num), "overrides": job}
-                                                                for num, job in enumerate(plan.jobs)]})
-        # Hydra resolves the folder's ${now:...} again; pin it to the one checked and locked here
-        return _run(args, with_override(argv, args.overrides, f"{folder_key}={quote_override(str(plan.output_dir))}"))
+            files.write_json(plan.output_dir / SWEEP_FILE, {"jobs": [{"job": str(num), "overrides": job}
+                                                                      for num, job in enumerate(plan.jobs)]})
+        # Hydra would resolve the folder's ${now:...} again: pin it to the one checked and locked here
+        args.overrides = [*args.overrides, f"{folder_key}={quote_override(str(plan.output_dir))}"]
+        return _run(parser, args, plan)
 
 
-def with_override(argv: list[str], overrides: list[str], extra: str) -> list[str]:
-    """argv with `extra` as the last override: right after the user's overrides, which argparse takes only as
-    one unbroken run (flags such as -m may come before or after it), so `extra` wins over a user's same key."""
-    n = len(overrides)
-    start = next((i for i in range(len(argv) - n + 1) if argv[i:i + n] == overrides), None) if n else None
-    if start is None:
-        return [extra, *argv]
-    return [*argv[:start + n], extra, *argv[start + n:]]
+def _run_hydra(parser, args) -> None:
+    from hydra._internal.utils import _run_hydra as run_hydra
+
+    run_hydra(args=args, args_parser=parser, task_function=hydra_job, config_path=str(CONF_DIR),
+              config_name=CONFIG_NAME)
 
 
-def _run(args, argv: list[str]) -> int:
+def _run(parser, args, plan: CommandPlan) -> int:
     """Hand the validated command to Hydra; the exit code from what the runs' files say."""
-    Session.failed_runs, Session.unfinished_runs = [], []  # a fresh tally for each command run in this process
-    sys.argv = [sys.argv[0], *argv]
     try:
-        hydra_job()
+        _run_hydra(parser, args)
     except KeyboardInterrupt:
         print("harness: interrupted; the same command resumes the sweep", file=sys.stderr)
-        if Session.sweep_dir is not None and Session.sweep_dir.exists():
-            _write_report(Session.sweep_dir)
+        if args.multirun and plan.output_dir.exists():
+            _write_report(plan.output_dir)
         return EXIT_INTERRUPTED
-    if args.multirun and Session.sweep_dir is not None:
-        Session.failed_runs = failed_runs(Session.sweep_dir)
-        Session.unfinished_runs = unfinished_runs(Session.sweep_dir)
-    if Session.failed_runs:
-        print(f"harness: {len(Session.failed_runs)} run(s) failed: {', '.join(Session.failed_runs)}", file=sys.stderr)
-    if Session.unfinished_runs:
-        print(f"harness: {len(Session.unfinished_runs)} run(s) did not finish: {', '.join(Session.unfinished_runs)}",
-              file=sys.stderr)
-    if args.multirun and Session.sweep_dir is not None:
-        print(f"sweep: {Session.sweep_dir}")
-        _write_report(Session.sweep_dir)
-    elif Session.last_run_dir is not None:
-        print(f"run: {Session.last_run_dir}")
-    return EXIT_FAILED_RUNS if Session.failed_runs or Session.unfinished_runs else EXIT_OK
-
-
-def failed_runs(sweep_dir: Path) -> list[str]:
-    """Runs of the sweep whose run.json says failed: the files decide, whichever launcher ran them."""
-    failed = []
-    for run_file in sorted(sweep_dir.glob(f"*/{RUN_FILE}"), key=lambda p: (len(p.parent.name), p.parent.name)):
-        record = read_json(run_file) or {}
-        if record.get("status") == "failed":
-            failed.append(record.get("run_id", run_file.parent.name))
-    return failed
-
-
-def unfinished_runs(sweep_dir: Path) -> list[str]:
-    """After the sweep: its runs still marked running (another command holds them) or never started."""
-    from harness.analysis import not_started_jobs, read_run_records
-
-    running = [r.get("run_id", r["job"]) for r in read_run_records(sweep_dir) if r.get("status") == "running"]
-    return running + [f"{sweep_dir.name}/{job} (not started)" for job in not_started_jobs(sweep_dir)]
+    if args.multirun:
+        failed, unfinished = analysis.failed_runs(plan.output_dir), analysis.unfinished_runs(plan.output_dir)
+    else:
+        failed, unfinished = analysis.run_outcome(plan.output_dir)
+    if failed:
+        print(f"harness: {len(failed)} run(s) failed: {', '.join(failed)}", file=sys.stderr)
+    if unfinished:
+        print(f"harness: {len(unfinished)} run(s) did not finish: {', '.join(unfinished)}", file=sys.stderr)
+    if args.multirun:
+        print(f"sweep: {plan.output_dir}")
+        _write_report(plan.output_dir)
+    else:
+        print(f"run: {plan.output_dir}")
+    return EXIT_FAILED_RUNS if failed or unfinished else EXIT_OK
 
 
 def _write_report(sweep_dir: Path) -> None:
     from harness.report import write_report
 
-    print(write_report(sweep_dir, REPORTS_DIR))  # the last line: the report's path
+    try:
+        print(write_report(sweep_dir, REPORTS_DIR))  # the last line: the report's path
+    except FileNotFoundError as err:  # no run of the sweep started: nothing to report
+        print(f"harness: no report: {err}", file=sys.stderr)

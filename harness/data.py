@@ -1,168 +1,150 @@
-"""Datasets by name: a dict registry of loaders that return float32 arrays with a channel axis.
+"""Data sets by name: one dict registry for the built-in data and the user's own (`dataset=<name>`).
 
-Importing this module does not import TensorFlow (config validation reads `DATASETS` for sizes and names).
+Each entry says which `dataset.*` keys it takes, how to check them, how to survey the data without loading
+TensorFlow (training samples per class and one sample's shape: what validation needs to check a batch size or
+a model before anything runs) and how to load it. Importing this module does not import TensorFlow.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
-import hashlib
-import os
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
+from harness import builtin_data, images, sources, tfds_source
+from harness.arrays import Arrays
+from harness.builtin_data import DataUnavailable, cache_dir  # noqa: F401  (the names runs and tests use)
+from harness.fields import ConfigError, check_keys
 from harness.transforms import fraction_counts, imbalanced_counts
 
-
-class DataUnavailable(RuntimeError):
-    """The data set is neither cached nor downloadable; the message says how to get it."""
+BUILTIN_KEYS = ("num_samples", "train_split", "data_seed")
 
 
 @dataclass(frozen=True)
-class Arrays:
-    x_train: np.ndarray
-    y_train: np.ndarray
-    x_val: np.ndarray
-    y_val: np.ndarray
-    num_classes: int
+class DataConfig:
+    name: str                        # dataset=<name>; for TFDS data, the TFDS data set's name
+    num_samples: int | None = None
+    train_split: float | None = None
+    data_seed: int = 42
+    source: str | None = None        # the registry entry that loads it (None: `name`)
+    path: str | None = None
+    val_path: str | None = None
+    val_fraction: float | None = None
+    image_size: tuple[int, int] | None = None
+    color_mode: str | None = None
+    label: str | None = None
+    train_split_name: str | None = None
+    val_split_name: str | None = None
+    data_dir: str | None = None
+
+    def __post_init__(self):
+        if self.source is None:
+            object.__setattr__(self, "source", self.name)
+
+    def flat(self) -> dict[str, Any]:
+        """`dataset` and the `dataset.*` keys of this data set's entry, by their command-line key."""
+        flat: dict[str, Any] = {"dataset": self.name}
+        if self.source != self.name:
+            flat["dataset.source"] = self.source
+        flat.update({f"dataset.{k}": getattr(self, k) for k in DATASETS[self.source].keys})
+        return flat
 
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    load: Callable[..., Arrays]
-    num_classes: int
-    input_size: int                 # numbers per sample (40 for MNIST-1D), known without loading
-    generated: bool = False         # size set by `num_samples` (mnist1d)
-    # training samples per class of a fixed split (published counts), so its size needs no download to check
-    train_class_counts: tuple[int, ...] | None = None
-
-    @property
-    def fixed_size(self) -> int | None:
-        """Training-set size of a data set with a fixed split (None when our own split decides it)."""
-        return None if self.train_class_counts is None else sum(self.train_class_counts)
+    keys: tuple[str, ...]                  # its dataset.* keys besides `name`
+    validate: Callable[[dict], dict]       # raw dataset.* values -> typed DataConfig fields; raises ConfigError
+    load: Callable[[Any], Arrays]          # DataConfig -> Arrays
+    # DataConfig -> (training samples per class, one sample's shape), without TensorFlow; None: unknown until loaded
+    survey: Callable[[Any], tuple[np.ndarray, tuple[int, ...]]] | None = None
+    input_shape: tuple[int, ...] | None = None        # built-in data: one sample's shape, known in advance
+    train_class_counts: tuple[int, ...] | None = None  # built-in fixed splits: the published counts
 
 
-def cache_dir() -> Path:
-    """Where generated data is cached: $HARNESS_CACHE, else ~/.cache/harness."""
-    return Path(os.environ.get("HARNESS_CACHE", Path.home() / ".cache" / "harness"))
-
-
-def _load_mnist1d(num_samples: int, train_split: float, data_seed: int) -> Arrays:
-    key = hashlib.sha256(f"mnist1d-v1-{num_samples}-{train_split!r}-{data_seed}".encode()).hexdigest()[:16]
-    path = cache_dir() / f"mnist1d-{key}.npz"
-    if not path.exists():
-        from mnist1d.data import get_dataset_args, make_dataset  # generates locally; never get_dataset
-
-        args = get_dataset_args()
-        args.num_samples, args.train_split, args.seed = num_samples, train_split, data_seed
-        made = make_dataset(args)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npz", delete=False) as tmp:
-            np.savez(tmp, x=made["x"], y=made["y"], x_test=made["x_test"], y_test=made["y_test"])
-        os.replace(tmp.name, path)
-    with np.load(path, allow_pickle=False) as arrays:
-        return Arrays(
-            x_train=arrays["x"].astype(np.float32)[..., None],
-            y_train=arrays["y"].astype(np.int64),
-            x_val=arrays["x_test"].astype(np.float32)[..., None],
-            y_val=arrays["y_test"].astype(np.int64),
-            num_classes=10,
-        )
-
-
-def _load_digits(num_samples: None, train_split: float, data_seed: int) -> Arrays:
-    from sklearn.datasets import load_digits
-    from sklearn.model_selection import train_test_split
-
-    digits = load_digits()
-    x = (digits.images / 16.0).astype(np.float32)[..., None]
-    x_train, x_val, y_train, y_val = train_test_split(
-        x, digits.target.astype(np.int64), train_size=train_split, random_state=data_seed, stratify=digits.target
-    )
-    return Arrays(x_train, y_train, x_val, y_val, num_classes=10)
-
-
-def _keras_home() -> str:
-    """Keras reads KERAS_HOME once, at import; this is the folder it uses."""
-    try:
-        from keras.src.backend.config import keras_home
-
-        return keras_home()
-    except ImportError:  # a Keras without that private helper
-        return os.environ.get("KERAS_HOME", os.path.expanduser("~/.keras"))
-
-
-def _keras_loader(name: str, cache_files: str) -> Callable[..., Arrays]:
-    def load(num_samples: None, train_split: None, data_seed: int) -> Arrays:
-        import keras
-
-        try:
-            (x_train, y_train), (x_val, y_val) = getattr(keras.datasets, name).load_data()
-        except Exception as err:  # Keras raises a bare Exception on a failed download
-            home = _keras_home()
-            reason = " ".join(str(err).split())[:200]
-            raise DataUnavailable(
-                f"dataset={name} is not in the Keras cache ({home}/datasets/{cache_files}) and could not be "
-                f"downloaded ({type(err).__name__}: {reason}); run `python -c \"import keras; "
-                f"keras.datasets.{name}.load_data()\"` on a machine with internet access and copy "
-                f"{home}/datasets here, or use dataset=mnist1d"
-            ) from err
-        scale = lambda a: (a.astype(np.float32) / 255.0).reshape(a.shape[0], *a.shape[1:3], -1)  # noqa: E731
-        return Arrays(
-            scale(x_train), y_train.reshape(-1).astype(np.int64),
-            scale(x_val), y_val.reshape(-1).astype(np.int64), num_classes=10,
-        )
-
-    return load
+def _builtin(load, input_shape, generated=False, counts=None) -> DatasetSpec:
+    check = lambda cfg: builtin_data.validate(cfg, generated=generated, fixed=counts is not None)  # noqa: E731
+    return DatasetSpec(BUILTIN_KEYS, check, load, input_shape=input_shape, train_class_counts=counts)
 
 
 DATASETS: dict[str, DatasetSpec] = {
-    "mnist1d": DatasetSpec(_load_mnist1d, num_classes=10, input_size=40, generated=True),
-    "digits": DatasetSpec(_load_digits, num_classes=10, input_size=64),
-    "mnist": DatasetSpec(
-        _keras_loader("mnist", "mnist.npz"), num_classes=10, input_size=784,
-        train_class_counts=(5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265, 5851, 5949),
-    ),
-    "fashion_mnist": DatasetSpec(
-        _keras_loader("fashion_mnist", "fashion-mnist/*.gz"), num_classes=10, input_size=784,
-        train_class_counts=(6000,) * 10,
-    ),
-    "cifar10": DatasetSpec(
-        _keras_loader("cifar10", "cifar-10-batches-py"), num_classes=10, input_size=3072,
-        train_class_counts=(5000,) * 10,
-    ),
+    "mnist1d": _builtin(builtin_data.load_mnist1d, (40, 1), generated=True),
+    "digits": _builtin(builtin_data.load_digits, (8, 8, 1)),
+    "mnist": _builtin(builtin_data.keras_loader("mnist", "mnist.npz"), (28, 28, 1),
+                      counts=(5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265, 5851, 5949)),
+    "fashion_mnist": _builtin(builtin_data.keras_loader("fashion_mnist", "fashion-mnist/*.gz"), (28, 28, 1),
+                              counts=(6000,) * 10),
+    "cifar10": _builtin(builtin_data.keras_loader("cifar10", "cifar-10-batches-py"), (32, 32, 3),
+                        counts=(5000,) * 10),
+    "images": DatasetSpec(("path", "val_path", "val_fraction", "image_size", "color_mode", "data_seed"),
+                          images.validate, images.load, images.survey),
+    "npz": DatasetSpec(("path", "val_fraction", "data_seed"), sources.validate_npz, sources.load_npz,
+                       sources.survey_npz),
+    "table": DatasetSpec(("path", "label", "val_fraction", "data_seed"), sources.validate_table,
+                         sources.load_table, sources.survey_table),
+    "tfds": DatasetSpec(("train_split_name", "val_split_name", "data_dir"), tfds_source.validate,
+                        tfds_source.load),
 }
+ALL_KEYS = {"name", "source"} | {key for spec in DATASETS.values() for key in spec.keys}
+
+
+def config_from_dict(cfg: Any) -> DataConfig:
+    """The `dataset` group of a composed config, validated; raises ConfigError."""
+    source = cfg.get("source", cfg.get("name")) if isinstance(cfg, dict) else cfg
+    if not isinstance(source, str) or source not in DATASETS:
+        raise ConfigError("dataset", source, f"one of {', '.join(DATASETS)}")
+    spec = DATASETS[source]
+    check_keys(cfg, {"name", *(["source"] if "source" in cfg else []), *spec.keys}, "dataset.")
+    data_cfg = DataConfig(name=cfg["name"], source=source, **spec.validate(cfg))
+    try:
+        _survey(data_cfg)
+    except ConfigError:
+        raise
+    except Exception as err:  # generating, reading or splitting the data failed: nothing can run with these
+        settings = ", ".join(f"{k}={v}" for k, v in data_cfg.flat().items() if k != "dataset")
+        reason = str(err).splitlines()[0] if str(err) else ""
+        raise ConfigError("dataset", data_cfg.name, f"settings it can be loaded with ({settings} failed: "
+                          f"{type(err).__name__}: {reason})") from None
+    return data_cfg
 
 
 def load(data_cfg) -> Arrays:
-    """Load the data set named in `data_cfg` (a DataConfig)."""
-    spec = DATASETS[data_cfg.name]
-    return spec.load(data_cfg.num_samples, data_cfg.train_split, data_cfg.data_seed)
+    """Load the data set `data_cfg` (a DataConfig) describes."""
+    return DATASETS[data_cfg.source].load(data_cfg)
 
 
 @functools.lru_cache(maxsize=None)
-def _local_class_counts(name: str, num_samples: int | None, train_split: float | None, data_seed: int):
-    arrays = DATASETS[name].load(num_samples, train_split, data_seed)
-    return tuple(int(n) for n in np.bincount(arrays.y_train, minlength=DATASETS[name].num_classes))
-
-
-def train_class_counts(data_cfg) -> np.ndarray:
-    """Training samples per class before any transform: published for a fixed split, else read off the labels
-    of the local data (generated MNIST-1D comes from the cache, generated into it the first time; digits ships
-    with scikit-learn). Never downloads, never loads TensorFlow."""
-    spec = DATASETS[data_cfg.name]
+def _survey(data_cfg) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
+    spec = DATASETS[data_cfg.source]
     if spec.train_class_counts is not None:
-        return np.array(spec.train_class_counts, dtype=np.int64)
-    return np.array(_local_class_counts(data_cfg.name, data_cfg.num_samples, data_cfg.train_split,
-                                        data_cfg.data_seed), dtype=np.int64)
+        return spec.train_class_counts, spec.input_shape
+    if spec.input_shape is not None:  # built-in data split here: generated MNIST-1D from the cache, digits
+        arrays = spec.load(data_cfg)
+        return tuple(int(n) for n in np.bincount(arrays.y_train, minlength=arrays.num_classes)), spec.input_shape
+    if spec.survey is None:
+        return None, None
+    counts, shape = spec.survey(data_cfg)
+    return tuple(int(n) for n in counts), tuple(int(n) for n in shape)
 
 
-def expected_train_size(data_cfg, imbalance: float = 0.0, train_fraction: float = 1.0) -> int:
+def train_class_counts(data_cfg) -> np.ndarray | None:
+    """Training samples per class before any transform, without downloading or loading TensorFlow (None when
+    only loading can tell, as for TFDS data)."""
+    counts, _ = _survey(data_cfg)
+    return None if counts is None else np.array(counts, dtype=np.int64)
+
+
+def input_shape(data_cfg) -> tuple[int, ...] | None:
+    """One sample's shape as the model sees it (None when only loading can tell)."""
+    return _survey(data_cfg)[1]
+
+
+def expected_train_size(data_cfg, imbalance: float = 0.0, train_fraction: float = 1.0) -> int | None:
     """The run's training-set size, exactly: the class counts through the same arithmetic as the transforms."""
     counts = train_class_counts(data_cfg)
+    if counts is None:
+        return None
     if train_fraction < 1.0:
         counts = fraction_counts(counts, train_fraction)
     if imbalance > 0.0:

@@ -1,8 +1,12 @@
-"""Models by name: a dict registry of builders. Keras is imported inside the builders, so config validation
-can read the names without loading TensorFlow."""
+"""Models by name: a dict registry of builders. Keras is loaded (through harness.backend) inside the builders,
+so config validation can read the names without loading TensorFlow."""
 from __future__ import annotations
 
-from typing import Callable
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from harness import user_models
+from harness.fields import ConfigError, bool_value, check_keys, float_value
 
 
 def _units(base: int, width: float) -> int:
@@ -15,18 +19,19 @@ def _block(x, layer, batch_norm: bool, sync: bool = False):
     Under data parallelism each replica normalises over its own slice of the batch, as Keras does by default;
     `sync` makes it use the statistics of the whole global batch (cross-replica all-reduce).
     """
-    from keras import layers
+    from harness.backend import keras
 
     x = layer(x)
     if batch_norm:
-        x = layers.BatchNormalization(synchronized=sync)(x)
-    return layers.Activation("relu")(x)
+        x = keras.layers.BatchNormalization(synchronized=sync)(x)
+    return keras.layers.Activation("relu")(x)
 
 
 def convnet(input_shape: tuple[int, ...], num_classes: int, width: float, batch_norm: bool, sync: bool = False):
     """conv32-pool-conv64-pool-dense64-softmax; Conv1D for (length, channels) inputs, Conv2D for images."""
-    import keras
-    from keras import layers
+    from harness.backend import keras
+
+    layers = keras.layers
 
     two_d = len(input_shape) == 3
     conv = (lambda f: layers.Conv2D(f, 3, padding="same", use_bias=not batch_norm)) if two_d else (
@@ -44,8 +49,9 @@ def convnet(input_shape: tuple[int, ...], num_classes: int, width: float, batch_
 
 def mlp(input_shape: tuple[int, ...], num_classes: int, width: float, batch_norm: bool, sync: bool = False):
     """Two hidden dense layers of 128 x width units."""
-    import keras
-    from keras import layers
+    from harness.backend import keras
+
+    layers = keras.layers
 
     inputs = keras.Input(shape=input_shape)
     x = layers.Flatten()(inputs)
@@ -55,16 +61,72 @@ def mlp(input_shape: tuple[int, ...], num_classes: int, width: float, batch_norm
     return keras.Model(inputs, outputs, name="mlp")
 
 
-MODELS: dict[str, Callable] = {"convnet": convnet, "mlp": mlp}
-MODEL_NAMES = tuple(MODELS)
+@dataclass(frozen=True)
+class ModelConfig:
+    name: str                     # model=<name>; for model=application, the keras.applications class
+    width: float = 1.0
+    batch_norm: bool = False
+    sync_batchnorm: bool = False  # batch statistics over all replicas instead of each replica's slice
+    source: str | None = None     # the registry entry that builds it (None: `name`)
+    target: str | None = None     # model=custom: `_target_`, the function that builds it
+    options: tuple[tuple[str, Any], ...] = ()  # model=application|custom: every other model.* key, as keywords
+
+    def __post_init__(self):
+        if self.source is None:
+            object.__setattr__(self, "source", self.name)
+
+    def flat(self) -> dict[str, Any]:
+        """`model` and the `model.*` keys, by their command-line key."""
+        flat: dict[str, Any] = {"model": self.name}
+        if self.source != self.name:
+            flat["model.source"] = self.source
+        if self.source in BUILTIN:
+            flat.update({f"model.{k}": getattr(self, k) for k in BUILTIN_KEYS})
+        if self.target is not None:
+            flat["model._target_"] = self.target
+        flat.update({f"model.{k}": v for k, v in self.options})
+        return flat
 
 
-def build(model_cfg, input_shape: tuple[int, ...], num_classes: int):
-    """Build (not compile) the model named in `model_cfg` (a ModelConfig) for inputs of `input_shape`."""
-    return MODELS[model_cfg.name](
-        input_shape, num_classes, width=model_cfg.width, batch_norm=model_cfg.batch_norm,
-        sync=model_cfg.sync_batchnorm,
-    )
+BUILTIN: dict[str, Callable] = {"convnet": convnet, "mlp": mlp}
+BUILTIN_KEYS = ("width", "batch_norm", "sync_batchnorm")
+MODEL_NAMES = (*BUILTIN, "application", "custom")
+ALL_KEYS = {"name", "source", "_target_", *BUILTIN_KEYS}
+
+
+def config_from_dict(cfg: Any, input_shape: tuple[int, ...] | None, num_classes: int | None) -> ModelConfig:
+    """The `model` group of a composed config, validated against the data it will train on; raises ConfigError."""
+    source = cfg.get("source", cfg.get("name")) if isinstance(cfg, dict) else cfg
+    if not isinstance(source, str) or source not in MODEL_NAMES:
+        raise ConfigError("model", source, f"one of {', '.join(MODEL_NAMES)}")
+    if source in BUILTIN:
+        check_keys(cfg, {"name", *(["source"] if "source" in cfg else []), *BUILTIN_KEYS}, "model.")
+        width = float_value(cfg, "width", name="model.width")
+        if width <= 0:
+            raise ConfigError("model.width", width, "a number > 0")
+        return ModelConfig(name=cfg["name"], width=width, batch_norm=bool_value(cfg, "batch_norm", "model.batch_norm"),
+                           sync_batchnorm=bool_value(cfg, "sync_batchnorm", "model.sync_batchnorm"), source=source)
+    options = tuple(sorted((k, v) for k, v in cfg.items() if k not in ("name", "source", "_target_")))
+    if source == "application":
+        user_models.check_application(cfg.get("name"), input_shape)
+        return ModelConfig(name=cfg["name"], source=source, options=options)
+    target = cfg.get("_target_")
+    user_models.check_target(target)
+    return ModelConfig(name=cfg["name"], source=source, target=target, options=options)
+
+
+def build(model_cfg: ModelConfig, input_shape: tuple[int, ...], num_classes: int):
+    """Build (not compile) the model `model_cfg` describes for inputs of `input_shape`; call inside the
+    strategy's scope. A user's model must end in `num_classes` outputs."""
+    if model_cfg.source in BUILTIN:
+        return BUILTIN[model_cfg.source](input_shape, num_classes, width=model_cfg.width,
+                                         batch_norm=model_cfg.batch_norm, sync=model_cfg.sync_batchnorm)
+    if model_cfg.source == "application":
+        model = user_models.build_application(model_cfg.name, input_shape, num_classes, dict(model_cfg.options))
+    else:
+        model = user_models.build_custom(model_cfg.target, input_shape, num_classes, dict(model_cfg.options))
+    user_models.check_outputs(model, model_cfg, num_classes)
+    return model
 
 
 def batchnorm_mode(model_cfg, replicas: int) -> str:

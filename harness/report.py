@@ -9,17 +9,15 @@ import argparse
 import base64
 import io
 import math
-import os
 import sys
-import tempfile
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 import jinja2
 import pandas as pd
 
-from harness import analysis, plots, studies, verdicts
+from harness import analysis, files, plots
+from harness.assessment import assess
 
 SIMULATED_NOTE = (
     "Simulated devices (simulate_devices=true) split one CPU into logical devices that share the same cores: "
@@ -94,50 +92,27 @@ def _runs_rows(df: pd.DataFrame, sweep_id: str, not_started: list[str]) -> list[
     return rows
 
 
+def _classes_line(df: pd.DataFrame, final: pd.DataFrame, sweep_dir: Path, worst: int = 5) -> str:
+    """The number of classes and chance accuracy, and the classes recalled worst at the final epoch: a summary
+    that stays one line with 120 classes."""
+    k = analysis.num_classes(df)
+    line = f"{k} classes: chance accuracy 1/{k} = {1 / k:.3f} (the validation set's class balance aside)."
+    recalls = [c for c in final.columns if str(c).startswith("val_recall_")]
+    if final.empty or not recalls:
+        return line
+    names = next((r["environment"]["classes"] for r in analysis.read_run_records(sweep_dir)
+                  if r.get("environment", {}).get("classes")), None)
+    means = final[recalls].mean().sort_values().head(worst)
+    named = [f"{names[int(c.rsplit('_', 1)[1])] if names else c.rsplit('_', 1)[1]} {v:.2f}" for c, v in means.items()]
+    return (f"{line} Lowest per-class validation recall at the final epoch, mean over completed runs: "
+            f"{', '.join(named)}.")
+
+
 def _environment(sweep_dir: Path) -> list[tuple[str, str]]:
     records = analysis.read_run_records(sweep_dir)
     found = next((r["environment"] for r in records if "tensorflow" in r.get("environment", {})),
                  records[0].get("environment", {}))
     return [(key, ", ".join(map(str, v)) if isinstance(v, list) else str(v)) for key, v in found.items()]
-
-
-@dataclass
-class Assessment:
-    """What the data of one sweep say: everything the report and the README's findings are built from."""
-
-    df: pd.DataFrame             # every epoch of every run, with a `facet` column
-    final: pd.DataFrame          # one row per completed run
-    keys: list[str]              # config keys
-    varied: list[str]            # keys that take more than one value
-    facets: list[str]            # varied keys the results are split by
-    batch_verdicts: list[verdicts.BatchVerdict]
-    findings: list[studies.Finding]
-
-
-def assess(sweep_dir: Path) -> Assessment:
-    """Load a sweep and compute its verdicts and findings."""
-    df = analysis.load_sweep(sweep_dir)
-    keys = analysis.config_keys(sweep_dir)
-    facets = analysis.facet_keys(df, keys)
-    df["facet"] = [analysis.facet_label(row, facets) for row in df[facets].to_dict("records")] if facets else "all runs"
-    final = analysis.final_results(df)
-    batch_verdicts = _batch_verdicts(df, final, facets)
-    varied = analysis.varied_keys(df, keys)
-    findings = studies.all_findings(df, final, varied) if not final.empty else []
-    if findings and df[analysis.BATCH].nunique() < 2:
-        batch_verdicts = []  # a study of another suspect at one batch size: its findings are the verdicts
-    return Assessment(df, final, keys, varied, facets, batch_verdicts, findings)
-
-
-def _batch_verdicts(df: pd.DataFrame, final: pd.DataFrame, facets: list[str]) -> list[verdicts.BatchVerdict]:
-    """A verdict for every facet whose runs span two or more batch sizes, also one whose runs have too few
-    results (the verdict says why); facets that hold one batch size by design are the findings' business. When
-    batch size varies only together with the facet keys, one verdict says it cannot be told apart from them."""
-    if df[analysis.BATCH].nunique() < 2:
-        return [verdicts.batch_size_verdict(final, "all runs", analysis.runs_table(df))]
-    judged = [verdicts.batch_size_verdict(final[final["facet"] == facet], facet, analysis.runs_table(frame))
-              for facet, frame in df.groupby("facet") if frame[analysis.BATCH].nunique() >= 2]
-    return judged or [verdicts.confounded_verdict(sorted(df[analysis.BATCH].unique().tolist()), facets)]
 
 
 def build_report(sweep_dir: Path) -> str:
@@ -177,21 +152,16 @@ def build_report(sweep_dir: Path) -> str:
         runs=_runs_rows(a.df, sweep_dir.name, not_started),
         environment=_environment(sweep_dir),
         notes=notes,
+        classes=_classes_line(a.df, a.final, sweep_dir),
     )
 
 
 def write_report(sweep_dir: Path, reports_dir: Path = Path("reports")) -> Path:
     """Write reports/<sweep-id>.html and reports/latest.html; return the first."""
     html = build_report(sweep_dir)
-    reports_dir = Path(reports_dir)
-    reports_dir.mkdir(parents=True, exist_ok=True)
-    target = reports_dir / f"{Path(sweep_dir).resolve().name}.html"
-    for path in (target, reports_dir / "latest.html"):
-        fd, tmp = tempfile.mkstemp(dir=reports_dir, suffix=".html.tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(html)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
+    target = Path(reports_dir) / f"{Path(sweep_dir).resolve().name}.html"
+    for path in (target, Path(reports_dir) / "latest.html"):
+        files.write_text(path, html)
     return target
 
 

@@ -1,19 +1,20 @@
 """One training run, composed from the stages: seed, devices, data, model, fit, files."""
 from __future__ import annotations
 
+import dataclasses
 import logging
+import math
 import os
 import platform
 import time
 from pathlib import Path
 
-import pandas as pd
-
-from harness import data, transforms
-from harness.batching import plan_batches, plan_schedule
+from harness import checkpoint, data, transforms
+from harness.arrays import Arrays
+from harness.batching import BatchPlan, Schedule, plan_batches, plan_schedule
 from harness.config import RunConfig
-from harness.runlog import (FINISHED, METRICS_FILE, RUN_FILE, MetricsTable, RunRecord, checkpoint_epoch, read_json,
-                            recorded_config, remove_partial_writes)
+from harness.files import read_json, remove_partial_writes
+from harness.runlog import FINISHED, RUN_FILE, MetricsTable, RunRecord, config_columns, final_val_acc, recorded_config
 
 log = logging.getLogger(__name__)
 
@@ -33,16 +34,16 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
         raise ValueError(f"{run_dir} holds the files of another run ({' '.join(previous.get('overrides', []))})")
     if previous is not None and previous["status"] in FINISHED:
         log.info("run %s already %s: left as it is", run_id, previous["status"])
-        return _final_val_acc(run_dir)
+        return final_val_acc(run_dir)
     remove_partial_writes(run_dir)
-    resume_epoch = checkpoint_epoch(run_dir) if previous is not None else 0
+    resume_epoch = checkpoint.saved_epoch(run_dir) if previous is not None else 0
     record = RunRecord(run_dir, run_id, config, list(overrides),
                        resumed_from_epoch=resume_epoch or None, previous=previous)
     status, error = "failed", None
     try:
-        final_val_acc, diverged = _train(cfg, run_dir, run_id, record, resume_epoch)
+        result, diverged = _train(cfg, run_dir, run_id, record, resume_epoch)
         status = "diverged" if diverged else "completed"
-        return final_val_acc
+        return result
     except KeyboardInterrupt as err:
         status, error = "interrupted", err
         raise
@@ -53,23 +54,69 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
         record.finish(status, error)
 
 
-def _final_val_acc(run_dir: Path) -> float:
-    metrics = run_dir / METRICS_FILE
-    return float(pd.read_parquet(metrics)["val_acc"].iloc[-1]) if metrics.exists() else float("nan")
-
-
 def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, resume_epoch: int) -> tuple[float, bool]:
+    placement = _place(cfg, record)  # TensorFlow loads from here on
+    from harness import models, train
+    from harness.backend import keras, tf
+
+    data_in = prepare_data(cfg)
+    if data_in.classes is not None:
+        record.set_environment(classes=data_in.classes)  # label k's name in the user's data
+    # Seed after loading: generating MNIST-1D reseeds the global numpy and python generators.
+    keras.backend.clear_session()  # jobs of an in-process multirun start from a clean slate
+    keras.utils.set_random_seed(cfg.train.seed)
+    tf.config.experimental.enable_op_determinism()
+    plan = plan_batches(cfg.train.batch_size, cfg.train.per_replica_batch, placement.replicas, len(data_in.y_train),
+                        cfg.train.steps_per_execution)
+    schedule = plan_schedule(plan, cfg.train)
+    _log_plan(run_id, plan, schedule, resume_epoch)
+
+    with placement.strategy.scope():
+        model = models.build(cfg.model, data_in.input_shape, data_in.num_classes)
+        train.compile_model(model, cfg.train.optimizer, train.learning_rate(schedule.peak_lr, schedule.warmup_steps),
+                            plan.steps_per_execution)
+        if resume_epoch:
+            checkpoint.restore(model, run_dir)
+
+    table = MetricsTable(run_dir, keep_epochs=resume_epoch)
+    columns = {"run_id": run_id, **config_columns(cfg.flat()), "peak_lr": schedule.peak_lr, **plan.as_columns(),
+               "num_classes": data_in.num_classes}
+
+    def on_row(row: dict) -> None:
+        table.append(row)
+        record.update(epochs_completed=row["epoch"])
+
+    decode = train.decoder(data_in.decode)
+    train_std = train.sample_std(data_in.x_train, data_in.decode) if cfg.train.preprocess_mismatch == "shifted" else None
+    val_decode = train.decoder(data_in.decode, transforms.mismatch_function(cfg.train.preprocess_mismatch, train_std))
+    recorder = train.EpochRecorder(
+        train.evaluation_dataset(data_in.x_train, data_in.y_train, decode),
+        train.evaluation_dataset(data_in.x_val, data_in.y_val, val_decode).map(lambda x, y: x), data_in.y_val,
+        len(data_in.y_train), plan.global_batch_size, columns, on_row, rows=table.rows,
+        target_train_loss=cfg.train.target_train_loss,
+    )
+    batches = train.training_dataset(data_in.x_train, data_in.y_train, plan, cfg.train.shuffle, cfg.train.seed,
+                                     schedule.epochs, initial_epoch=resume_epoch, total_steps=schedule.total_steps,
+                                     decode=decode)
+    fit_started = time.perf_counter()
+    train.fit(model, batches, plan, schedule.epochs, [recorder, checkpoint.callback(run_dir, model)],
+              initial_epoch=resume_epoch)
+    record.update(fit_seconds=time.perf_counter() - fit_started, target_reached_at_epoch=recorder.target_reached_at)
+    checkpoint.remove(run_dir)
+    return (recorder.rows[-1]["val_acc"] if recorder.rows else float("nan")), recorder.diverged
+
+
+def _place(cfg: RunConfig, record: RunRecord):
+    """Load TensorFlow, choose the devices and the strategy, and record where the run trains."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from harness import devices  # TensorFlow loads from here on
+    from harness import devices, models
+    from harness.backend import keras, tf
 
     # Under the harness launcher, CUDA_VISIBLE_DEVICES already holds exactly the GPUs `devices` names.
     explicit = None if os.environ.get("HARNESS_GPUS_ASSIGNED") else cfg.device.devices
     intra_op, inter_op = cpu_threads(cfg)
     placement = devices.make_strategy(cfg.device.gpus, explicit, cfg.device.simulate_devices,
                                       intra_op_threads=intra_op, inter_op_threads=inter_op)
-    from harness import models, train
-    from harness.backend import keras, tf
-
     record.set_environment(
         tensorflow=tf.__version__, keras=keras.__version__, strategy=type(placement.strategy).__name__,
         replicas=placement.replicas, devices=placement.device_names, platform=platform.platform(),
@@ -79,69 +126,25 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, resume
         cpu_threads={"intra_op": tf.config.threading.get_intra_op_parallelism_threads(),
                      "inter_op": tf.config.threading.get_inter_op_parallelism_threads()},
     )
-    x_train, y_train, x_val, y_val, num_classes = prepare_data(cfg)
-    # Seed after loading: generating MNIST-1D reseeds the global numpy and python generators.
-    keras.backend.clear_session()  # jobs of an in-process multirun start from a clean slate
-    keras.utils.set_random_seed(cfg.train.seed)
-    tf.config.experimental.enable_op_determinism()
-    # Keras 3's multi-step loop fails under MirroredStrategy ("must feed a value for placeholder"), so the
-    # automatic setting keeps one step per call there.
-    steps_per_execution = cfg.train.steps_per_execution or (0 if placement.replicas == 1 else 1)
-    plan = plan_batches(cfg.train.batch_size, cfg.train.per_replica_batch, placement.replicas, len(x_train),
-                        steps_per_execution)
-    schedule = plan_schedule(plan, cfg.train)
+    return placement
+
+
+def _log_plan(run_id: str, plan: BatchPlan, schedule: Schedule, resume_epoch: int) -> None:
     log.info("run %s: %s; lr %.3g%s, %d epochs%s%s", run_id, plan.describe(), schedule.peak_lr,
              f" after {schedule.warmup_steps} warm-up steps" if schedule.warmup_steps else "", schedule.epochs,
              f" ({schedule.total_steps} steps)" if schedule.total_steps else "",
              f"; resuming after epoch {resume_epoch}" if resume_epoch else "")
 
-    with placement.strategy.scope():
-        model = models.build(cfg.model, x_train.shape[1:], num_classes)
-        train.compile_model(model, cfg.train.optimizer, train.learning_rate(schedule.peak_lr, schedule.warmup_steps),
-                            plan.steps_per_execution)
-        if resume_epoch:
-            train.restore_checkpoint(model, run_dir)
 
-    table = MetricsTable(run_dir, keep_epochs=resume_epoch)
-    columns = {"run_id": run_id, **cfg.flat(), "base_lr": cfg.train.lr, "peak_lr": schedule.peak_lr,
-               **plan.as_columns()}
-    del columns["lr"]  # `lr` is the learning rate in effect at each epoch; `base_lr` the configured one
-    columns["devices"] = None if cfg.device.devices is None else ",".join(map(str, cfg.device.devices))
-
-    def on_row(row: dict) -> None:
-        table.append(row)
-        record.update(epochs_completed=row["epoch"])
-
-    recorder = train.EpochRecorder(
-        train.evaluation_dataset(x_train, y_train), train.evaluation_dataset(x_val, y_val).map(lambda x, y: x),
-        y_val, len(x_train), plan.global_batch_size, columns, on_row, rows=table.rows,
-        target_train_loss=cfg.train.target_train_loss,
-    )
-    fit_started = time.perf_counter()
-    train.fit(
-        model,
-        train.training_dataset(x_train, y_train, plan, cfg.train.shuffle, cfg.train.seed, schedule.epochs,
-                               initial_epoch=resume_epoch, total_steps=schedule.total_steps),
-        plan,
-        schedule.epochs,
-        [recorder, train.Checkpointer(run_dir)],
-        initial_epoch=resume_epoch,
-    )
-    record.update(fit_seconds=time.perf_counter() - fit_started, target_reached_at_epoch=recorder.target_reached_at)
-    train.remove_checkpoint(run_dir)
-    final_val_acc = recorder.rows[-1]["val_acc"] if recorder.rows else float("nan")
-    return final_val_acc, recorder.diverged
-
-
-def prepare_data(cfg: RunConfig):
-    """The run's data: the training split transformed as configured, validation as loaded (or mismatched)."""
+def prepare_data(cfg: RunConfig) -> Arrays:
+    """The run's data: the training split transformed as configured (on the samples, or on the list of files),
+    validation as loaded; a preprocessing mismatch is applied to validation by the run's input pipeline."""
     arrays = data.load(cfg.data)
     x_train, y_train = transforms.apply(
         arrays.x_train, arrays.y_train, imbalance=cfg.train.imbalance, shuffle=cfg.train.shuffle,
         seed=cfg.train.seed, train_fraction=cfg.train.train_fraction,
     )
-    x_val = transforms.mismatch_validation(arrays.x_val, x_train, cfg.train.preprocess_mismatch)
-    return x_train, y_train, x_val, arrays.y_val, arrays.num_classes
+    return dataclasses.replace(arrays, x_train=x_train, y_train=y_train)
 
 
 SMALL_INPUT = 256  # numbers per sample below which one intra-op thread is fastest (measured on MNIST-1D)
@@ -157,6 +160,7 @@ def cpu_threads(cfg: RunConfig) -> tuple[int | None, int | None]:
     """
     value = os.environ.get("HARNESS_THREADS")
     cap = int(value) if value else None
-    if cfg.device.gpus == 0 and data.DATASETS[cfg.data.name].input_size < SMALL_INPUT:
+    shape = data.input_shape(cfg.data)
+    if cfg.device.gpus == 0 and shape is not None and math.prod(shape) < SMALL_INPUT:
         return 1, cap
     return cap, cap

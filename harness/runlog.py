@@ -1,13 +1,12 @@
 """The files of one run: metrics.parquet (one row per epoch) and run.json (status and provenance).
 
-Both are rewritten atomically (temp file + rename), so a reader or a killed run never sees half a file.
+Both are rewritten atomically (harness.files), so a reader or a killed run never sees half a file. The metrics
+columns of a run's config are named here, once, for the writer (run) and the reader (analysis).
 """
 from __future__ import annotations
 
 import json
-import os
 import platform
-import tempfile
 import traceback
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,9 +14,10 @@ from typing import Any
 
 import pandas as pd
 
+from harness.files import atomic_write, read_json, write_json
+
 METRICS_FILE = "metrics.parquet"
 RUN_FILE = "run.json"
-CHECKPOINT = "checkpoint.npz"  # written by harness.train.Checkpointer after each epoch, removed at the end
 SWEEP_FILE = "sweep.json"  # in the sweep folder: every job of the command, written before any of them runs
 STATUSES = ("running", "completed", "failed", "diverged", "interrupted")
 FINISHED = ("completed", "diverged")  # results: a resumed sweep leaves these runs alone
@@ -27,44 +27,35 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def _atomic_write(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
-def write_json(path: Path, obj: Any) -> None:
-    def write(tmp: str) -> None:
-        with open(tmp, "w") as f:
-            json.dump(obj, f, indent=2, default=str)
-            f.write("\n")
-
-    _atomic_write(path, write)
-
-
-def read_json(path: Path) -> dict[str, Any] | None:
-    """A JSON file's content, or None when there is no such file."""
-    try:
-        return json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        return None
-
-
-def remove_partial_writes(run_dir: Path) -> None:
-    """Temporary files of atomic writes cut short by a kill: never read, removed when the run starts again."""
-    for partial in [*Path(run_dir).glob(".*.tmp"), *Path(run_dir).glob(f".tmp-{CHECKPOINT}")]:
-        partial.unlink(missing_ok=True)
-
-
 def recorded_config(flat_config: dict[str, Any]) -> dict[str, Any]:
     """A run's flat config as run.json holds it (JSON types: tuples become lists), for comparing with a record."""
     return json.loads(json.dumps(flat_config))
+
+
+def config_columns(flat_config: dict[str, Any]) -> dict[str, Any]:
+    """A run's flat config as metrics columns: `lr` is `base_lr` there (the `lr` column is the learning rate in
+    effect at each epoch) and a list (`devices`, `dataset.image_size`) a string like '0,2' (a column of one type)."""
+    columns = {k: ",".join(map(str, v)) if isinstance(v, (list, tuple)) else v  # one type per column
+               for k, v in flat_config.items() if k != "lr"}
+    if "lr" in flat_config:
+        columns["base_lr"] = flat_config["lr"]
+    return columns
+
+
+def final_val_acc(run_dir: Path) -> float:
+    """The last recorded epoch's val_acc (NaN before the first epoch): the run's tracked metric."""
+    metrics = Path(run_dir) / METRICS_FILE
+    if not metrics.exists():
+        return float("nan")
+    values = pd.read_parquet(metrics, columns=["val_acc"])["val_acc"]
+    return float(values.iloc[-1]) if len(values) else float("nan")
+
+
+def run_result(run_dir: Path) -> float | None:
+    """What a run returns to Hydra: its final val_acc once it completed or diverged, None otherwise (failed,
+    interrupted), as the in-process task function does."""
+    record = read_json(Path(run_dir) / RUN_FILE) or {}
+    return final_val_acc(run_dir) if record.get("status") in FINISHED else None
 
 
 def _peak_memory_mb() -> float | None:
@@ -75,17 +66,6 @@ def _peak_memory_mb() -> float | None:
         return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     except (ImportError, OSError):
         return None
-
-
-def checkpoint_epoch(run_dir: Path) -> int:
-    """Epochs completed by the run's last checkpoint (0 when there is none)."""
-    import numpy as np
-
-    path = Path(run_dir) / CHECKPOINT
-    if not path.exists():
-        return 0
-    with np.load(path, allow_pickle=False) as saved:
-        return int(saved["epoch"])
 
 
 class MetricsTable:
@@ -104,7 +84,7 @@ class MetricsTable:
     def append(self, row: dict[str, Any]) -> None:
         self.rows.append(row)
         frame = pd.DataFrame(self.rows)
-        _atomic_write(self.path, lambda tmp: frame.to_parquet(tmp, index=False))
+        atomic_write(self.path, lambda tmp: frame.to_parquet(tmp, index=False))
 
 
 class RunRecord:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -18,12 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, TextIO
 
-from harness.runlog import FINISHED, RUN_FILE, now_iso, read_json, write_json
+from harness.files import read_json, write_json
+from harness.progress import clock
+from harness.resources import GpuPool, cpu_count
+from harness.runlog import FINISHED, RUN_FILE, now_iso
 
 log = logging.getLogger(__name__)
 REFUSED = 2  # a run's exit code when its command was refused before anything ran (harness.cli.EXIT_INVALID)
-
-MEMORY_PER_RUN = 1.5 * 2**30  # bytes a CPU run may need; caps the default parallelism
 
 
 @dataclass
@@ -40,67 +40,6 @@ class Job:
     @property
     def run_id(self) -> str:
         return f"{self.run_dir.parent.name}/{self.run_dir.name}"
-
-
-class GpuPool:
-    """GPU ids handed out to running jobs; a job gets ids no other running job holds."""
-
-    def __init__(self, ids: list[int]):
-        self.free = list(ids)
-        self.all = list(ids)
-
-    def acquire(self, job: Job) -> list[int] | None:
-        """The ids for `job` (removed from the pool), [] for a job that needs none, None while it must wait."""
-        if not self.all or job.gpus == 0:
-            return []
-        if job.devices is not None:
-            wanted = list(job.devices)
-            if any(i not in self.all for i in wanted):
-                return []  # not on this machine: the run itself reports it
-            if not all(i in self.free for i in wanted):
-                return None
-        else:
-            if job.gpus > len(self.all):
-                return []  # can never fit: the run itself reports it
-            if job.gpus > len(self.free):
-                return None
-            wanted = self.free[: job.gpus]
-        self.free = [i for i in self.free if i not in wanted]
-        return wanted
-
-    def release(self, ids: list[int]) -> None:
-        self.free.extend(i for i in ids if i not in self.free)
-
-
-def visible_gpus() -> list[int]:
-    """GPU ids on this machine: CUDA_VISIBLE_DEVICES when set, else what nvidia-smi lists, else none."""
-    if "CUDA_VISIBLE_DEVICES" in os.environ:
-        value = os.environ["CUDA_VISIBLE_DEVICES"].strip()
-        return [int(i) for i in value.split(",") if i.strip().isdigit()]
-    if shutil.which("nvidia-smi"):
-        try:
-            out = subprocess.run(["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"],
-                                 capture_output=True, text=True, timeout=20).stdout
-            return [int(line) for line in out.split() if line.strip().isdigit()]
-        except (OSError, subprocess.SubprocessError):
-            return []
-    return []
-
-
-def cpu_count() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
-def default_parallelism(n_jobs_total: int, gpu_ids: list[int]) -> int:
-    """With GPUs, one job per GPU; on CPU, one per core, capped by memory."""
-    if gpu_ids:
-        return max(1, min(n_jobs_total, len(gpu_ids)))
-    try:
-        available = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
-        by_memory = max(1, int(available // MEMORY_PER_RUN))
-    except (ValueError, OSError):
-        by_memory = cpu_count()
-    return max(1, min(n_jobs_total, cpu_count(), by_memory))
 
 
 def _die_with_parent() -> None:
@@ -217,15 +156,10 @@ class Scheduler:
             (read_json(r.job.run_dir / RUN_FILE) or {}).get("epochs_completed", 0) for r in running
         )
         elapsed = time.monotonic() - started
-        eta = "?" if not epochs_done else _clock(max(0.0, elapsed * (epochs_total - epochs_done) / epochs_done))
+        eta = "?" if not epochs_done else clock(max(0.0, elapsed * (epochs_total - epochs_done) / epochs_done))
         skipped = f" · {len(self.skipped)} already done" if self.skipped else ""
         return (f"[harness] runs {len(done) + len(self.skipped)}/{len(self.jobs)} done · {len(running)} running · "
-                f"{failed} failed{skipped} · elapsed {_clock(elapsed)} · ETA {eta}")
-
-
-def _clock(seconds: float) -> str:
-    seconds = int(round(seconds))
-    return f"{seconds // 60}:{seconds % 60:02d}"
+                f"{failed} failed{skipped} · elapsed {clock(elapsed)} · ETA {eta}")
 
 
 def _signal_group(process: subprocess.Popen, sig: int) -> None:
@@ -245,22 +179,3 @@ def _record_lost_run(job: Job, record: dict | None, code: int, interrupted: bool
         record["error"] = {"type": "ProcessExit", "message": f"the run's process exited with code {code} "
                            f"without recording an outcome (see {job.run_dir / 'train.log'})", "traceback": ""}
     write_json(job.run_dir / RUN_FILE, record)
-
-
-def terminal_progress(stream: TextIO | None = None) -> Callable[[str, bool], None]:
-    """Progress on a terminal: one line rewritten in place; in a log or pipe, a line whenever the counts change."""
-    stream = stream or sys.stdout
-    last = {"counts": None}
-
-    def show(line: str, final: bool) -> None:
-        if stream.isatty():
-            stream.write("\r\033[K" + line + ("\n" if final else ""))
-        else:
-            counts = line.split(" · elapsed")[0]
-            if counts == last["counts"]:
-                return
-            last["counts"] = counts
-            stream.write(line + "\n")
-        stream.flush()
-
-    return show

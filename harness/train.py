@@ -3,26 +3,18 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import time
-from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
 from harness.backend import keras, tf
 from harness.batching import BatchPlan
-from harness.runlog import CHECKPOINT
+from harness.config import OPTIMIZERS
 
 log = logging.getLogger(__name__)
 
 EVAL_BATCH = 1024
-OPTIMIZERS: dict[str, Callable[[float], keras.optimizers.Optimizer]] = {
-    "adam": lambda lr: keras.optimizers.Adam(lr),
-    "sgd": lambda lr: keras.optimizers.SGD(lr),
-    "momentum": lambda lr: keras.optimizers.SGD(lr, momentum=0.9),
-    "rmsprop": lambda lr: keras.optimizers.RMSprop(lr),
-}
 
 
 class WarmupSchedule(keras.optimizers.schedules.LearningRateSchedule):
@@ -50,8 +42,9 @@ def compile_model(model: keras.Model, optimizer: str, lr, steps_per_execution: i
     Several steps per compiled call (a tf.while_loop inside one tf.function) remove Keras's per-step Python
     overhead, which dominates small-batch training of small models; the arithmetic is the same.
     """
+    class_name, options = OPTIMIZERS[optimizer]
     model.compile(
-        optimizer=OPTIMIZERS[optimizer](lr),
+        optimizer=getattr(keras.optimizers, class_name)(lr, **options),
         loss="sparse_categorical_crossentropy",
         metrics=["accuracy"],
         steps_per_execution=steps_per_execution,
@@ -70,11 +63,40 @@ def epoch_order(train_size: int, shuffle: bool, seed: int, epoch) -> tf.Tensor:
     return tf.random.experimental.stateless_shuffle(indices, seed=seed_pair)
 
 
+def decoder(decode: tuple | None, transform: Callable | None = None) -> Callable | None:
+    """A function from a batch of x to model inputs: image files decoded (and resized, scaled to [0, 1]) per
+    batch, then `transform` (a validation mismatch); None when x already holds the inputs and nothing applies."""
+    if decode is None:
+        return transform
+    _, size, color_mode = decode
+    channels = 3 if color_mode == "rgb" else 1
+
+    def one(path):
+        image = tf.io.decode_image(tf.io.read_file(path), channels=channels, expand_animations=False)
+        return tf.image.resize(image, size) / 255.0  # resize as keras.utils.image_dataset_from_directory does
+
+    def batch(paths):
+        images = tf.map_fn(one, paths, fn_output_signature=tf.TensorSpec((*size, channels), tf.float32))
+        return images if transform is None else transform(images)
+
+    return batch
+
+
+def sample_std(x: np.ndarray, decode: tuple | None, samples: int = 512, seed: int = 0) -> float:
+    """The training inputs' standard deviation; for files on disk, over a seeded sample of `samples` of them."""
+    if decode is None:
+        return float(x.std())
+    chosen = np.random.default_rng(seed).permutation(len(x))[:samples]
+    return float(tf.math.reduce_std(decoder(decode)(tf.constant(x[np.sort(chosen)]))).numpy())
+
+
 def training_dataset(x: np.ndarray, y: np.ndarray, plan: BatchPlan, shuffle: bool, seed: int,
-                     epochs: int, initial_epoch: int = 0, total_steps: int | None = None) -> tf.data.Dataset:
+                     epochs: int, initial_epoch: int = 0, total_steps: int | None = None,
+                     decode: Callable | None = None) -> tf.data.Dataset:
     """Batches of `plan.global_batch_size` for epochs [initial_epoch, epochs); no batch spans two epochs.
 
     With `total_steps`, training stops after exactly that many batches overall (the last epoch cut short).
+    `decode` turns a batch of x (image paths) into inputs, in parallel with training.
     """
     x_all, y_all = tf.constant(x), tf.constant(y)
     batch = plan.global_batch_size
@@ -83,11 +105,17 @@ def training_dataset(x: np.ndarray, y: np.ndarray, plan: BatchPlan, shuffle: boo
     )
     if total_steps is not None:
         dataset = dataset.take(total_steps - initial_epoch * plan.steps_per_epoch)
-    return dataset.map(lambda idx: (tf.gather(x_all, idx), tf.gather(y_all, idx))).prefetch(tf.data.AUTOTUNE)
+    dataset = dataset.map(lambda idx: (tf.gather(x_all, idx), tf.gather(y_all, idx)))
+    if decode is not None:
+        dataset = dataset.map(lambda x_batch, y_batch: (decode(x_batch), y_batch), num_parallel_calls=tf.data.AUTOTUNE)
+    return dataset.prefetch(tf.data.AUTOTUNE)
 
 
-def evaluation_dataset(x: np.ndarray, y: np.ndarray) -> tf.data.Dataset:
-    return tf.data.Dataset.from_tensor_slices((x, y)).batch(EVAL_BATCH).prefetch(tf.data.AUTOTUNE)
+def evaluation_dataset(x: np.ndarray, y: np.ndarray, decode: Callable | None = None) -> tf.data.Dataset:
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(EVAL_BATCH)
+    if decode is not None:
+        dataset = dataset.map(lambda x_batch, y_batch: (decode(x_batch), y_batch), num_parallel_calls=tf.data.AUTOTUNE)
+    return dataset.prefetch(tf.data.AUTOTUNE)
 
 
 class EpochRecorder(keras.callbacks.Callback):
@@ -167,42 +195,6 @@ class EpochRecorder(keras.callbacks.Callback):
             "val_acc": float(np.mean(predicted == self.val_labels)),
             **recalls,
         }
-
-
-class Checkpointer(keras.callbacks.Callback):
-    """After each epoch (and after its metrics row), save the weights, the optimizer state and the epoch.
-
-    One plain .npz (no pickles), replaced atomically: a kill at any moment leaves the last complete epoch.
-    Saving the arrays directly costs about a millisecond for these models, a fraction of a .keras archive.
-    """
-
-    def __init__(self, run_dir: Path):
-        super().__init__()
-        self.path = Path(run_dir) / CHECKPOINT
-
-    def on_epoch_end(self, epoch, logs=None):
-        if self.model.stop_training:
-            return  # the run ends now (diverged, or at its target loss): nothing to resume
-        arrays = {f"weight_{i}": w for i, w in enumerate(self.model.get_weights())}
-        arrays.update({f"optimizer_{i}": v.numpy() for i, v in enumerate(self.model.optimizer.variables)})
-        tmp = self.path.with_name(f".tmp-{self.path.name}")
-        with open(tmp, "wb") as f:
-            np.savez(f, epoch=np.int64(epoch + 1), **arrays)
-        os.replace(tmp, self.path)
-
-
-def restore_checkpoint(model: keras.Model, run_dir: Path) -> None:
-    """Load weights and optimizer state into a built, compiled model; call inside the strategy's scope."""
-    with np.load(Path(run_dir) / CHECKPOINT, allow_pickle=False) as saved:
-        weights = [saved[f"weight_{i}"] for i in range(len(model.weights))]
-        model.set_weights(weights)
-        model.optimizer.build(model.trainable_variables)
-        for i, variable in enumerate(model.optimizer.variables):
-            variable.assign(saved[f"optimizer_{i}"])
-
-
-def remove_checkpoint(run_dir: Path) -> None:
-    (Path(run_dir) / CHECKPOINT).unlink(missing_ok=True)
 
 
 def fit(model: keras.Model, train: tf.data.Dataset, plan: BatchPlan, epochs: int,

@@ -62,19 +62,26 @@ def take_fraction(
     return x[index], y[index]
 
 
-def mismatch_validation(x_val: np.ndarray, x_train: np.ndarray, mismatch: str) -> np.ndarray:
-    """Validation preprocessed differently from training, as in the seed note's list of causes.
+def mismatch_function(mismatch: str, train_std: float | None = None):
+    """Validation preprocessed differently from training, as in the seed note's list of causes: a function of
+    the validation inputs (arrays or tensors), or None for no mismatch.
 
     unscaled: validation is 255x the training scale (a pipeline that divides the training images by 255 and
     forgets the validation ones); shifted: validation is offset by one standard deviation of the training data.
     """
     if mismatch == "none":
-        return x_val
+        return None
     if mismatch == "unscaled":
-        return x_val * np.float32(255.0)
+        return lambda x: x * np.float32(255.0)
     if mismatch == "shifted":
-        return x_val + np.float32(x_train.std())
+        return lambda x: x + np.float32(train_std)
     raise ValueError(f"unknown preprocess mismatch {mismatch!r}")
+
+
+def mismatch_validation(x_val: np.ndarray, x_train: np.ndarray, mismatch: str) -> np.ndarray:
+    """`mismatch_function` applied to validation arrays, with the training data's standard deviation."""
+    function = mismatch_function(mismatch, float(x_train.std()) if mismatch == "shifted" else None)
+    return x_val if function is None else function(x_val)
 
 
 def sort_by_class(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -17,7 +17,7 @@ Rules (a difference of MIN_EFFECT accuracy, one point, is the smallest effect wo
 """
 from __future__ import annotations
 
-import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,11 +35,17 @@ CLAIM = "Larger batches gave lower validation accuracy"
 
 
 @dataclass
-class BatchVerdict:
-    facet: str
+class Verdict:
+    """A claim judged from the data: what it is about, its outcome, a headline and the numbers behind it."""
+
+    subject: str                      # a batch-size verdict's facet, or the suspect a finding is about
     outcome: str                      # reproduced | not reproduced | inconclusive
     headline: str
     details: list[str] = field(default_factory=list)
+
+
+@dataclass
+class BatchVerdict(Verdict):
     n_seeds: int = 0
     batch_sizes: list[int] = field(default_factory=list)
     effect: float = float("nan")      # mean final val_acc, smallest minus largest batch
@@ -48,14 +54,14 @@ class BatchVerdict:
 
 
 def welch_interval(a: np.ndarray, b: np.ndarray, level: float = 0.95) -> tuple[float, float]:
-    """Confidence interval for mean(a) - mean(b) with unequal variances."""
-    va, vb = np.var(a, ddof=1) / len(a), np.var(b, ddof=1) / len(b)
-    diff, se = float(np.mean(a) - np.mean(b)), math.sqrt(va + vb)
-    if se == 0.0:
+    """Confidence interval for mean(a) - mean(b) with unequal variances (Welch's t-test)."""
+    if np.var(a, ddof=1) + np.var(b, ddof=1) == 0.0:  # identical seeds: SciPy's interval would be NaN
+        diff = float(np.mean(a) - np.mean(b))
         return diff, diff
-    dof = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
-    half = stats.t.ppf(0.5 + level / 2, dof) * se
-    return diff - half, diff + half
+    with warnings.catch_warnings():  # one group of identical seeds is exact, not "catastrophic cancellation"
+        warnings.simplefilter("ignore", RuntimeWarning)
+        interval = stats.ttest_ind(a, b, equal_var=False).confidence_interval(level)
+    return float(interval.low), float(interval.high)
 
 
 def _pm(values: pd.Series) -> str:

@@ -3,8 +3,8 @@
     for s in batch_size shuffle imbalance preprocess capacity causes controls; do
       python -m harness +study=$s hydra.sweep.dir=sweeps/study-$s -m
     done
-    python scripts/findings.py sweeps/study-*            # print the section
-    python scripts/findings.py sweeps/study-* --update-readme
+    python -m scripts.findings sweeps/study-*            # print the section
+    python -m scripts.findings sweeps/study-* --update-readme
 
 For each sweep: its study, runs, seeds and wall time, then every verdict and finding the report computes.
 """
@@ -17,10 +17,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from harness.report import assess  # noqa: E402
+from harness.assessment import assess
 
 
 def _wall_minutes(sweep_dir: Path) -> float:
@@ -47,11 +44,11 @@ def summarize(sweep_dir: Path) -> str:
     lines = [f"**`+study={_study_name(sweep_dir)}`**: {len(runs)} runs ({statuses}), {seeds} seed(s), "
              f"{_wall_minutes(sweep_dir):.1f} min wall time on {os.cpu_count()} CPU cores.", ""]
     for verdict in a.batch_verdicts:
-        prefix = f"[{verdict.facet}] " if a.facets else ""
+        prefix = f"[{verdict.subject}] " if a.facets else ""
         lines.append(f"- {prefix}{verdict.headline}")
         lines += [f"  - {detail}" for detail in verdict.details]
     for finding in a.findings:
-        lines.append(f"- {finding.study}: {finding.headline}")
+        lines.append(f"- {finding.subject}: {finding.headline}")
         lines += [f"  - {detail}" for detail in finding.details]
     return "\n".join(lines)
 
@@ -64,8 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     text = "\n\n".join(summarize(sweep) for sweep in args.sweeps)
     print(text)
     if args.update_readme:
-        sys.path.insert(0, str(REPO / "benchmarks"))
-        from readme_section import replace_section
+        from benchmarks.readme_section import replace_section
 
         replace_section("findings", text)
     return 0

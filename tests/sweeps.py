@@ -1,23 +1,109 @@
-"""Constructed sweep folders: run.json and metrics.parquet written as the harness writes them."""
+"""Constructed sweep folders: run.json and metrics.parquet written as the harness writes them.
+
+The config is the real composed default (`epochs=3`), as run.json records it, and every metrics row has the
+columns harness.run writes: the config columns (runlog.config_columns), the batch plan (batching.plan_batches),
+the peak learning rate (batching.plan_schedule) and the per-epoch metrics of train.EpochRecorder, with one
+`val_recall_<k>` per class. Only the numbers are made up.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
 import json
 from pathlib import Path
 
 import pandas as pd
 
-CONFIG = {
-    "batch_size": 32, "per_replica_batch": False, "epochs": 3, "lr": 0.001, "optimizer": "adam", "seed": 0,
-    "shuffle": True, "imbalance": 0.0, "gpus": 0, "devices": None, "simulate_devices": False,
-    "dataset": "mnist1d", "dataset.num_samples": 5000, "dataset.train_split": 0.8, "dataset.data_seed": 42,
-    "model": "convnet", "model.width": 1.0, "model.batch_norm": False, "train_fraction": 1.0,
-    "preprocess_mismatch": "none", "budget": "epochs", "budget_steps": None, "lr_scaling": "none",
-    "warmup_epochs": 0.0,
-}
+NUM_CLASSES = 10
+ENVIRONMENT = {"python": "3.11.7", "host": "test-host", "tensorflow": "2.21.0", "keras": "3.15.1",
+               "strategy": "_DefaultDistributionStrategy", "replicas": 1, "devices": ["/cpu:0"]}
+
+
+@functools.lru_cache(maxsize=None)
+def _composed_config() -> tuple:
+    """The default config with epochs=3, composed by Hydra and validated, as run.json records it.
+
+    Composed on first use, not at import: validating it reads the MNIST-1D class counts, which go to the test
+    session's data cache (tests/conftest.py) only once the session has started.
+    """
+    from hydra import compose, initialize_config_dir
+
+    from harness.cli import CONF_DIR, to_run_config
+    from harness.runlog import recorded_config
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        run_cfg = to_run_config(compose("config", overrides=["epochs=3"]))
+    return tuple(recorded_config(run_cfg.flat()).items())
+
+
+def _composed_config_dict() -> dict:
+    return dict(_composed_config())
+
+
+def __getattr__(name: str):
+    if name == "CONFIG":  # a fresh copy each time: tests may change it
+        return _composed_config_dict()
+    raise AttributeError(name)
+
+
+def _train_config(cfg: dict):
+    from harness.config import TrainConfig
+
+    return TrainConfig(**{f.name: cfg[f.name] for f in dataclasses.fields(TrainConfig)})
+
+
+@functools.lru_cache(maxsize=None)
+def _train_size(overrides: tuple[str, ...]) -> int:
+    """The training-set size a run of this config trains on: the config composed and validated as for a run,
+    then sized by the harness's own arithmetic (the transforms' class counts)."""
+    from hydra import compose, initialize_config_dir
+
+    from harness.cli import CONF_DIR, to_run_config
+    from harness.data import expected_train_size
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        run_cfg = to_run_config(compose("config", overrides=list(overrides)))
+    return expected_train_size(run_cfg.data, run_cfg.train.imbalance, run_cfg.train.train_fraction)
+
+
+def _override(key: str, value) -> str:
+    return f"{key}={'null' if value is None else value}"
+
+
+def metric_rows(run_id: str, cfg: dict, val, train_eval) -> list[dict]:
+    """The rows harness.run writes for a run of `cfg` whose epochs ended at these accuracies."""
+    from harness.batching import plan_batches, plan_schedule
+    from harness.runlog import config_columns
+
+    data_keys = [_override(k, v) for k, v in cfg.items() if k.startswith("dataset.")]
+    if cfg["dataset"] != _composed_config_dict()["dataset"]:
+        data_keys = []  # another data set than the default: its own defaults
+    train_size = _train_size((f"dataset={cfg['dataset']}", *data_keys, _override("imbalance", cfg["imbalance"]),
+                              _override("train_fraction", cfg["train_fraction"])))
+    plan = plan_batches(cfg["batch_size"], cfg["per_replica_batch"], max(cfg["gpus"], 1), train_size,
+                        cfg["steps_per_execution"])
+    schedule = plan_schedule(plan, _train_config(cfg))
+    columns = {"run_id": run_id, **config_columns(cfg), "peak_lr": schedule.peak_lr, **plan.as_columns()}
+    rows = []
+    for e, (v, t) in enumerate(zip(val, train_eval)):
+        step = plan.steps_per_epoch * (e + 1)
+        if schedule.total_steps is not None:
+            step = min(step, schedule.total_steps)
+        # the lr in effect after the epoch: WarmupSchedule at the optimizer's step count
+        warmup = min(1.0, (step + 1) / schedule.warmup_steps) if schedule.warmup_steps else 1.0
+        rows.append({
+            **columns, "epoch": e + 1, "step": step, "train_loss": 1.0 / (e + 1), "train_acc": t - 0.02,
+            "train_eval_loss": 0.9 / (e + 1), "train_eval_acc": t, "val_loss": 1.1 / (e + 1), "val_acc": v,
+            **{f"val_recall_{k}": v for k in range(NUM_CLASSES)},
+            "lr": schedule.peak_lr * warmup, "epoch_seconds": 1.5, "samples_per_second": 100.0 * cfg["batch_size"],
+        })
+    return rows
 
 
 def make_run(sweep: Path, job: int, *, status="completed", val=(0.5, 0.7, 0.8), train_eval=None, error=None,
              finished=True, overrides=None, **config):
     """One run folder; `val` gives one val_acc per completed epoch (empty: no metrics file)."""
-    cfg = {**CONFIG, **config}
+    cfg = {**_composed_config_dict(), **config}
     run_dir = sweep / str(job)
     run_dir.mkdir(parents=True)
     run_id = f"{sweep.name}/{job}"
@@ -28,22 +114,17 @@ def make_run(sweep: Path, job: int, *, status="completed", val=(0.5, 0.7, 0.8), 
         "started_at": "2026-01-05T10:00:00+00:00",
         "finished_at": "2026-01-05T10:00:42+00:00" if finished else None,
         "epochs_completed": len(val),
+        "resumed_from_epoch": None,
         "error": {"type": "OSError", "message": error, "traceback": "Traceback ..."} if error else None,
-        "environment": {"python": "3.11.7", "tensorflow": "2.21.0", "keras": "3.15.1",
-                        "strategy": "_DefaultDistributionStrategy", "replicas": 1, "devices": ["/cpu:0"]},
+        "environment": dict(ENVIRONMENT),
     }
-    (run_dir / "run.json").write_text(json.dumps(record))
+    if finished:
+        record["peak_memory_mb"] = 512.0
+    if status in ("completed", "diverged"):  # written once the fit ends
+        record.update(fit_seconds=40.0, target_reached_at_epoch=None)
+    (run_dir / "run.json").write_text(json.dumps(record, indent=2) + "\n")
     if val:
-        steps = 4000 // cfg["batch_size"]
-        rows = [{
-            "run_id": run_id, "epoch": e + 1, "step": steps * (e + 1), "train_loss": 1.0 / (e + 1),
-            "train_acc": t - 0.02, "train_eval_loss": 0.9 / (e + 1), "train_eval_acc": t, "val_loss": 1.1 / (e + 1),
-            "val_acc": v, "lr": cfg["lr"], "epoch_seconds": 1.5, "samples_per_second": 100.0 * cfg["batch_size"],
-            **{k: v2 for k, v2 in cfg.items() if k != "lr"}, "base_lr": cfg["lr"],
-            "global_batch_size": cfg["batch_size"], "per_replica_batch_size": cfg["batch_size"], "replicas": 1,
-            "train_size": 4000, "steps_per_epoch": steps,
-        } for e, (v, t) in enumerate(zip(val, train_eval))]
-        pd.DataFrame(rows).to_parquet(run_dir / "metrics.parquet", index=False)
+        pd.DataFrame(metric_rows(run_id, cfg, val, train_eval)).to_parquet(run_dir / "metrics.parquet", index=False)
     return run_dir
 
 

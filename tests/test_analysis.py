@@ -1,11 +1,11 @@
+"""Reading a sweep's files into one frame and the tables and keys the report uses (harness.analysis)."""
 import json
 import math
 
-import pandas as pd
 import pytest
 
-from harness import analysis, verdicts
-from tests.sweeps import batch_sweep, make_run
+from harness import analysis
+from tests.sweeps import make_run
 
 
 def test_loader_keeps_completed_failed_and_running_runs(tmp_path):
@@ -66,66 +66,32 @@ def test_varied_and_facet_keys(tmp_path):
     assert analysis.facet_keys(df, keys) == ["shuffle"]
 
 
-def verdict_for(tmp_path, finals, train_finals=None):
-    df = analysis.load_sweep(batch_sweep(tmp_path / "sweep", finals, train_finals))
-    return verdicts.batch_size_verdict(analysis.final_results(df))
-
-
-def test_verdict_reproduced_with_seeds_and_interval(tmp_path):
-    v = verdict_for(tmp_path, {8: [0.90, 0.91, 0.92], 32: [0.88, 0.87, 0.89], 128: [0.80, 0.81, 0.79]})
-    assert v.outcome == "reproduced" and v.n_seeds == 3
-    assert v.interval[0] > 0 and v.effect == pytest.approx(0.11) and v.rho < -0.9
-    assert "reproduced" in v.headline and "n = 3 seeds" in v.headline and "±" in v.headline
-
-
-def test_verdict_not_reproduced_when_large_batch_is_as_good(tmp_path):
-    v = verdict_for(tmp_path, {8: [0.90, 0.91, 0.90], 128: [0.91, 0.90, 0.92]})
-    assert v.outcome == "not reproduced" and v.interval[1] < verdicts.EQUIVALENCE_MARGIN
-    assert "not reproduced" in v.headline
-
-
-def test_verdict_inconclusive_when_seeds_disagree(tmp_path):
-    v = verdict_for(tmp_path, {8: [0.95, 0.80, 0.88], 128: [0.86, 0.90, 0.81]})
-    assert v.outcome == "inconclusive" and v.interval[0] < 0 < v.interval[1]
-
-
-def test_verdict_with_one_seed_says_so_and_gives_no_interval(tmp_path):
-    v = verdict_for(tmp_path, {8: [0.90], 32: [0.88], 128: [0.80]})
-    assert v.outcome == "reproduced" and v.interval is None and v.n_seeds == 1
-    assert "n = 1 seed" in v.headline and "indicative only" in v.headline
-    flat = verdict_for(tmp_path / "flat", {8: [0.85], 128: [0.86]})
-    assert flat.outcome == "not reproduced" and "n = 1" in flat.headline
-
-
-def test_verdict_with_one_batch_size_is_inconclusive(tmp_path):
-    v = verdict_for(tmp_path, {32: [0.9, 0.91]})
-    assert v.outcome == "inconclusive" and "two batch sizes" in v.headline
-
-
-def test_train_accuracy_note_tells_under_training_from_a_generalization_gap(tmp_path):
-    under = verdict_for(tmp_path / "a", {8: [0.90, 0.91, 0.92], 128: [0.80, 0.81, 0.79]},
-                        {8: [0.99, 0.99, 0.99], 128: [0.84, 0.85, 0.83]})
-    assert "under-training" in under.details[1] and "0.990" in under.details[1]
-    gap = verdict_for(tmp_path / "b", {8: [0.90, 0.91, 0.92], 128: [0.80, 0.81, 0.79]},
-                      {8: [0.99, 0.99, 0.99], 128: [0.99, 0.98, 0.99]})
-    assert "generalization gap" in gap.details[1] and "under-training" not in gap.details[1]
-
-
-def test_welch_interval_matches_scipy():
-    from scipy import stats
-
-    a, b = [0.9, 0.92, 0.91, 0.95], [0.8, 0.83, 0.79]
-    low, high = verdicts.welch_interval(pd.Series(a).to_numpy(), pd.Series(b).to_numpy())
-    ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
-    assert (low, high) == pytest.approx((ci.low, ci.high))
-
-
 def test_after_a_sweep_runs_still_running_or_never_started_count_as_not_finished(tmp_path):
-    from harness.cli import failed_runs, unfinished_runs
-
     sweep = tmp_path / "sweep"
     make_run(sweep, 0, batch_size=8)
     make_run(sweep, 1, batch_size=32, status="running", finished=False)  # another command still holds it
     jobs = [{"job": str(n), "overrides": [f"batch_size={b}", "seed=0"]} for n, b in enumerate((8, 32, 128))]
     (sweep / "sweep.json").write_text(json.dumps({"jobs": jobs}))
-    assert failed_runs(sweep) == [] and unfinished_runs(sweep) == ["sweep/1", "sweep/2 (not started)"]
+    assert analysis.failed_runs(sweep) == [] and analysis.unfinished_runs(sweep) == ["sweep/1", "sweep/2 (not started)"]
+
+
+def test_failed_runs_are_those_whose_run_json_says_so(tmp_path):
+    sweep = tmp_path / "sweep"
+    make_run(sweep, 0, batch_size=8)
+    make_run(sweep, 1, batch_size=32, status="failed", val=(), error="disk on fire")
+    make_run(sweep, 2, batch_size=64, status="diverged", val=(0.3,))  # a result, not a failure
+    make_run(sweep, 3, batch_size=128, status="interrupted", val=(0.4,))
+    assert analysis.failed_runs(sweep) == ["sweep/1"]
+    assert analysis.unfinished_runs(sweep) == []  # interrupted: ended, and resumed by the same command
+
+
+@pytest.mark.parametrize("status,outcome", [("completed", ([], [])), ("diverged", ([], [])),
+                                            ("failed", (["r/0"], [])), ("running", ([], ["r/0"])),
+                                            ("interrupted", ([], []))])
+def test_the_outcome_of_a_single_run_is_what_its_run_json_says(tmp_path, status, outcome):
+    run_dir = make_run(tmp_path / "r", 0, status=status, finished=status != "running")
+    assert analysis.run_outcome(run_dir) == outcome
+
+
+def test_a_single_run_without_run_json_failed(tmp_path):
+    assert analysis.run_outcome(tmp_path / "never") == ([str(tmp_path / "never")], [])

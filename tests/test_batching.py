@@ -1,6 +1,22 @@
+"""Batch plans (global / per-replica batch, steps, steps per call) and schedules (lr scaling, warm-up, budget)."""
+import dataclasses
+import math
+
 import pytest
 
-from harness.batching import plan_batches
+from harness.batching import plan_batches, plan_schedule
+from harness.fields import ConfigError
+
+
+@pytest.fixture
+def train(compose):
+    """The real default TrainConfig, with fields replaced: train(lr_scaling="linear")."""
+    default = compose().train
+
+    def _train(**fields):
+        return dataclasses.replace(default, **fields)
+
+    return _train
 
 
 def test_global_batch_is_split_across_replicas():
@@ -14,17 +30,68 @@ def test_per_replica_batch_multiplies_by_replicas():
 
 
 def test_uneven_split_is_refused_with_a_way_out():
-    with pytest.raises(ValueError, match="per_replica_batch=true"):
+    with pytest.raises(ConfigError, match="per_replica_batch=true"):
         plan_batches(30, per_replica_batch=False, replicas=4, train_size=4000)
 
 
 def test_batch_larger_than_training_set_is_refused():
-    with pytest.raises(ValueError, match="training-set size 100"):
+    with pytest.raises(ConfigError, match="training-set size 100"):
         plan_batches(64, per_replica_batch=True, replicas=2, train_size=100)
 
 
 def test_steps_per_execution_covers_a_whole_epoch_or_a_divisor_of_it():
     assert plan_batches(8, False, 1, 4000).steps_per_execution == 500
     assert plan_batches(8, False, 1, 4000, steps_per_execution=100).steps_per_execution == 100
-    with pytest.raises(ValueError, match="must divide the 500 steps"):
+    with pytest.raises(ConfigError, match=r"0 \(a whole epoch per call\) or a divisor of the 500 steps per epoch"):
         plan_batches(8, False, 1, 4000, steps_per_execution=300)
+
+
+def test_automatic_steps_per_execution_is_one_step_per_call_with_several_replicas():
+    assert plan_batches(64, False, 2, 4000).steps_per_execution == 1
+    assert plan_batches(64, False, 2, 4000, steps_per_execution=1).steps_per_execution == 1
+    with pytest.raises(ConfigError, match="0 or 1 with gpus=2"):
+        plan_batches(64, False, 2, 4000, steps_per_execution=3)
+
+
+def test_plan_errors_are_config_errors_naming_the_key_and_value():
+    with pytest.raises(ConfigError) as caught:
+        plan_batches(4001, False, 1, 4000)
+    assert isinstance(caught.value, ValueError)  # callers that catch ValueError still catch it
+    assert (caught.value.key, caught.value.value) == ("batch_size", 4001)
+    assert str(caught.value) == ("batch_size=4001 is not allowed: an integer from 1 to 4000: the training-set "
+                                 "size 4000")
+    with pytest.raises(ValueError, match="replicas must be >= 1"):
+        plan_batches(8, False, 0, 4000)
+
+
+def test_plan_columns_are_the_derived_quantities_only():
+    plan = plan_batches(64, False, 2, 4000)
+    assert plan.as_columns() == {"global_batch_size": 64, "per_replica_batch_size": 32, "replicas": 2,
+                                 "train_size": 4000, "steps_per_epoch": 63}
+    assert plan.describe() == ("global batch 64 = 2 replica(s) x 32; 4000 training samples -> 63 steps per epoch")
+
+
+@pytest.mark.parametrize("scaling,factor", [("none", 1.0), ("linear", 4.0), ("sqrt", 2.0)])
+def test_lr_scaling_relative_to_base_batch(scaling, factor, train):
+    plan = plan_batches(128, False, 1, 4000)
+    assert plan_schedule(plan, train(lr_scaling=scaling)).peak_lr == pytest.approx(0.001 * factor)
+
+
+def test_step_budget_gives_every_batch_size_the_same_updates(train):
+    for batch in (8, 32, 128):
+        plan = plan_batches(batch, False, 1, 4000)
+        schedule = plan_schedule(plan, train(budget="steps", budget_steps=7500))
+        assert schedule.total_steps == 7500
+        assert schedule.epochs == math.ceil(7500 / plan.steps_per_epoch)
+
+
+def test_step_budget_without_a_count_matches_the_base_batch(train):
+    plan = plan_batches(128, False, 1, 4000)
+    schedule = plan_schedule(plan, train(budget="steps", budget_steps=None, base_batch_size=8, epochs=15))
+    assert schedule.total_steps == 500 * 15 and schedule.epochs == math.ceil(7500 / 32)
+
+
+def test_epoch_budget_runs_the_configured_epochs_with_warmup_in_steps(train):
+    plan = plan_batches(8, False, 1, 4000)  # 500 steps per epoch
+    schedule = plan_schedule(plan, train(epochs=15, warmup_epochs=1.5))
+    assert (schedule.epochs, schedule.total_steps, schedule.warmup_steps) == (15, None, 750)

@@ -10,7 +10,7 @@ from tests.conftest import REPO
 
 @pytest.mark.slow
 def test_speed_benchmark_smoke_prints_its_table():
-    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_speed.py"), "--smoke"],
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_speed", "--smoke"],
                           capture_output=True, text=True, timeout=600, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.strip().splitlines()
@@ -24,7 +24,7 @@ def test_speed_benchmark_smoke_prints_its_table():
 
 @pytest.mark.slow
 def test_sweep_benchmark_smoke_prints_its_table():
-    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_sweep.py"), "--smoke"],
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_sweep", "--smoke"],
                           capture_output=True, text=True, timeout=900, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-3000:]
     text = proc.stdout

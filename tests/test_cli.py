@@ -1,15 +1,92 @@
-"""The command line as a user runs it: real `python -m harness` processes writing into tmp_path."""
+"""The command line (harness.cli): expanding and checking a command's jobs, the output-folder lock, argument
+parsing, and end to end, real `python -m harness` processes writing into tmp_path (slow)."""
 import json
+import os
 
 import pandas as pd
 import pytest
 
+from harness import cli
+from harness.cli import main, plan_command, preflight_configs
+from harness.config import ConfigError
+from harness.files import LOCK_FILE
 from tests.conftest import TINY, run_harness
 
-pytestmark = pytest.mark.slow
 TIMING = ["epoch_seconds", "samples_per_second"]
 
 
+def test_sweep_expands_to_every_job_and_validates_each():
+    jobs = preflight_configs(["batch_size=8,32", "seed=0,1,2"], multirun=True)
+    assert sorted((j.train.batch_size, j.train.seed) for j in jobs) == [(b, s) for b in (8, 32) for s in (0, 1, 2)]
+
+
+def test_study_sweep_params_are_expanded():
+    jobs = preflight_configs(["+study=smoke"], multirun=True)
+    assert [j.train.batch_size for j in jobs] == [16, 64] and all(j.train.epochs == 2 for j in jobs)
+
+
+def test_the_plan_holds_each_job_its_folder_and_the_launcher(tmp_path):
+    sweep = tmp_path / "sweep"
+    plan = plan_command(["+study=smoke", "seed=0,1", "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={sweep}"],
+                        multirun=True)
+    assert plan.output_dir == sweep and plan.launcher.endswith("HarnessLauncher")
+    assert [sorted(job) for job in plan.jobs] == [sorted(["+study=smoke", f"batch_size={b}", f"seed={s}"])
+                                                  for b in (16, 64) for s in (0, 1)]  # no hydra.* override
+    assert [(c.train.batch_size, c.train.seed) for c in plan.run_configs] == [(16, 0), (16, 1), (64, 0), (64, 1)]
+    single = plan_command(["batch_size=8", f"hydra.run.dir={tmp_path / 'one'}"], multirun=False)
+    assert single.jobs == [["batch_size=8"]] and single.output_dir == tmp_path / "one"
+    assert [c.train.batch_size for c in single.run_configs] == [8]
+    assert not sweep.exists() and not (tmp_path / "one").exists()  # planning writes nothing
+
+
+@pytest.mark.parametrize("argv,named", [
+    (["batch_size=8,0", "-m", "epochs=1"], "batch_size=0 is not allowed: an integer >= 1"),
+    (["batch_size=8", "-m", "epochs=1,0"], "epochs=0 is not allowed: an integer >= 1"),
+    (["epochs=1", "batch_size=8,0", "--multirun"], "batch_size=0 is not allowed: an integer >= 1"),
+])
+def test_the_multirun_flag_may_come_anywhere_among_the_overrides(argv, named, capsys, tmp_path, monkeypatch):
+    """Each command sweeps (a single run would refuse the comma list) and reads the overrides on both sides of
+    the flag: the invalid value is on one side and the error names it."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"harness: error: {named}"
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_a_folder_another_command_is_running_in_is_refused(capsys, tmp_path, monkeypatch):
+    """Two commands in one sweep folder would run the same runs at once, each rewriting the other's files."""
+    monkeypatch.chdir(tmp_path)
+    sweep = tmp_path / "sweep"
+    with cli.output_folder_lock(sweep, "hydra.sweep.dir"):  # as a running command holds it
+        assert main(["batch_size=8,32", f"hydra.sweep.dir={sweep}", "-m"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1, err
+        assert f"hydra.sweep.dir='{sweep}' is not allowed" in err and f"process {os.getpid()} is running" in err
+        assert main(["epochs=1", f"hydra.run.dir={sweep}"]) == 2  # a single run into it, too
+    assert [p.name for p in sweep.iterdir()] == [LOCK_FILE]  # nothing else written
+    assert [p.name for p in tmp_path.iterdir()] == ["sweep"]
+
+
+def test_a_folder_that_cannot_be_written_is_refused_with_the_reason(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(ConfigError, match=r"^hydra.run.dir='.*file/run' is not allowed: a folder this user can "
+                                          r"write \(Not a directory\)$"):
+        with cli.output_folder_lock(blocker / "run", "hydra.run.dir"):
+            pass
+
+
+@pytest.mark.parametrize("value", ["/tmp/a b", "/tmp/it's", "/tmp/bs\\x", "ends\\", "a\\'b", "\\\\srv\\share", "x,y"])
+def test_a_folder_path_survives_quoting_as_a_hydra_override(value):
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_override(f"hydra.sweep.dir={cli.quote_override(value)}")
+    assert parsed.value() == value
+
+
+@pytest.mark.slow
 def test_multirun_sweeps_batch_size_and_writes_every_run_and_the_report(smoke_sweep):
     cwd, proc = smoke_sweep
     sweep = cwd / "sweeps" / "smoke"
@@ -27,13 +104,17 @@ def test_multirun_sweeps_batch_size_and_writes_every_run_and_the_report(smoke_sw
     first, second = (json.loads((run / "run.json").read_text()) for run in runs)
     jobs = json.loads((sweep / "sweep.json").read_text())["jobs"]  # every job, written before any ran
     assert [(j["job"], j["overrides"]) for j in jobs] == [("0", first["overrides"]), ("1", second["overrides"])]
-    assert second["started_at"] <= first["finished_at"] and first["started_at"] <= second["finished_at"]  # n_jobs=2
-    assert "runs 2/2 done · 0 running · 0 failed" in proc.stdout
+    # n_jobs=2: both runs at once. The launcher prints a progress line whenever the counts change; two runs one
+    # after the other never make it say two are running.
+    progress = [line for line in proc.stdout.splitlines() if line.startswith("[harness] runs ")]
+    assert any("runs 0/2 done · 2 running · 0 failed" in line for line in progress), progress
+    assert "runs 2/2 done · 0 running · 0 failed" in progress[-1]
     last_line = proc.stdout.strip().splitlines()[-1]
     assert last_line == "reports/smoke.html"
     assert (cwd / last_line).stat().st_size > 10_000 and (cwd / "reports" / "latest.html").exists()
 
 
+@pytest.mark.slow
 def test_same_command_twice_gives_identical_metrics_across_processes(tmp_path):
     frames = []
     for name in ("a", "b"):
@@ -43,6 +124,7 @@ def test_same_command_twice_gives_identical_metrics_across_processes(tmp_path):
     pd.testing.assert_frame_equal(frames[0], frames[1], check_exact=True)
 
 
+@pytest.mark.slow
 def test_invalid_value_anywhere_in_a_sweep_runs_nothing(tmp_path):
     sweep = tmp_path / "sweep"
     proc = run_harness("dataset=fashion_mnist,mnist1d", "dataset.num_samples=null", "epochs=1",
@@ -52,6 +134,7 @@ def test_invalid_value_anywhere_in_a_sweep_runs_nothing(tmp_path):
         "harness: error: dataset.num_samples=None is not allowed: an integer >= 200"]
 
 
+@pytest.mark.slow
 def test_failed_and_diverged_runs_are_recorded_the_others_go_on_and_the_report_is_written(tmp_path):
     sweep = tmp_path / "sweep"
     proc = run_harness(
@@ -74,6 +157,7 @@ def test_failed_and_diverged_runs_are_recorded_the_others_go_on_and_the_report_i
     assert "DataUnavailable" in report and "diverged" in report  # the report was still written
 
 
+@pytest.mark.slow
 def test_flags_first_and_a_folder_with_its_own_clock_each_write_exactly_one_folder(tmp_path):
     sweep = tmp_path / "flags-first"
     proc = run_harness("-m", *TINY, "epochs=1", "batch_size=64", f"hydra.sweep.dir={sweep}", cwd=tmp_path)

@@ -1,10 +1,11 @@
+"""Config composition and validation: every bad key or value exits 2 with one line, before anything runs."""
+import re
 import subprocess
 import sys
 
 import pytest
 
-from harness import config
-from harness.cli import main, preflight
+from harness.cli import main
 
 
 def test_defaults_compose_to_the_documented_values(compose):
@@ -25,16 +26,6 @@ def test_overrides_and_groups_reach_the_dataclasses(compose):
     assert cfg.device.devices == (0, 3)
 
 
-def test_sweep_expands_to_every_job_and_validates_each():
-    jobs = preflight(["batch_size=8,32", "seed=0,1,2"], multirun=True)
-    assert sorted((j.train.batch_size, j.train.seed) for j in jobs) == [(b, s) for b in (8, 32) for s in (0, 1, 2)]
-
-
-def test_study_sweep_params_are_expanded():
-    jobs = preflight(["+study=smoke"], multirun=True)
-    assert [j.train.batch_size for j in jobs] == [16, 64] and all(j.train.epochs == 2 for j in jobs)
-
-
 BAD = [
     (["foo=1"], "foo=1", "valid keys are"),
     (["+foo=1"], "foo=1", "valid keys are"),
@@ -43,9 +34,6 @@ BAD = [
     (["batch_size=abc"], "batch_size='abc'", "integer"),
     (["batch_size=2.5"], "batch_size=2.5", "integer"),
     (["batch_size=4001"], "batch_size=4001", "training-set size 4000"),
-    (["batch_size=500", "imbalance=0.9"], "batch_size=500", "training-set size 442"),  # MNIST-1D's real classes
-    (["batch_size=800", "imbalance=0.5"], "batch_size=800", "from 1 to 796"),
-    (["batch_size=400", "train_fraction=0.1"], "batch_size=400", "from 1 to 399"),
     (["steps_per_execution=7", "batch_size=8"], "steps_per_execution=7", "divisor of the 500 steps per epoch"),
     (["steps_per_execution=5", "gpus=2", "simulate_devices=true"], "steps_per_execution=5", "0 or 1 with gpus=2"),
     (["per_replica_batch=true", "gpus=2", "simulate_devices=true", "batch_size=2001"], "batch_size=2001",
@@ -75,22 +63,21 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize("argv,named,allowed", BAD, ids=[" ".join(b[0]) for b in BAD])
-def test_bad_input_exits_2_with_one_line_naming_key_value_and_allowed(argv, named, allowed, capsys, tmp_path,
-                                                                      monkeypatch):
+def _one_error_line(argv, capsys, tmp_path, monkeypatch) -> str:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # no GPUs, whatever this machine has
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1, err
-    assert named in err and allowed in err
-    assert "Traceback" not in err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
     assert list(tmp_path.iterdir()) == []  # nothing written
+    return err
 
 
-def test_config_error_message_format():
-    err = config.ConfigError("batch_size", 0, "an integer >= 1")
-    assert str(err) == "batch_size=0 is not allowed: an integer >= 1"
+@pytest.mark.parametrize("argv,named,allowed", BAD, ids=[" ".join(b[0]) for b in BAD])
+def test_bad_input_exits_2_with_one_line_naming_key_value_and_allowed(argv, named, allowed, capsys, tmp_path,
+                                                                      monkeypatch):
+    err = _one_error_line(argv, capsys, tmp_path, monkeypatch)
+    assert named in err and allowed in err
 
 
 def test_bad_input_is_rejected_before_tensorflow_loads(tmp_path):
@@ -103,57 +90,21 @@ def test_bad_input_is_rejected_before_tensorflow_loads(tmp_path):
     assert proc.stderr.strip().startswith("harness: error: batch_size=0")
 
 
-def test_a_folder_another_command_is_running_in_is_refused(capsys, tmp_path, monkeypatch):
-    """Two commands in one sweep folder would run the same runs at once, each rewriting the other's files."""
-    import os
+@pytest.mark.parametrize("batch,settings", [(500, {"imbalance": 0.9}), (800, {"imbalance": 0.5}),
+                                            (400, {"train_fraction": 0.1}), (3000, {"train_fraction": 0.7})])
+def test_a_batch_larger_than_the_transformed_training_set_names_its_real_size(batch, settings, compose, capsys,
+                                                                               tmp_path, monkeypatch):
+    """The size in the message is the training set a run would really train on: MNIST-1D's real class counts
+    through the same transforms (imbalance subsamples the other classes, train_fraction every class)."""
+    from harness import data, transforms
 
-    from harness.cli import LOCK_FILE, output_folder_lock
-
-    monkeypatch.chdir(tmp_path)
-    sweep = tmp_path / "sweep"
-    with output_folder_lock(sweep, "hydra.sweep.dir"):  # as a running command holds it
-        assert main(["batch_size=8,32", f"hydra.sweep.dir={sweep}", "-m"]) == 2
-        err = capsys.readouterr().err.strip()
-        assert len(err.splitlines()) == 1, err
-        assert f"hydra.sweep.dir='{sweep}' is not allowed" in err and f"process {os.getpid()} is running" in err
-        assert main(["epochs=1", f"hydra.run.dir={sweep}"]) == 2  # a single run into it, too
-    assert [p.name for p in sweep.iterdir()] == [LOCK_FILE]  # nothing else written
-    assert [p.name for p in tmp_path.iterdir()] == ["sweep"]
-
-
-def test_a_folder_is_resumed_whatever_the_order_of_the_overrides(tmp_path):
-    """The same run is the same resolved config; another value is another run, and refused."""
-    import json
-
-    from harness.runlog import recorded_config
-
-    sweep = tmp_path / "sweep"
-    first = ["batch_size=8,32", "epochs=6", "dataset.num_samples=2000", f"hydra.sweep.dir={sweep}"]
-    for num, run_cfg in enumerate(preflight(first, multirun=True)):
-        (sweep / str(num)).mkdir(parents=True)
-        overrides = [f"batch_size={run_cfg.train.batch_size}", "epochs=6", "dataset.num_samples=2000"]
-        record = {"status": "completed", "config": recorded_config(run_cfg.flat()), "overrides": overrides}
-        (sweep / str(num) / "run.json").write_text(json.dumps(record))
-    assert len(preflight([*reversed(first)], multirun=True)) == 2
-    with pytest.raises(config.ConfigError, match="ran 'batch_size=8 epochs=6 .*' but this command's run there is"):
-        preflight(["batch_size=8,32", "epochs=7", "dataset.num_samples=2000", f"hydra.sweep.dir={sweep}"],
-                  multirun=True)
-
-
-@pytest.mark.parametrize("value", ["/tmp/a b", "/tmp/it's", "/tmp/bs\\x", "ends\\", "a\\'b", "\\\\srv\\share", "x,y"])
-def test_a_folder_path_survives_quoting_as_a_hydra_override(value):
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    from harness.cli import quote_override
-
-    parsed = OverridesParser.create().parse_override(f"hydra.sweep.dir={quote_override(value)}")
-    assert parsed.value() == value
-
-
-def test_the_pinned_folder_goes_last_among_the_overrides_wherever_the_flags_are():
-    from harness.cli import with_override
-
-    assert with_override(["-m", "a=1", "b=2"], ["a=1", "b=2"], "P") == ["-m", "a=1", "b=2", "P"]
-    assert with_override(["a=1", "b=2", "-m"], ["a=1", "b=2"], "P") == ["a=1", "b=2", "P", "-m"]
-    assert with_override(["-cn", "config", "a=1"], ["a=1"], "P") == ["-cn", "config", "a=1", "P"]
-    assert with_override(["-m"], [], "P") == ["P", "-m"]
+    overrides = [f"{key}={value}" for key, value in settings.items()]
+    cfg = compose(*overrides)  # the default batch size fits
+    arrays = data.load(cfg.data)
+    x, _ = transforms.apply(arrays.x_train, arrays.y_train, imbalance=cfg.train.imbalance, shuffle=cfg.train.shuffle,
+                            seed=cfg.train.seed, train_fraction=cfg.train.train_fraction)
+    assert len(x) < batch < len(arrays.x_train)  # too large only for the transformed set
+    err = _one_error_line([f"batch_size={batch}", *overrides], capsys, tmp_path, monkeypatch)
+    named = re.search(r"batch_size=(\d+) is not allowed: an integer from 1 to (\d+): the training-set size (\d+)$", err)
+    assert named, err
+    assert [int(n) for n in named.groups()] == [batch, len(x), len(x)]

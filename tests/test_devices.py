@@ -5,8 +5,6 @@ import json
 import pandas as pd
 import pytest
 
-from harness.cli import check_devices
-from harness.config import ConfigError
 from tests.conftest import TINY, run_harness
 
 
@@ -26,19 +24,6 @@ def test_asking_for_gpus_that_are_not_there_is_refused():
 
     with pytest.raises(DeviceError, match="simulate_devices=true"):
         make_strategy(2, None, False)
-
-
-def test_device_check_before_anything_runs(compose):
-    with pytest.raises(ConfigError, match=r"gpus=2 .*at most 0 \(GPUs visible here\)"):
-        check_devices([compose("gpus=2")], gpu_ids=[])
-    check_devices([compose("gpus=2", "simulate_devices=true")], gpu_ids=[])
-    check_devices([compose("gpus=2")], gpu_ids=[0, 1])
-    with pytest.raises(ConfigError, match=r"devices=\[0, 2\]"):
-        check_devices([compose("gpus=2", "devices=[0,2]")], gpu_ids=[0, 1])
-    check_devices([compose("gpus=2", "devices=[0,2]")], gpu_ids=[0, 2])
-    check_devices([compose("gpus=2", "devices=[0,2]")], gpu_ids=[4, 6], ids_applied=True)  # under the launcher
-    with pytest.raises(ConfigError, match="only when no GPU is visible"):
-        check_devices([compose("gpus=4", "simulate_devices=true")], gpu_ids=[0])
 
 
 def test_sync_batchnorm_builds_synchronized_layers(compose):

@@ -9,7 +9,7 @@ import time
 import pandas as pd
 import pytest
 
-from harness.scheduler import cpu_count
+from harness.resources import cpu_count
 from tests.conftest import run_harness
 
 pytestmark = pytest.mark.slow

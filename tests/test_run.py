@@ -116,11 +116,11 @@ def test_a_failing_run_is_recorded_then_raised(compose, tmp_path, monkeypatch):
 
 
 def test_an_interrupted_run_resumes_from_its_checkpoint_with_identical_metrics(compose, tmp_path, monkeypatch):
-    from harness import runlog, train
+    from harness import checkpoint, train
 
     cfg = compose(*TINY, "epochs=3", "batch_size=32")
     run_experiment(cfg, tmp_path / "whole", run_id="s/0")
-    assert not (tmp_path / "whole" / runlog.CHECKPOINT).exists()  # removed once the run is done
+    assert not (tmp_path / "whole" / checkpoint.CHECKPOINT).exists()  # removed once the run is done
 
     original = train.EpochRecorder.on_epoch_end
 
@@ -134,9 +134,9 @@ def test_an_interrupted_run_resumes_from_its_checkpoint_with_identical_metrics(c
         run_experiment(cfg, tmp_path / "cut", run_id="s/0")
     record = json.loads((tmp_path / "cut" / "run.json").read_text())
     assert record["status"] == "interrupted" and record["epochs_completed"] == 2
-    assert runlog.checkpoint_epoch(tmp_path / "cut") == 1
+    assert checkpoint.saved_epoch(tmp_path / "cut") == 1
     monkeypatch.setattr(train.EpochRecorder, "on_epoch_end", original)
-    partial = [".metrics.parquet.x1.tmp", ".run.json.x2.tmp", ".tmp-checkpoint.npz"]  # as a kill -9 leaves them
+    partial = [".metrics.parquet.x1.tmp", ".run.json.x2.tmp", ".checkpoint.npz.x3.tmp"]  # as a kill -9 leaves them
     for name in partial:
         (tmp_path / "cut" / name).write_bytes(b"cut short")
 

@@ -2,7 +2,7 @@
 import json
 import sys
 
-from harness.scheduler import GpuPool, Job, Scheduler
+from harness.scheduler import Job, Scheduler
 
 RECORD_ENV = (
     "import json, os, sys, time; start = time.time(); time.sleep({sleep}); "
@@ -23,20 +23,6 @@ def seen(tmp_path, num):
     return json.loads((tmp_path / f"env-{num}.json").read_text())
 
 
-def test_gpu_pool_hands_out_ids_no_running_job_holds():
-    pool = GpuPool([0, 1, 2, 3])
-    one = Job(0, [], None, [], gpus=1)
-    two = Job(1, [], None, [], gpus=2)
-    assert pool.acquire(one) == [0] and pool.acquire(two) == [1, 2]
-    assert pool.acquire(two) is None  # only 3 is free: wait
-    pinned = Job(2, [], None, [], gpus=2, devices=(0, 3))
-    assert pool.acquire(pinned) is None  # 0 is busy
-    pool.release([0])
-    assert pool.acquire(pinned) == [0, 3]
-    assert pool.acquire(Job(3, [], None, [], gpus=0)) == []  # a CPU job needs no slot
-    assert GpuPool([]).acquire(one) == []  # no GPUs: the run itself decides (simulate or fail)
-
-
 def test_concurrent_jobs_get_disjoint_gpus_and_a_third_waits(tmp_path):
     jobs = [stand_in(tmp_path, n, gpus=1) for n in range(3)]
     codes = Scheduler(jobs, n_jobs=3, gpu_ids=[5, 7], poll_seconds=0.05).run()
@@ -52,7 +38,7 @@ def test_cpu_jobs_run_in_parallel_with_the_cores_split(tmp_path):
     Scheduler(jobs, n_jobs=2, gpu_ids=[], poll_seconds=0.05).run()
     a, b = seen(tmp_path, 0), seen(tmp_path, 1)
     assert a["start"] < b["end"] and b["start"] < a["end"]  # overlapped
-    from harness.scheduler import cpu_count
+    from harness.resources import cpu_count
 
     assert a["threads"] == str(max(1, cpu_count() // 2))
 

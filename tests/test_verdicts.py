@@ -1,8 +1,78 @@
-"""Batch-size verdicts on constructed sweeps: divergence, runs at chance, target_train_loss, missing results."""
+"""Batch-size verdicts on constructed sweeps: outcomes, intervals, divergence, runs at chance, target_train_loss,
+missing results (harness.verdicts)."""
 import json
+
+import numpy as np
+import pytest
 
 from harness import analysis, verdicts
 from tests.sweeps import batch_sweep, make_run
+
+
+def verdict_for(tmp_path, finals, train_finals=None):
+    df = analysis.load_sweep(batch_sweep(tmp_path / "sweep", finals, train_finals))
+    return verdicts.batch_size_verdict(analysis.final_results(df))
+
+
+def test_verdict_reproduced_with_seeds_and_interval(tmp_path):
+    v = verdict_for(tmp_path, {8: [0.90, 0.91, 0.92], 32: [0.88, 0.87, 0.89], 128: [0.80, 0.81, 0.79]})
+    assert v.outcome == "reproduced" and v.n_seeds == 3
+    assert v.interval[0] > 0 and v.effect == pytest.approx(0.11) and v.rho < -0.9
+    assert "reproduced" in v.headline and "n = 3 seeds" in v.headline and "±" in v.headline
+
+
+def test_verdict_not_reproduced_when_large_batch_is_as_good(tmp_path):
+    v = verdict_for(tmp_path, {8: [0.90, 0.91, 0.90], 128: [0.91, 0.90, 0.92]})
+    assert v.outcome == "not reproduced" and v.interval[1] < verdicts.EQUIVALENCE_MARGIN
+    assert "not reproduced" in v.headline
+
+
+def test_verdict_inconclusive_when_seeds_disagree(tmp_path):
+    v = verdict_for(tmp_path, {8: [0.95, 0.80, 0.88], 128: [0.86, 0.90, 0.81]})
+    assert v.outcome == "inconclusive" and v.interval[0] < 0 < v.interval[1]
+
+
+def test_verdict_with_one_seed_says_so_and_gives_no_interval(tmp_path):
+    v = verdict_for(tmp_path, {8: [0.90], 32: [0.88], 128: [0.80]})
+    assert v.outcome == "reproduced" and v.interval is None and v.n_seeds == 1
+    assert "n = 1 seed" in v.headline and "indicative only" in v.headline
+    flat = verdict_for(tmp_path / "flat", {8: [0.85], 128: [0.86]})
+    assert flat.outcome == "not reproduced" and "n = 1" in flat.headline
+
+
+def test_verdict_with_one_batch_size_is_inconclusive(tmp_path):
+    v = verdict_for(tmp_path, {32: [0.9, 0.91]})
+    assert v.outcome == "inconclusive" and "two batch sizes" in v.headline
+
+
+def test_train_accuracy_note_tells_under_training_from_a_generalization_gap(tmp_path):
+    under = verdict_for(tmp_path / "a", {8: [0.90, 0.91, 0.92], 128: [0.80, 0.81, 0.79]},
+                        {8: [0.99, 0.99, 0.99], 128: [0.84, 0.85, 0.83]})
+    assert "under-training" in under.details[1] and "0.990" in under.details[1]
+    gap = verdict_for(tmp_path / "b", {8: [0.90, 0.91, 0.92], 128: [0.80, 0.81, 0.79]},
+                      {8: [0.99, 0.99, 0.99], 128: [0.99, 0.98, 0.99]})
+    assert "generalization gap" in gap.details[1] and "under-training" not in gap.details[1]
+
+
+def test_welch_interval_follows_the_welch_satterthwaite_formula():
+    """Computed here from the formula (only the t quantile from SciPy): the mean difference ± t * its standard
+    error, with the Welch-Satterthwaite degrees of freedom."""
+    from scipy import stats
+
+    a, b = np.array([0.9, 0.92, 0.91, 0.95]), np.array([0.8, 0.83, 0.79])
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    dof = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
+    half = stats.t.ppf(0.975, dof) * np.sqrt(va + vb)
+    diff = a.mean() - b.mean()
+    assert verdicts.welch_interval(a, b) == pytest.approx((diff - half, diff + half))
+    assert verdicts.welch_interval(b, a) == pytest.approx((-diff - half, -diff + half))
+    narrow = verdicts.welch_interval(a, b, level=0.5)
+    assert diff - half < narrow[0] < diff < narrow[1] < diff + half
+
+
+def test_welch_interval_of_identical_seeds_is_the_difference_itself():
+    """No spread at all (SciPy's interval would be NaN): the difference, exactly."""
+    assert verdicts.welch_interval(np.array([0.75, 0.75]), np.array([0.5, 0.5, 0.5])) == (0.25, 0.25)
 
 
 def _verdict(sweep):

@@ -68,8 +68,9 @@ class HarnessLauncher(Launcher):
             sweep_config.hydra.job.num = num
         run_dir = Path(str(self.config.hydra.sweep.dir)) / str(sweep_config.hydra.sweep.subdir)
         run_cfg = to_run_config(sweep_config)
+        searchpath = [quote_override(str(path)) for path in self.config.hydra.searchpath]  # a user's config folder
         command = [
-            sys.executable, "-m", "harness", *overrides,
+            sys.executable, "-m", "harness", *overrides, *([f"hydra.searchpath=[{','.join(searchpath)}]"] if searchpath else []),
             f"hydra.run.dir={quote_override(str(run_dir))}",
             "hydra.job_logging.root.handlers=[console]",  # the console is the run's train.log
         ]
@@ -78,7 +79,10 @@ class HarnessLauncher(Launcher):
                    config=run_cfg.flat()), sweep_config
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
-        from harness.scheduler import Scheduler, default_parallelism, terminal_progress, visible_gpus
+        from harness.progress import terminal_progress
+        from harness.resources import default_parallelism, visible_gpus
+        from harness.runlog import run_result
+        from harness.scheduler import Scheduler
 
         setup_globals()
         configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
@@ -95,12 +99,13 @@ class HarnessLauncher(Launcher):
             log.info(f"\t#{job.num} : {' '.join(filter_overrides(job.overrides))}")
         scheduler = Scheduler(list(jobs), n_jobs, gpu_ids, poll_seconds=self.poll_seconds,
                               stop_timeout=self.stop_timeout_s, progress=terminal_progress())
-        codes = scheduler.run()
+        scheduler.run()
         # Failures are in each run's run.json, which decides the exit code; a FAILED JobReturn would make
-        # Hydra 1.3 raise here and skip the end-of-sweep report.
+        # Hydra 1.3 raise here and skip the end-of-sweep report. The return value is the run's final val_acc,
+        # what the task function returns in-process, so a sweeper that optimises it gets the metric.
         return [
             JobReturn(overrides=job.overrides, cfg=cfg, hydra_cfg=self.config, working_dir=str(job.run_dir),
                       task_name=str(cfg.hydra.job.name), status=JobStatus.COMPLETED,
-                      _return_value=codes.get(job.num))
+                      _return_value=run_result(job.run_dir))
             for job, cfg in zip(jobs, configs)
         ]

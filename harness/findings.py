@@ -6,20 +6,13 @@ compared with the runs that differ from it only in the key under study (seeds av
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import pandas as pd
 
 from harness.analysis import BATCH, num_classes
-from harness.verdicts import CHANCE_MARGIN, MIN_EFFECT
+from harness.verdicts import CHANCE_MARGIN, MIN_EFFECT, Verdict
 
 
-@dataclass
-class Finding:
-    study: str
-    outcome: str          # reproduced | not reproduced | inconclusive
-    headline: str
-    details: list[str] = field(default_factory=list)
+Finding = Verdict  # `subject` names the suspect
 
 
 def _same(column: pd.Series, value) -> pd.Series:

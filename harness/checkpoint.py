@@ -1,0 +1,63 @@
+"""checkpoint.npz: a run's weights, optimizer state and epoch after every epoch, so a killed run resumes.
+
+One plain .npz (no pickles), replaced atomically: a kill at any moment leaves the last complete epoch. Saving
+the arrays directly costs about a millisecond for the built-in models, a fraction of a .keras archive. The
+model is used only through its Keras methods, so this module loads no TensorFlow until a callback is made.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from harness.files import atomic_write
+
+CHECKPOINT = "checkpoint.npz"  # in the run folder while the run trains; removed when it ends
+
+
+def saved_epoch(run_dir: Path) -> int:
+    """Epochs completed by the run's last checkpoint (0 when there is none)."""
+    path = Path(run_dir) / CHECKPOINT
+    if not path.exists():
+        return 0
+    with np.load(path, allow_pickle=False) as saved:
+        return int(saved["epoch"])
+
+
+def save(run_dir: Path, epoch: int, model) -> None:
+    """Weights and optimizer variables of `model` after `epoch` completed epochs."""
+    arrays = {f"weight_{i}": w for i, w in enumerate(model.get_weights())}
+    arrays.update({f"optimizer_{i}": v.numpy() for i, v in enumerate(model.optimizer.variables)})
+
+    def write(tmp: str) -> None:
+        with open(tmp, "wb") as f:  # a file object: given a name, numpy would append ".npz" to it
+            np.savez(f, epoch=np.int64(epoch), **arrays)
+
+    atomic_write(Path(run_dir) / CHECKPOINT, write)
+
+
+def restore(model, run_dir: Path) -> None:
+    """Load weights and optimizer state into a built, compiled model; call inside the strategy's scope."""
+    with np.load(Path(run_dir) / CHECKPOINT, allow_pickle=False) as saved:
+        model.set_weights([saved[f"weight_{i}"] for i in range(len(model.weights))])
+        model.optimizer.build(model.trainable_variables)
+        for i, variable in enumerate(model.optimizer.variables):
+            variable.assign(saved[f"optimizer_{i}"])
+
+
+def remove(run_dir: Path) -> None:
+    (Path(run_dir) / CHECKPOINT).unlink(missing_ok=True)
+
+
+def callback(run_dir: Path, model):
+    """A Keras callback that saves `model` after each epoch (after the metrics row: callbacks run in order).
+
+    A run that stops now (diverged, or at its target loss) has nothing to resume, so nothing is saved then.
+    """
+    from harness.backend import keras
+
+    def on_epoch_end(epoch: int, logs=None) -> None:
+        if not model.stop_training:
+            save(run_dir, epoch + 1, model)
+
+    return keras.callbacks.LambdaCallback(on_epoch_end=on_epoch_end)

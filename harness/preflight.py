@@ -1,0 +1,47 @@
+"""Checks on a command's whole list of runs before any of them starts (no Hydra, no TensorFlow).
+
+`cli` composes and validates each run's config; these checks need all of them together, or the machine, or the
+folders they will write: the GPUs asked for must exist, and a folder to resume must hold this command's runs.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.config import ConfigError, RunConfig
+from harness.files import read_json
+from harness.runlog import RUN_FILE, recorded_config
+
+
+def check_devices(run_configs: list[RunConfig], gpu_ids: list[int], ids_applied: bool = False) -> None:
+    """Runs on this machine may not ask for more GPUs than it has, unless they simulate devices on the CPU.
+
+    `ids_applied`: the launcher already narrowed CUDA_VISIBLE_DEVICES to the run's `devices`.
+    """
+    for cfg in run_configs:
+        device = cfg.device
+        if device.devices is not None and not ids_applied:
+            missing = [i for i in device.devices if i not in gpu_ids]
+            if missing:
+                raise ConfigError("devices", list(device.devices), f"ids of visible GPUs {gpu_ids}")
+        elif device.gpus > len(gpu_ids) and not (device.simulate_devices and not gpu_ids):
+            raise ConfigError(
+                "gpus", device.gpus, f"at most {len(gpu_ids)} (GPUs visible here), or simulate_devices=true "
+                "to split the CPU into that many devices (only when no GPU is visible)",
+            )
+
+
+def check_existing_runs(jobs: list[list[str]], run_configs: list[RunConfig], output_dir: Path,
+                        multirun: bool) -> None:
+    """Re-running into a folder resumes it, so each run folder must hold this command's run there (or none).
+
+    The same run is the same resolved config, however the command spelled or ordered its overrides.
+    """
+    for num, (overrides, run_cfg) in enumerate(zip(jobs, run_configs)):
+        run_dir = output_dir / str(num) if multirun else output_dir
+        record = read_json(run_dir / RUN_FILE)
+        if record is not None and record.get("config") != recorded_config(run_cfg.flat()):
+            key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
+            raise ConfigError(
+                key, str(output_dir), f"a new folder or one holding this same command's runs; {run_dir} ran "
+                f"'{' '.join(record.get('overrides', []))}' but this command's run there is '{' '.join(overrides)}'"
+            )

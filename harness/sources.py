@@ -1,0 +1,177 @@
+"""The user's own data: an .npz file or a table (.csv / .parquet); a folder of images is in harness.images.
+
+Each source has three functions the data registry (harness.data) calls: `validate` (raw config -> typed values,
+one-line ConfigError), `survey` (class counts and input shape, without loading TensorFlow) and `load` (the
+arrays a run trains on). Labels may be integers or strings; they become 0..K-1 in sorted order.
+"""
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from harness.arrays import Arrays
+from harness.fields import ConfigError, float_value, int_value
+
+NPZ_ARRAYS = (("x_train", "y_train", "x_val", "y_val"), ("x", "y"))
+TABLE_SUFFIXES = (".csv", ".parquet")
+
+
+def path_value(cfg: dict, key: str, kind: str, required: bool = True) -> str | None:
+    value = cfg.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"dataset.{key}", value, f"the path of {kind}")
+    path = Path(value).expanduser()
+    if not path.exists():
+        raise ConfigError(f"dataset.{key}", value, f"the path of an existing {kind} (nothing is there)")
+    if (kind == "folder") != path.is_dir():
+        raise ConfigError(f"dataset.{key}", value, f"the path of {'a folder' if kind == 'folder' else kind}")
+    return str(path.resolve())
+
+
+def val_fraction(cfg: dict) -> float:
+    fraction = float_value(cfg, "val_fraction", name="dataset.val_fraction")
+    if not 0.0 < fraction < 1.0:
+        raise ConfigError("dataset.val_fraction", fraction, "a number in (0, 1)")
+    return fraction
+
+
+def split_indices(labels: np.ndarray, val_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """A stratified, seeded split: round(val_fraction x n) of every class (at least one when it has two) go to
+    validation; both index arrays sorted."""
+    rng = np.random.default_rng(seed)
+    train, val = [], []
+    for k in np.unique(labels):
+        members = rng.permutation(np.flatnonzero(labels == k))
+        n_val = min(len(members) - 1, max(1, int(round(len(members) * val_fraction)))) if len(members) > 1 else 0
+        val.append(members[:n_val])
+        train.append(members[n_val:])
+    return np.sort(np.concatenate(train)), np.sort(np.concatenate(val))
+
+
+def encode_labels(*label_arrays: np.ndarray) -> tuple[list[np.ndarray], list[str]]:
+    """Labels of any sortable kind -> 0..K-1 in sorted order of the values; also the class names."""
+    classes = np.unique(np.concatenate([np.asarray(a).reshape(-1) for a in label_arrays]))
+    return [np.searchsorted(classes, np.asarray(a).reshape(-1)).astype(np.int64) for a in label_arrays], \
+        [str(c) for c in classes]
+
+
+# ---- npz: x_train, y_train, x_val, y_val, or x, y split by val_fraction ----
+
+def validate_npz(cfg: dict) -> dict:
+    path = path_value(cfg, "path", "an .npz file")
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = {Path(n).stem for n in archive.namelist()}
+    except zipfile.BadZipFile:
+        raise ConfigError("dataset.path", cfg["path"], "an .npz file (np.savez); this one is not a zip archive") from None
+    if not any(set(arrays) <= names for arrays in NPZ_ARRAYS):
+        raise ConfigError("dataset.path", cfg["path"], "an .npz holding arrays x_train, y_train, x_val, y_val (or x, "
+                          f"y, split by dataset.val_fraction); it holds {', '.join(sorted(names)) or 'nothing'}")
+    return {"path": path, "val_fraction": val_fraction(cfg), "data_seed": int_value(cfg, "data_seed",
+                                                                                      name="dataset.data_seed")}
+
+
+def _npz_labels(data_cfg) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray | None, np.ndarray | None]:
+    """(y_train, y_val, classes, train rows, val rows); the rows index x, y when the file needs splitting."""
+    with np.load(data_cfg.path, allow_pickle=False) as arrays:
+        if "x_train" in arrays.files:
+            (y_train, y_val), classes = encode_labels(arrays["y_train"], arrays["y_val"])
+            return y_train, y_val, classes, None, None
+        (y,), classes = encode_labels(arrays["y"])
+    train_idx, val_idx = split_indices(y, data_cfg.val_fraction, data_cfg.data_seed)
+    return y[train_idx], y[val_idx], classes, train_idx, val_idx
+
+
+def _with_channel(x: np.ndarray) -> np.ndarray:
+    """Samples that are flat vectors (or scalars) get a channel axis, (n, F) -> (n, F, 1), as MNIST-1D has: the
+    convnet reads them as 1-D sequences, and MirroredStrategy splits an uneven last batch of them correctly."""
+    return x.reshape(len(x), -1, 1) if x.ndim <= 2 else x
+
+
+def _npz_shape(path: str) -> tuple[int, ...]:
+    """A sample's shape from the array's header, without reading the array."""
+    with zipfile.ZipFile(path) as archive:
+        name = "x_train.npy" if "x_train.npy" in archive.namelist() else "x.npy"
+        with archive.open(name) as f:
+            version = np.lib.format.read_magic(f)
+            readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+            if version in readers:
+                shape = readers[version](f)[0]
+            else:  # a newer header format: read the array itself
+                with np.load(path, allow_pickle=False) as arrays:
+                    shape = arrays[Path(name).stem].shape
+    return (*shape[1:], 1) if len(shape) <= 2 else tuple(shape[1:])
+
+
+def survey_npz(data_cfg):
+    y_train, _, classes, _, _ = _npz_labels(data_cfg)
+    return np.bincount(y_train, minlength=len(classes)), _npz_shape(data_cfg.path)
+
+
+def load_npz(data_cfg):
+    y_train, y_val, classes, train_idx, val_idx = _npz_labels(data_cfg)
+    with np.load(data_cfg.path, allow_pickle=False) as arrays:
+        if train_idx is None:
+            x_train, x_val = arrays["x_train"], arrays["x_val"]
+        else:
+            x = arrays["x"]
+            x_train, x_val = x[train_idx], x[val_idx]
+    as_samples = lambda x: _with_channel(np.asarray(x, dtype=np.float32))  # noqa: E731
+    return Arrays(as_samples(x_train), y_train, as_samples(x_val), y_val, len(classes), classes=classes,
+                  input_shape=_npz_shape(data_cfg.path))
+
+
+# ---- table: .csv or .parquet, one label column, every other column a numeric feature ----
+
+def validate_table(cfg: dict) -> dict:
+    path = path_value(cfg, "path", "a .csv or .parquet file")
+    if Path(path).suffix.lower() not in TABLE_SUFFIXES:
+        raise ConfigError("dataset.path", cfg["path"], "a .csv or .parquet file")
+    label = cfg.get("label")
+    if not isinstance(label, str) or not label:
+        raise ConfigError("dataset.label", label, "the name of the table's label column")
+    values = {"path": path, "label": label, "val_fraction": val_fraction(cfg),
+              "data_seed": int_value(cfg, "data_seed", name="dataset.data_seed")}
+    _read_table(values["path"], label)
+    return values
+
+
+def _read_table(path: str, label: str):
+    import pandas as pd
+
+    table = pd.read_parquet(path) if path.lower().endswith(".parquet") else pd.read_csv(path)
+    if label not in table.columns:
+        raise ConfigError("dataset.label", label, f"a column of {Path(path).name} ({', '.join(map(str, table.columns))})")
+    features = table.drop(columns=[label])
+    for column in features.columns:
+        if not pd.api.types.is_numeric_dtype(features[column]) or pd.api.types.is_bool_dtype(features[column]):
+            raise ConfigError("dataset.path", path, f"a table whose feature columns are all numeric; column "
+                              f"'{column}' is {features[column].dtype} (encode it, or drop it)")
+        if features[column].isna().any():
+            raise ConfigError("dataset.path", path, f"a table without missing values; column '{column}' has some")
+    if len(features.columns) == 0:
+        raise ConfigError("dataset.path", path, f"a table with feature columns besides '{label}'")
+    return features.to_numpy(np.float32), table[label].to_numpy()
+
+
+def _table_split(data_cfg):
+    x, raw_labels = _read_table(data_cfg.path, data_cfg.label)
+    (y,), classes = encode_labels(raw_labels)
+    train_idx, val_idx = split_indices(y, data_cfg.val_fraction, data_cfg.data_seed)
+    return x, y, train_idx, val_idx, classes
+
+
+def survey_table(data_cfg):
+    x, y, train_idx, _, classes = _table_split(data_cfg)
+    return np.bincount(y[train_idx], minlength=len(classes)), (x.shape[1], 1)
+
+
+def load_table(data_cfg):
+    x, y, train_idx, val_idx, classes = _table_split(data_cfg)
+    x = _with_channel(x)
+    return Arrays(x[train_idx], y[train_idx], x[val_idx], y[val_idx], len(classes), classes=classes,
+                  input_shape=x.shape[1:])

@@ -1,0 +1,123 @@
+"""Each plot function (harness.plots) on a small constructed sweep: a Figure with the expected axes and data."""
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+from harness import plots
+from harness.assessment import assess
+from tests.sweeps import batch_sweep, make_run
+
+FINALS = {8: [0.90, 0.92], 128: [0.80, 0.84]}
+
+
+@pytest.fixture
+def sweep(tmp_path):
+    """Two batch sizes, two seeds each, one facet; as the report sees it (with its `facet` column)."""
+    return assess(batch_sweep(tmp_path / "s", FINALS))
+
+
+@pytest.fixture
+def faceted(tmp_path):
+    """The same two batch sizes with shuffle=true and shuffle=false: two facets."""
+    sweep = tmp_path / "f"
+    job = 0
+    for shuffle in (True, False):
+        for batch in (8, 128):
+            make_run(sweep, job, batch_size=batch, shuffle=shuffle, val=(0.5, 0.6 if shuffle else 0.3))
+            job += 1
+    return assess(sweep)
+
+
+def visible(fig):
+    return [ax for ax in fig.axes if ax.get_visible()]
+
+
+def lines_by_label(ax):
+    """Each plotted line by its legend label (an error-bar plot's data line by its container's label)."""
+    bars = {c.get_label(): c.lines[0] for c in ax.containers}
+    return bars or {line.get_label(): line for line in ax.get_lines()}
+
+
+def test_learning_curves_have_a_panel_per_batch_size_with_the_three_accuracies(sweep):
+    fig = plots.learning_curves(sweep.df)
+    assert isinstance(fig, Figure)
+    small, large = visible(fig)
+    assert (small.get_title(), large.get_title()) == ("batch 8 (n=2)", "batch 128 (n=2)")
+    assert small.get_ylabel() == "accuracy" and large.get_xlabel() == "epoch"
+    labels = [label for _, label, _ in plots.CURVES]
+    assert list(lines_by_label(small)) == labels and list(lines_by_label(large)) == labels
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == labels
+    val = lines_by_label(small)["val_acc"]  # the mean over seeds at each epoch
+    assert list(val.get_xdata()) == [1, 2, 3]
+    assert np.allclose(val.get_ydata(), [np.mean(FINALS[8]) + d for d in (-0.2, -0.05, 0.0)])
+
+
+def test_learning_curves_give_each_facet_its_own_row_of_panels(faceted):
+    fig = plots.learning_curves(faceted.df)
+    titles = [ax.get_title() for ax in visible(fig)]
+    assert titles == ["batch 8 | shuffle=False (n=1)", "batch 128 | shuffle=False (n=1)",
+                      "batch 8 | shuffle=True (n=1)", "batch 128 | shuffle=True (n=1)"]
+
+
+def test_accuracy_vs_batch_shows_final_and_best_accuracy_and_the_gap_on_a_log2_axis(sweep):
+    fig = plots.accuracy_vs_batch(sweep.final)
+    assert isinstance(fig, Figure)
+    acc, gap = fig.axes
+    assert (acc.get_title(), acc.get_xlabel(), acc.get_ylabel()) == (
+        "val_acc vs batch size", "global batch size", "validation accuracy")
+    assert (gap.get_title(), gap.get_xlabel(), gap.get_ylabel()) == (
+        "generalization gap", "global batch size", "train_eval_acc - val_acc")
+    for ax in (acc, gap):
+        assert ax.get_xscale() == "log" and [t.get_text() for t in ax.get_xticklabels()] == ["8", "128"]
+    assert [t.get_text() for t in acc.get_legend().get_texts()] == ["final val_acc", "best epoch val_acc"]
+    final = lines_by_label(acc)["final val_acc"]
+    assert list(final.get_xdata()) == [8, 128]
+    assert np.allclose(final.get_ydata(), [np.mean(FINALS[8]), np.mean(FINALS[128])])
+    assert gap.get_legend() is None  # one facet: nothing to tell apart
+
+
+def test_val_vs_steps_puts_each_batch_size_on_the_optimizer_step_axis(sweep):
+    fig = plots.val_vs_steps(sweep.df)
+    assert isinstance(fig, Figure)
+    [ax] = visible(fig)
+    assert (ax.get_title(), ax.get_xlabel(), ax.get_ylabel(), ax.get_xscale()) == (
+        "val_acc vs steps", "optimizer steps", "val_acc", "log")
+    lines = lines_by_label(ax)
+    assert list(lines) == ["batch 8", "batch 128"]
+    steps_per_epoch = sweep.df.groupby("global_batch_size")["steps_per_epoch"].first()
+    for batch in (8, 128):
+        assert list(lines[f"batch {batch}"].get_xdata()) == [steps_per_epoch[batch] * e for e in (1, 2, 3)]
+
+
+def test_val_vs_steps_titles_each_facet(faceted):
+    fig = plots.val_vs_steps(faceted.df)
+    assert [ax.get_title() for ax in visible(fig)] == ["shuffle=False", "shuffle=True"]
+
+
+def test_throughput_vs_batch_is_samples_per_second_on_log_axes(sweep):
+    fig = plots.throughput_vs_batch(sweep.df)
+    assert isinstance(fig, Figure)
+    [ax] = fig.axes
+    assert (ax.get_title(), ax.get_xlabel(), ax.get_ylabel()) == (
+        "throughput", "global batch size", "training samples / s")
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    [line] = lines_by_label(ax).values()
+    assert list(line.get_xdata()) == [8, 128] and list(line.get_ydata()) == [800.0, 12800.0]  # 100 x batch
+
+
+def test_throughput_vs_replicas_has_a_line_per_global_batch(tmp_path):
+    sweep = tmp_path / "r"
+    job = 0
+    for gpus in (1, 2):
+        for batch in (32, 64):
+            make_run(sweep, job, batch_size=batch, gpus=gpus, val=(0.5, 0.6))
+            job += 1
+    fig = plots.throughput_vs_replicas(assess(sweep).df)
+    assert isinstance(fig, Figure)
+    [ax] = fig.axes
+    assert (ax.get_title(), ax.get_xlabel(), ax.get_ylabel()) == (
+        "throughput vs replicas", "replicas", "training samples / s")
+    lines = lines_by_label(ax)
+    assert list(lines) == ["batch 32", "batch 64"]
+    assert list(lines["batch 32"].get_xdata()) == [1, 2]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2"]

@@ -1,0 +1,67 @@
+"""Checks on a command's whole list of runs before any starts (harness.preflight): GPUs, and folders to resume."""
+import json
+
+import pytest
+
+from harness.cli import preflight_configs
+from harness.config import ConfigError
+from harness.preflight import check_devices, check_existing_runs
+from harness.runlog import RUN_FILE, recorded_config
+
+
+def test_device_check_before_anything_runs(compose):
+    with pytest.raises(ConfigError, match=r"gpus=2 .*at most 0 \(GPUs visible here\)"):
+        check_devices([compose("gpus=2")], gpu_ids=[])
+    check_devices([compose("gpus=2", "simulate_devices=true")], gpu_ids=[])
+    check_devices([compose("gpus=2")], gpu_ids=[0, 1])
+    with pytest.raises(ConfigError, match=r"devices=\[0, 2\]"):
+        check_devices([compose("gpus=2", "devices=[0,2]")], gpu_ids=[0, 1])
+    check_devices([compose("gpus=2", "devices=[0,2]")], gpu_ids=[0, 2])
+    check_devices([compose("gpus=2", "devices=[0,2]")], gpu_ids=[4, 6], ids_applied=True)  # under the launcher
+    with pytest.raises(ConfigError, match="only when no GPU is visible"):
+        check_devices([compose("gpus=4", "simulate_devices=true")], gpu_ids=[0])
+
+
+def test_every_run_of_the_command_is_checked_not_only_the_first(compose):
+    with pytest.raises(ConfigError, match=r"gpus=2 .*at most 1"):
+        check_devices([compose("gpus=1"), compose("gpus=2")], gpu_ids=[3])
+
+
+def _write_runs(folder, run_configs, overrides):
+    for num, (run_cfg, over) in enumerate(zip(run_configs, overrides)):
+        (folder / str(num)).mkdir(parents=True)
+        record = {"status": "completed", "config": recorded_config(run_cfg.flat()), "overrides": over}
+        (folder / str(num) / RUN_FILE).write_text(json.dumps(record))
+
+
+def test_a_folder_is_resumed_whatever_the_order_of_the_overrides(tmp_path):
+    """The same run is the same resolved config; another value is another run, and refused."""
+    sweep = tmp_path / "sweep"
+    first = ["batch_size=8,32", "epochs=6", "dataset.num_samples=2000", f"hydra.sweep.dir={sweep}"]
+    run_configs = preflight_configs(first, multirun=True)
+    _write_runs(sweep, run_configs, [[f"batch_size={c.train.batch_size}", "epochs=6", "dataset.num_samples=2000"]
+                                     for c in run_configs])
+    assert len(preflight_configs([*reversed(first)], multirun=True)) == 2
+    with pytest.raises(ConfigError, match="ran 'batch_size=8 epochs=6 .*' but this command's run there is"):
+        preflight_configs(["batch_size=8,32", "epochs=7", "dataset.num_samples=2000", f"hydra.sweep.dir={sweep}"],
+                          multirun=True)
+
+
+def test_existing_runs_are_compared_run_by_run_in_a_sweep_and_as_the_folder_of_a_single_run(compose, tmp_path):
+    eight, thirty_two = compose("batch_size=8"), compose("batch_size=32")
+    sweep = tmp_path / "sweep"
+    _write_runs(sweep, [eight], [["batch_size=8"]])  # job 1 has not started: nothing to compare
+    check_existing_runs([["batch_size=8"], ["batch_size=32"]], [eight, thirty_two], sweep, multirun=True)
+    with pytest.raises(ConfigError) as swapped:  # the same runs in another order are other runs
+        check_existing_runs([["batch_size=32"], ["batch_size=8"]], [thirty_two, eight], sweep, multirun=True)
+    assert str(swapped.value).startswith(f"hydra.sweep.dir='{sweep}' is not allowed: a new folder or one holding "
+                                         "this same command's runs;")
+    assert f"{sweep / '0'} ran 'batch_size=8' but this command's run there is 'batch_size=32'" in str(swapped.value)
+
+    single = tmp_path / "single"
+    single.mkdir()
+    (single / RUN_FILE).write_text(json.dumps({"config": recorded_config(eight.flat()), "overrides": []}))
+    check_existing_runs([["batch_size=8"]], [eight], single, multirun=False)
+    with pytest.raises(ConfigError, match=r"^hydra.run.dir=.* ran '' but this command's run there is 'batch_size=32'"):
+        check_existing_runs([["batch_size=32"]], [thirty_two], single, multirun=False)
+    check_existing_runs([["batch_size=32"]], [thirty_two], tmp_path / "new", multirun=False)  # nothing there

@@ -1,0 +1,37 @@
+"""The sweep's progress line on a terminal and in a log (harness.progress)."""
+import io
+
+from harness.progress import clock, terminal_progress
+
+
+def test_clock_is_minutes_and_seconds():
+    assert [clock(s) for s in (0, 9.4, 61.6, 3600)] == ["0:00", "0:09", "1:02", "60:00"]
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_in_a_log_a_line_is_written_only_when_the_counts_change():
+    log = io.StringIO()
+    show = terminal_progress(log)
+    show("[harness] runs 0/2 done · 2 running · 0 failed · elapsed 0:00 · ETA ?", False)
+    show("[harness] runs 0/2 done · 2 running · 0 failed · elapsed 0:01 · ETA 0:05", False)  # only time moved
+    show("[harness] runs 1/2 done · 1 running · 0 failed · elapsed 0:03 · ETA 0:03", False)
+    show("[harness] runs 2/2 done · 0 running · 0 failed · elapsed 0:06 · ETA 0:00", True)
+    assert log.getvalue().splitlines() == [
+        "[harness] runs 0/2 done · 2 running · 0 failed · elapsed 0:00 · ETA ?",
+        "[harness] runs 1/2 done · 1 running · 0 failed · elapsed 0:03 · ETA 0:03",
+        "[harness] runs 2/2 done · 0 running · 0 failed · elapsed 0:06 · ETA 0:00",
+    ]
+
+
+def test_on_a_terminal_one_line_is_rewritten_in_place_and_ended_at_the_end():
+    terminal = Terminal()
+    show = terminal_progress(terminal)
+    show("runs 0/1 done · elapsed 0:00", False)
+    show("runs 0/1 done · elapsed 0:01", False)
+    show("runs 1/1 done · elapsed 0:02", True)
+    assert terminal.getvalue() == ("\r\033[Kruns 0/1 done · elapsed 0:00" "\r\033[Kruns 0/1 done · elapsed 0:01"
+                                   "\r\033[Kruns 1/1 done · elapsed 0:02\n")

@@ -1,0 +1,63 @@
+"""What this machine offers a sweep (harness.resources): GPU ids, the GPU pool, cores and default parallelism."""
+import os
+
+import pytest
+
+from harness import resources
+from harness.resources import GpuPool
+from harness.scheduler import Job
+
+
+def test_gpu_pool_hands_out_ids_no_running_job_holds():
+    pool = GpuPool([0, 1, 2, 3])
+    one = Job(0, [], None, [], gpus=1)
+    two = Job(1, [], None, [], gpus=2)
+    assert pool.acquire(one) == [0] and pool.acquire(two) == [1, 2]
+    assert pool.acquire(two) is None  # only 3 is free: wait
+    pinned = Job(2, [], None, [], gpus=2, devices=(0, 3))
+    assert pool.acquire(pinned) is None  # 0 is busy
+    pool.release([0])
+    assert pool.acquire(pinned) == [0, 3]
+    assert pool.acquire(Job(3, [], None, [], gpus=0)) == []  # a CPU job needs no slot
+    assert GpuPool([]).acquire(one) == []  # no GPUs: the run itself decides (simulate or fail)
+
+
+def test_jobs_that_can_never_fit_are_let_through_for_the_run_to_report():
+    pool = GpuPool([0, 1])
+    assert pool.acquire(Job(0, [], None, [], gpus=4)) == []  # more than the machine has
+    assert pool.acquire(Job(1, [], None, [], gpus=1, devices=(7,))) == []  # an id it does not have
+    assert pool.free == [0, 1]  # and they hold nothing
+    pool.release([1])  # releasing a free id does not duplicate it
+    assert pool.free == [0, 1]
+
+
+@pytest.mark.parametrize("value,ids", [("0,2", [0, 2]), ("3", [3]), ("", []), (" 1, 2 ", [1, 2]),
+                                       ("GPU-5a1b", [])])
+def test_visible_gpus_follow_cuda_visible_devices(monkeypatch, value, ids):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", value)
+    assert resources.visible_gpus() == ids
+
+
+def test_without_cuda_visible_devices_or_nvidia_smi_there_are_no_gpus(monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(resources.shutil, "which", lambda name: None)
+    assert resources.visible_gpus() == []
+
+
+def test_default_parallelism_is_one_run_per_gpu_or_per_core_within_memory(monkeypatch):
+    assert resources.default_parallelism(8, [0, 1, 2]) == 3
+    assert resources.default_parallelism(2, [0, 1, 2]) == 2
+    monkeypatch.setattr(resources, "cpu_count", lambda: 16)
+    pages = {"SC_PAGE_SIZE": 4096, "SC_AVPHYS_PAGES": int(100 * resources.MEMORY_PER_RUN) // 4096}
+    monkeypatch.setattr(resources.os, "sysconf", lambda name: pages[name])
+    assert resources.default_parallelism(40, []) == 16  # cores
+    assert resources.default_parallelism(3, []) == 3  # jobs
+    pages["SC_AVPHYS_PAGES"] = int(2.5 * resources.MEMORY_PER_RUN) // 4096
+    assert resources.default_parallelism(40, []) == 2  # memory for two runs
+    pages["SC_AVPHYS_PAGES"] = 10
+    assert resources.default_parallelism(40, []) == 1  # always at least one
+
+
+def test_cpu_count_is_the_cores_this_process_may_use():
+    expected = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert resources.cpu_count() == expected >= 1
