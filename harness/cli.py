@@ -106,10 +106,7 @@ def _expand_jobs(overrides: list[str], multirun: bool, config_name: str) -> tupl
     base = compose(config_name, overrides=fixed if multirun else overrides, return_hydra_config=True)
     launcher = str(base.hydra.launcher.get("_target_", ""))
     if multirun and launcher.endswith("HarnessLauncher"):
-        n_jobs = base.hydra.launcher.get("n_jobs")
-        if n_jobs is not None and n_jobs < 1:
-            raise config.ConfigError("hydra.launcher.n_jobs", n_jobs, "an integer >= 1, or null for one run at a time "
-                                     "per GPU or per CPU core")
+        preflight.check_n_jobs(base.hydra.launcher.get("n_jobs"))
     if not multirun:
         return [task], Path(str(base.hydra.run.dir)), launcher
     params = base.hydra.sweeper.get("params")
@@ -144,10 +141,8 @@ def preflight_configs(overrides: list[str], multirun: bool, config_name: str = C
 
 @contextmanager
 def output_folder_lock(folder: Path, key: str):
-    """Hold the command's output folder while it runs; a second command on the same folder is refused (exit 2).
-
-    Two commands in one folder would run (or resume) the same runs at once, each rewriting the other's files.
-    """
+    """Hold the command's output folder while it runs: a second command there would run the same runs at once,
+    each rewriting the other's files, so it is refused (exit 2)."""
     with ExitStack() as held:
         try:
             held.enter_context(files.folder_lock(folder))
@@ -161,10 +156,8 @@ def output_folder_lock(folder: Path, key: str):
 
 
 def hydra_job(cfg: DictConfig) -> float | None:
-    """One job (Hydra's task function): validate, train, and record a failure instead of ending the sweep.
-
-    Returns the run's final val_acc, the tracked metric a Hydra sweeper optimises (None when the run failed).
-    """
+    """One job (Hydra's task function): validate, train, and record a failure instead of ending the sweep; returns
+    the run's final val_acc, the tracked metric a Hydra sweeper optimises (None when the run failed)."""
     from harness.run import run_experiment
 
     run_cfg = to_run_config(cfg)
@@ -176,9 +169,6 @@ def hydra_job(cfg: DictConfig) -> float | None:
     except Exception as err:
         log.error("run %s failed: %s: %s (details in %s)", run_id, type(err).__name__, err, run_dir / "run.json")
         return None
-
-
-HELP_FLAGS = ("help", "hydra_help", "cfg", "info", "shell_completion")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -196,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_INVALID
         args.overrides = [*args.overrides, f"hydra.searchpath=[{quote_override('file://' + str(folder))}]"]
         args.config_dir = None
-    if any(getattr(args, flag) for flag in HELP_FLAGS):
+    if any(getattr(args, flag) for flag in ("help", "hydra_help", "cfg", "info", "shell_completion")):
         _run_hydra(parser, args)
         return EXIT_OK
     folder_key = "hydra.sweep.dir" if args.multirun else "hydra.run.dir"

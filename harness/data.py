@@ -16,14 +16,14 @@ import numpy as np
 from harness import builtin_data, images, sources, tfds_source
 from harness.arrays import Arrays
 from harness.builtin_data import DataUnavailable, cache_dir  # noqa: F401  (the names runs and tests use)
-from harness.fields import ConfigError, check_keys
+from harness.fields import ConfigError, RegistryEntry, check_keys
 from harness.transforms import fraction_counts, imbalanced_counts
 
 BUILTIN_KEYS = ("num_samples", "train_split", "data_seed")
 
 
 @dataclass(frozen=True)
-class DataConfig:
+class DataConfig(RegistryEntry):
     name: str                        # dataset=<name>; for TFDS data, the TFDS data set's name
     num_samples: int | None = None
     train_split: float | None = None
@@ -39,17 +39,9 @@ class DataConfig:
     val_split_name: str | None = None
     data_dir: str | None = None
 
-    def __post_init__(self):
-        if self.source is None:
-            object.__setattr__(self, "source", self.name)
-
     def flat(self) -> dict[str, Any]:
         """`dataset` and the `dataset.*` keys of this data set's entry, by their command-line key."""
-        flat: dict[str, Any] = {"dataset": self.name}
-        if self.source != self.name:
-            flat["dataset.source"] = self.source
-        flat.update({f"dataset.{k}": getattr(self, k) for k in DATASETS[self.source].keys})
-        return flat
+        return {**self.flat_name("dataset"), **{f"dataset.{k}": getattr(self, k) for k in DATASETS[self.source].keys}}
 
 
 @dataclass(frozen=True)

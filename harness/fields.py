@@ -50,3 +50,19 @@ def choice(cfg: dict, key: str, allowed: tuple[str, ...]) -> str:
     if cfg[key] not in allowed:
         raise ConfigError(key, cfg[key], f"one of {', '.join(allowed)}")
     return cfg[key]
+
+
+class RegistryEntry:
+    """Mixin of a frozen config dataclass with `name` and `source` fields: `source` names the registry entry
+    that loads or builds it, and defaults to `name` (they differ for dataset=tfds and model=application)."""
+
+    name: str
+    source: str | None
+
+    def __post_init__(self):
+        if self.source is None:
+            object.__setattr__(self, "source", self.name)
+
+    def flat_name(self, group: str) -> dict[str, Any]:
+        """`group` (and `group.source` where it is not the name), by their command-line keys."""
+        return {group: self.name, **({f"{group}.source": self.source} if self.source != self.name else {})}

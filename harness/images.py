@@ -94,7 +94,18 @@ def check_images(paths: np.ndarray) -> None:
     for path in paths:
         try:
             with Image.open(path) as image:
-                image.verify()
+                image.verify()  # reads a PNG's chunks and checksums; for a JPEG only its header
+            if str(path).lower().endswith((".jpg", ".jpeg")) and not _jpeg_complete(path):
+                raise OSError("the JPEG data ends before its end-of-image marker (truncated)")
         except (OSError, UnidentifiedImageError, SyntaxError, ValueError) as err:
             raise CorruptImage(f"{path} is not a readable image ({type(err).__name__}: {err}); remove or replace "
                                "it") from None
+
+
+def _jpeg_complete(path: str) -> bool:
+    """A JPEG ends with the end-of-image marker FF D9 (give or take trailing padding): a cheap check for a file
+    cut short, which Pillow's verify() does not read far enough to see."""
+    with open(path, "rb") as f:
+        f.seek(0, 2)
+        f.seek(max(0, f.tell() - 1024))
+        return b"\xff\xd9" in f.read()

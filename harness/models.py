@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from harness import user_models
-from harness.fields import ConfigError, bool_value, check_keys, float_value
+from harness.fields import ConfigError, RegistryEntry, bool_value, check_keys, float_value
 
 
 def _units(base: int, width: float) -> int:
@@ -62,7 +62,7 @@ def mlp(input_shape: tuple[int, ...], num_classes: int, width: float, batch_norm
 
 
 @dataclass(frozen=True)
-class ModelConfig:
+class ModelConfig(RegistryEntry):
     name: str                     # model=<name>; for model=application, the keras.applications class
     width: float = 1.0
     batch_norm: bool = False
@@ -71,15 +71,9 @@ class ModelConfig:
     target: str | None = None     # model=custom: `_target_`, the function that builds it
     options: tuple[tuple[str, Any], ...] = ()  # model=application|custom: every other model.* key, as keywords
 
-    def __post_init__(self):
-        if self.source is None:
-            object.__setattr__(self, "source", self.name)
-
     def flat(self) -> dict[str, Any]:
         """`model` and the `model.*` keys, by their command-line key."""
-        flat: dict[str, Any] = {"model": self.name}
-        if self.source != self.name:
-            flat["model.source"] = self.source
+        flat = self.flat_name("model")
         if self.source in BUILTIN:
             flat.update({f"model.{k}": getattr(self, k) for k in BUILTIN_KEYS})
         if self.target is not None:

@@ -12,6 +12,13 @@ from harness.files import read_json
 from harness.runlog import RUN_FILE, recorded_config
 
 
+def check_n_jobs(n_jobs) -> None:
+    """The harness launcher's `n_jobs`: runs at once, or null for one per GPU or CPU core."""
+    if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1):
+        raise ConfigError("hydra.launcher.n_jobs", n_jobs, "an integer >= 1, or null for one run at a time per GPU "
+                          "or per CPU core")
+
+
 def check_devices(run_configs: list[RunConfig], gpu_ids: list[int], ids_applied: bool = False) -> None:
     """Runs on this machine may not ask for more GPUs than it has, unless they simulate devices on the CPU.
 

@@ -72,7 +72,10 @@ def decoder(decode: tuple | None, transform: Callable | None = None) -> Callable
     channels = 3 if color_mode == "rgb" else 1
 
     def one(path):
-        image = tf.io.decode_image(tf.io.read_file(path), channels=channels, expand_animations=False)
+        # three channels first: TensorFlow decodes GIF and BMP files to 3 (or 4) channels only
+        image = tf.io.decode_image(tf.io.read_file(path), channels=3, expand_animations=False)
+        if channels == 1:
+            image = tf.image.rgb_to_grayscale(image)
         return tf.image.resize(image, size) / 255.0  # resize as keras.utils.image_dataset_from_directory does
 
     def batch(paths):
