@@ -132,6 +132,16 @@ def facet_label(row: pd.Series | dict, facets: list[str]) -> str:
     return ", ".join(f"{k}={row[k]}" for k in facets) if facets else "all runs"
 
 
+ARM_GROUPS = ("cause", "control")  # config groups whose options are a study's arms (conf/cause/, conf/control/)
+
+
+def arm(overrides: str) -> str | None:
+    """The study arm a run belongs to, from its overrides (`+cause=imbalance` -> 'imbalance'), or None."""
+    arms = [token.split("=", 1)[1] for token in str(overrides).split()
+            if token.lstrip("+~").split("=", 1)[0] in ARM_GROUPS and "=" in token]
+    return " + ".join(arms) or None
+
+
 def num_classes(df: pd.DataFrame) -> int:
     """Number of classes: the runs' `num_classes` column, else the per-class recall columns (10 when a sweep
     predates both)."""

@@ -31,7 +31,11 @@ def assess(sweep_dir: Path) -> Assessment:
     df = analysis.load_sweep(sweep_dir)
     keys = analysis.config_keys(sweep_dir)
     facets = analysis.facet_keys(df, keys)
-    df["facet"] = [analysis.facet_label(row, facets) for row in df[facets].to_dict("records")] if facets else "all runs"
+    arms = df["overrides"].map(analysis.arm)
+    if facets and arms.notna().all():  # a study built from arms: each facet is called by its arm's name
+        df["facet"] = arms
+    else:
+        df["facet"] = [analysis.facet_label(r, facets) for r in df[facets].to_dict("records")] if facets else "all runs"
     final = analysis.final_results(df)
     batch_verdicts = _batch_verdicts(df, final, facets)
     varied = analysis.varied_keys(df, keys)

@@ -6,7 +6,6 @@ a model before anything runs) and how to load it. Importing this module does not
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 from dataclasses import dataclass
 from typing import Any, Callable

@@ -6,6 +6,8 @@ compared with the runs that differ from it only in the key under study (seeds av
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pandas as pd
 
 from harness.analysis import BATCH, num_classes
@@ -13,6 +15,22 @@ from harness.verdicts import CHANCE_MARGIN, MIN_EFFECT, Verdict
 
 
 Finding = Verdict  # `subject` names the suspect
+
+
+@dataclass
+class Comparison:
+    """A treated group beside its reference, for the findings figure: each metric's values, one per run."""
+
+    title: str
+    reference: str
+    treated: str
+    metrics: dict[str, tuple[list[float], list[float]]]  # metric -> (reference runs' values, treated runs' values)
+
+
+def _compare(title: str, reference: str, treated: str, reference_runs: pd.DataFrame, treated_runs: pd.DataFrame,
+             metrics=("train_eval_acc", "val_acc")) -> Comparison:
+    return Comparison(title, reference, treated,
+                      {m: (reference_runs[m].tolist(), treated_runs[m].tolist()) for m in metrics})
 
 
 def _same(column: pd.Series, value) -> pd.Series:
@@ -52,12 +70,13 @@ def _modal(final: pd.DataFrame, keep: list[str], varied: list[str]) -> pd.DataFr
     return final
 
 
-def _finding(study: str, claim: str, outcomes: list[bool], details: list[str]) -> Finding | None:
+def _finding(study: str, claim: str, outcomes: list[bool], details: list[str],
+             comparisons: list[Comparison]) -> Finding | None:
     """Reproduced when any treated group shows the effect; None when no group had a matched reference."""
     if not details:
         return None
     outcome = "reproduced" if any(outcomes) else "not reproduced"
-    return Finding(study, outcome, f"{claim}: {outcome}.", details)
+    return Finding(study, outcome, f"{claim}: {outcome}.", details, comparisons)
 
 
 def shuffle_finding(df: pd.DataFrame, varied: list[str]) -> Finding | None:
@@ -67,7 +86,7 @@ def shuffle_finding(df: pd.DataFrame, varied: list[str]) -> Finding | None:
     chance = 1.0 / num_classes(df)
     epochs = df[df["epoch"].notna() & ~df["shuffle"].astype(bool)]
     others = [k for k in varied if k not in ("shuffle", "seed", "batch_size") and k in df.columns]
-    details, shown, honest_train = [], False, True
+    details, comparisons, shown, honest_train = [], [], False, True
     for label, cell, runs in _cells(epochs, [BATCH, *others], others):
         curve = runs.groupby("epoch")[["train_acc", "train_eval_acc", "val_acc"]].mean()
         worst = (curve["train_acc"] - curve["val_acc"]).idxmax()
@@ -81,6 +100,13 @@ def shuffle_finding(df: pd.DataFrame, varied: list[str]) -> Finding | None:
             "the epoch, train accuracy was "
             f"{row['train_eval_acc']:.2f} ({runs['run_id'].nunique()} run(s))."
         )
+        shuffled = df[df["shuffle"].astype(bool) & (df["epoch"] == worst) & (df[BATCH] == cell[BATCH])]
+        for other in others:
+            shuffled = shuffled[_same(shuffled[other], cell[other])]
+        comparisons.append(_compare(f"batch {cell[BATCH]}{_where(label)}, epoch {int(worst)}",
+                                    "shuffled" if len(shuffled) else "no shuffled run to compare",
+                                    "class-sorted", shuffled, runs[runs["epoch"] == worst],
+                                    ("train_acc", "train_eval_acc", "val_acc")))
     outcome = "reproduced" if shown else "not reproduced"
     headline = (f"Unshuffled, class-sorted data gave high running train accuracy with validation near chance: "
                 f"{outcome}.")
@@ -88,7 +114,7 @@ def shuffle_finding(df: pd.DataFrame, varied: list[str]) -> Finding | None:
         details.append("The running mean scores each batch on the class the model has just been fitting; after the "
                        "epoch, in inference mode, train accuracy is as low as validation: no generalization gap, an "
                        "artefact of the order.")
-    return Finding("Unshuffled data", outcome, headline, details)
+    return Finding("Unshuffled data", outcome, headline, details, comparisons)
 
 
 def imbalance_finding(final: pd.DataFrame, varied: list[str]) -> Finding | None:
@@ -96,8 +122,10 @@ def imbalance_finding(final: pd.DataFrame, varied: list[str]) -> Finding | None:
     if "imbalance" not in final.columns or not (final["imbalance"] > 0).any():
         return None
     recalls = [c for c in final.columns if c.startswith("val_recall_")]
-    details, outcomes = [], []
+    details, outcomes, comparisons = [], [], []
     for fraction, label, treated, control in _matched(final, "imbalance", 0.0, varied):
+        comparisons.append(_compare(f"class 0 = {fraction:.0%}{_where(label)}", "balanced", f"class 0 = {fraction:.0%}",
+                                    control, treated))
         val_drop = control["val_acc"].mean() - treated["val_acc"].mean()
         train = treated["train_eval_acc"].mean()
         worst = min(recalls, key=lambda c: treated[c].mean()) if recalls else None
@@ -109,15 +137,16 @@ def imbalance_finding(final: pd.DataFrame, varied: list[str]) -> Finding | None:
                f"class 0 recall {treated['val_recall_0'].mean():.2f}" if worst else "") + "."
         )
     return _finding("Class imbalance", "Imbalanced training data gave high train accuracy and lower validation "
-                    "accuracy", outcomes, details)
+                    "accuracy", outcomes, details, comparisons)
 
 
 def preprocess_finding(final: pd.DataFrame, varied: list[str]) -> Finding | None:
     """Train and validation preprocessed differently: validation falls, train accuracy does not move."""
     if "preprocess_mismatch" not in final.columns or (final["preprocess_mismatch"] == "none").all():
         return None
-    details, outcomes = [], []
+    details, outcomes, comparisons = [], [], []
     for kind, label, treated, control in _matched(final, "preprocess_mismatch", "none", varied):
+        comparisons.append(_compare(f"{kind}{_where(label)}", "matched", kind, control, treated))
         val_drop = control["val_acc"].mean() - treated["val_acc"].mean()
         train_change = treated["train_eval_acc"].mean() - control["train_eval_acc"].mean()
         outcomes.append(val_drop >= 0.05 and abs(train_change) <= 2 * MIN_EFFECT)
@@ -125,7 +154,7 @@ def preprocess_finding(final: pd.DataFrame, varied: list[str]) -> Finding | None
                        f"{control['val_acc'].mean():.3f} matched (drop {val_drop:+.3f}); train_eval_acc changed by "
                        f"{train_change:+.3f}.")
     return _finding("Preprocessing mismatch", "Validation preprocessed differently lowered val_acc with train "
-                    "accuracy unchanged", outcomes, details)
+                    "accuracy unchanged", outcomes, details, comparisons)
 
 
 def capacity_finding(final: pd.DataFrame, varied: list[str]) -> Finding | None:
@@ -133,7 +162,8 @@ def capacity_finding(final: pd.DataFrame, varied: list[str]) -> Finding | None:
     keys = [k for k in ("model.width", "train_fraction") if k in varied]
     if not keys:
         return None
-    cells = _modal(final, keys, varied).groupby(keys)[["train_eval_acc", "val_acc", "gap"]].mean().reset_index()
+    modal = _modal(final, keys, varied)
+    cells = modal.groupby(keys)[["train_eval_acc", "val_acc", "gap"]].mean().reset_index()
     if len(cells) < 2:
         return None
     details = [", ".join(f"{k}={row[k]:g}" for k in keys) + f": gap {row['gap']:+.3f} (train_eval_acc "
@@ -147,11 +177,15 @@ def capacity_finding(final: pd.DataFrame, varied: list[str]) -> Finding | None:
     if big.empty or small.empty:
         return None
     widened = big["gap"].iloc[0] - small["gap"].iloc[0]
+    runs_of = lambda cell: modal[(modal[keys] == cell[keys].iloc[0]).all(axis=1)]  # noqa: E731
+    name_of = lambda cell: ", ".join(f"{k}={cell[k].iloc[0]:g}" for k in keys)  # noqa: E731
+    comparison = _compare("smallest model on the most data vs largest on the least", name_of(small), name_of(big),
+                          runs_of(small), runs_of(big))
     outcome = "reproduced" if widened >= 0.05 else "not reproduced" if widened < MIN_EFFECT else "inconclusive"
     return Finding("Model capacity and data size", outcome,
                    f"A larger model on less data widened the gap (train_eval_acc - val_acc): {outcome} "
                    f"({widened:+.3f} from the smallest model on the most data to the largest on the least).",
-                   details)
+                   details, [comparison])
 
 
 def controls_finding(final: pd.DataFrame, varied: list[str]) -> Finding | None:
@@ -163,13 +197,14 @@ def controls_finding(final: pd.DataFrame, varied: list[str]) -> Finding | None:
         "steps-matched": final[(final["budget"] == "steps") & (final["lr_scaling"] == "none")],
         "steps-matched + LR scaling and warm-up": final[(final["budget"] == "steps") & (final["lr_scaling"] != "none")],
     }
-    drops, details = {}, []
+    drops, details, comparisons = {}, [], []
     for name, runs in arms.items():
         sizes = sorted(runs[BATCH].unique())
         if len(sizes) < 2:
             continue
         small, large = (runs[runs[BATCH] == b] for b in (sizes[0], sizes[-1]))
         drops[name] = small["val_acc"].mean() - large["val_acc"].mean()
+        comparisons.append(_compare(name, f"batch {sizes[0]}", f"batch {sizes[-1]}", small, large))
         details.append(
             f"{name}: val_acc {small['val_acc'].mean():.3f} at batch {sizes[0]} vs {large['val_acc'].mean():.3f} at "
             f"batch {sizes[-1]} (drop {drops[name]:+.3f}); train_eval_acc {small['train_eval_acc'].mean():.3f} vs "
@@ -194,7 +229,7 @@ def controls_finding(final: pd.DataFrame, varied: list[str]) -> Finding | None:
         outcome = "inconclusive"
     headline = (f"A large-batch generalization gap that survives the controls: {outcome}. The epochs-matched drop "
                 f"was {base:+.3f}; {last_name} it is {left:+.3f} ({share}).")
-    return Finding("Controls: steps and learning rate", outcome, headline, details)
+    return Finding("Controls: steps and learning rate", outcome, headline, details, comparisons)
 
 
 def all_findings(df: pd.DataFrame, final: pd.DataFrame, varied: list[str]) -> list[Finding]:

@@ -18,6 +18,7 @@ import pandas as pd
 
 from harness import analysis, files, plots
 from harness.assessment import assess
+from harness.findings_plot import findings_figure
 
 SIMULATED_NOTE = (
     "Simulated devices (simulate_devices=true) split one CPU into logical devices that share the same cores: "
@@ -38,8 +39,11 @@ def _replicas_vary(df: pd.DataFrame) -> bool:
     return "replicas" in df.columns and df["replicas"].nunique() > 1
 
 
-# (title, plot, data: "epochs" (every row) or "final" (one row per completed run), shown when, caption)
+# (title, plot, data: "epochs" (every row), "final" (one row per completed run) or "findings", shown when, caption)
 FIGURES = [
+    ("Suspects: each treated group beside its reference", findings_figure, "findings", _always,
+     "For every finding below the verdict: train accuracy and val_acc of the reference runs (left of each panel) "
+     "and of the treated runs (right), mean ± sd over runs; the gap train_eval_acc - val_acc above each side."),
     ("Learning curves", plots.learning_curves, "epochs", _always,
      "Running train accuracy (dotted), post-epoch train accuracy (dashed) and validation accuracy (solid) per "
      "epoch; mean over seeds, grey band ±1 sd."),
@@ -115,16 +119,26 @@ def _environment(sweep_dir: Path) -> list[tuple[str, str]]:
     return [(key, ", ".join(map(str, v)) if isinstance(v, list) else str(v)) for key, v in found.items()]
 
 
+def figures(a) -> list[tuple[str, object]]:
+    """(title, Figure) for every figure the report shows for an assessment, in order."""
+    drawn = []
+    for title, plot, source, shown, _ in FIGURES:
+        data = {"final": a.final, "findings": a.final}.get(source, a.df[a.df["epoch"].notna()])
+        if data.empty or not shown(data):
+            continue
+        fig = plot(a.findings) if source == "findings" else plot(data)
+        if fig is not None:
+            drawn.append((title, fig))
+    return drawn
+
+
 def build_report(sweep_dir: Path) -> str:
     """The report's HTML for the sweep in `sweep_dir` (complete or partial)."""
     sweep_dir = Path(sweep_dir)
     a = assess(sweep_dir)
     per_run = a.df.drop_duplicates("run_id")
-    figures = []
-    for title, plot, source, shown, caption in FIGURES:
-        data = a.final if source == "final" else a.df[a.df["epoch"].notna()]
-        if not data.empty and shown(data):
-            figures.append({"title": title, "png": _png(plot(data)), "caption": caption})
+    captions = {title: caption for title, *_, caption in FIGURES}
+    drawn = [{"title": title, "png": _png(fig), "caption": captions[title]} for title, fig in figures(a)]
     simulated = "simulate_devices" in per_run.columns and per_run["simulate_devices"].astype(bool).any()
     not_started = analysis.not_started_jobs(sweep_dir)
     status_counts = per_run["status"].value_counts()
@@ -148,7 +162,7 @@ def build_report(sweep_dir: Path) -> str:
         varied=[(k, ", ".join(map(str, _sorted_values(per_run[k])))) for k in a.varied],
         facets=a.facets,
         constant=[(k, _fmt(per_run[k].iloc[0])) for k in a.keys if k in per_run.columns and k not in a.varied],
-        figures=figures,
+        figures=drawn,
         runs=_runs_rows(a.df, sweep_dir.name, not_started),
         environment=_environment(sweep_dir),
         notes=notes,

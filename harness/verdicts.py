@@ -42,6 +42,7 @@ class Verdict:
     outcome: str                      # reproduced | not reproduced | inconclusive
     headline: str
     details: list[str] = field(default_factory=list)
+    comparisons: list = field(default_factory=list)  # findings.Comparison: treated beside reference, to plot
 
 
 @dataclass
@@ -108,7 +109,8 @@ def batch_size_verdict(final: pd.DataFrame, facet: str = "all runs", runs: pd.Da
         *filter(None, [target_line]),
         *([f"Runs without a result, not in these numbers: {unfinished}."] if unfinished else []),
     ]
-    return BatchVerdict(facet, outcome, headline, details, n_seeds, sizes, effect, interval, rho)
+    return BatchVerdict(facet, outcome, headline, details, n_seeds=n_seeds, batch_sizes=sizes, effect=effect,
+                        interval=interval, rho=rho)
 
 
 def confounded_verdict(sizes: list[int], keys: list[str]) -> BatchVerdict:

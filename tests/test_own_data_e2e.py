@@ -2,7 +2,6 @@
 generated data (a couple of epochs, batch sizes 8 and 32)."""
 import ast
 import json
-import shutil
 import textwrap
 from pathlib import Path
 
@@ -172,22 +171,11 @@ def test_a_120_class_npz_run_and_its_report_in_a_real_browser(tmp_path):
     html = page.read_text()
     assert "120 classes: chance accuracy 1/120 = 0.008" in html
 
-    browser, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
-    if not (browser and driver_path):
-        pytest.skip("Debian's chromium and chromium-driver are not installed (make browser installs them)")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
 
-    options = Options()
-    options.binary_location = browser
-    for arg in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1280,900",
-                f"--user-data-dir={tmp_path / 'profile'}"]:
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(driver_path), options=options)
-    try:
+    from tests.browser import chromium
+
+    with chromium(tmp_path / "profile", width=1280) as driver:
         driver.get(page.as_uri())
         body = driver.find_element(By.TAG_NAME, "body").text
         line = next((ln for ln in body.splitlines() if "120 classes: chance accuracy 1/120 = 0.008" in ln), None)
@@ -201,5 +189,3 @@ def test_a_120_class_npz_run_and_its_report_in_a_real_browser(tmp_path):
         assert all(done and w > 0 and h > 0 for done, w, h in sizes), sizes
         fetched = driver.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
         assert not [name for name in fetched if name.startswith("http")]
-    finally:
-        driver.quit()

@@ -52,11 +52,12 @@ def test_learning_curves_have_a_panel_per_batch_size_with_the_three_accuracies(s
     assert np.allclose(val.get_ydata(), [np.mean(FINALS[8]) + d for d in (-0.2, -0.05, 0.0)])
 
 
-def test_learning_curves_give_each_facet_its_own_row_of_panels(faceted):
+def test_learning_curves_give_each_facet_and_batch_size_a_panel_of_one_grid(faceted):
     fig = plots.learning_curves(faceted.df)
     titles = [ax.get_title() for ax in visible(fig)]
-    assert titles == ["batch 8 | shuffle=False (n=1)", "batch 128 | shuffle=False (n=1)",
-                      "batch 8 | shuffle=True (n=1)", "batch 128 | shuffle=True (n=1)"]
+    assert titles == ["batch 8 · shuffle=False (n=1)", "batch 128 · shuffle=False (n=1)",
+                      "batch 8 · shuffle=True (n=1)", "batch 128 · shuffle=True (n=1)"]
+    assert len({ax.get_position().y0 for ax in visible(fig)}) == 1  # four panels: one row of the 4-column grid
 
 
 def test_accuracy_vs_batch_shows_final_and_best_accuracy_and_the_gap_on_a_log2_axis(sweep):
@@ -69,7 +70,8 @@ def test_accuracy_vs_batch_shows_final_and_best_accuracy_and_the_gap_on_a_log2_a
         "generalization gap", "global batch size", "train_eval_acc - val_acc")
     for ax in (acc, gap):
         assert ax.get_xscale() == "log" and [t.get_text() for t in ax.get_xticklabels()] == ["8", "128"]
-    assert [t.get_text() for t in acc.get_legend().get_texts()] == ["final val_acc", "best epoch val_acc"]
+    assert acc.get_legend() is None  # legends sit below the plots, never over them
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["final val_acc", "best-epoch val_acc"]
     final = lines_by_label(acc)["final val_acc"]
     assert list(final.get_xdata()) == [8, 128]
     assert np.allclose(final.get_ydata(), [np.mean(FINALS[8]), np.mean(FINALS[128])])
@@ -121,3 +123,46 @@ def test_throughput_vs_replicas_has_a_line_per_global_batch(tmp_path):
     assert list(lines) == ["batch 32", "batch 64"]
     assert list(lines["batch 32"].get_xdata()) == [1, 2]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2"]
+
+
+STUDIES = ["main", "batch_size", "capacity", "causes", "controls", "imbalance", "preprocess", "shuffle", "smoke"]
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_every_figure_of_every_study_report_is_laid_out_legibly(study, tmp_path):
+    """Each figure the report draws for the main job and every study preset (from a constructed sweep of the
+    preset's real jobs): every text inside the figure, no two texts overlapping, no legend over a plot."""
+    from harness.report import figures
+    from tests import layout
+    from tests.sweeps import study_sweep
+
+    sweep = study_sweep(tmp_path / study, *(["batch_size=8,32,64,128"] if study == "main" else [f"+study={study}"]))
+    drawn = figures(assess(sweep))
+    assert len(drawn) >= 4
+    for title, fig in drawn:
+        assert layout.problems(fig) == [], title
+
+
+def test_the_layout_check_catches_a_legend_over_a_plot_cut_and_overlapping_text():
+    from tests import layout
+
+    fig = Figure(figsize=(3, 2), layout="constrained")
+    ax = fig.subplots()
+    ax.plot([1, 2], [1, 2], label="a line")
+    ax.legend(loc="center")
+    ax.set_title("a title far too long to fit inside a figure only three inches wide, so it is cut")
+    ax.text(1.5, 1.5, "here")
+    ax.text(1.5, 1.5, "there")
+    found = " | ".join(layout.problems(fig))
+    assert "covers a plotting area" in found and "is cut at the figure's edge" in found and "overlap" in found
+
+
+@pytest.mark.parametrize("sizes", [[8, 32, 512], [8, 16, 32, 64, 128, 256, 512, 1024, 2048]])
+def test_every_swept_batch_size_is_a_readable_tick(sizes, tmp_path):
+    from tests import layout
+
+    finals = {size: [0.9 - 0.01 * i] for i, size in enumerate(sizes)}
+    fig = plots.accuracy_vs_batch(assess(batch_sweep(tmp_path / "b", finals)).final)
+    for ax in fig.axes:
+        assert [t.get_text() for t in ax.get_xticklabels()] == [str(s) for s in sizes]
+    assert layout.problems(fig) == []

@@ -1,6 +1,5 @@
 import json
 import re
-import shutil
 import subprocess
 import sys
 
@@ -109,23 +108,13 @@ def test_report_command_prints_the_path_last_and_never_loads_tensorflow(tmp_path
 
 @pytest.mark.slow
 def test_report_of_a_real_sweep_renders_in_a_real_browser(smoke_sweep, tmp_path):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
+
+    from tests.browser import chromium
 
     cwd, proc = smoke_sweep
     page = cwd / proc.stdout.strip().splitlines()[-1]
-    browser, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
-    assert browser and driver_path, "make test installs Debian's chromium and chromium-driver"
-    options = Options()
-    options.binary_location = browser
-    for arg in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1280,900",
-                f"--user-data-dir={tmp_path / 'profile'}"]:
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(driver_path), options=options)
-    try:
+    with chromium(tmp_path / "profile", width=1280) as driver:
         driver.get(page.as_uri())
         images = driver.find_elements(By.TAG_NAME, "img")
         assert len(images) == 4
@@ -141,8 +130,6 @@ def test_report_of_a_real_sweep_renders_in_a_real_browser(smoke_sweep, tmp_path)
         screenshot = tmp_path / "report.png"
         driver.save_screenshot(str(screenshot))
         assert screenshot.stat().st_size > 20_000
-    finally:
-        driver.quit()
 
 
 def test_a_sweep_where_no_run_finished_an_epoch_still_gets_its_report(tmp_path):
@@ -167,3 +154,24 @@ def test_a_verdict_names_the_runs_it_could_not_use(tmp_path):
     sweep = batch_sweep(tmp_path / "s", {8: [0.90, 0.91], 128: [0.80, 0.81]})
     make_run(sweep, 4, status="failed", val=(), error="disk on fire", batch_size=64)
     assert "Runs without a result, not in these numbers: batch 64: 1 failed (OSError)." in report.build_report(sweep)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("study", ["causes", "controls"])
+def test_a_study_report_is_legible_in_chromium_at_1400_px(study, tmp_path):
+    """Every figure loads, fits the page and is shown at (nearly) its own size, so its text stays readable."""
+    from tests.browser import chromium, image_states
+    from tests.sweeps import study_sweep
+
+    page = report.write_report(study_sweep(tmp_path / f"study-{study}", f"+study={study}"), tmp_path / "reports")
+    with chromium(tmp_path / "profile", width=1400) as driver:
+        driver.get(page.resolve().as_uri())
+        states = image_states(driver)
+        assert len(states) == 5 and all(s["complete"] and s["natural"] > 0 for s in states), states
+        assert all(s["shown"] >= 0.9 * s["natural"] for s in states), states  # not shrunk into illegibility
+        assert driver.execute_script("return document.documentElement.scrollWidth") <= 1400  # nothing overflows
+        assert "Suspects: each treated group beside its reference" in driver.page_source
+        driver.set_window_size(1400, driver.execute_script("return document.body.scrollHeight"))
+        screenshot = tmp_path / f"{study}.png"
+        driver.save_screenshot(str(screenshot))
+        assert screenshot.stat().st_size > 50_000
