@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.ticker import MaxNLocator, NullFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
 from harness.analysis import BATCH
 
@@ -149,6 +149,9 @@ def val_vs_steps(df: pd.DataFrame) -> Figure:
                 s = _mean_sd(cell, "step", "val_acc")
                 ax.plot(s["step"], s["mean"], "-o", ms=2.5, color=colors[size], label=f"batch {size}")
         ax.set_xscale("log")
+        ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))  # 10, 20, 50, 100, ...
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel("optimizer steps", fontsize=8)
         ax.set_title(wrap(facet, 44) if len(facets) > 1 else "val_acc vs steps", fontsize=8.5)
         ax.grid(alpha=0.3)

@@ -174,7 +174,7 @@ def study_sweep(sweep: Path, *overrides: str) -> Path:
     plan = plan_command([*overrides, f"hydra.sweep.dir={sweep}"], multirun=True)
     for num, (job, run_cfg) in enumerate(zip(plan.jobs, plan.run_configs)):
         cfg = recorded_config(run_cfg.flat())
-        epochs = min(run_cfg.train.epochs, 4)
+        epochs = run_cfg.train.epochs
         cfg_for_numbers = {**cfg, "global_batch_size": run_cfg.train.batch_size}
         running, train, val = _synthetic_accuracy(cfg_for_numbers, epochs)
         run_dir = make_run(sweep, num, val=val, train_eval=train, overrides=list(job), **cfg)
