@@ -1,14 +1,13 @@
 """Read a sweep's files into one tidy DataFrame and compute what the report says. Files only: no TensorFlow."""
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
 
-from harness.files import read_json
-from harness.runlog import METRICS_FILE, RUN_FILE, SWEEP_FILE, config_columns
+from harness.files import DamagedFile, read_json
+from harness.runlog import METRICS_FILE, RUN_FILE, SWEEP_FILE, config_columns, inspect_run
 
 BATCH = "global_batch_size"
 # Config keys that are never facets: the batch axis itself, the seed (averaged over, with n shown), and
@@ -20,11 +19,40 @@ RUN_METRICS = ["train_acc", "train_eval_acc", "val_acc", "val_loss"]  # the fina
 NOT_STARTED = "not started"
 
 
+DAMAGED = "damaged"  # a run whose run.json or metrics.parquet cannot be read: listed with the reason, run again
+
+
+def _from_hydra(run_dir: Path) -> dict:
+    """What Hydra recorded of a run (.hydra/): its task overrides and flat config, for a run whose run.json is
+    damaged. Read as plain YAML (safe_load)."""
+    import yaml
+
+    def load(name: str):
+        try:
+            return yaml.safe_load((run_dir / ".hydra" / name).read_text())
+        except (OSError, yaml.YAMLError):
+            return None
+
+    nested = load("config.yaml") or {}
+    flat = {k: v for k, v in nested.items() if not isinstance(v, dict) and k != "hydra"}
+    for group in ("dataset", "model"):
+        values = dict(nested.get(group) or {})
+        if values:
+            flat[group] = values.pop("name", None)
+            flat.update({f"{group}.{k}": v for k, v in values.items()})
+    return {"overrides": load("overrides.yaml") or [], "config": flat}
+
+
 def read_run_records(sweep_dir: Path) -> list[dict]:
-    """Every run.json under the sweep (one per run folder), in job order, with its folder name as `job`."""
+    """Every run.json under the sweep (one per run folder), in job order, with its folder name as `job`; a run
+    whose run.json or metrics.parquet cannot be read is there with status `damaged` and the reason."""
     records = []
     for run_file in Path(sweep_dir).glob(f"*/{RUN_FILE}"):
-        record = json.loads(run_file.read_text())
+        record, damage = inspect_run(run_file.parent)
+        if damage is not None:
+            record = {**_from_hydra(run_file.parent), **(record or {}), "status": DAMAGED,
+                      "error": {"type": "DamagedFile", "message": damage, "traceback": ""}}
+            record.setdefault("run_id", f"{Path(sweep_dir).name}/{run_file.parent.name}")
         record["job"] = run_file.parent.name
         records.append(record)
     return sorted(records, key=lambda r: (not r["job"].isdigit(), int(r["job"]) if r["job"].isdigit() else r["job"]))
@@ -41,7 +69,10 @@ def not_started_jobs(sweep_dir: Path) -> list[str]:
     """Jobs without a run.json: those sweep.json lists whose overrides no run.json records (whatever the run
     folders are named); for a sweep without sweep.json, numbered run folders without a run.json."""
     sweep_dir = Path(sweep_dir)
-    sweep = read_json(sweep_dir / SWEEP_FILE)
+    try:
+        sweep = read_json(sweep_dir / SWEEP_FILE)
+    except DamagedFile:
+        sweep = None  # count the run folders instead
     if sweep is not None:
         ran = {tuple(record.get("overrides", [])) for record in read_run_records(sweep_dir)}
         return [job["job"] for job in sweep["jobs"] if tuple(job["overrides"]) not in ran]
@@ -59,7 +90,7 @@ def load_sweep(sweep_dir: Path) -> pd.DataFrame:
     records = read_run_records(sweep_dir)
     if not records:
         raise FileNotFoundError(f"{sweep_dir}: no run folders with {RUN_FILE} found")
-    frames = []
+    frames, unknown = [], []
     for record in records:
         error = record.get("error") or {}
         run_info = {
@@ -72,7 +103,10 @@ def load_sweep(sweep_dir: Path) -> pd.DataFrame:
             "target_reached_at_epoch": record.get("target_reached_at_epoch"),
         }
         metrics_file = sweep_dir / record["job"] / METRICS_FILE
-        if metrics_file.exists():
+        if "batch_size" not in record.get("config", {}):  # damaged beyond telling which run it was
+            unknown.append(f"{record['run_id']}: {error.get('message')}")
+            continue
+        if metrics_file.exists() and record["status"] != DAMAGED:
             frame = pd.read_parquet(metrics_file)
             frame = frame.drop(columns=[c for c in run_info if c in frame.columns and c != "run_id"])
             for key, value in run_info.items():
@@ -80,7 +114,10 @@ def load_sweep(sweep_dir: Path) -> pd.DataFrame:
         else:
             frame = pd.DataFrame([{**config_columns(record.get("config", {})), **run_info}])
         frames.append(frame)
+    if not frames:
+        raise FileNotFoundError(f"{sweep_dir}: no run whose files can be read ({'; '.join(unknown)})")
     df = pd.concat(frames, ignore_index=True)
+    df.attrs["unreadable"] = unknown  # runs with neither a readable run.json nor Hydra's record of them
     if "epoch" not in df.columns:  # no run has finished an epoch yet
         df["epoch"] = float("nan")
     if BATCH not in df.columns:
@@ -95,18 +132,19 @@ def failed_runs(sweep_dir: Path) -> list[str]:
 
 
 def unfinished_runs(sweep_dir: Path) -> list[str]:
-    """Runs still marked running (another command holds them, or they were killed) or never started."""
-    running = [r.get("run_id", r["job"]) for r in read_run_records(sweep_dir) if r.get("status") == "running"]
+    """Runs still marked running (another command holds them, or they were killed), damaged, or never started."""
+    running = [r.get("run_id", r["job"]) for r in read_run_records(sweep_dir) if r.get("status") in ("running",
+                                                                                                     DAMAGED)]
     return running + [f"{Path(sweep_dir).name}/{job} (not started)" for job in not_started_jobs(sweep_dir)]
 
 
 def run_outcome(run_dir: Path) -> tuple[list[str], list[str]]:
     """(failed, unfinished) for the one run of a single-run command: its run.json decides, as for a sweep."""
-    record = read_json(Path(run_dir) / RUN_FILE)
+    record, damage = inspect_run(run_dir)
     run_id = (record or {}).get("run_id", str(run_dir))
     if record is None or record.get("status") == "failed":
         return [run_id], []
-    return [], [run_id] if record.get("status") == "running" else []
+    return [], [run_id] if record.get("status") == "running" or damage else []
 
 
 def config_keys(sweep_dir: Path) -> list[str]:

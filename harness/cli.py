@@ -6,6 +6,7 @@ and nothing written. TensorFlow is not imported until a job runs.
 """
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import re
@@ -21,14 +22,14 @@ from hydra.errors import HydraException, MissingConfigException, OverrideParseEx
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
-from harness import analysis, config, files, preflight
+from harness import analysis, config, files, preflight, signals
 from harness.runlog import SWEEP_FILE
 
 CONF_DIR = Path(__file__).resolve().parent / "conf"  # installed with the package; the repository links conf/ to it
 CONFIG_NAME = "config"
 REMOTE_LAUNCHERS = ("SlurmLauncher",)  # launchers whose runs go to other machines
 REPORTS_DIR = Path("reports")  # like sweeps/, relative to where the command runs
-EXIT_OK, EXIT_FAILED_RUNS, EXIT_INVALID, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAILED_RUNS, EXIT_INVALID = 0, 1, 2  # interrupted: 128 + the signal (130 for Ctrl-C)
 
 log = logging.getLogger("harness")
 
@@ -122,6 +123,7 @@ def plan_command(overrides: list[str], multirun: bool, config_name: str = CONFIG
 
     from harness.resources import visible_gpus
 
+    preflight.check_searchpath(re.findall(r"file://[^'\],]+", " ".join(o for o in overrides if "searchpath" in o)))
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="harness"):
         jobs, output_dir, launcher = _expand_jobs(overrides, multirun, config_name)
         hydra_overrides = [o.input_line for o in OverridesParser.create().parse_overrides(overrides)
@@ -132,11 +134,6 @@ def plan_command(overrides: list[str], multirun: bool, config_name: str = CONFIG
                                 ids_applied=bool(os.environ.get("HARNESS_GPUS_ASSIGNED")))
     preflight.check_existing_runs(jobs, run_configs, output_dir, multirun)
     return CommandPlan(jobs, output_dir, launcher, run_configs)
-
-
-def preflight_configs(overrides: list[str], multirun: bool, config_name: str = CONFIG_NAME) -> list[config.RunConfig]:
-    """The validated RunConfig of every job the command would run."""
-    return plan_command(overrides, multirun, config_name).run_configs
 
 
 @contextmanager
@@ -151,6 +148,8 @@ def output_folder_lock(folder: Path, key: str):
                 key, str(folder), f"a folder no other harness command is running in (process {busy} is running in "
                 "this one); wait for it to end, or choose another folder") from None
         except OSError as err:
+            if err.errno in (errno.ENOSPC, errno.EROFS, errno.EDQUOT):
+                raise  # the machine's fault, not the command's: exit 1 (main)
             raise config.ConfigError(key, str(folder), f"a folder this user can write ({err.strerror})") from None
         yield
 
@@ -178,12 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = get_args_parser()
     parser.prog = "python -m harness"
     args = parser.parse_intermixed_args(sys.argv[1:] if argv is None else argv)
+    signals.install()
     if args.config_dir is not None:  # the user's own configs: searched after the built-in ones, in every job
         folder = Path(args.config_dir).expanduser().resolve()
-        if not folder.is_dir():
-            print(f"harness: error: --config-dir={args.config_dir!r} is not allowed: an existing folder of configs "
-                  "(conf/dataset/*.yaml, conf/study/*.yaml, ...)", file=sys.stderr)
-            return EXIT_INVALID
         args.overrides = [*args.overrides, f"hydra.searchpath=[{quote_override('file://' + str(folder))}]"]
         args.config_dir = None
     if any(getattr(args, flag) for flag in ("help", "hydra_help", "cfg", "info", "shell_completion")):
@@ -194,15 +190,18 @@ def main(argv: list[str] | None = None) -> int:
         try:
             plan = plan_command(args.overrides, args.multirun, args.config_name or CONFIG_NAME)
             held.enter_context(output_folder_lock(plan.output_dir, folder_key))
+            if args.multirun:  # what the report needs to know which runs have not started
+                files.write_json(plan.output_dir / SWEEP_FILE, {"jobs": [{"job": str(num), "overrides": job}
+                                                                          for num, job in enumerate(plan.jobs)]})
         except config.ConfigError as err:
             print(f"harness: error: {err}", file=sys.stderr)
             return EXIT_INVALID
         except (HydraException, OmegaConfBaseException) as err:
             print(f"harness: error: {one_line(err, args.overrides)}", file=sys.stderr)
             return EXIT_INVALID
-        if args.multirun:  # what the report needs to know which runs have not started
-            files.write_json(plan.output_dir / SWEEP_FILE, {"jobs": [{"job": str(num), "overrides": job}
-                                                                      for num, job in enumerate(plan.jobs)]})
+        except OSError as err:  # a full disk or a read-only folder: nothing can be recorded
+            print(f"harness: error: cannot write {err.filename}: {err.strerror}", file=sys.stderr)
+            return EXIT_FAILED_RUNS
         # Hydra would resolve the folder's ${now:...} again: pin it to the one checked and locked here
         args.overrides = [*args.overrides, f"{folder_key}={quote_override(str(plan.output_dir))}"]
         return _run(parser, args, plan)
@@ -219,11 +218,12 @@ def _run(parser, args, plan: CommandPlan) -> int:
     """Hand the validated command to Hydra; the exit code from what the runs' files say."""
     try:
         _run_hydra(parser, args)
-    except KeyboardInterrupt:
-        print("harness: interrupted; the same command resumes the sweep", file=sys.stderr)
+    except KeyboardInterrupt as err:  # Ctrl-C, SIGTERM, SIGUSR2 (harness.signals)
+        code, name = signals.exit_code(err)
+        print(f"harness: interrupted ({name}); the same command resumes the sweep", file=sys.stderr)
         if args.multirun and plan.output_dir.exists():
             _write_report(plan.output_dir)
-        return EXIT_INTERRUPTED
+        return code
     if args.multirun:
         failed, unfinished = analysis.failed_runs(plan.output_dir), analysis.unfinished_runs(plan.output_dir)
     else:
@@ -241,9 +241,6 @@ def _run(parser, args, plan: CommandPlan) -> int:
 
 
 def _write_report(sweep_dir: Path) -> None:
-    from harness.report import write_report
+    from harness.report import publish
 
-    try:
-        print(write_report(sweep_dir, REPORTS_DIR))  # the last line: the report's path
-    except FileNotFoundError as err:  # no run of the sweep started: nothing to report
-        print(f"harness: no report: {err}", file=sys.stderr)
+    publish(sweep_dir, REPORTS_DIR)

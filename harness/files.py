@@ -49,12 +49,21 @@ def write_json(path: Path, obj: Any) -> None:
     write_text(path, json.dumps(obj, indent=2, default=str) + "\n")
 
 
+class DamagedFile(ValueError):
+    """A file that exists but cannot be read (truncated, garbage); the message names it and says why."""
+
+
 def read_json(path: Path) -> dict[str, Any] | None:
-    """A JSON file's content, or None when there is no such file."""
+    """A JSON object file's content, or None when there is no such file; raises DamagedFile when it cannot be read."""
     try:
-        return json.loads(Path(path).read_text())
+        content = json.loads(Path(path).read_text())
     except FileNotFoundError:
         return None
+    except (ValueError, UnicodeDecodeError) as err:
+        raise DamagedFile(f"{path} cannot be read ({type(err).__name__}: {err})") from None
+    if not isinstance(content, dict):
+        raise DamagedFile(f"{path} cannot be read (it holds a {type(content).__name__}, not a JSON object)")
+    return content
 
 
 def remove_partial_writes(folder: Path) -> None:

@@ -8,8 +8,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.config import ConfigError, RunConfig
-from harness.files import read_json
-from harness.runlog import RUN_FILE, recorded_config
+from harness.runlog import inspect_run, recorded_config
+
+
+def check_searchpath(paths: list[str]) -> None:
+    """A user's config folders (--config-dir, hydra.searchpath) exist: Hydra would skip a missing one silently."""
+    for path in paths:
+        folder = Path(str(path).removeprefix("file://")).expanduser()
+        if str(path).startswith("file://") and not folder.is_dir():
+            raise ConfigError("--config-dir", str(folder), "an existing folder of configs (dataset/*.yaml, "
+                              "study/*.yaml, ...)")
 
 
 def check_n_jobs(n_jobs) -> None:
@@ -45,7 +53,7 @@ def check_existing_runs(jobs: list[list[str]], run_configs: list[RunConfig], out
     """
     for num, (overrides, run_cfg) in enumerate(zip(jobs, run_configs)):
         run_dir = output_dir / str(num) if multirun else output_dir
-        record = read_json(run_dir / RUN_FILE)
+        record, _ = inspect_run(run_dir)  # a damaged run.json: the run is run again, whatever it held
         if record is not None and record.get("config") != recorded_config(run_cfg.flat()):
             key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
             raise ConfigError(

@@ -31,6 +31,13 @@ RUNNING_NOTE = (
 )
 
 
+DAMAGED_NOTE = (
+    "{n} run(s) damaged: their run.json or metrics.parquet cannot be read (a full disk, or a crash during a copy); "
+    "the reason is in the runs table. The same command runs them again; completed runs with intact files are "
+    "left alone."
+)
+
+
 def _always(df: pd.DataFrame) -> bool:
     return True
 
@@ -148,6 +155,9 @@ def build_report(sweep_dir: Path) -> str:
     notes = [SIMULATED_NOTE] if simulated else []
     if "running" in status_counts:
         notes.append(RUNNING_NOTE.format(n=status_counts["running"]))
+    if analysis.DAMAGED in status_counts:
+        notes.append(DAMAGED_NOTE.format(n=status_counts[analysis.DAMAGED]))
+    notes += [f"A run whose files cannot be read at all, left out: {line}" for line in a.df.attrs.get("unreadable", [])]
     template = jinja2.Environment(
         loader=jinja2.PackageLoader("harness", "templates"), autoescape=True, undefined=jinja2.StrictUndefined
     ).get_template("report.html.j2")
@@ -177,6 +187,17 @@ def write_report(sweep_dir: Path, reports_dir: Path = Path("reports")) -> Path:
     for path in (target, Path(reports_dir) / "latest.html"):
         files.write_text(path, html)
     return target
+
+
+def publish(sweep_dir: Path, reports_dir: Path) -> None:
+    """At the end of a command: write the report and print its path as the last line, or say in one line why
+    there is none (no run started; a full disk or a read-only folder)."""
+    try:
+        print(write_report(sweep_dir, reports_dir))
+    except FileNotFoundError as err:
+        print(f"harness: no report: {err}", file=sys.stderr)
+    except OSError as err:
+        print(f"harness: no report: cannot write {err.filename}: {err.strerror}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:

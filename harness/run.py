@@ -13,8 +13,9 @@ from harness import checkpoint, data, transforms
 from harness.arrays import Arrays
 from harness.batching import BatchPlan, Schedule, plan_batches, plan_schedule
 from harness.config import RunConfig
-from harness.files import read_json, remove_partial_writes
-from harness.runlog import FINISHED, RUN_FILE, MetricsTable, RunRecord, config_columns, final_val_acc, recorded_config
+from harness.files import remove_partial_writes
+from harness.runlog import (FINISHED, METRICS_FILE, MetricsTable, RunRecord, config_columns, final_val_acc,
+                            inspect_run, recorded_config)
 
 log = logging.getLogger(__name__)
 
@@ -29,22 +30,22 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
     """
     run_dir = Path(run_dir)
     config = recorded_config(cfg.flat())
-    previous = read_json(run_dir / RUN_FILE)
+    previous, damage = inspect_run(run_dir)
     if previous is not None and previous.get("config") != config:
         raise ValueError(f"{run_dir} holds the files of another run ({' '.join(previous.get('overrides', []))})")
-    if previous is not None and previous["status"] in FINISHED:
+    if damage is None and previous is not None and previous["status"] in FINISHED:
         log.info("run %s already %s: left as it is", run_id, previous["status"])
         return final_val_acc(run_dir)
     remove_partial_writes(run_dir)
-    resume_epoch = checkpoint.saved_epoch(run_dir) if previous is not None else 0
+    resume_epoch, notes = _resume_point(run_dir, previous, damage)
     record = RunRecord(run_dir, run_id, config, list(overrides),
-                       resumed_from_epoch=resume_epoch or None, previous=previous)
+                       resumed_from_epoch=resume_epoch or None, previous=previous, notes=notes)
     status, error = "failed", None
     try:
         result, diverged = _train(cfg, run_dir, run_id, record, resume_epoch)
         status = "diverged" if diverged else "completed"
         return result
-    except KeyboardInterrupt as err:
+    except (KeyboardInterrupt, SystemExit) as err:  # Ctrl-C, SIGTERM, or submitit's requeue before a time limit
         status, error = "interrupted", err
         raise
     except BaseException as err:
@@ -52,6 +53,23 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
         raise
     finally:
         record.finish(status, error)
+
+
+def _resume_point(run_dir: Path, previous: dict | None, damage: str | None) -> tuple[int, list[str]]:
+    """The epoch to continue after, and notes on damaged files of the earlier attempt: a checkpoint, run.json or
+    metrics.parquet that cannot be read sends the run back to epoch 0 (its stale rows dropped), with a warning."""
+    if previous is None and damage is None:
+        return 0, []
+    try:
+        if damage is None:
+            return checkpoint.saved_epoch(run_dir), []
+    except Exception as err:  # a truncated or foreign checkpoint.npz
+        damage = f"{run_dir / checkpoint.CHECKPOINT} cannot be read ({type(err).__name__}: {err})"
+    note = f"{damage}: the run started again from epoch 0"
+    log.warning(note)
+    checkpoint.remove(run_dir)
+    (run_dir / METRICS_FILE).unlink(missing_ok=True)
+    return 0, [note]
 
 
 def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, resume_epoch: int) -> tuple[float, bool]:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from harness.files import atomic_write, read_json, write_json
+from harness.files import DamagedFile, atomic_write, read_json, write_json
 
 METRICS_FILE = "metrics.parquet"
 RUN_FILE = "run.json"
@@ -51,11 +51,32 @@ def final_val_acc(run_dir: Path) -> float:
     return float(values.iloc[-1]) if len(values) else float("nan")
 
 
+def inspect_run(run_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """(run.json's record or None, why the run's files are damaged or None): a run.json or metrics.parquet that
+    exists but cannot be read (truncated by a full disk or a crash during a copy) is damaged."""
+    try:
+        record = read_json(Path(run_dir) / RUN_FILE)
+    except DamagedFile as err:
+        return None, str(err)
+    metrics = Path(run_dir) / METRICS_FILE
+    if metrics.exists():
+        try:
+            pd.read_parquet(metrics, columns=["epoch", "val_acc"])
+        except Exception as err:  # pyarrow's errors for a truncated or foreign file vary
+            return record, f"{metrics} cannot be read ({type(err).__name__}: {err})"
+    return record, None
+
+
+def is_finished(run_dir: Path) -> bool:
+    """Completed or diverged, with its files intact: a resumed sweep leaves such a run alone."""
+    record, damage = inspect_run(run_dir)
+    return damage is None and record is not None and record.get("status") in FINISHED
+
+
 def run_result(run_dir: Path) -> float | None:
     """What a run returns to Hydra: its final val_acc once it completed or diverged, None otherwise (failed,
-    interrupted), as the in-process task function does."""
-    record = read_json(Path(run_dir) / RUN_FILE) or {}
-    return final_val_acc(run_dir) if record.get("status") in FINISHED else None
+    interrupted, damaged), as the in-process task function does."""
+    return final_val_acc(run_dir) if is_finished(run_dir) else None
 
 
 def _peak_memory_mb() -> float | None:
@@ -91,7 +112,8 @@ class RunRecord:
     """run.json: written with status `running` at start, and again with the outcome at the end."""
 
     def __init__(self, run_dir: Path, run_id: str, config: dict[str, Any], overrides: list[str],
-                 resumed_from_epoch: int | None = None, previous: dict[str, Any] | None = None):
+                 resumed_from_epoch: int | None = None, previous: dict[str, Any] | None = None,
+                 notes: list[str] = ()):
         self.path = Path(run_dir) / RUN_FILE
         self.data: dict[str, Any] = {
             "run_id": run_id,
@@ -105,6 +127,8 @@ class RunRecord:
             "error": None,
             "environment": {"python": platform.python_version(), "host": platform.node()},
         }
+        if notes:  # what happened to damaged files of an earlier attempt
+            self.data["notes"] = list(notes)
         if resumed_from_epoch is not None and previous:
             self.data["started_at"] = previous.get("started_at") or self.data["started_at"]
             self.data["resumed_at"] = now_iso()

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, TextIO
 
-from harness.files import read_json, write_json
+from harness.files import write_json
 from harness.progress import clock
 from harness.resources import GpuPool, cpu_count
-from harness.runlog import FINISHED, RUN_FILE, now_iso
+from harness.runlog import RUN_FILE, inspect_run, is_finished, now_iso
 
 log = logging.getLogger(__name__)
 REFUSED = 2  # a run's exit code when its command was refused before anything ran (harness.cli.EXIT_INVALID)
@@ -100,15 +100,14 @@ class Scheduler:
             log.error("run %s was refused before it started (see %s)", running.job.run_id,
                       running.job.run_dir / "train.log")
             return
-        record = read_json(running.job.run_dir / RUN_FILE)
+        record, _ = inspect_run(running.job.run_dir)
         if record is None or record.get("status") == "running":
             _record_lost_run(running.job, record, code, interrupted)
 
     def run(self) -> dict[int, int]:
         pending = []
-        for job in self.jobs:
-            record = read_json(job.run_dir / RUN_FILE)
-            (self.skipped if record and record.get("status") in FINISHED else pending).append(job)
+        for job in self.jobs:  # finished runs with intact files are left alone; damaged ones run again
+            (self.skipped if is_finished(job.run_dir) else pending).append(job)
         running: list[_Running] = []
         started = time.monotonic()
         try:
@@ -119,7 +118,12 @@ class Scheduler:
                     gpu_ids = self.pool.acquire(job)
                     if gpu_ids is not None:
                         pending.remove(job)
-                        running.append(self._start(job, gpu_ids))
+                        try:
+                            running.append(self._start(job, gpu_ids))
+                        except OSError as err:  # its folder cannot be written (full disk, read-only)
+                            self.pool.release(gpu_ids)
+                            self.exit_codes[job.num] = 1
+                            log.error("harness: could not start run %s: %s: %s", job.run_id, err.strerror, err.filename)
                 for r in list(running):
                     code = r.process.poll()
                     if code is not None:
@@ -150,10 +154,10 @@ class Scheduler:
 
     def _status_line(self, pending: list[Job], running: list[_Running], started: float) -> str:
         done = [j for j in self.jobs if j.num in self.exit_codes]
-        failed = sum(1 for j in done if (read_json(j.run_dir / RUN_FILE) or {}).get("status") == "failed")
+        failed = sum(1 for j in done if (inspect_run(j.run_dir)[0] or {}).get("status") == "failed")
         epochs_total = sum(j.epochs for j in self.jobs if j not in self.skipped)
         epochs_done = sum(j.epochs for j in done) + sum(
-            (read_json(r.job.run_dir / RUN_FILE) or {}).get("epochs_completed", 0) for r in running
+            (inspect_run(r.job.run_dir)[0] or {}).get("epochs_completed", 0) for r in running
         )
         elapsed = time.monotonic() - started
         eta = "?" if not epochs_done else clock(max(0.0, elapsed * (epochs_total - epochs_done) / epochs_done))
@@ -178,4 +182,8 @@ def _record_lost_run(job: Job, record: dict | None, code: int, interrupted: bool
     if not interrupted:
         record["error"] = {"type": "ProcessExit", "message": f"the run's process exited with code {code} "
                            f"without recording an outcome (see {job.run_dir / 'train.log'})", "traceback": ""}
-    write_json(job.run_dir / RUN_FILE, record)
+    try:
+        write_json(job.run_dir / RUN_FILE, record)
+    except OSError as err:  # a full disk or a read-only folder: say so in one line and go on with the sweep
+        log.error("harness: could not record run %s as %s: %s: %s", job.run_id, record["status"],
+                  err.strerror or type(err).__name__, err.filename or job.run_dir / RUN_FILE)

@@ -52,3 +52,14 @@ def smoke_sweep(tmp_path_factory):
                        cwd=cwd)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return cwd, proc
+
+
+def assert_largest_batch(compose, n: int, *overrides: str) -> None:
+    """batch_size=n is accepted, n + 1 refused with one line naming the training-set size n."""
+    from harness.config import ConfigError
+
+    compose(*overrides, f"batch_size={n}")
+    with pytest.raises(ConfigError) as err:
+        compose(*overrides, f"batch_size={n + 1}")
+    assert str(err.value).startswith(f"batch_size={n + 1} is not allowed")
+    assert f"training-set size {n}" in str(err.value) and "\n" not in str(err.value)

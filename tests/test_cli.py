@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from harness import cli
-from harness.cli import main, plan_command, preflight_configs
+from harness.cli import main, plan_command
 from harness.config import ConfigError
 from harness.files import LOCK_FILE
 from tests.conftest import TINY, run_harness
@@ -16,12 +16,12 @@ TIMING = ["epoch_seconds", "samples_per_second"]
 
 
 def test_sweep_expands_to_every_job_and_validates_each():
-    jobs = preflight_configs(["batch_size=8,32", "seed=0,1,2"], multirun=True)
+    jobs = plan_command(["batch_size=8,32", "seed=0,1,2"], multirun=True).run_configs
     assert sorted((j.train.batch_size, j.train.seed) for j in jobs) == [(b, s) for b in (8, 32) for s in (0, 1, 2)]
 
 
 def test_study_sweep_params_are_expanded():
-    jobs = preflight_configs(["+study=smoke"], multirun=True)
+    jobs = plan_command(["+study=smoke"], multirun=True).run_configs
     assert [j.train.batch_size for j in jobs] == [16, 64] and all(j.train.epochs == 2 for j in jobs)
 
 

@@ -8,7 +8,7 @@ import pytest
 from harness import data as datasets
 from harness import images, sources
 from harness.config import ConfigError
-from tests.conftest import run_harness
+from tests.conftest import assert_largest_batch, run_harness
 
 COLOURS = {"blue": (20, 40, 230), "green": (30, 220, 40), "red": (235, 30, 25)}
 
@@ -130,12 +130,7 @@ def test_a_folder_with_no_readable_images(tmp_path, compose):
 
 def test_batch_size_larger_than_the_training_folder(tmp_path, compose):
     counts = write_images(tmp_path / "d", per_class={"blue": 9, "green": 7, "red": 3}, size=(2, 2))
-    n = expected_train_size(counts)
-    compose("dataset=images", f"dataset.path={tmp_path / 'd'}", f"batch_size={n}")
-    with pytest.raises(ConfigError) as err:
-        compose("dataset=images", f"dataset.path={tmp_path / 'd'}", f"batch_size={n + 1}")
-    assert str(err.value).startswith(f"batch_size={n + 1} is not allowed")
-    assert f"training-set size {n}" in str(err.value)
+    assert_largest_batch(compose, expected_train_size(counts), "dataset=images", f"dataset.path={tmp_path / 'd'}")
 
 
 def test_survey_counts_files_without_decoding_and_the_run_check_names_a_corrupt_one(tmp_path, compose):

@@ -1,0 +1,35 @@
+"""Signals that end a command or a run: Ctrl-C (SIGINT), SIGTERM (schedulers, `timeout`, preemption) and SIGUSR2
+(SLURM's warning before a time limit) are all handled as Ctrl-C is: runs record `interrupted` with their last
+complete epoch, a partial report is written, the exit code is 128 + the signal (130, 143, 140), and the same
+command resumes."""
+from __future__ import annotations
+
+import signal
+import threading
+
+HANDLED = (signal.SIGTERM, signal.SIGUSR2)  # SIGINT already raises KeyboardInterrupt
+
+
+class Interrupted(KeyboardInterrupt):
+    """A handled signal, raised where the process is, so every `except KeyboardInterrupt` path applies."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise(signum, frame) -> None:
+    raise Interrupted(signum)
+
+
+def install() -> None:
+    """Turn HANDLED signals into Interrupted in this process (only the main thread can set handlers)."""
+    if threading.current_thread() is threading.main_thread():
+        for signum in HANDLED:
+            signal.signal(signum, _raise)
+
+
+def exit_code(err: KeyboardInterrupt) -> tuple[int, str]:
+    """(128 + the signal, its name) for an interruption: Ctrl-C is SIGINT."""
+    signum = getattr(err, "signum", signal.SIGINT)
+    return 128 + signum, signal.Signals(signum).name

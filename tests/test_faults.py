@@ -1,0 +1,177 @@
+"""Faults of the real world, each caused as a user would meet it: SIGTERM mid-sweep, damaged files, a full disk,
+a read-only folder. Nothing is lost, nothing crashes, the same command resumes."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.conftest import run_harness
+
+pytestmark = pytest.mark.slow
+TINY = ["dataset.num_samples=600"]
+NOT_COMPARED = ["run_id", "epoch_seconds", "samples_per_second"]
+
+
+def record(run_dir: Path) -> dict:
+    return json.loads((run_dir / "run.json").read_text())
+
+
+def metrics(run_dir: Path) -> pd.DataFrame:
+    return pd.read_parquet(run_dir / "metrics.parquet").drop(columns=NOT_COMPARED)
+
+
+def harness_processes(marker: str) -> list[int]:
+    """Live processes whose command line mentions `marker` (a sweep's folder)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and marker in (proc / "cmdline").read_bytes().decode(errors="ignore"):
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+def wait_for_epochs(run_dir: Path, epochs: int, timeout: float = 240) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if record(run_dir)["epochs_completed"] >= epochs:
+                return
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"{run_dir} never reached epoch {epochs}")
+
+
+def test_sigterm_mid_sweep_records_interrupted_writes_a_report_and_the_same_command_resumes(tmp_path):
+    sweep = tmp_path / "sweep"
+    command = [*TINY, "epochs=30", "batch_size=16", f"hydra.sweep.dir={sweep}", "-m"]
+    proc = subprocess.Popen([sys.executable, "-m", "harness", *command], cwd=tmp_path, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    wait_for_epochs(sweep / "0", 2)
+    proc.send_signal(signal.SIGTERM)  # what SLURM's preemption, scancel and `timeout` send
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err[-3000:]
+    assert "interrupted (SIGTERM); the same command resumes the sweep" in err
+    interrupted = record(sweep / "0")
+    assert interrupted["status"] == "interrupted" and 2 <= interrupted["epochs_completed"] < 30
+    assert (tmp_path / out.strip().splitlines()[-1]).exists()  # the partial report
+    assert not harness_processes(str(sweep))  # no orphaned run process
+    resumed = run_harness(*command, cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    done = record(sweep / "0")
+    # the checkpoint follows the epoch's metrics row: a signal between the two resumes one epoch earlier
+    assert done["status"] == "completed"
+    assert done["resumed_from_epoch"] in (interrupted["epochs_completed"], interrupted["epochs_completed"] - 1)
+    straight = run_harness(*TINY, "epochs=30", "batch_size=16", f"hydra.run.dir={tmp_path / 'straight'}", cwd=tmp_path)
+    assert straight.returncode == 0, straight.stderr[-3000:]
+    pd.testing.assert_frame_equal(metrics(sweep / "0"), metrics(tmp_path / "straight"), check_exact=True)
+
+
+def test_sigterm_to_a_single_run_records_it_interrupted(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "harness", *TINY, "epochs=30", f"hydra.run.dir={run_dir}"],
+                            cwd=tmp_path, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    wait_for_epochs(run_dir, 1)
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=120)
+    assert proc.returncode == 143
+    assert record(run_dir)["status"] == "interrupted" and (run_dir / "checkpoint.npz").exists()
+
+
+def test_damaged_checkpoint_parquet_and_run_json_are_run_again_and_the_report_lists_them(tmp_path):
+    sweep = tmp_path / "sweep"
+    command = [*TINY, "epochs=2", "batch_size=16,32,64", f"hydra.sweep.dir={sweep}", "-m"]
+    assert run_harness(*command, cwd=tmp_path).returncode == 0
+    # run 0: killed mid-epoch, then its checkpoint and metrics truncated (a crash during a copy, a full disk)
+    killed = record(sweep / "0") | {"status": "running"}
+    (sweep / "0" / "run.json").write_text(json.dumps(killed))
+    table = (sweep / "0" / "metrics.parquet").read_bytes()
+    (sweep / "0" / "metrics.parquet").write_bytes(table[: len(table) // 2])
+    (sweep / "0" / "checkpoint.npz").write_bytes(b"PK\x03\x04 cut short")
+    (sweep / "1" / "run.json").write_text('{"run_id": "sweep/1", "stat')  # run 1: garbage run.json
+    intact = (sweep / "2" / "metrics.parquet").stat().st_mtime_ns
+
+    report = subprocess.run([sys.executable, "-m", "harness.report", str(sweep), "--out", str(tmp_path / "r")],
+                            capture_output=True, text=True, timeout=300)
+    assert report.returncode == 0 and "Traceback" not in report.stderr, report.stderr[-3000:]
+    html = Path(report.stdout.strip().splitlines()[-1]).read_text()
+    assert "2 run(s) damaged" in html and "cannot be read" in html
+
+    resumed = run_harness(*command, cwd=tmp_path)
+    assert resumed.returncode == 0 and "Traceback" not in resumed.stderr, resumed.stderr[-3000:]
+    for job in ("0", "1"):
+        again = record(sweep / job)
+        assert again["status"] == "completed" and again["resumed_from_epoch"] is None
+        assert "the run started again from epoch 0" in again["notes"][0]
+        assert metrics(sweep / job)["epoch"].tolist() == [1, 2]  # the stale rows are gone
+    assert (sweep / "2" / "metrics.parquet").stat().st_mtime_ns == intact  # an intact run is never touched
+
+
+def _tmpfs(path: Path, size: str) -> None:
+    """A small tmpfs at `path` (root only); skips, with the reason, where it cannot be mounted."""
+    path.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("a tmpfs needs root (CI runs as root)")
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    disk = tmp_path / "disk"
+    _tmpfs(disk, "2m")
+    yield disk
+    subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_a_full_disk_is_one_line_per_run_no_crash_no_temp_files_and_the_same_command_resumes(tmp_path, small_disk):
+    filler = small_disk / "filler"
+    filler.write_bytes(b"\0" * (2 * 1024 * 1024 - 60 * 1024))  # 60 KB left: run.json fits, the metrics do not
+    command = [*TINY, "epochs=2", "batch_size=16,32", f"hydra.sweep.dir={small_disk / 'sweep'}", "-m"]
+    full = run_harness(*command, cwd=tmp_path)
+    assert full.returncode == 1 and "Traceback" not in full.stdout + full.stderr, full.stderr[-3000:]
+    assert "No space left on device" in full.stdout + full.stderr
+    assert not list(small_disk.rglob("*.tmp"))  # nothing half-written left behind
+    filler.unlink()
+    freed = run_harness(*command, cwd=tmp_path)
+    assert freed.returncode == 0, freed.stderr[-3000:]
+    assert [record(small_disk / "sweep" / j)["status"] for j in ("0", "1")] == ["completed", "completed"]
+
+
+def test_a_read_only_sweep_folder_is_one_line_and_exit_1(tmp_path, small_disk):
+    command = [*TINY, "epochs=1", "batch_size=16", f"hydra.sweep.dir={small_disk / 'sweep'}", "-m"]
+    assert run_harness(*command, cwd=tmp_path).returncode == 0
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    refused = run_harness(*command[:-2], "batch_size=16,32", command[-2], "-m", cwd=tmp_path)
+    assert refused.returncode == 1, refused.stderr[-3000:]
+    assert refused.stderr.strip().splitlines()[-1].endswith("Read-only file system")
+    assert "Traceback" not in refused.stderr
+
+
+def test_a_requeue_by_submitit_records_interrupted_not_failed(tmp_path, compose, monkeypatch):
+    """submitit's handler for SLURM's pre-timeout signal requeues the job by raising SystemExit in the run."""
+    from harness import train
+    from harness.run import run_experiment
+
+    original = train.EpochRecorder.on_epoch_end
+
+    def requeue_after_first_epoch(self, epoch, logs=None):
+        original(self, epoch, logs)
+        if epoch == 0:
+            raise SystemExit(-1)
+
+    monkeypatch.setattr(train.EpochRecorder, "on_epoch_end", requeue_after_first_epoch)
+    with pytest.raises(SystemExit):
+        run_experiment(compose(*TINY, "epochs=3", "batch_size=32"), tmp_path / "run", run_id="s/0")
+    requeued = record(tmp_path / "run")
+    assert requeued["status"] == "interrupted" and requeued["error"]["type"] == "SystemExit"
