@@ -46,25 +46,33 @@ def _replicas_vary(df: pd.DataFrame) -> bool:
     return "replicas" in df.columns and df["replicas"].nunique() > 1
 
 
-# (title, plot, data: "epochs" (every row), "final" (one row per completed run) or "findings", shown when, caption)
+# (title, plot, data: "epochs" (every row), "final" (one row per completed run) or "findings", shown when)
 FIGURES = [
-    ("Suspects: each treated group beside its reference", findings_figure, "findings", _always,
-     "For every finding below the verdict: train accuracy and val_acc of the reference runs (left of each panel) "
-     "and of the treated runs (right), mean ± sd over runs; the gap train_eval_acc - val_acc above each side."),
-    ("Learning curves", plots.learning_curves, "epochs", _always,
-     "Running train accuracy (dotted), post-epoch train accuracy (dashed) and validation accuracy (solid) per "
-     "epoch; mean over seeds, grey band ±1 sd."),
-    ("Validation accuracy and gap vs batch size", plots.accuracy_vs_batch, "final", _always,
-     "Left: final and best-epoch val_acc; right: train_eval_acc - val_acc at the final epoch. Mean ± sd over seeds; "
-     "completed runs only."),
-    ("Validation accuracy vs optimizer steps", plots.val_vs_steps, "epochs", _always,
-     "The same runs against updates instead of epochs: where the curves overlap, a large batch is only behind "
-     "in steps, not worse."),
-    ("Throughput", plots.throughput_vs_batch, "epochs", _always,
-     "Training samples per second, median over each run's epochs after the first."),
-    ("Throughput vs replicas", plots.throughput_vs_replicas, "epochs", _replicas_vary,
-     "Training samples per second against the number of data-parallel replicas (MirroredStrategy)."),
+    ("Suspects: each treated group beside its reference", findings_figure, "findings", _always),
+    ("Learning curves", plots.learning_curves, "epochs", _always),
+    ("Validation accuracy and gap vs batch size", plots.accuracy_vs_batch, "final", _always),
+    ("Validation accuracy vs optimizer steps", plots.val_vs_steps, "epochs", _always),
+    ("Throughput", plots.throughput_vs_batch, "epochs", _always),
+    ("Throughput vs replicas", plots.throughput_vs_replicas, "epochs", _replicas_vary),
 ]
+CAPTIONS = {  # under each figure, for the reader
+    "Suspects: each treated group beside its reference": (
+        "For every finding below the verdict: train accuracy and val_acc of the reference runs (left of each "
+        "panel) and of the treated runs (right), mean ± sd over runs; the gap train_eval_acc - val_acc above each "
+        "side."),
+    "Learning curves": (
+        "Running train accuracy (dotted), post-epoch train accuracy (dashed) and validation accuracy (solid) per "
+        "epoch; mean over seeds, grey band ±1 sd."),
+    "Validation accuracy and gap vs batch size": (
+        "Left: final and best-epoch val_acc; right: train_eval_acc - val_acc at the final epoch. Mean ± sd over "
+        "seeds; completed runs only."),
+    "Validation accuracy vs optimizer steps": (
+        "The same runs against updates instead of epochs: where the curves overlap, a large batch is only behind "
+        "in steps, not worse."),
+    "Throughput": "Training samples per second, median over each run's epochs after the first.",
+    "Throughput vs replicas": "Training samples per second against the number of data-parallel replicas "
+                              "(MirroredStrategy).",
+}
 
 
 def _png(fig) -> str:
@@ -129,7 +137,7 @@ def _environment(sweep_dir: Path) -> list[tuple[str, str]]:
 def figures(a) -> list[tuple[str, object]]:
     """(title, Figure) for every figure the report shows for an assessment, in order."""
     drawn = []
-    for title, plot, source, shown, _ in FIGURES:
+    for title, plot, source, shown in FIGURES:
         data = {"final": a.final, "findings": a.final}.get(source, a.df[a.df["epoch"].notna()])
         if data.empty or not shown(data):
             continue
@@ -144,8 +152,7 @@ def build_report(sweep_dir: Path) -> str:
     sweep_dir = Path(sweep_dir)
     a = assess(sweep_dir)
     per_run = a.df.drop_duplicates("run_id")
-    captions = {title: caption for title, *_, caption in FIGURES}
-    drawn = [{"title": title, "png": _png(fig), "caption": captions[title]} for title, fig in figures(a)]
+    drawn = [{"title": title, "png": _png(fig), "caption": CAPTIONS[title]} for title, fig in figures(a)]
     simulated = "simulate_devices" in per_run.columns and per_run["simulate_devices"].astype(bool).any()
     not_started = analysis.not_started_jobs(sweep_dir)
     status_counts = per_run["status"].value_counts()
