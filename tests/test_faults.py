@@ -175,3 +175,42 @@ def test_a_requeue_by_submitit_records_interrupted_not_failed(tmp_path, compose,
         run_experiment(compose(*TINY, "epochs=3", "batch_size=32"), tmp_path / "run", run_id="s/0")
     requeued = record(tmp_path / "run")
     assert requeued["status"] == "interrupted" and requeued["error"]["type"] == "SystemExit"
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_a_slurm_time_limit_records_interrupted_requeues_and_resumes_to_the_same_metrics(tmp_path):
+    """On a real one-node SLURM (scripts/slurm_local.sh): submitit asks for SIGUSR2 30 s before a 1-minute limit,
+    requeues the job, and the run resumes from its last epoch."""
+    script = REPO / "scripts" / "slurm_local.sh"
+    started = subprocess.run(["bash", str(script), "start"], capture_output=True, text=True, timeout=600)
+    if started.returncode == 3:
+        pytest.skip(started.stderr.strip())
+    assert started.returncode == 0, started.stderr
+    sweep = tmp_path / "sweep"
+    command = ["hydra/launcher=slurm", "hydra.launcher.partition=debug", "hydra.launcher.cpus_per_task=1",
+               "hydra.launcher.mem_gb=2", "hydra.launcher.timeout_min=1", "hydra.launcher.signal_delay_s=30",
+               *TINY, "epochs=120", "batch_size=16", f"hydra.sweep.dir={sweep}", "-m"]
+    try:
+        log = open(tmp_path / "command.log", "w")  # not a pipe: submitit's polling would fill it and block
+        proc = subprocess.Popen([sys.executable, "-m", "harness", *command], cwd=tmp_path, text=True,
+                                stdout=log, stderr=subprocess.STDOUT)
+        seen = set()
+        while proc.poll() is None:  # every status the run records between its attempts
+            try:
+                seen.add(record(sweep / "0")["status"])
+            except (OSError, ValueError, KeyError):
+                pass
+            time.sleep(0.2)
+        log.close()
+        assert proc.returncode == 0, (tmp_path / "command.log").read_text()[-3000:]
+    finally:
+        subprocess.run(["bash", str(script), "stop"], capture_output=True, timeout=60)
+    done = record(sweep / "0")
+    assert "interrupted" in seen and "failed" not in seen, seen
+    assert done["status"] == "completed" and done["resumed_from_epoch"], done
+    assert "Requeued job" in (sweep / "0" / "train.log").read_text()
+    straight = run_harness(*TINY, "epochs=120", "batch_size=16", f"hydra.run.dir={tmp_path / 'straight'}", cwd=tmp_path)
+    assert straight.returncode == 0, straight.stderr[-3000:]
+    pd.testing.assert_frame_equal(metrics(sweep / "0"), metrics(tmp_path / "straight"), check_exact=True)

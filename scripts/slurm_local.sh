@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# A one-node SLURM cluster on localhost, for testing the harness's SLURM path against a real SLURM.
+#   scripts/slurm_local.sh start   # installs Debian's slurm-wlm and munge when missing (root), starts the daemons
+#   scripts/slurm_local.sh stop    # stops them
+# Exit 3 (with the reason on stderr) where SLURM cannot run here: not root, or the packages cannot be had.
+set -euo pipefail
+STATE=${SLURM_LOCAL_STATE:-/tmp/harness-slurm}
+
+need_root() { [ "$(id -u)" = 0 ] || { echo "slurm_local: needs root (apt-get, daemons)" >&2; exit 3; }; }
+
+install() {
+  command -v slurmctld >/dev/null && command -v munged >/dev/null && return
+  need_root
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge; } >/dev/null 2>&1 \
+    || { echo "slurm_local: cannot install slurm-wlm and munge" >&2; exit 3; }
+}
+
+start() {
+  need_root
+  install
+  mkdir -p "$STATE"/{ctld,d} /etc/slurm /run/munge /var/log/munge /var/lib/munge
+  chown munge:munge /run/munge /var/log/munge /var/lib/munge
+  [ -s /etc/munge/munge.key ] || { dd if=/dev/urandom of=/etc/munge/munge.key bs=1024 count=1 2>/dev/null;
+                                   chown munge:munge /etc/munge/munge.key; chmod 400 /etc/munge/munge.key; }
+  pgrep -x munged >/dev/null || runuser -u munge -- /usr/sbin/munged
+  local host cpus mem
+  host=$(hostname -s); cpus=$(nproc); mem=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 - 1024 ))
+  cat > /etc/slurm/slurm.conf <<EOF
+ClusterName=harness
+SlurmctldHost=$host(127.0.0.1)
+SlurmUser=root
+StateSaveLocation=$STATE/ctld
+SlurmdSpoolDir=$STATE/d
+SlurmctldPidFile=$STATE/slurmctld.pid
+SlurmdPidFile=$STATE/slurmd.pid
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+MpiDefault=none
+ReturnToService=2
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN
+PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP
+EOF
+  pgrep -x slurmctld >/dev/null || slurmctld
+  pgrep -x slurmd >/dev/null || slurmd
+  for _ in $(seq 1 60); do
+    sinfo -h -o %t 2>/dev/null | grep -qx idle && { echo "slurm_local: one node up ($host, $cpus CPUs)"; return; }
+    scontrol update nodename="$host" state=resume >/dev/null 2>&1 || true
+    sleep 1
+  done
+  echo "slurm_local: the node did not come up" >&2; sinfo >&2 || true; exit 3
+}
+
+stop() {
+  pkill -x slurmd || true
+  pkill -x slurmctld || true
+  pkill -x munged || true
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  *) echo "usage: $0 start|stop" >&2; exit 2 ;;
+esac
