@@ -104,24 +104,31 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, resume
         table.append(row)
         record.update(epochs_completed=row["epoch"])
 
-    decode = train.decoder(data_in.decode)
-    train_std = train.sample_std(data_in.x_train, data_in.decode) if cfg.train.preprocess_mismatch == "shifted" else None
-    val_decode = train.decoder(data_in.decode, transforms.mismatch_function(cfg.train.preprocess_mismatch, train_std))
-    recorder = train.EpochRecorder(
-        train.evaluation_dataset(data_in.x_train, data_in.y_train, decode),
-        train.evaluation_dataset(data_in.x_val, data_in.y_val, val_decode).map(lambda x, y: x), data_in.y_val,
-        len(data_in.y_train), plan.global_batch_size, columns, on_row, rows=table.rows,
-        target_train_loss=cfg.train.target_train_loss,
-    )
-    batches = train.training_dataset(data_in.x_train, data_in.y_train, plan, cfg.train.shuffle, cfg.train.seed,
-                                     schedule.epochs, initial_epoch=resume_epoch, total_steps=schedule.total_steps,
-                                     decode=decode)
+    train_eval, val_inputs, batches = _pipelines(cfg, data_in, plan, schedule, resume_epoch)
+    recorder = train.EpochRecorder(train_eval, val_inputs, data_in.y_val, len(data_in.y_train), plan.global_batch_size,
+                                   columns, on_row, rows=table.rows, target_train_loss=cfg.train.target_train_loss)
     fit_started = time.perf_counter()
     train.fit(model, batches, plan, schedule.epochs, [recorder, checkpoint.callback(run_dir, model)],
               initial_epoch=resume_epoch)
     record.update(fit_seconds=time.perf_counter() - fit_started, target_reached_at_epoch=recorder.target_reached_at)
     checkpoint.remove(run_dir)
     return (recorder.rows[-1]["val_acc"] if recorder.rows else float("nan")), recorder.diverged
+
+
+def _pipelines(cfg: RunConfig, data_in: Arrays, plan: BatchPlan, schedule: Schedule, resume_epoch: int):
+    """(training data to evaluate, validation inputs, training batches): image files are decoded per batch, and
+    a preprocessing mismatch is applied to the validation inputs only."""
+    from harness import train
+
+    decode = train.decoder(data_in.decode)
+    train_std = train.sample_std(data_in.x_train, data_in.decode) if cfg.train.preprocess_mismatch == "shifted" else None
+    val_decode = train.decoder(data_in.decode, transforms.mismatch_function(cfg.train.preprocess_mismatch, train_std))
+    train_eval = train.evaluation_dataset(data_in.x_train, data_in.y_train, decode)
+    val_inputs = train.evaluation_dataset(data_in.x_val, data_in.y_val, val_decode).map(lambda x, y: x)
+    batches = train.training_dataset(data_in.x_train, data_in.y_train, plan, cfg.train.shuffle, cfg.train.seed,
+                                     schedule.epochs, initial_epoch=resume_epoch, total_steps=schedule.total_steps,
+                                     decode=decode)
+    return train_eval, val_inputs, batches
 
 
 def _place(cfg: RunConfig, record: RunRecord):
