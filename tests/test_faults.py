@@ -189,9 +189,13 @@ def test_a_slurm_time_limit_records_interrupted_requeues_and_resumes_to_the_same
         pytest.skip(started.stderr.strip())
     assert started.returncode == 0, started.stderr
     sweep = tmp_path / "sweep"
+    # ~35 s of training on this 2-core machine (4000 samples, batch 16, ~1 s an epoch): past the signal 30 s into
+    # the job (about 22 s of training), and
+    # done in the attempt after it
+    run = ["dataset.num_samples=5000", "epochs=35", "batch_size=16"]
     command = ["hydra/launcher=slurm", "hydra.launcher.partition=debug", "hydra.launcher.cpus_per_task=1",
                "hydra.launcher.mem_gb=2", "hydra.launcher.timeout_min=1", "hydra.launcher.signal_delay_s=30",
-               *TINY, "epochs=120", "batch_size=16", f"hydra.sweep.dir={sweep}", "-m"]
+               "hydra.launcher.max_num_timeout=5", *run, f"hydra.sweep.dir={sweep}", "-m"]
     try:
         log = open(tmp_path / "command.log", "w")  # not a pipe: submitit's polling would fill it and block
         proc = subprocess.Popen([sys.executable, "-m", "harness", *command], cwd=tmp_path, text=True,
@@ -208,9 +212,9 @@ def test_a_slurm_time_limit_records_interrupted_requeues_and_resumes_to_the_same
     finally:
         subprocess.run(["bash", str(script), "stop"], capture_output=True, timeout=60)
     done = record(sweep / "0")
-    assert "interrupted" in seen and "failed" not in seen, seen
+    assert "interrupted" in seen and "failed" not in seen, f"{seen}: the run ended before the time limit's signal"
     assert done["status"] == "completed" and done["resumed_from_epoch"], done
     assert "Requeued job" in (sweep / "0" / "train.log").read_text()
-    straight = run_harness(*TINY, "epochs=120", "batch_size=16", f"hydra.run.dir={tmp_path / 'straight'}", cwd=tmp_path)
+    straight = run_harness(*run, f"hydra.run.dir={tmp_path / 'straight'}", cwd=tmp_path)
     assert straight.returncode == 0, straight.stderr[-3000:]
     pd.testing.assert_frame_equal(metrics(sweep / "0"), metrics(tmp_path / "straight"), check_exact=True)
