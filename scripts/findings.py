@@ -29,11 +29,13 @@ def _wall_minutes(sweep_dir: Path) -> float:
 
 
 def _study_name(sweep_dir: Path) -> str:
-    overrides = (sweep_dir / "multirun.yaml").read_text() if (sweep_dir / "multirun.yaml").exists() else ""
-    for line in overrides.splitlines():
-        if "+study=" in line:
-            return line.split("+study=")[1].strip().strip("'\"")
-    return sweep_dir.name
+    """The `+study=` of the command, from Hydra's record of its overrides (multirun.yaml, read as plain YAML)."""
+    import yaml
+
+    path = sweep_dir / "multirun.yaml"
+    recorded = yaml.safe_load(path.read_text()) if path.exists() else {}
+    overrides = ((recorded or {}).get("hydra") or {}).get("overrides", {}).get("task", [])
+    return next((o.split("=", 1)[1] for o in overrides if o.startswith("+study=")), sweep_dir.name)
 
 
 def summarize(sweep_dir: Path) -> str:
