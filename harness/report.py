@@ -57,7 +57,7 @@ FIGURES = [
 ]
 CAPTIONS = {  # under each figure, for the reader
     "Suspects: each treated group beside its reference": (
-        "For every finding below the verdict: train accuracy and val_acc of the reference runs (left of each "
+        "For every finding under Other suspects: train accuracy and val_acc of the reference runs (left of each "
         "panel) and of the treated runs (right), mean ± sd over runs; the gap train_eval_acc - val_acc above each "
         "side."),
     "Learning curves": (
