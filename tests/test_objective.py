@@ -1,0 +1,91 @@
+"""The Keras side of the probes: loss, gradient and Hessian-vector products of a real Keras model, checked
+against softmax regression's closed forms, and the probes on it against numpy's eigenvalues and trace."""
+import numpy as np
+import pytest
+
+from harness import curvature, noise_scale
+
+N, D, K = 96, 6, 4
+
+
+@pytest.fixture(scope="module")
+def softmax_regression():
+    from harness.backend import keras, tf
+    from harness.objective import Objective
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((N, D)).astype(np.float32)
+    y = rng.integers(0, K, N)
+    inputs = keras.Input((D,))
+    model = keras.Model(inputs, keras.layers.Dense(K, activation="softmax", use_bias=False)(inputs))
+    model.layers[-1].kernel.assign(rng.standard_normal((D, K)).astype(np.float32) * 0.3)
+    batches = tf.data.Dataset.from_tensor_slices((x, y)).batch(40)  # uneven batches: 40, 40, 16
+    return Objective(model, batches), x.astype(np.float64), y
+
+
+def _closed_form(objective, x, y):
+    """Mean cross-entropy of softmax(xW): gradient xᵀ(p − onehot)/n, Hessian Σ kron(xxᵀ, diag p − ppᵀ)/n,
+    in the row-major order of W (D, K) that the objective flattens to."""
+    w = objective.weights().reshape(D, K)
+    logits = x @ w
+    p = np.exp(logits - logits.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    onehot = np.eye(K)[y]
+    loss = float(np.mean(-np.log(p[np.arange(N), y])))
+    gradient = (x.T @ (p - onehot) / N).ravel()
+    hessian = sum(np.kron(np.outer(xi, xi), np.diag(pi) - np.outer(pi, pi)) for xi, pi in zip(x, p)) / N
+    return loss, gradient, hessian
+
+
+def test_loss_gradient_and_hessian_vector_products_match_the_closed_form(softmax_regression):
+    objective, x, y = softmax_regression
+    loss, gradient, hessian = _closed_form(objective, x, y)
+    found_loss, found_gradient = objective.loss_and_gradient()
+    assert objective.samples == N and objective.size == D * K
+    assert found_loss == pytest.approx(loss, rel=1e-5)
+    np.testing.assert_allclose(found_gradient, gradient, atol=1e-6)
+    v = np.random.default_rng(1).standard_normal(D * K)
+    np.testing.assert_allclose(objective.hessian_vector(v), hessian @ v, rtol=1e-4, atol=1e-6)
+
+
+def test_top_eigenvalue_and_trace_of_the_model_match_numpy(softmax_regression):
+    objective, x, y = softmax_regression
+    _, _, hessian = _closed_form(objective, x, y)
+    eigen = curvature.top_eigenvalue(objective.hessian_vector, objective.size, tolerance=1e-6, max_iterations=500)
+    assert eigen.value == pytest.approx(np.linalg.eigvalsh(hessian)[-1], rel=1e-3)
+    trace = curvature.hutchinson_trace(objective.hessian_vector, objective.size, tolerance=0, max_vectors=400)
+    assert trace.value == pytest.approx(np.trace(hessian), rel=0.05)
+
+
+def test_sharpness_moves_the_weights_only_inside_the_box_and_they_are_restored(softmax_regression):
+    from harness.objective import restoring
+
+    objective, x, y = softmax_regression
+    before = objective.weights()
+    restore = restoring(objective)
+    seen = []
+
+    def loss_and_gradient(w):
+        seen.append(np.abs(w - before).max() <= 1e-3 * (np.abs(before).max() + 1) + 1e-9)
+        objective.assign(w)
+        return objective.loss_and_gradient()
+
+    value = curvature.sharpness(loss_and_gradient, before, 1e-3)
+    restore()
+    assert value > 0 and all(seen)
+    np.testing.assert_allclose(objective.weights(), before, rtol=0, atol=1e-7)
+
+
+def test_batch_gradients_feed_the_noise_scale(softmax_regression):
+    """Per-batch gradients of equal batches average to the full gradient: the big batch's |G|²."""
+    from harness.backend import tf
+    from harness.objective import Objective
+
+    objective, x, y = softmax_regression
+    equal = Objective(objective.model, tf.data.Dataset.from_tensor_slices((x.astype(np.float32), y)).batch(16))
+    gradients = equal.batch_gradients()
+    assert len(gradients) == N // 16
+    _, full = equal.loss_and_gradient()
+    np.testing.assert_allclose(np.mean(gradients, axis=0), full, atol=1e-6)
+    estimate = noise_scale.from_batch_gradients(gradients, 16)
+    assert estimate.grad_trace_cov > 0
