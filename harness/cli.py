@@ -10,6 +10,8 @@ import errno
 import logging
 import os
 import re
+import signal
+import subprocess
 import sys
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -42,6 +44,11 @@ def to_run_config(cfg: DictConfig) -> config.RunConfig:
             del cfg["hydra"]  # its run-time fields are not resolvable outside a job
     plain: Any = OmegaConf.to_container(cfg, resolve=True)
     return config.from_dict(plain)
+
+
+def recorded_run_config(run_dir: Path) -> config.RunConfig:
+    """A finished run's RunConfig, from the composed config Hydra saved in its folder (.hydra/config.yaml)."""
+    return to_run_config(OmegaConf.load(Path(run_dir) / ".hydra" / "config.yaml"))
 
 
 def _allowed_keys(key: str) -> str:
@@ -234,10 +241,27 @@ def _run(parser, args, plan: CommandPlan) -> int:
         print(f"harness: {len(unfinished)} run(s) did not finish: {', '.join(unfinished)}", file=sys.stderr)
     if args.multirun:
         print(f"sweep: {plan.output_dir}")
+        _sweep_probes(plan.output_dir)
         _write_report(plan.output_dir)
     else:
         print(f"run: {plan.output_dir}")
     return EXIT_FAILED_RUNS if failed or unfinished else EXIT_OK
+
+
+def _sweep_probes(sweep_dir: Path) -> None:
+    """The sweep-level probes (the interpolation between batch sizes), in a process of their own since they load
+    TensorFlow; skipped when the sweep has no pair of runs or its interpolation is newer than their weights. A
+    failure is one line: the report is written without it."""
+    from harness import interpolation
+
+    if not interpolation.needs_update(sweep_dir):
+        return
+    done = subprocess.run([sys.executable, "-m", "harness.probe", str(sweep_dir)], stdout=subprocess.DEVNULL)
+    if done.returncode == -signal.SIGINT or done.returncode == 128 + signal.SIGINT:
+        raise KeyboardInterrupt
+    if done.returncode != 0:
+        print(f"harness: the interpolation failed (exit {done.returncode}); the report has none. Retry: "
+              f"python -m harness.probe {sweep_dir}", file=sys.stderr)
 
 
 def _write_report(sweep_dir: Path) -> None:

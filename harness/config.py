@@ -47,6 +47,8 @@ class TrainConfig:
     base_batch_size: int = 32
     warmup_epochs: float = 0.0    # linear warm-up to the (scaled) learning rate over this many epochs
     target_train_loss: float | None = None  # stop once the post-epoch training loss is at or below this
+    probes: bool = True           # noise scale and weight distance per epoch; Hessian and sharpness at the end
+    probe_samples: int = 2048     # the fixed training subset the end-of-run probes measure on
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,7 @@ TOP_KEYS = {
     "batch_size", "per_replica_batch", "gpus", "devices", "simulate_devices", "shuffle", "imbalance",
     "epochs", "lr", "optimizer", "seed", "dataset", "model", "steps_per_execution", "train_fraction",
     "preprocess_mismatch", "budget", "budget_steps", "lr_scaling", "base_batch_size", "warmup_epochs",
-    "target_train_loss",
+    "target_train_loss", "probes", "probe_samples",
 }
 DATA_KEYS = datasets.ALL_KEYS
 MODEL_KEYS = models.ALL_KEYS
@@ -156,6 +158,8 @@ def from_dict(cfg: dict[str, Any]) -> RunConfig:
         shuffle=bool_value(cfg, "shuffle"),
         imbalance=imbalance,
         steps_per_execution=int_value(cfg, "steps_per_execution", low=0),
+        probes=bool_value(cfg, "probes"),
+        probe_samples=int_value(cfg, "probe_samples", low=2),
     )
     device = _devices(cfg)
     counts = datasets.train_class_counts(data)

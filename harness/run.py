@@ -9,7 +9,7 @@ import platform
 import time
 from pathlib import Path
 
-from harness import checkpoint, data, transforms
+from harness import checkpoint, data, probes, transforms
 from harness.arrays import Arrays
 from harness.batching import BatchPlan, Schedule, plan_batches, plan_schedule
 from harness.config import RunConfig
@@ -96,6 +96,7 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, resume
         if resume_epoch:
             checkpoint.restore(model, run_dir)
 
+    epoch_probes = _epoch_probes(cfg, run_dir, model, data_in, resume_epoch)
     table = MetricsTable(run_dir, keep_epochs=resume_epoch)
     columns = {"run_id": run_id, **config_columns(cfg.flat()), "peak_lr": schedule.peak_lr, **plan.as_columns(),
                "num_classes": data_in.num_classes}
@@ -106,13 +107,46 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, resume
 
     train_eval, val_inputs, batches = _pipelines(cfg, data_in, plan, schedule, resume_epoch)
     recorder = train.EpochRecorder(train_eval, val_inputs, data_in.y_val, len(data_in.y_train), plan.global_batch_size,
-                                   columns, on_row, rows=table.rows, target_train_loss=cfg.train.target_train_loss)
+                                   columns, on_row, rows=table.rows, target_train_loss=cfg.train.target_train_loss,
+                                   extra_columns=epoch_probes)
     fit_started = time.perf_counter()
     train.fit(model, batches, plan, schedule.epochs, [recorder, checkpoint.callback(run_dir, model)],
               initial_epoch=resume_epoch)
     record.update(fit_seconds=time.perf_counter() - fit_started, target_reached_at_epoch=recorder.target_reached_at)
-    checkpoint.remove(run_dir)
+    if cfg.train.probes and not recorder.diverged:
+        probes.save_weights(run_dir / probes.FINAL_WEIGHTS, model)
+        probes.write_final_probes(run_dir, _probe_model(cfg, model, data_in, placement.replicas), data_in.x_train,
+                                  data_in.y_train, train.decoder(data_in.decode), cfg.train.probe_samples)
+    checkpoint.remove(run_dir)  # kept until the probes are written: a run killed during them resumes there
     return (recorder.rows[-1]["val_acc"] if recorder.rows else float("nan")), recorder.diverged
+
+
+def _epoch_probes(cfg: RunConfig, run_dir: Path, model, data_in: Arrays, resume_epoch: int):
+    """The per-epoch probes (None with probes=false); the initial weights are saved before the first epoch, so a
+    resumed run measures its distance from the same start."""
+    if not cfg.train.probes:
+        return None
+    from harness import train
+
+    path = run_dir / probes.INITIAL_WEIGHTS
+    if not resume_epoch or not path.exists():
+        probes.save_weights(path, model)
+    weights, trainable = probes.load_weights(path)
+    initial = [w for w, t in zip(weights, trainable) if t]
+    return probes.EpochProbes(model, data_in.x_train, data_in.y_train, train.decoder(data_in.decode),
+                              cfg.train.seed, initial)
+
+
+def _probe_model(cfg: RunConfig, model, data_in: Arrays, replicas: int):
+    """The trained model for the end-of-run probes: a single-device twin under data parallelism, whose plain
+    variables the probes can move and differentiate twice outside the strategy."""
+    if replicas < 2:
+        return model
+    from harness import models
+
+    twin = models.build(cfg.model, data_in.input_shape, data_in.num_classes)
+    twin.set_weights(model.get_weights())
+    return twin
 
 
 def _pipelines(cfg: RunConfig, data_in: Arrays, plan: BatchPlan, schedule: Schedule, resume_epoch: int):
@@ -120,15 +154,23 @@ def _pipelines(cfg: RunConfig, data_in: Arrays, plan: BatchPlan, schedule: Sched
     a preprocessing mismatch is applied to the validation inputs only."""
     from harness import train
 
+    train_eval, val_inputs = evaluation_inputs(cfg, data_in)
+    batches = train.training_dataset(data_in.x_train, data_in.y_train, plan, cfg.train.shuffle, cfg.train.seed,
+                                     schedule.epochs, initial_epoch=resume_epoch, total_steps=schedule.total_steps,
+                                     decode=train.decoder(data_in.decode))
+    return train_eval, val_inputs, batches
+
+
+def evaluation_inputs(cfg: RunConfig, data_in: Arrays):
+    """(training (x, y) batches to evaluate, validation inputs) as the run measures them after each epoch."""
+    from harness import train
+
     decode = train.decoder(data_in.decode)
     train_std = train.sample_std(data_in.x_train, data_in.decode) if cfg.train.preprocess_mismatch == "shifted" else None
     val_decode = train.decoder(data_in.decode, transforms.mismatch_function(cfg.train.preprocess_mismatch, train_std))
     train_eval = train.evaluation_dataset(data_in.x_train, data_in.y_train, decode)
     val_inputs = train.evaluation_dataset(data_in.x_val, data_in.y_val, val_decode).map(lambda x, y: x)
-    batches = train.training_dataset(data_in.x_train, data_in.y_train, plan, cfg.train.shuffle, cfg.train.seed,
-                                     schedule.epochs, initial_epoch=resume_epoch, total_steps=schedule.total_steps,
-                                     decode=decode)
-    return train_eval, val_inputs, batches
+    return train_eval, val_inputs
 
 
 def _place(cfg: RunConfig, record: RunRecord):

@@ -130,11 +130,13 @@ class EpochRecorder(keras.callbacks.Callback):
     def __init__(self, train_eval: tf.data.Dataset, val_inputs: tf.data.Dataset, val_labels: np.ndarray,
                  train_size: int, global_batch_size: int, columns: dict[str, Any],
                  on_row: Callable[[dict[str, Any]], None],
-                 rows: list[dict[str, Any]] | None = None, target_train_loss: float | None = None):
+                 rows: list[dict[str, Any]] | None = None, target_train_loss: float | None = None,
+                 extra_columns: Callable[[int], dict[str, Any]] | None = None):
         super().__init__()
         self.train_eval, self.train_size, self.columns, self.on_row = train_eval, train_size, columns, on_row
         self.global_batch_size = global_batch_size
         self.val_inputs, self.val_labels, self.target_train_loss = val_inputs, val_labels, target_train_loss
+        self.extra_columns = extra_columns  # more columns measured after the epoch (harness.probes), by epoch
         self.diverged = False
         self.target_reached_at: int | None = None
         self.rows: list[dict[str, Any]] = list(rows or [])  # a resumed run starts with its earlier rows
@@ -150,7 +152,7 @@ class EpochRecorder(keras.callbacks.Callback):
         # a step budget can cut the last epoch short: count the samples of the steps this epoch took
         samples = min(self.train_size, (step - self.epoch_start_step) * self.global_batch_size)
         train_eval = self.model.evaluate(self.train_eval, verbose=0, return_dict=True)
-        validation = self._validate()
+        validation = validation_metrics(self.model, self.val_inputs, self.val_labels)
         row = {
             **self.columns,
             "epoch": epoch + 1,
@@ -161,9 +163,12 @@ class EpochRecorder(keras.callbacks.Callback):
             "train_eval_acc": float(train_eval["accuracy"]),
             **validation,
             "lr": float(self.model.optimizer.learning_rate.numpy()),
-            "epoch_seconds": time.perf_counter() - self.epoch_start,
+            "epoch_seconds": None,  # set last: the whole epoch, its probes included
             "samples_per_second": samples / train_seconds,
         }
+        if self.extra_columns is not None and math.isfinite(row["train_loss"]):
+            row.update(self.extra_columns(epoch + 1))
+        row["epoch_seconds"] = time.perf_counter() - self.epoch_start
         self.rows.append(row)
         self.on_row(row)
         log.info(
@@ -181,23 +186,23 @@ class EpochRecorder(keras.callbacks.Callback):
             log.info("training loss %.4f reached the target %.4f at epoch %d: stopping", row["train_eval_loss"],
                      self.target_train_loss, row["epoch"])
 
-    def _validate(self) -> dict[str, float]:
-        """val_loss, val_acc and each class's recall (`val_recall_<k>`) from one pass over the validation set.
+def validation_metrics(model: keras.Model, val_inputs: tf.data.Dataset, val_labels: np.ndarray) -> dict[str, float]:
+    """val_loss, val_acc and each class's recall (`val_recall_<k>`) from one predict pass over the validation set,
+    instead of Keras's validation plus a second pass for the recalls."""
+    probabilities = model.predict(val_inputs, verbose=0)
+    loss, accuracy = classification_metrics(probabilities, val_labels)
+    predicted = np.argmax(probabilities, axis=1)
+    recalls = {f"val_recall_{k}": float(np.mean(predicted[val_labels == k] == k)) for k in np.unique(val_labels)}
+    return {"val_loss": loss, "val_acc": accuracy, **recalls}
 
-        One predict pass serves all three, instead of Keras's validation plus a second pass for the recalls;
-        the loss is Keras's sparse categorical cross-entropy (probabilities clipped to [1e-7, 1 - 1e-7]).
-        """
-        probabilities = self.model.predict(self.val_inputs, verbose=0).astype(np.float64)
-        picked = probabilities[np.arange(len(self.val_labels)), self.val_labels]
-        predicted = np.argmax(probabilities, axis=1)
-        recalls = {
-            f"val_recall_{k}": float(np.mean(predicted[self.val_labels == k] == k)) for k in np.unique(self.val_labels)
-        }
-        return {
-            "val_loss": float(np.mean(-np.log(np.clip(picked, 1e-7, 1 - 1e-7)))),
-            "val_acc": float(np.mean(predicted == self.val_labels)),
-            **recalls,
-        }
+
+def classification_metrics(probabilities: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
+    """(loss, accuracy): Keras's sparse categorical cross-entropy (probabilities clipped to [1e-7, 1 - 1e-7])
+    and the fraction of samples whose most probable class is the label."""
+    probabilities = np.asarray(probabilities, dtype=np.float64)
+    picked = probabilities[np.arange(len(labels)), labels]
+    loss = float(np.mean(-np.log(np.clip(picked, 1e-7, 1 - 1e-7))))
+    return loss, float(np.mean(np.argmax(probabilities, axis=1) == labels))
 
 
 def fit(model: keras.Model, train: tf.data.Dataset, plan: BatchPlan, epochs: int,

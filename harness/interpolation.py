@@ -1,0 +1,73 @@
+"""Which runs of a sweep the 1-D interpolation (Keskar et al. 2017, Fig. 3) connects, read from files only.
+
+Each pair joins the smallest-batch and the largest-batch solution among completed runs that agree on every
+other config value (seed included). harness.probe evaluates the loss along the line between them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from harness import analysis
+from harness.probes import FINAL_WEIGHTS
+
+INTERPOLATION_FILE = "interpolation.parquet"  # in the sweep folder
+ALPHAS = np.round(np.linspace(-1.0, 2.0, 25), 10)  # α = 0 is the small-batch solution, α = 1 the large-batch one
+PAIRED_BY = "batch_size"
+
+
+@dataclass(frozen=True)
+class Pair:
+    label: str       # the values that tell this pair from the sweep's other pairs, e.g. "seed=0"
+    small: dict      # run.json of the small-batch run (with its folder name as `job`)
+    large: dict
+    keys: dict       # the config values the two runs share and other pairs differ in
+
+    @property
+    def small_dir(self) -> str:
+        return self.small["job"]
+
+    @property
+    def large_dir(self) -> str:
+        return self.large["job"]
+
+
+def _shared(config: dict) -> tuple:
+    return tuple(sorted((k, repr(v)) for k, v in config.items() if k != PAIRED_BY))
+
+
+def pairs(sweep_dir: Path) -> list[Pair]:
+    """Every pair of the sweep, in job order of the small-batch run; runs without kept final weights (probes
+    off, failed, diverged) take no part."""
+    sweep_dir = Path(sweep_dir)
+    runs = [r for r in analysis.read_run_records(sweep_dir)
+            if r.get("status") == "completed" and (sweep_dir / r["job"] / FINAL_WEIGHTS).exists()]
+    groups: dict[tuple, list[dict]] = {}
+    for run in runs:
+        groups.setdefault(_shared(run["config"]), []).append(run)
+    groups = {key: members for key, members in groups.items()
+              if len({m["config"][PAIRED_BY] for m in members}) >= 2}
+    if not groups:
+        return []
+    differing = sorted({k for key in groups for k, v in key if len({dict(g)[k] for g in groups}) > 1} | {"seed"})
+    found = []
+    for key, members in groups.items():
+        ordered = sorted(members, key=lambda m: m["config"][PAIRED_BY])
+        values = {k: ordered[0]["config"][k] for k in differing if k in ordered[0]["config"]}
+        label = ", ".join(f"{k}={v}" for k, v in values.items()) or "all runs"
+        found.append(Pair(label, ordered[0], ordered[-1], values))
+    return sorted(found, key=lambda p: int(p.small_dir) if p.small_dir.isdigit() else p.small_dir)
+
+
+def needs_update(sweep_dir: Path) -> bool:
+    """Whether the sweep has pairs and no interpolation.parquet newer than every paired run's final weights."""
+    sweep_dir = Path(sweep_dir)
+    found = pairs(sweep_dir)
+    target = sweep_dir / INTERPOLATION_FILE
+    if not found or not target.exists():
+        return bool(found)
+    newest = max((sweep_dir / run["job"] / FINAL_WEIGHTS).stat().st_mtime
+                 for pair in found for run in (pair.small, pair.large))
+    return target.stat().st_mtime < newest

@@ -1,0 +1,142 @@
+"""What a run measures besides accuracy, to say why a batch size lost (Keskar, McCandlish, Hoffer).
+
+Per epoch: the gradient noise scale on fresh training samples and the distance the weights travelled from their
+initial values. After the last epoch: the training loss's top Hessian eigenvalue and trace and Keskar's
+sharpness on a fixed probe subset of the training set, into probes.json; the initial and final weights are kept
+as plain .npz arrays so every probe can be recomputed later (harness.probe does, for the interpolation).
+"""
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from harness import curvature, noise_scale
+from harness.files import atomic_write, write_json
+
+log = logging.getLogger(__name__)
+
+PROBES_FILE = "probes.json"
+INITIAL_WEIGHTS, FINAL_WEIGHTS = "initial.weights.npz", "final.weights.npz"
+PROBE_SEED = 0          # the probe subset depends on the training set only: the same samples for every seed
+NOISE_BATCHES = 8       # small batches of noise_scale.SMALL_BATCH per epoch's noise-scale estimate
+PROBE_BATCH = 1024      # samples per Hessian-vector product call
+
+
+def save_weights(path: Path, model) -> None:
+    """Every weight of `model` (trainable ones and batch-norm statistics) in model.weights order, as plain
+    arrays `weight_<i>`, with `trainable` marking which are trained."""
+    trainable = {id(v) for v in model.trainable_weights}
+    arrays = {f"weight_{i}": np.asarray(v.numpy()) for i, v in enumerate(model.weights)}
+
+    def write(tmp: str) -> None:
+        with open(tmp, "wb") as f:
+            np.savez(f, trainable=np.array([id(v) in trainable for v in model.weights]), **arrays)
+
+    atomic_write(Path(path), write)
+
+
+def load_weights(path: Path) -> tuple[list[np.ndarray], np.ndarray]:
+    """(weights in model.weights order, the trainable mask) from save_weights's file."""
+    with np.load(Path(path), allow_pickle=False) as saved:
+        mask = saved["trainable"]
+        return [saved[f"weight_{i}"] for i in range(len(mask))], mask
+
+
+def probe_indices(train_size: int, samples: int) -> np.ndarray:
+    """The fixed probe subset: `samples` training indices (all when the set is smaller), in order."""
+    chosen = np.random.default_rng(PROBE_SEED).permutation(train_size)[:samples]
+    return np.sort(chosen)
+
+
+def _dataset(x: np.ndarray, y: np.ndarray, batch: int, decode: Callable | None):
+    from harness.backend import tf
+
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(batch)
+    if decode is not None:
+        dataset = dataset.map(lambda xb, yb: (decode(xb), yb))
+    return dataset.cache()  # decoded once: the probes pass over the same samples many times
+
+
+class EpochProbes:
+    """Per-epoch columns: noise_scale, grad_norm_sq, grad_trace_cov and weight_distance.
+
+    The noise scale comes from NOISE_BATCHES fresh small batches of training samples per epoch (drawn from the
+    run's seed and the epoch, so a resumed run measures the same ones), at the end of the epoch.
+    """
+
+    def __init__(self, model, x: np.ndarray, y: np.ndarray, decode: Callable | None, seed: int,
+                 initial: list[np.ndarray]):
+        self.model, self.x, self.y, self.decode, self.seed = model, x, y, decode, seed
+        self.initial = initial  # trainable weights at the start of training
+        small = noise_scale.SMALL_BATCH
+        self.batches = max(2, min(NOISE_BATCHES, len(y) // small))
+        self.small = min(small, len(y) // self.batches)
+        self.objective = None  # built at the first epoch's end, then reused: its functions trace once
+
+    def __call__(self, epoch: int) -> dict[str, float]:
+        from harness.objective import Objective
+
+        chosen = np.random.default_rng([self.seed, epoch]).permutation(len(self.y))[:self.batches * self.small]
+        batches = _dataset(self.x[chosen], self.y[chosen], self.small, self.decode)
+        if self.objective is None:
+            self.objective = Objective(self.model, batches)
+        else:
+            self.objective.use(batches)
+        estimate = noise_scale.from_batch_gradients(self.objective.batch_gradients(), self.small)
+        current = [v.numpy() for v in self.model.trainable_weights]
+        distance = float(np.sqrt(sum(np.sum((c - w) ** 2) for c, w in zip(current, self.initial))))
+        return {**estimate.as_columns(), "weight_distance": distance}
+
+
+def final_probes(model, x: np.ndarray, y: np.ndarray, decode: Callable | None, samples: int) -> dict[str, Any]:
+    """Top Hessian eigenvalue, Hessian trace and sharpness at both ε of the training loss on the probe subset.
+
+    The model's weights are put back afterwards. Stated tolerances: power iteration to a relative change of
+    curvature.EIGEN_TOLERANCE (at most EIGEN_MAX_ITERATIONS), Hutchinson to a relative change of
+    curvature.TRACE_TOLERANCE (at most TRACE_MAX_VECTORS), L-BFGS-B for SHARPNESS_ITERATIONS iterations.
+    """
+    from harness.objective import Objective, restoring
+
+    started = time.perf_counter()
+    chosen = probe_indices(len(y), samples)
+    objective = Objective(model, _dataset(x[chosen], y[chosen], PROBE_BATCH, decode))
+    restore = restoring(objective)
+    weights = objective.weights()
+    eigen = curvature.top_eigenvalue(objective.hessian_vector, objective.size)
+    trace = curvature.hutchinson_trace(objective.hessian_vector, objective.size,
+                                       tolerance=curvature.TRACE_TOLERANCE)
+
+    def loss_and_gradient(w: np.ndarray) -> tuple[float, np.ndarray]:
+        objective.assign(w)
+        return objective.loss_and_gradient()
+
+    try:
+        sharp = {eps: curvature.sharpness(loss_and_gradient, weights, eps) for eps in curvature.SHARPNESS_EPSILONS}
+    finally:
+        restore()
+    return {
+        "probe_samples": int(len(chosen)),
+        "probe_loss": objective.loss(),
+        "hessian_top_eigenvalue": eigen.value, "eigen_iterations": eigen.iterations, "eigen_converged": eigen.converged,
+        "hessian_trace": trace.value, "trace_vectors": trace.iterations, "trace_converged": trace.converged,
+        "sharpness": sharp[1e-3], "sharpness_5e-4": sharp[5e-4],
+        "seconds": time.perf_counter() - started,
+    }
+
+
+def write_final_probes(run_dir: Path, model, x: np.ndarray, y: np.ndarray, decode: Callable | None,
+                       samples: int) -> None:
+    """probes.json for a finished run; a probe that fails is recorded there (`error`) and the run stays
+    completed: its accuracy and metrics do not depend on it."""
+    try:
+        values = {**final_probes(model, x, y, decode, samples), "error": None}
+    except Exception as err:  # a user model without second derivatives, memory, ...
+        log.warning("probes failed: %s: %s", type(err).__name__, err)
+        values = {"probe_samples": samples, "error": f"{type(err).__name__}: {err}".splitlines()[0]}
+    write_json(Path(run_dir) / PROBES_FILE, values)
+    log.info("probes: %s", ", ".join(f"{k} {v:.4g}" for k, v in values.items()
+                                      if isinstance(v, float) and k != "seconds"))
