@@ -1,4 +1,5 @@
-"""What a sweep's data say: its verdicts on batch size and its findings on the other suspects, computed once.
+"""What a sweep's data say: its verdicts on batch size, its findings on the other suspects and what the probes
+say about why the large batch lost, computed once.
 
 The report lays this out; scripts/findings.py writes the README's findings from it. Files only: no TensorFlow.
 """
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness import analysis, verdicts
+from harness import analysis, verdicts, why
 from harness.findings import Finding, all_findings
 
 
@@ -24,6 +25,7 @@ class Assessment:
     facets: list[str]            # varied keys the results are split by
     batch_verdicts: list[verdicts.BatchVerdict]
     findings: list[Finding]
+    why: why.Why                 # the probes: sharpness, noise scale, distance travelled
 
 
 def assess(sweep_dir: Path) -> Assessment:
@@ -42,7 +44,7 @@ def assess(sweep_dir: Path) -> Assessment:
     found = all_findings(df, final, varied) if not final.empty else []
     if found and df[analysis.BATCH].nunique() < 2:
         batch_verdicts = []  # a study of another suspect at one batch size: its findings are the verdicts
-    return Assessment(df, final, keys, varied, facets, batch_verdicts, found)
+    return Assessment(df, final, keys, varied, facets, batch_verdicts, found, why.explain(sweep_dir, df))
 
 
 def _batch_verdicts(df: pd.DataFrame, final: pd.DataFrame, facets: list[str]) -> list[verdicts.BatchVerdict]:

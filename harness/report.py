@@ -16,7 +16,7 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from harness import analysis, files, plots
+from harness import analysis, files, plots, why_plots
 from harness.assessment import assess
 from harness.findings_plot import findings_figure
 
@@ -153,6 +153,8 @@ def build_report(sweep_dir: Path) -> str:
     a = assess(sweep_dir)
     per_run = a.df.drop_duplicates("run_id")
     drawn = [{"title": title, "png": _png(fig), "caption": CAPTIONS[title]} for title, fig in figures(a)]
+    why_drawn = [{"title": title, "png": _png(fig), "caption": caption}
+                 for title, fig, caption in why_plots.figures(a.why)]
     simulated = "simulate_devices" in per_run.columns and per_run["simulate_devices"].astype(bool).any()
     not_started = analysis.not_started_jobs(sweep_dir)
     status_counts = per_run["status"].value_counts()
@@ -176,6 +178,8 @@ def build_report(sweep_dir: Path) -> str:
         partial=", ".join(unfinished),
         verdicts=a.batch_verdicts,
         findings=a.findings,
+        why=a.why,
+        why_figures=why_drawn,
         varied=[(k, ", ".join(map(str, _sorted_values(per_run[k])))) for k in a.varied],
         facets=a.facets,
         constant=[(k, _fmt(per_run[k].iloc[0])) for k in a.keys if k in per_run.columns and k not in a.varied],

@@ -184,3 +184,64 @@ def study_sweep(sweep: Path, *overrides: str) -> Path:
     (sweep / "sweep.json").write_text(json.dumps({"jobs": [{"job": str(n), "overrides": list(j)}
                                                            for n, j in enumerate(plan.jobs)]}))
     return sweep
+
+
+def probe_values(batch: int, seed: int) -> dict:
+    """A probes.json as the training side writes it, with made-up numbers: the larger batch's minimum is the
+    sharper one, as Keskar et al. report."""
+    eigenvalue = 20.0 * (batch / 8) ** 0.5 + seed
+    return {"probe_samples": 2048, "hessian_top_eigenvalue": eigenvalue, "hessian_trace": 15.0 * eigenvalue,
+            "sharpness": eigenvalue / 2, "sharpness_5e-4": eigenvalue / 4, "eigen_iterations": 30,
+            "eigen_converged": True, "trace_vectors": 40, "trace_converged": True, "probe_loss": 0.05,
+            "seconds": 9.0, "error": None}
+
+
+def _interpolation_curve(pair: str, small: tuple[str, int], large: tuple[str, int], alphas: int,
+                         height: float) -> pd.DataFrame:
+    """Loss and accuracy along the line between two solutions: a wide valley at α = 0, a narrow one at α = 1."""
+    import numpy as np
+
+    alpha = np.round(np.linspace(-1.0, 2.0, alphas), 6)
+    barrier = 0.4 * height * np.sin(np.pi * alpha) ** 2
+    train_loss = 0.05 + np.minimum(1.5 * alpha ** 2, 12.0 * height * (alpha - 1) ** 2) + barrier
+    val_loss = train_loss + 0.25 + 0.1 * alpha
+    return pd.DataFrame({"pair": pair, "small_run": small[0], "large_run": large[0], "small_batch": small[1],
+                         "large_batch": large[1], "alpha": alpha, "train_loss": train_loss,
+                         "train_acc": np.exp(-train_loss), "val_loss": val_loss, "val_acc": np.exp(-val_loss)})
+
+
+def add_probes(sweep: Path, probes=probe_values, *, interpolation: bool = True, alphas: int = 31) -> Path:
+    """What probes=true adds to a constructed sweep: the per-epoch probe columns in every metrics.parquet (a
+    noise scale growing from ~40 to ~2,000, a distance growing like log(step)), a probes.json per run
+    (`probes(batch, seed)`; None writes none) and interpolation.parquet, pairing the smallest and the largest
+    batch of runs whose overrides differ only in batch size. Each combination of the other overrides (a facet)
+    gets its numbers scaled a little, so that facets' lines do not hide each other."""
+    import numpy as np
+
+    groups: dict[tuple, list[tuple[str, int]]] = {}
+    facets: dict[tuple, float] = {}
+    for run_dir in sorted(p for p in sweep.iterdir() if (p / "metrics.parquet").exists()):
+        frame = pd.read_parquet(run_dir / "metrics.parquet")
+        record = json.loads((run_dir / "run.json").read_text())
+        batch, seed = int(frame["global_batch_size"].iloc[0]), int(frame["seed"].iloc[0])
+        key = tuple(o for o in record["overrides"] if not o.startswith(("batch_size=", "+")))
+        scale = facets.setdefault(tuple(o for o in key if not o.startswith("seed=")), 1 + 0.3 * len(facets))
+        epoch, last = frame["epoch"].to_numpy(dtype=float), max(frame["epoch"].max() - 1, 1)
+        frame["grad_norm_sq"] = 1.0 / epoch
+        frame["grad_trace_cov"] = (40.0 * 50.0 ** ((epoch - 1) / last) / epoch * (1 + 0.05 * seed) * scale
+                                   * (1 + 0.2 * np.log2(batch / 8)))
+        frame["noise_scale"] = frame["grad_trace_cov"] / frame["grad_norm_sq"]
+        frame["weight_distance"] = (2.0 * np.log1p(frame["step"].to_numpy(dtype=float)) + 0.2 * seed) * scale
+        frame.to_parquet(run_dir / "metrics.parquet", index=False)
+        values = probes(batch, seed)
+        if values is not None:
+            values = {k: v * scale if k in ("hessian_top_eigenvalue", "hessian_trace", "sharpness") else v
+                      for k, v in values.items()}
+            (run_dir / "probes.json").write_text(json.dumps(values))
+        groups.setdefault(key, []).append((record["run_id"], batch))
+    curves = [_interpolation_curve(", ".join(key) or "all runs", min(runs, key=lambda r: r[1]),
+                                   max(runs, key=lambda r: r[1]), alphas, 1 + 0.1 * n)
+              for n, (key, runs) in enumerate(groups.items()) if len({b for _, b in runs}) > 1]
+    if interpolation and curves:
+        pd.concat(curves, ignore_index=True).to_parquet(sweep / "interpolation.parquet", index=False)
+    return sweep

@@ -1,0 +1,237 @@
+"""Why did the large batch lose? The probes' measurements, read from a sweep's files, and what they say.
+
+The training side (probes=true) writes three things, read here without TensorFlow:
+- per-epoch columns of metrics.parquet: `noise_scale` (B_simple = tr(Σ)/|G|², McCandlish et al. 2018),
+  `grad_norm_sq` (|G|²), `grad_trace_cov` (tr(Σ)) and `weight_distance` (‖w_t − w_0‖₂);
+- `probes.json` in a run folder, after the last epoch: the top Hessian eigenvalue, the Hessian trace and Keskar
+  et al.'s sharpness (metric 2.1, percent units) of the final weights;
+- `interpolation.parquet` in the sweep folder: loss and accuracy along w(α) = (1 − α)·w_small + α·w_large
+  (Keskar et al. 2017, Fig. 3).
+
+Sentences compare the smallest and the largest batch size of each facet, averaged over seeds. A sharpness
+difference is claimed with a Welch t-test (level ALPHA) when both sides have two or more seeds, and with the
+ratio SINGLE_SEED_RATIO otherwise, which is said to be indicative only.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from harness.analysis import BATCH, read_run_records
+from harness.files import DamagedFile, read_json
+from harness.interpolation import INTERPOLATION_FILE
+from harness.probes import PROBES_FILE
+EPOCH_PROBES = ["noise_scale", "grad_norm_sq", "grad_trace_cov", "weight_distance"]
+FINAL_PROBES = ["hessian_top_eigenvalue", "hessian_trace", "sharpness", "sharpness_5e-4"]
+INTERPOLATION_COLUMNS = ["pair", "small_run", "small_batch", "large_batch", "alpha", "train_loss", "train_acc",
+                         "val_loss", "val_acc"]
+# Smoothing of tr(Σ) and |G|² across a run's epochs, each on its own, as gpt-neox does across steps (β = 0.99
+# there, over thousands of steps; one estimate per epoch here, so the memory is a couple of epochs).
+EMA_BETA = 0.5
+ALPHA = 0.05               # level of the Welch t-test on the top Hessian eigenvalue
+SINGLE_SEED_RATIO = 1.5    # with one seed a side: a ratio at least this large (or its inverse) is a difference
+NO_PROBES = ("No probe measurements in this sweep ({why}): run it with probes=true to see the sharpness of each "
+             "minimum, the gradient noise scale and the distance each batch size travelled.")
+
+
+@dataclass
+class Reading:
+    """What the probes say about one facet: a sentence per measurement."""
+
+    subject: str
+    lines: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Why:
+    """The probes of one sweep and what they say; empty frames where a probe was not run."""
+
+    probes: pd.DataFrame                # one row per run with a usable probes.json, with its final metrics row
+    epochs: pd.DataFrame                # per-epoch rows with probe values and `noise_scale_smoothed`
+    interpolation: pd.DataFrame | None  # interpolation.parquet, None when absent or unreadable
+    readings: list[Reading]
+    notes: list[str]                    # files skipped, probes that failed or did not converge, or why none exist
+
+
+def ema(values: pd.Series, beta: float = EMA_BETA) -> pd.Series:
+    """Exponential moving average from zero with the bias correction 1/(1 − β^k) (gpt-neox's `ema`), k counting
+    the values seen; a missing value leaves the average where it was."""
+    average, seen, out = 0.0, 0, []
+    for value in values:
+        if not pd.isna(value):
+            average, seen = beta * average + (1 - beta) * float(value), seen + 1
+        out.append(average / (1 - beta ** seen) if seen else math.nan)
+    return pd.Series(out, index=values.index, dtype=float)
+
+
+def smoothed_noise_scale(run: pd.DataFrame, beta: float = EMA_BETA) -> pd.Series:
+    """B_simple of one run's epochs (in epoch order) with tr(Σ) and |G|² smoothed separately: averaging the two
+    estimates before dividing keeps a noisy or negative |G|² estimate from blowing the ratio up."""
+    trace, norm = ema(run["grad_trace_cov"], beta), ema(run["grad_norm_sq"], beta)
+    return (trace / norm).where(norm > 0)
+
+
+def read_probes(sweep_dir: Path, df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """One row per run with a usable probes.json: its final metrics row (config, batch size, facet) with the probe
+    values on top. A damaged file or a failed probe is left out with a note, never an error."""
+    last = df[df["epoch"].notna()].sort_values("epoch").groupby("run_id").tail(1).set_index("run_id")
+    rows, notes = [], []
+    for record in read_run_records(sweep_dir):
+        run_id = record["run_id"]
+        try:
+            probes = read_json(Path(sweep_dir) / record["job"] / PROBES_FILE)
+        except DamagedFile as err:
+            notes.append(f"Left out: {err}.")
+            continue
+        if probes is None or run_id not in last.index:
+            continue
+        if probes.get("error"):
+            notes.append(f"The final probe of {run_id} failed: {probes['error']}")
+            continue
+        rows.append({**last.loc[run_id].to_dict(), **probes, "run_id": run_id})
+    frame = pd.DataFrame(rows)
+    for column in FINAL_PROBES:
+        frame[column] = pd.to_numeric(frame[column], errors="coerce") if column in frame else math.nan
+    if "eigen_converged" in frame:
+        unconverged = frame.loc[frame["eigen_converged"] == False, "run_id"].tolist()  # noqa: E712 (NaN is neither)
+        if unconverged:
+            notes.append(f"Power iteration stopped at its cap before converging for {', '.join(unconverged)}: "
+                         "their top eigenvalue is an estimate of lower precision.")
+    return frame, notes
+
+
+def read_interpolation(sweep_dir: Path) -> tuple[pd.DataFrame | None, list[str]]:
+    """The sweep's interpolation.parquet, or None (with a note when it exists but cannot be used)."""
+    path = Path(sweep_dir) / INTERPOLATION_FILE
+    if not path.exists():
+        return None, []
+    try:
+        frame = pd.read_parquet(path)
+    except Exception as err:  # pyarrow's errors for a truncated or foreign file vary
+        return None, [f"Left out: {path} cannot be read ({type(err).__name__}: {err})."]
+    missing = [c for c in INTERPOLATION_COLUMNS if c not in frame.columns]
+    if missing:
+        return None, [f"Left out: {path} lacks the column(s) {', '.join(missing)}."]
+    return frame.sort_values(["pair", "alpha"]), []
+
+
+def epoch_probes(df: pd.DataFrame) -> pd.DataFrame:
+    """The epochs that carry probe values, with each run's smoothed noise scale; empty when none does."""
+    present = [c for c in EPOCH_PROBES if c in df.columns]
+    epochs = df[df["epoch"].notna()]
+    if not present or epochs[present].isna().all().all():
+        return epochs.iloc[0:0]
+    epochs = epochs[epochs[present].notna().any(axis=1)].sort_values(["run_id", "epoch"]).copy()
+    if {"grad_trace_cov", "grad_norm_sq"} <= set(present):
+        epochs["noise_scale_smoothed"] = pd.concat(
+            [smoothed_noise_scale(run) for _, run in epochs.groupby("run_id", sort=False)])
+    return epochs
+
+
+def explain(sweep_dir: Path, df: pd.DataFrame) -> Why:
+    """Read the probes of the sweep in `sweep_dir` (`df`: its epochs with a `facet` column) and say what they show."""
+    probes, notes = read_probes(sweep_dir, df)
+    interpolation, more = read_interpolation(sweep_dir)
+    if interpolation is not None:  # each pair in the facet of its small-batch run, so a figure can show every facet
+        facet_of = df.drop_duplicates("run_id").set_index("run_id")["facet"]
+        interpolation["facet"] = interpolation["small_run"].map(facet_of).fillna("all runs")
+    epochs = epoch_probes(df)
+    notes += more
+    if probes.empty and epochs.empty and interpolation is None:
+        off = "probes" in df.columns and not df["probes"].fillna(False).astype(bool).any()
+        notes.append(NO_PROBES.format(why="probes=false" if off else "made without them, or every probe failed"))
+    readings = []
+    for facet in sorted(df["facet"].unique()):
+        lines = [sharpness_sentence(probes[probes["facet"] == facet]) if not probes.empty else None,
+                 noise_scale_sentence(epochs[epochs["facet"] == facet]) if not epochs.empty else None,
+                 distance_sentence(epochs[epochs["facet"] == facet]) if not epochs.empty else None]
+        if any(lines):
+            readings.append(Reading(facet, [line for line in lines if line]))
+    return Why(probes, epochs, interpolation, readings, notes)
+
+
+def number(value: float) -> str:
+    """A measurement as a reader wants it: 85, 27.4, 0.314, 2,300."""
+    if not math.isfinite(value):
+        return "–"
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def welch_p(a: np.ndarray, b: np.ndarray) -> float:
+    """Two-sided Welch t-test p-value; identical seeds on both sides give 0 for different means, 1 for equal."""
+    if np.var(a, ddof=1) + np.var(b, ddof=1) == 0.0:
+        return 0.0 if np.mean(a) != np.mean(b) else 1.0
+    return float(stats.ttest_ind(a, b, equal_var=False).pvalue)
+
+
+def sharpness_sentence(probes: pd.DataFrame) -> str | None:
+    """Is the largest batch's minimum sharper than the smallest's? Judged on the top Hessian eigenvalue, with
+    Keskar's sharpness beside it; None when fewer than two batch sizes have an eigenvalue."""
+    measured = probes[probes["hessian_top_eigenvalue"].notna()]
+    sizes = sorted(measured[BATCH].unique())
+    if len(sizes) < 2:
+        return None
+    small, large = (measured[measured[BATCH] == b] for b in (sizes[0], sizes[-1]))
+    eig_s, eig_l = small["hessian_top_eigenvalue"].mean(), large["hessian_top_eigenvalue"].mean()
+    numbers = f"top Hessian eigenvalue {number(eig_l)} vs {number(eig_s)}"
+    if small["sharpness"].notna().any() and large["sharpness"].notna().any():
+        numbers += f"; sharpness {number(large['sharpness'].mean())} vs {number(small['sharpness'].mean())}"
+    if min(eig_s, eig_l) <= 0:  # a saddle or a maximum: a ratio means nothing
+        return f"The top Hessian eigenvalues are not both positive ({numbers}), so they are not compared as a ratio."
+    n_small, n_large = len(small), len(large)
+    ratio = eig_l / eig_s
+    if min(n_small, n_large) >= 2:
+        p = welch_p(large["hessian_top_eigenvalue"].to_numpy(), small["hessian_top_eigenvalue"].to_numpy())
+        differs = p < ALPHA
+        evidence = f"Welch p = {p:.2g} over seeds, n = {n_large} and {n_small}"
+    else:
+        differs = not 1 / SINGLE_SEED_RATIO < ratio < SINGLE_SEED_RATIO
+        where = "per batch size" if n_small == n_large else f"at batch {sizes[-1] if n_large == 1 else sizes[0]}"
+        evidence = (f"n = 1 seed {where}: no test is possible, so a ratio beyond {SINGLE_SEED_RATIO}x counts as a "
+                    "difference; indicative only")
+    if not differs:
+        return (f"The data do not show a sharpness difference between the batch-{sizes[-1]} and the batch-{sizes[0]} "
+                f"minimum ({numbers}; ratio {ratio:.2g}x; {evidence}).")
+    kind, times = ("sharper", ratio) if ratio > 1 else ("flatter", 1 / ratio)
+    return (f"The batch-{sizes[-1]} minimum is {times:.2g}x {kind} than batch-{sizes[0]}'s ({numbers}; "
+            f"{evidence}).")
+
+
+def noise_scale_sentence(epochs: pd.DataFrame) -> str | None:
+    """The last epoch's smoothed noise scale (mean over runs) against the swept batch sizes."""
+    if "noise_scale_smoothed" not in epochs:
+        return None
+    last = epochs.sort_values("epoch").groupby("run_id").tail(1)["noise_scale_smoothed"].dropna()
+    if last.empty:
+        return None
+    noise = last.mean()
+    sizes = sorted(epochs[BATCH].unique())
+    above = [s for s in sizes if s > noise]
+    where = (f"batch {', '.join(map(str, above))} lie{'s' if len(above) == 1 else ''} above it" if above
+             else f"every swept batch size ({', '.join(map(str, sizes))}) lies below it")
+    return (f"Gradient noise scale at the last epoch: B_simple ≈ {number(noise)} (tr(Σ) and |G|² smoothed across "
+            f"epochs, mean over {len(last)} runs); {where}. Batches above ~B_noise gain little per step: "
+            "McCandlish et al.'s critical batch size, which B_simple roughly estimates.")
+
+
+def distance_sentence(epochs: pd.DataFrame) -> str | None:
+    """How far each batch size's weights travelled from their initial values by the final epoch."""
+    if "weight_distance" not in epochs or epochs["weight_distance"].isna().all():
+        return None
+    last = epochs[epochs["weight_distance"].notna()].sort_values("epoch").groupby("run_id").tail(1)
+    by_size = last.groupby(BATCH).agg(distance=("weight_distance", "mean"), step=("step", "mean"),
+                                      epoch=("epoch", "max"))
+    parts = [f"batch {size}: {number(row.distance)} after {number(row.step)} steps" for size, row in by_size.iterrows()]
+    line = ("Distance from the initial weights by the final epoch, ‖w_T − w_0‖ (mean over seeds): "
+            f"{'; '.join(parts)}.")
+    if len(by_size) >= 2 and by_size["distance"].iloc[0] > 0:
+        share = by_size["distance"].iloc[-1] / by_size["distance"].iloc[0]
+        line += (f" The largest batch travelled {share:.2g}x as far as the smallest"
+                 + (f" in the same {int(by_size['epoch'].iloc[0])} epochs." if by_size["epoch"].nunique() == 1
+                    else "."))
+    return line
