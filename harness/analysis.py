@@ -158,7 +158,8 @@ def config_keys(sweep_dir: Path) -> list[str]:
 def varied_keys(df: pd.DataFrame, keys: list[str]) -> list[str]:
     """Config keys that take more than one value across the sweep's runs."""
     per_run = df.drop_duplicates("run_id")
-    return [k for k in keys if k in per_run.columns and per_run[k].astype(str).nunique() > 1]
+    # str of each value: a key null in some runs and set in others varies (astype(str) can keep None as NaN)
+    return [k for k in keys if k in per_run.columns and per_run[k].map(str).nunique() > 1]
 
 
 def facet_keys(df: pd.DataFrame, keys: list[str]) -> list[str]:
@@ -170,7 +171,7 @@ def facet_label(row: pd.Series | dict, facets: list[str]) -> str:
     return ", ".join(f"{k}={row[k]}" for k in facets) if facets else "all runs"
 
 
-ARM_GROUPS = ("cause", "control")  # config groups whose options are a study's arms (conf/cause/, conf/control/)
+ARM_GROUPS = ("cause", "control", "hoffer")  # config groups whose options are a study's arms (conf/<group>/)
 
 
 def arm(overrides: str) -> str | None:

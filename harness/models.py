@@ -13,21 +13,28 @@ def _units(base: int, width: float) -> int:
     return max(1, int(round(base * width)))
 
 
-def _block(x, layer, batch_norm: bool, sync: bool = False):
+def _block(x, layer, batch_norm: bool, sync: bool = False, ghost_batch_size: int | None = None):
     """layer -> [batch norm] -> relu; the layer has no bias when batch norm follows it.
 
     Under data parallelism each replica normalises over its own slice of the batch, as Keras does by default;
-    `sync` makes it use the statistics of the whole global batch (cross-replica all-reduce).
+    `sync` makes it use the statistics of the whole global batch (cross-replica all-reduce). `ghost_batch_size`
+    normalises each chunk of that many samples on its own (ghost batch norm, Hoffer et al. 2017), so a large
+    batch sees the statistics of a small one.
     """
     from harness.backend import keras
 
     x = layer(x)
-    if batch_norm:
+    if batch_norm and ghost_batch_size:
+        from harness.layers import GhostBatchNormalization
+
+        x = GhostBatchNormalization(ghost_batch_size)(x)
+    elif batch_norm:
         x = keras.layers.BatchNormalization(synchronized=sync)(x)
     return keras.layers.Activation("relu")(x)
 
 
-def convnet(input_shape: tuple[int, ...], num_classes: int, width: float, batch_norm: bool, sync: bool = False):
+def convnet(input_shape: tuple[int, ...], num_classes: int, width: float, batch_norm: bool, sync: bool = False,
+            ghost_batch_size: int | None = None):
     """conv32-pool-conv64-pool-dense64-softmax; Conv1D for (length, channels) inputs, Conv2D for images."""
     from harness.backend import keras
 
@@ -39,24 +46,27 @@ def convnet(input_shape: tuple[int, ...], num_classes: int, width: float, batch_
     )
     pool = layers.MaxPooling2D if two_d else layers.MaxPooling1D
     inputs = keras.Input(shape=input_shape)
-    x = pool(2)(_block(inputs, conv(_units(32, width)), batch_norm, sync))
-    x = pool(2)(_block(x, conv(_units(64, width)), batch_norm, sync))
+    norm = {"batch_norm": batch_norm, "sync": sync, "ghost_batch_size": ghost_batch_size}
+    x = pool(2)(_block(inputs, conv(_units(32, width)), **norm))
+    x = pool(2)(_block(x, conv(_units(64, width)), **norm))
     x = layers.Flatten()(x)
-    x = _block(x, layers.Dense(_units(64, width), use_bias=not batch_norm), batch_norm, sync)
+    x = _block(x, layers.Dense(_units(64, width), use_bias=not batch_norm), **norm)
     outputs = layers.Dense(num_classes, activation="softmax")(x)
     return keras.Model(inputs, outputs, name="convnet")
 
 
-def mlp(input_shape: tuple[int, ...], num_classes: int, width: float, batch_norm: bool, sync: bool = False):
+def mlp(input_shape: tuple[int, ...], num_classes: int, width: float, batch_norm: bool, sync: bool = False,
+        ghost_batch_size: int | None = None):
     """Two hidden dense layers of 128 x width units."""
     from harness.backend import keras
 
     layers = keras.layers
 
+    norm = {"batch_norm": batch_norm, "sync": sync, "ghost_batch_size": ghost_batch_size}
     inputs = keras.Input(shape=input_shape)
     x = layers.Flatten()(inputs)
     for _ in range(2):
-        x = _block(x, layers.Dense(_units(128, width), use_bias=not batch_norm), batch_norm, sync)
+        x = _block(x, layers.Dense(_units(128, width), use_bias=not batch_norm), **norm)
     outputs = layers.Dense(num_classes, activation="softmax")(x)
     return keras.Model(inputs, outputs, name="mlp")
 
@@ -67,6 +77,7 @@ class ModelConfig(RegistryEntry):
     width: float = 1.0
     batch_norm: bool = False
     sync_batchnorm: bool = False  # batch statistics over all replicas instead of each replica's slice
+    ghost_batch_size: int | None = None  # ghost batch norm: statistics of each chunk of this many samples
     source: str | None = None     # the registry entry that builds it (None: `name`)
     target: str | None = None     # model=custom: `_target_`, the function that builds it
     options: tuple[tuple[str, Any], ...] = ()  # model=application|custom: every other model.* key, as keywords
@@ -83,7 +94,7 @@ class ModelConfig(RegistryEntry):
 
 
 BUILTIN: dict[str, Callable] = {"convnet": convnet, "mlp": mlp}
-BUILTIN_KEYS = ("width", "batch_norm", "sync_batchnorm")
+BUILTIN_KEYS = ("width", "batch_norm", "sync_batchnorm", "ghost_batch_size")
 MODEL_NAMES = (*BUILTIN, "application", "custom")
 ALL_KEYS = {"name", "source", "_target_", *BUILTIN_KEYS}
 
@@ -98,8 +109,10 @@ def config_from_dict(cfg: Any, input_shape: tuple[int, ...] | None, num_classes:
         width = float_value(cfg, "width", name="model.width")
         if width <= 0:
             raise ConfigError("model.width", width, "a number > 0")
-        return ModelConfig(name=cfg["name"], width=width, batch_norm=bool_value(cfg, "batch_norm", "model.batch_norm"),
-                           sync_batchnorm=bool_value(cfg, "sync_batchnorm", "model.sync_batchnorm"), source=source)
+        batch_norm = bool_value(cfg, "batch_norm", "model.batch_norm")
+        sync = bool_value(cfg, "sync_batchnorm", "model.sync_batchnorm")
+        return ModelConfig(name=cfg["name"], width=width, batch_norm=batch_norm, sync_batchnorm=sync,
+                           ghost_batch_size=_ghost_batch_size(cfg, batch_norm, sync), source=source)
     options = tuple(sorted((k, v) for k, v in cfg.items() if k not in ("name", "source", "_target_")))
     if source == "application":
         user_models.check_application(cfg.get("name"), input_shape)
@@ -109,12 +122,28 @@ def config_from_dict(cfg: Any, input_shape: tuple[int, ...] | None, num_classes:
     return ModelConfig(name=cfg["name"], source=source, target=target, options=options)
 
 
+def _ghost_batch_size(cfg: dict, batch_norm: bool, sync: bool) -> int | None:
+    """model.ghost_batch_size: null, or chunks of >= 2 samples (a chunk of one normalises every value to 0) of a
+    batch norm that is not synchronized (that one normalises the global batch, the opposite of chunking it)."""
+    ghost = cfg.get("ghost_batch_size")
+    if ghost is None:
+        return None
+    if isinstance(ghost, bool) or not isinstance(ghost, int) or ghost < 2:
+        raise ConfigError("model.ghost_batch_size", ghost, "null or an integer >= 2")
+    if not batch_norm:
+        raise ConfigError("model.ghost_batch_size", ghost, "null unless model.batch_norm=true")
+    if sync:
+        raise ConfigError("model.ghost_batch_size", ghost, "null when model.sync_batchnorm=true")
+    return ghost
+
+
 def build(model_cfg: ModelConfig, input_shape: tuple[int, ...], num_classes: int):
     """Build (not compile) the model `model_cfg` describes for inputs of `input_shape`; call inside the
     strategy's scope. A user's model must end in `num_classes` outputs."""
     if model_cfg.source in BUILTIN:
         return BUILTIN[model_cfg.source](input_shape, num_classes, width=model_cfg.width,
-                                         batch_norm=model_cfg.batch_norm, sync=model_cfg.sync_batchnorm)
+                                         batch_norm=model_cfg.batch_norm, sync=model_cfg.sync_batchnorm,
+                                         ghost_batch_size=model_cfg.ghost_batch_size)
     if model_cfg.source == "application":
         model = user_models.build_application(model_cfg.name, input_shape, num_classes, dict(model_cfg.options))
     else:
@@ -127,6 +156,8 @@ def batchnorm_mode(model_cfg, replicas: int) -> str:
     """Which batch normalisation ran, for the run's record."""
     if not model_cfg.batch_norm:
         return "none"
+    if model_cfg.ghost_batch_size:
+        return f"ghost batch norm (chunks of {model_cfg.ghost_batch_size})"
     if replicas < 2:
         return "single replica"
     return "synchronized across replicas" if model_cfg.sync_batchnorm else "per replica"

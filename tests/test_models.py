@@ -29,3 +29,22 @@ def test_mlp_builds_for_any_input_shape():
         model = models.build(ModelConfig("mlp", 0.5, False), shape, 10)
         assert [l.units for l in model.layers if type(l).__name__ == "Dense"] == [64, 64, 10]
         assert model(np.zeros((2, *shape), np.float32)).shape == (2, 10)
+
+
+@pytest.mark.parametrize("name,norms", [("convnet", 3), ("mlp", 2)])
+def test_ghost_batch_size_builds_ghost_batch_norm_that_trains(name, norms):
+    from harness.backend import keras
+    from harness.layers import GhostBatchNormalization
+
+    model_cfg = ModelConfig(name, 1.0, True, ghost_batch_size=4)
+    model = models.build(model_cfg, (40, 1), 10)
+    ghosts = [layer for layer in model.layers if isinstance(layer, GhostBatchNormalization)]
+    assert len(ghosts) == norms and all(layer.ghost_batch_size == 4 for layer in ghosts)
+    assert not any(type(layer) is keras.layers.BatchNormalization for layer in model.layers)
+    model.compile(optimizer=keras.optimizers.Adam(0.01), loss="sparse_categorical_crossentropy")
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(10, 40, 1)).astype(np.float32), rng.integers(0, 10, 10)  # chunks of 4, 4 and 2
+    before = [w.copy() for w in model.get_weights()]
+    loss = model.train_on_batch(x, y)
+    assert np.isfinite(loss) and all(not np.allclose(a, b) for a, b in zip(before, model.get_weights()))
+    assert {models.batchnorm_mode(model_cfg, replicas) for replicas in (1, 2)} == {"ghost batch norm (chunks of 4)"}

@@ -125,7 +125,7 @@ def test_throughput_vs_replicas_has_a_line_per_global_batch(tmp_path):
     assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2"]
 
 
-STUDIES = ["main", "batch_size", "capacity", "causes", "controls", "imbalance", "preprocess", "shuffle", "smoke"]
+STUDIES = ["main", "batch_size", "capacity", "causes", "controls", "hoffer", "imbalance", "preprocess", "shuffle", "smoke"]
 
 
 @pytest.mark.parametrize("study", STUDIES)

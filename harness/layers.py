@@ -1,0 +1,74 @@
+"""Keras layers the built-in models use beyond Keras's own. Loads TensorFlow: only run processes import this.
+
+Ghost batch normalisation (Hoffer, Hubara & Soudry 2017, "Train longer, generalize better") normalises a large
+batch in small chunks ("ghost batches"), so each sample sees the noisier statistics of a small batch. Keras 3
+dropped BatchNormalization's `virtual_batch_size`, which did this in TF1.
+"""
+from __future__ import annotations
+
+from harness.backend import keras, tf
+
+
+@keras.saving.register_keras_serializable(package="harness")
+class GhostBatchNormalization(keras.layers.BatchNormalization):
+    """BatchNormalization over the last axis whose training mode normalises each consecutive chunk of
+    `ghost_batch_size` samples with that chunk's own mean and variance (over the chunk's samples and all spatial
+    axes, per channel). A batch that is not a multiple of the chunk size ends in one smaller chunk.
+
+    The moving mean and variance move towards the mean of the chunks' statistics, as TF1's `virtual_batch_size`
+    did; inference (and a frozen layer) uses them exactly as BatchNormalization does. Under a tf.distribute
+    strategy each replica chunks its own slice of the batch and, like BatchNormalization, updates its own copy
+    of the moving statistics. Masks are not supported.
+    """
+
+    def __init__(self, ghost_batch_size: int, momentum: float = 0.99, epsilon: float = 1e-3, **kwargs):
+        if isinstance(ghost_batch_size, bool) or not isinstance(ghost_batch_size, int) or ghost_batch_size < 1:
+            raise ValueError(f"ghost_batch_size must be an integer >= 1, got {ghost_batch_size!r}")
+        for key, plain in (("axis", -1), ("synchronized", False), ("renorm", False)):
+            if kwargs.get(key, plain) != plain:  # get_config carries the plain values back through from_config
+                raise ValueError(f"GhostBatchNormalization supports only {key}={plain}, got {kwargs[key]!r}")
+        super().__init__(momentum=momentum, epsilon=epsilon, **kwargs)
+        self.ghost_batch_size = ghost_batch_size
+        self.supports_masking = False
+
+    def call(self, inputs, training=None):
+        if not (training and self.trainable):
+            return super().call(inputs, training=False)
+        x = tf.cast(inputs, keras.backend.result_type(inputs.dtype, "float32"))  # as BatchNormalization: in float32
+        chunk, mean, variance = self._chunk_moments(x)
+        self.moving_mean.assign(self.moving_mean * self.momentum + tf.reduce_mean(mean, 0) * (1.0 - self.momentum))
+        self.moving_variance.assign(
+            self.moving_variance * self.momentum + tf.reduce_mean(variance, 0) * (1.0 - self.momentum))
+        outputs = tf.nn.batch_normalization(
+            x, _per_sample(mean, chunk, x), _per_sample(variance, chunk, x),
+            offset=None if self.beta is None else tf.cast(self.beta, x.dtype),
+            scale=None if self.gamma is None else tf.cast(self.gamma, x.dtype),
+            variance_epsilon=self.epsilon)
+        return tf.cast(outputs, self.compute_dtype)
+
+    def _chunk_moments(self, x):
+        """Each sample's chunk index, and every chunk's mean and (biased) variance per channel: (chunks, channels).
+
+        Every sample has the same number of spatial positions, so a chunk's statistics are the mean over its
+        samples of each sample's spatial mean.
+        """
+        batch = tf.shape(x)[0]
+        chunk = tf.range(batch) // self.ghost_batch_size
+        chunks = (batch + self.ghost_batch_size - 1) // self.ghost_batch_size
+        spatial = list(range(1, len(x.shape) - 1))
+
+        def chunk_mean(values):
+            per_sample = tf.reduce_mean(values, axis=spatial) if spatial else values
+            return tf.math.unsorted_segment_mean(per_sample, chunk, chunks)
+
+        mean = chunk_mean(x)
+        variance = chunk_mean(tf.square(x - _per_sample(mean, chunk, x)))
+        return chunk, mean, variance
+
+    def get_config(self):
+        return {**super().get_config(), "ghost_batch_size": self.ghost_batch_size}
+
+
+def _per_sample(stats, chunk, x):
+    """Chunk statistics (chunks, channels) spread to each sample of `x`, shaped to broadcast against it."""
+    return tf.reshape(tf.gather(stats, chunk), [-1] + [1] * (len(x.shape) - 2) + [x.shape[-1]])
