@@ -48,7 +48,7 @@ class TrainConfig:
     warmup_epochs: float = 0.0    # linear warm-up to the (scaled) learning rate over this many epochs
     target_train_loss: float | None = None  # stop once the post-epoch training loss is at or below this
     probes: bool = True           # noise scale and weight distance per epoch; Hessian and sharpness at the end
-    probe_samples: int = 2048     # the fixed training subset the end-of-run probes measure on
+    probe_samples: int = 512      # the fixed training subset the end-of-run probes measure on
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from scipy.optimize import fmin_l_bfgs_b
 
 Vector = np.ndarray
 EIGEN_TOLERANCE, EIGEN_MAX_ITERATIONS = 1e-3, 100  # PyHessian's defaults
-TRACE_TOLERANCE, TRACE_MAX_VECTORS = 1e-3, 100
+TRACE_TOLERANCE, TRACE_MAX_VECTORS = 1e-2, 20  # PyHessian: 1e-3, 100 (~80 vectors, 4x the cost, here)
 SHARPNESS_EPSILONS = (1e-3, 5e-4)  # Keskar et al. 2017
 SHARPNESS_ITERATIONS = 10
 
@@ -23,6 +23,7 @@ class Estimate:
     value: float
     iterations: int      # power iterations, or Hutchinson vectors
     converged: bool      # stopped by the tolerance, not by the cap
+    stderr: float | None = None  # Hutchinson: the standard error of the mean over its vectors
 
 
 def top_eigenvalue(hessian_vector: Callable[[Vector], Vector], size: int, seed: int = 0,
@@ -53,15 +54,20 @@ def hutchinson_trace(hessian_vector: Callable[[Vector], Vector], size: int, seed
     """tr(H) = E[vᵀHv] over Rademacher vectors v; stops when the running mean changes by less than `tolerance`
     relative to its size."""
     rng = np.random.default_rng(seed)
-    total, mean = 0.0, None
+    samples: list[float] = []
+    mean = None
     for count in range(1, max_vectors + 1):
         v = rng.choice((-1.0, 1.0), size)
-        total += float(v @ hessian_vector(v))
-        new_mean = total / count
+        samples.append(float(v @ hessian_vector(v)))
+        new_mean = float(np.mean(samples))
         if mean is not None and abs(new_mean - mean) <= tolerance * (abs(mean) + 1e-6):
-            return Estimate(new_mean, count, True)
+            return Estimate(new_mean, count, True, _stderr(samples))
         mean = new_mean
-    return Estimate(mean, max_vectors, False)
+    return Estimate(mean, max_vectors, False, _stderr(samples))
+
+
+def _stderr(samples: list[float]) -> float | None:
+    return float(np.std(samples, ddof=1) / np.sqrt(len(samples))) if len(samples) > 1 else None
 
 
 def sharpness(loss_and_gradient: Callable[[Vector], tuple[float, Vector]], weights: Vector, epsilon: float,

@@ -107,8 +107,7 @@ def final_probes(model, x: np.ndarray, y: np.ndarray, decode: Callable | None, s
     restore = restoring(objective)
     weights = objective.weights()
     eigen = curvature.top_eigenvalue(objective.hessian_vector, objective.size)
-    trace = curvature.hutchinson_trace(objective.hessian_vector, objective.size,
-                                       tolerance=curvature.TRACE_TOLERANCE)
+    trace = curvature.hutchinson_trace(objective.hessian_vector, objective.size)
 
     def loss_and_gradient(w: np.ndarray) -> tuple[float, np.ndarray]:
         objective.assign(w)
@@ -122,7 +121,8 @@ def final_probes(model, x: np.ndarray, y: np.ndarray, decode: Callable | None, s
         "probe_samples": int(len(chosen)),
         "probe_loss": objective.loss(),
         "hessian_top_eigenvalue": eigen.value, "eigen_iterations": eigen.iterations, "eigen_converged": eigen.converged,
-        "hessian_trace": trace.value, "trace_vectors": trace.iterations, "trace_converged": trace.converged,
+        "hessian_trace": trace.value, "trace_stderr": trace.stderr, "trace_vectors": trace.iterations,
+        "trace_converged": trace.converged,
         "sharpness": sharp[1e-3], "sharpness_5e-4": sharp[5e-4],
         "seconds": time.perf_counter() - started,
     }
