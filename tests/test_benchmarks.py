@@ -32,3 +32,16 @@ def test_sweep_benchmark_smoke_prints_its_table():
     assert re.search(r"\| two equal runs, throughput with n_jobs=2 ÷ n_jobs=1 \| [\d.]+x \|", text)
     memory = re.search(r"\| peak memory of one run \(largest seen\) \| (\d+) MB \|", text)
     assert memory and int(memory.group(1)) > 100  # a TensorFlow process: hundreds of MB, not a missing value
+
+
+@pytest.mark.slow
+def test_probes_benchmark_smoke_prints_its_table():
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_probes", "--smoke"],
+                          capture_output=True, text=True, timeout=900, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    off = re.search(r"\| main job with `probes=false`, wall time \| ([\d.]+) s \|", proc.stdout)
+    on = re.search(r"\| main job with the default probes, wall time \| ([\d.]+) s \|", proc.stdout)
+    ratio = re.search(r"\| ratio, probes on ÷ off \| ([\d.]+)x \|", proc.stdout)
+    assert off and on and ratio, proc.stdout
+    assert abs(float(ratio.group(1)) - float(on.group(1)) / float(off.group(1))) < 0.02
+    assert re.search(r"\| the sweep's interpolation \(`python -m harness.probe`\), alone \| [\d.]+ s \|", proc.stdout)
