@@ -232,7 +232,47 @@ def controls_finding(final: pd.DataFrame, varied: list[str]) -> Finding | None:
     return Finding("Controls: steps and learning rate", outcome, headline, details, comparisons)
 
 
+HOFFER_PIECES = {"steps": "steps matched", "sqrt": "sqrt LR", "ghost": "ghost BN"}
+
+
+def hoffer_finding(final: pd.DataFrame, varied: list[str]) -> Finding | None:
+    """Hoffer et al.'s recipe (+study=hoffer): does each piece (steps matched to the small batch, sqrt learning-rate
+    scaling, ghost batch norm), and do all three together, close the large batch's val_acc gap to the small one?"""
+    arms = final["overrides"].map(lambda o: next((t.split("=", 1)[1] for t in str(o).split()
+                                                   if t.startswith("+hoffer=")), None))
+    if arms.isna().all() or final[BATCH].nunique() < 2:
+        return None
+    small_batch = final[BATCH].min()
+    reference = final[final[BATCH] == small_batch]
+    large = final[final[BATCH] > small_batch].assign(arm=arms)
+    base = reference["val_acc"].mean()
+    gaps, details, comparisons = {}, [], []
+    for name, runs in sorted(large.groupby("arm"), key=lambda item: item[0].count("_")):
+        pieces = [HOFFER_PIECES[p] for p in name.split("_")[1:] if p in HOFFER_PIECES] or ["nothing"]
+        gaps[name] = base - runs["val_acc"].mean()
+        label = f"batch {int(runs[BATCH].iloc[0])} + {' + '.join(pieces)}"
+        comparisons.append(_compare(label, f"batch {small_batch}", label, reference, runs))
+        details.append(f"{label}: val_acc {runs['val_acc'].mean():.3f} vs {base:.3f} at batch {small_batch} "
+                       f"(gap {gaps[name]:+.3f}); train_eval_acc {runs['train_eval_acc'].mean():.3f}; "
+                       f"{int(runs['step'].max())} steps.")
+    plain = next((g for n, g in gaps.items() if "_" not in n), None)
+    full = next((g for n, g in gaps.items() if all(p in n for p in HOFFER_PIECES)), None)
+    if plain is None or full is None:
+        return None
+    if plain < MIN_EFFECT:
+        outcome, why = "inconclusive", "the plain large batch showed no gap to close"
+    elif full < MIN_EFFECT:
+        outcome, why = "reproduced", "the whole recipe closes it"
+    else:
+        outcome, why = "not reproduced", "a gap remains with the whole recipe"
+    headline = (f"Hoffer's recipe closes the large-batch gap: {outcome}. The plain large batch trails batch "
+                f"{small_batch} by {plain:+.3f} in val_acc, with the whole recipe by {full:+.3f} ({why}); "
+                f"n = {len(reference)} run(s) per arm.")
+    return Finding("Hoffer's recipe: steps, sqrt LR, ghost batch norm", outcome, headline, details, comparisons)
+
+
 def all_findings(df: pd.DataFrame, final: pd.DataFrame, varied: list[str]) -> list[Finding]:
     found = [shuffle_finding(df, varied)]
-    found += [f(final, varied) for f in (imbalance_finding, preprocess_finding, capacity_finding, controls_finding)]
+    found += [f(final, varied) for f in (imbalance_finding, preprocess_finding, capacity_finding, controls_finding,
+                                         hoffer_finding)]
     return [f for f in found if f is not None]

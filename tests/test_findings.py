@@ -1,4 +1,5 @@
 """Each finding (harness.findings) from constructed sweeps, and every study end to end."""
+import pandas as pd
 import pytest
 
 from harness import analysis, findings
@@ -123,3 +124,35 @@ def test_every_study_runs_end_to_end_shrunken(study, tmp_path):
     assert statuses <= {"completed", "diverged"} and statuses
     html = (tmp_path / proc.stdout.strip().splitlines()[-1]).read_text()
     assert SECTIONS[study] in html
+
+
+def _hoffer_final(val: dict[str, float]) -> pd.DataFrame:
+    """Final rows of a +study=hoffer sweep: two seeds per arm, the arm's val_acc ± 0.005."""
+    from harness.analysis import BATCH
+
+    rows = []
+    for arm, acc in val.items():
+        for seed, jitter in ((0, -0.005), (1, 0.005)):
+            rows.append({BATCH: 8 if arm == "small" else 128, "overrides": f"+study=hoffer +hoffer={arm} seed={seed}",
+                         "val_acc": acc + jitter, "train_eval_acc": acc + 0.03, "step": 2500, "seed": seed})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("full, outcome", [(0.93, "reproduced"), (0.80, "not reproduced")])
+def test_hoffer_finding_says_whether_the_whole_recipe_closes_the_gap(full, outcome):
+    from harness.findings import hoffer_finding
+
+    final = _hoffer_final({"small": 0.93, "large": 0.80, "large_steps": 0.90, "large_steps_sqrt_ghost": full})
+    found = hoffer_finding(final, ["global_batch_size", "seed"])
+    assert found.outcome == outcome
+    assert "+0.130" in found.headline and f"{0.93 - full:+.3f}" in found.headline
+    assert [c.treated for c in found.comparisons] == [
+        "batch 128 + nothing", "batch 128 + steps matched", "batch 128 + steps matched + sqrt LR + ghost BN"]
+
+
+def test_hoffer_finding_without_a_gap_to_close_is_inconclusive_and_other_sweeps_have_none():
+    from harness.findings import hoffer_finding
+
+    final = _hoffer_final({"small": 0.93, "large": 0.93, "large_steps_sqrt_ghost": 0.93})
+    assert hoffer_finding(final, []).outcome == "inconclusive"
+    assert hoffer_finding(final.assign(overrides="batch_size=8"), []) is None
