@@ -2,6 +2,7 @@
 
 Reads metrics.parquet and run.json files only (never TensorFlow), plots with pure functions, renders with
 Jinja2 (autoescape on, so no config string can inject markup) and embeds every image, so the page works offline.
+Every report rewrites the reports folder's index.html (harness.index); `--index` rebuilds it alone.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from harness import analysis, files, plots, why_plots
+from harness import analysis, files, index, plots, why_plots
 from harness.assessment import assess
 from harness.findings_plot import findings_figure
 
@@ -150,6 +151,7 @@ def figures(a) -> list[tuple[str, object]]:
 def build_report(sweep_dir: Path) -> str:
     """The report's HTML for the sweep in `sweep_dir` (complete or partial)."""
     sweep_dir = Path(sweep_dir)
+    digest = index.runs_digest(sweep_dir)  # before reading: a run that changes meanwhile makes the report stale
     a = assess(sweep_dir)
     per_run = a.df.drop_duplicates("run_id")
     drawn = [{"title": title, "png": _png(fig), "caption": CAPTIONS[title]} for title, fig in figures(a)]
@@ -170,17 +172,22 @@ def build_report(sweep_dir: Path) -> str:
     template = jinja2.Environment(
         loader=jinja2.PackageLoader("harness", "templates"), autoescape=True, undefined=jinja2.StrictUndefined
     ).get_template("report.html.j2")
-    return template.render(
+    generated_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    varied = [(k, ", ".join(map(str, _sorted_values(per_run[k])))) for k in a.varied]
+    summary = index.summary(sweep_dir, started_at=index.earliest(per_run["started_at"].tolist()),
+                            counts=status_counts.to_dict(), varied=varied, verdicts=a.batch_verdicts,
+                            findings=a.findings, generated_at=generated_at, digest=digest)
+    return index.embed_summary(summary, template.render(
         sweep_id=sweep_dir.name,
         sweep_dir=str(sweep_dir),
-        generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        generated_at=generated_at,
         counts={"total": int(status_counts.sum()), "by_status": list(status_counts.items())},
         partial=", ".join(unfinished),
         verdicts=a.batch_verdicts,
         findings=a.findings,
         why=a.why,
         why_figures=why_drawn,
-        varied=[(k, ", ".join(map(str, _sorted_values(per_run[k])))) for k in a.varied],
+        varied=varied,
         facets=a.facets,
         constant=[(k, _fmt(per_run[k].iloc[0])) for k in a.keys if k in per_run.columns and k not in a.varied],
         figures=drawn,
@@ -188,15 +195,26 @@ def build_report(sweep_dir: Path) -> str:
         environment=_environment(sweep_dir),
         notes=notes,
         classes=_classes_line(a.df, a.final, sweep_dir),
-    )
+    ))
 
 
-def write_report(sweep_dir: Path, reports_dir: Path = Path("reports")) -> Path:
-    """Write reports/<sweep-id>.html and reports/latest.html; return the first."""
+def report_path(sweep_dir: Path, reports_dir: Path = Path("reports")) -> Path:
+    """Where the report of `sweep_dir` goes: reports/<sweep-id>-<hash of its resolved folder>.html, so that
+    sweeps of one name in different folders keep a report each."""
+    return Path(reports_dir) / index.report_file_name(sweep_dir)
+
+
+def write_report(sweep_dir: Path, reports_dir: Path = Path("reports"), sweeps_dir: Path | None = None) -> Path:
+    """Write the sweep's report (report_path) and reports/latest.html, then the folder's index.html (of
+    `sweeps_dir` too, by default the sweeps folder beside `reports_dir`); return the report's path."""
     html = build_report(sweep_dir)
-    target = Path(reports_dir) / f"{Path(sweep_dir).resolve().name}.html"
-    for path in (target, Path(reports_dir) / "latest.html"):
+    target = report_path(sweep_dir, reports_dir)
+    for path in (target, Path(reports_dir) / index.LATEST_FILE):
         files.write_text(path, html)
+    try:
+        index.write_index(reports_dir, sweeps_dir)
+    except OSError as err:  # the report is written: say why the index is not, and go on
+        print(f"harness: no index: cannot write {err.filename}: {err.strerror}", file=sys.stderr)
     return target
 
 
@@ -211,19 +229,49 @@ def publish(sweep_dir: Path, reports_dir: Path) -> None:
         print(f"harness: no report: cannot write {err.filename}: {err.strerror}", file=sys.stderr)
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """An argument error is one line (argparse prints the usage first), exit code 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (--help lists the options)\n")
+
+
+def _invalid(args) -> str | None:
+    """Why the command cannot run, in one line, or None."""
+    if args.sweep_dir is None and not args.index:
+        return "give a sweep folder (e.g. sweeps/2026-11-30_12-00-00), or --index to rebuild reports/index.html"
+    if args.sweep_dir is not None and not args.sweep_dir.is_dir():
+        return f"sweep_dir={str(args.sweep_dir)!r} is not a folder"
+    if args.sweeps is not None and not args.sweeps.is_dir():
+        return f"--sweeps={str(args.sweeps)!r} is not a folder"
+    if args.out.exists() and not args.out.is_dir():
+        return f"--out={str(args.out)!r} is a file, not a folder"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.report", description=__doc__.splitlines()[0])
-    parser.add_argument("sweep_dir", type=Path, help="a sweep folder, e.g. sweeps/2026-11-30_12-00-00")
+    parser = _OneLineParser(prog="python -m harness.report", description=__doc__.splitlines()[0])
+    parser.add_argument("sweep_dir", type=Path, nargs="?",
+                        help="a sweep folder, e.g. sweeps/2026-11-30_12-00-00 (optional with --index)")
     parser.add_argument("--out", type=Path, default=Path("reports"), help="folder for the HTML (default: reports)")
+    parser.add_argument("--index", action="store_true",
+                        help="rebuild the folder's index.html, one row per sweep (every report also rebuilds it)")
+    parser.add_argument("--sweeps", type=Path, default=None, metavar="DIR",
+                        help="sweeps folder the index lists (default: the one beside --out: sweeps for reports)")
     args = parser.parse_args(argv)
-    if not args.sweep_dir.is_dir():
-        print(f"harness.report: error: sweep_dir={str(args.sweep_dir)!r} is not a folder", file=sys.stderr)
+    problem = _invalid(args)
+    if problem:
+        print(f"harness.report: error: {problem}", file=sys.stderr)
         return 2
     try:
-        path = write_report(args.sweep_dir, args.out)
+        path = (write_report(args.sweep_dir, args.out, args.sweeps) if args.sweep_dir is not None
+                else index.write_index(args.out, args.sweeps))
     except FileNotFoundError as err:
         print(f"harness.report: error: {err}", file=sys.stderr)
         return 2
+    except OSError as err:  # a full disk or a read-only folder
+        print(f"harness.report: error: cannot write {err.filename}: {err.strerror}", file=sys.stderr)
+        return 1
     print(path)
     return 0
 

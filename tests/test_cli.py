@@ -2,11 +2,12 @@
 parsing, and end to end, real `python -m harness` processes writing into tmp_path (slow)."""
 import json
 import os
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from harness import cli
+from harness import cli, report
 from harness.cli import main, plan_command
 from harness.config import ConfigError
 from harness.files import LOCK_FILE
@@ -110,8 +111,9 @@ def test_multirun_sweeps_batch_size_and_writes_every_run_and_the_report(smoke_sw
     assert any("runs 0/2 done · 2 running · 0 failed" in line for line in progress), progress
     assert "runs 2/2 done · 0 running · 0 failed" in progress[-1]
     last_line = proc.stdout.strip().splitlines()[-1]
-    assert last_line == "reports/smoke.html"
+    assert last_line == str(report.report_path(sweep, Path("reports")))
     assert (cwd / last_line).stat().st_size > 10_000 and (cwd / "reports" / "latest.html").exists()
+    assert (cwd / "reports" / "index.html").is_file()
 
 
 @pytest.mark.slow

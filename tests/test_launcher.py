@@ -5,10 +5,12 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from harness.report import report_path
 from harness.resources import cpu_count
 from tests.conftest import run_harness
 
@@ -86,7 +88,7 @@ def test_ctrl_c_stops_the_runs_cleanly_and_marks_them_interrupted(tmp_path):
         record = json.loads((sweep / str(num) / "run.json").read_text())
         assert record["status"] == "interrupted" and record["finished_at"], record
     assert "the same command resumes the sweep" in output
-    assert output.strip().splitlines()[-1] == "reports/sweep.html"  # a partial report
+    assert output.strip().splitlines()[-1] == str(report_path(sweep, Path("reports")))  # a partial report
 
 
 def test_submitit_local_runs_write_the_same_files_and_resume_the_same_way(tmp_path):
@@ -105,7 +107,7 @@ def test_submitit_local_runs_write_the_same_files_and_resume_the_same_way(tmp_pa
     assert again.returncode == 0, again.stderr[-3000:]
     assert {num: snapshot(sweep / str(num), results) for num in (0, 1)} == before
     assert "already completed: left as it is" in (sweep / "0" / "train.log").read_text()
-    assert again.stdout.strip().splitlines()[-1] == "reports/sweep.html"
+    assert again.stdout.strip().splitlines()[-1] == str(report_path(sweep, Path("reports")))
 
 
 def test_a_sweep_folder_holding_another_sweep_is_refused(tmp_path):

@@ -2,6 +2,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -14,7 +15,7 @@ def test_report_of_a_partial_sweep_shows_verdict_plots_and_every_run(tmp_path):
     make_run(sweep, 6, status="failed", val=(), error="disk on fire", batch_size=64)
     make_run(sweep, 7, status="running", val=(0.4,), finished=False, batch_size=32)
     path = report.write_report(sweep, tmp_path / "reports")
-    assert path == tmp_path / "reports" / "sweep-a.html"
+    assert path == report.report_path(sweep, tmp_path / "reports") and path.name.startswith("sweep-a-")
     html = path.read_text()
     assert (tmp_path / "reports" / "latest.html").read_text() == html
     assert "Larger batches gave lower validation accuracy: reproduced" in html and "n = 3 seeds" in html
@@ -98,12 +99,43 @@ def test_report_command_prints_the_path_last_and_never_loads_tensorflow(tmp_path
     proc = subprocess.run([sys.executable, "-c", code, str(sweep), "--out", str(tmp_path / "out")],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip().splitlines()[-1] == str(tmp_path / "out" / "s1.html")
+    assert proc.stdout.strip().splitlines()[-1] == str(report.report_path(sweep, tmp_path / "out"))
+    assert (tmp_path / "out" / "index.html").is_file()  # every report rewrites the folder's index
 
     missing = subprocess.run([sys.executable, "-m", "harness.report", str(tmp_path / "nope")],
                              capture_output=True, text=True, timeout=120)
     assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
     assert "sweep_dir=" in missing.stderr
+
+
+@pytest.mark.parametrize("args, says", [
+    ([], "give a sweep folder"),
+    (["--index", "--sweeps", "no-such-folder"], "--sweeps='no-such-folder' is not a folder"),
+    (["--index", "--bogus"], "unrecognized arguments: --bogus"),
+    (["--index", "--out", "a-file"], "--out='a-file' is a file"),
+])
+def test_bad_report_arguments_exit_2_with_one_line(tmp_path, monkeypatch, capsys, args, says):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a-file").write_text("")
+    try:
+        code = report.main(args)
+    except SystemExit as exit_:  # argparse's own errors
+        code = exit_.code
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and says in err, err
+
+
+def test_sweeps_of_one_name_in_different_folders_get_a_report_each(tmp_path, monkeypatch):
+    first = batch_sweep(tmp_path / "a" / "sweeps" / "x", {8: [0.9], 64: [0.8]})
+    second = batch_sweep(tmp_path / "b" / "sweeps" / "x", {8: [0.9], 64: [0.9]})
+    paths = [report.write_report(sweep, tmp_path / "reports") for sweep in (first, second)]
+    assert paths[0] != paths[1] and all(p.is_file() and p.name.startswith("x-") for p in paths)
+    claim = "Larger batches gave lower validation accuracy: reproduced."
+    assert claim in paths[0].read_text() and claim not in paths[1].read_text()  # each report its own sweep's
+    assert (tmp_path / "reports" / "index.html").read_text().count('<tr class="sweep-row">') == 2
+    monkeypatch.chdir(tmp_path)  # a relative spelling of a folder names the same report
+    assert report.report_path(Path("a/sweeps/x"), tmp_path / "reports") == paths[0]
+    assert report.report_path(Path("other/x")) != report.report_path(Path("a/sweeps/x"))
 
 
 @pytest.mark.slow
@@ -117,7 +149,7 @@ def test_report_of_a_real_sweep_renders_in_a_real_browser(smoke_sweep, tmp_path)
     with chromium(tmp_path / "profile", width=1280) as driver:
         driver.get(page.as_uri())
         images = driver.find_elements(By.TAG_NAME, "img")
-        assert len(images) == 4
+        assert len(images) == 8  # 4 figures of the verdict and 4 of the Why section (probes are on by default)
         sizes = [driver.execute_script("return [arguments[0].complete, arguments[0].naturalWidth, "
                                        "arguments[0].naturalHeight]", img) for img in images]
         assert all(done and w > 0 and h > 0 for done, w, h in sizes), sizes

@@ -10,6 +10,7 @@ from harness import data as datasets
 from harness import tfds_source
 from harness.builtin_data import DataUnavailable
 from harness.config import ConfigError
+from harness.report import report_path
 from tests.conftest import run_harness
 
 
@@ -82,7 +83,7 @@ def test_in_process_tfds_sweep_with_mock_data_completes(tmp_path, monkeypatch):
         assert metrics["epoch"].tolist() == [1] and metrics["train_size"].tolist() == [64]
         assert metrics["steps_per_epoch"].tolist() == [64 // batch]
         assert metrics["num_classes"].iloc[0] == len(record["environment"]["classes"])
-    assert (tmp_path / "reports" / "sw.html").is_file()
+    assert report_path(sweep, tmp_path / "reports").is_file()
 
 
 @pytest.mark.slow

@@ -1,0 +1,313 @@
+"""The reports folder's table of contents, `reports/index.html`: one row per sweep, newest first.
+
+Which sweeps: every report in the reports folder (each report carries a short summary of its sweep at the top
+of its <head>, so a reports folder moved or zipped without its sweeps still gets its index) and every folder in
+the sweeps folder beside it (`reports/../sweeps`, or `python -m harness.report --index --sweeps DIR`), reported
+or not. Sweeps are told apart by their resolved folder: two sweeps of one name in different places are two rows.
+
+Cheap by design: a row comes from its report's summary (a few KB read from the top of the file) and the sweep's
+run.json files, never from assessing the sweep again. Assessing takes about 0.7 s for a sweep of nine runs, so an
+index that re-assessed 20 sweeps would add some 14 s to the end of every multirun; from the summaries the same
+index takes well under a second. Files only: no TensorFlow.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from urllib.parse import quote
+
+import jinja2
+
+from harness import files
+from harness.runlog import RUN_FILE, SWEEP_FILE, config_columns
+
+INDEX_FILE, LATEST_FILE = "index.html", "latest.html"
+SUMMARY_FORMAT = 1
+SUMMARY_OPEN = '<script type="application/json" id="sweep-summary">'
+STATUS_ORDER = ("completed", "diverged", "failed", "interrupted", "running", "damaged", "not started")
+SHOWN_VERDICTS = 3  # a sweep with more facets than this says how many more its report holds
+
+NO_REPORT = "No report yet: python -m harness.report {path}"
+STALE = "Its runs changed after this report was built: python -m harness.report {path} brings it up to date."
+NO_SUMMARY = ("This report carries no summary of its sweep (built by an older harness, or damaged); "
+              "python -m harness.report {path} rebuilds it.")
+ORPHAN = ("This report carries no summary of its sweep (built by an older harness, or damaged), and its sweep is "
+          "not in the sweeps folder; python -m harness.report SWEEP_FOLDER rebuilds it.")
+EMPTY = "Empty: no run has been recorded in this folder (no run.json, no sweep.json)."
+DAMAGED = "{n} run(s) damaged: their run.json cannot be read; the same command runs them again."
+
+
+def report_file_name(sweep_dir: Path) -> str:
+    """`<sweep-id>-<8 hex digits>.html`: the sweep's name first, then a hash of its resolved folder, so that two
+    sweeps of one name in different places never share a report."""
+    resolved = Path(sweep_dir).resolve()
+    return f"{resolved.name}-{hashlib.sha1(str(resolved).encode()).hexdigest()[:8]}.html"
+
+
+def default_sweeps_dir(reports_dir: Path) -> Path:
+    """The sweeps folder beside a reports folder: `sweeps` for `reports`, as the harness writes them."""
+    return Path(reports_dir).parent / "sweeps"
+
+
+def runs_digest(sweep_dir: Path) -> str:
+    """A hash of the sweep's sweep.json and run.json files: it changes whenever a run starts, ends or resumes, so
+    the index can tell a report older than its runs (robust to copying, unlike file times)."""
+    digest = hashlib.sha1()
+    for path in sorted([*Path(sweep_dir).glob(SWEEP_FILE), *Path(sweep_dir).glob(f"*/{RUN_FILE}")]):
+        digest.update(str(path.relative_to(sweep_dir)).encode() + b"\0")
+        try:
+            digest.update(path.read_bytes())
+        except OSError as err:
+            digest.update(repr(err).encode())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def _time(text) -> datetime | None:
+    try:
+        moment = datetime.fromisoformat(str(text))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def earliest(started: list) -> str | None:
+    """The earliest of the runs' started_at values (ISO strings), or None."""
+    moments = [m for m in map(_time, (s for s in started if isinstance(s, str))) if m is not None]
+    return min(moments).isoformat() if moments else None
+
+
+def summary(sweep_dir: Path, *, started_at: str | None, counts: dict[str, int], varied: list[tuple[str, str]],
+            verdicts: list, findings: list, generated_at: str, digest: str) -> dict:
+    """What the index shows of a sweep, as its report embeds it: the batch-size verdicts, or the first finding
+    when the sweep has none."""
+    shown = verdicts or findings[:1]
+    return {"format": SUMMARY_FORMAT, "sweep_id": Path(sweep_dir).resolve().name,
+            "sweep_dir": str(Path(sweep_dir).resolve()), "started_at": started_at, "generated_at": generated_at,
+            "counts": {str(k): int(n) for k, n in counts.items()}, "varied": [list(kv) for kv in varied],
+            "verdicts": [{"subject": v.subject, "outcome": v.outcome, "headline": v.headline} for v in shown],
+            "findings": len(findings) if verdicts else max(0, len(findings) - 1), "runs_digest": digest}
+
+
+def embed_summary(summary: dict, html: str) -> str:
+    """The report's HTML with its sweep's summary first in its <head>, where read_summary finds it; the JSON
+    escapes <, > and & so that no value can close the script."""
+    script = SUMMARY_OPEN + str(jinja2.utils.htmlsafe_json_dumps(summary)) + "</script>"
+    return html.replace("<head>", f"<head>\n{script}", 1)
+
+
+def read_summary(report: Path) -> dict | None:
+    """The summary a report embeds, or None (a report from before summaries, a damaged or foreign file)."""
+    try:
+        with open(report, encoding="utf-8", errors="replace") as f:
+            head = f.read(65536)
+            if SUMMARY_OPEN in head and "</script>" not in head.split(SUMMARY_OPEN, 1)[1]:
+                head += f.read()  # a summary longer than the first read
+    except OSError:
+        return None
+    found = re.search(re.escape(SUMMARY_OPEN) + r"(.*?)</script>", head, flags=re.DOTALL)
+    try:
+        content = json.loads(found.group(1)) if found else None
+    except ValueError:
+        return None
+    if not isinstance(content, dict) or content.get("format") != SUMMARY_FORMAT:
+        return None
+    if not isinstance(content.get("sweep_dir"), str):
+        return None
+    return content
+
+
+@dataclass
+class Row:
+    """One sweep in the index."""
+
+    sweep_id: str
+    location: str                # the sweep's folder, relative to the working folder when inside it
+    started: datetime | None
+    runs: list[tuple[str, int]]  # (status, count) in STATUS_ORDER
+    varied: list[tuple[str, str]]
+    verdicts: list[dict]         # subject ("" when it says nothing), outcome, headline
+    more_verdicts: int = 0       # verdicts the row leaves to the report
+    findings: int = 0            # findings on the other suspects the row leaves to the report
+    report: str | None = None    # the report's file name: a link relative to the index
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def date(self) -> str:
+        return self.started.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M") if self.started else "–"
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _folder_time(path: Path) -> datetime | None:
+    try:
+        return datetime.fromtimestamp(Path(path).stat().st_mtime, timezone.utc)
+    except OSError:
+        return None
+
+
+def _ordered_counts(counts: dict[str, int]) -> list[tuple[str, int]]:
+    rank = {s: i for i, s in enumerate(STATUS_ORDER)}
+    return sorted(((s, n) for s, n in counts.items() if n), key=lambda item: (rank.get(item[0], len(rank)), item[0]))
+
+
+def _verdict_lines(verdicts: list[dict]) -> tuple[list[dict], int]:
+    lines = [{"subject": "" if v.get("subject") == "all runs" else str(v.get("subject", "")),
+              "outcome": str(v.get("outcome", "")), "headline": str(v.get("headline", ""))} for v in verdicts]
+    return lines[:SHOWN_VERDICTS], max(0, len(lines) - SHOWN_VERDICTS)
+
+
+def _row_from_summary(found: dict, report: Path) -> Row:
+    sweep_dir = Path(found["sweep_dir"])
+    verdicts, more = _verdict_lines(found.get("verdicts") or [])
+    row = Row(str(found.get("sweep_id", sweep_dir.name)), _shown(sweep_dir),
+              _time(found.get("started_at")) or _folder_time(sweep_dir) or _folder_time(report),
+              _ordered_counts(found.get("counts") or {}), [tuple(kv) for kv in found.get("varied") or []],
+              verdicts, more, int(found.get("findings") or 0), report.name)
+    if sweep_dir.is_dir() and runs_digest(sweep_dir) != found.get("runs_digest"):
+        row.notes.append(STALE.format(path=row.location))
+    return row
+
+
+def _sorted_values(values: list) -> str:
+    unique = list(dict.fromkeys(v for v in values if v is not None))
+    try:
+        unique.sort()
+    except TypeError:
+        unique.sort(key=str)
+    return ", ".join(map(str, unique))
+
+
+def _row_from_files(sweep_dir: Path) -> Row:
+    """A row from the sweep's run.json and sweep.json alone (no metrics read): for a sweep without a report."""
+    row = Row(sweep_dir.name, _shown(sweep_dir), None, [], [], [])
+    counts, configs, started, ran = Counter(), [], [], set()
+    try:
+        for run_file in sorted(sweep_dir.glob(f"*/{RUN_FILE}")):
+            try:
+                record = files.read_json(run_file) or {}
+            except files.DamagedFile:
+                counts["damaged"] += 1
+                continue
+            counts[str(record.get("status", "damaged"))] += 1
+            configs.append(config_columns(record.get("config") or {}))
+            started.append(record.get("started_at"))
+            ran.add(tuple(record.get("overrides") or []))
+        try:
+            jobs = (files.read_json(sweep_dir / SWEEP_FILE) or {}).get("jobs", [])
+            missing = sum(tuple(job.get("overrides", [])) not in ran for job in jobs)
+            counts["not started"] += max(0, missing - counts["damaged"])  # a damaged run.json hides its overrides
+        except (files.DamagedFile, AttributeError, TypeError) as err:
+            row.notes.append(f"{SWEEP_FILE} cannot be read: {err}")
+    except OSError as err:
+        row.notes.append(f"Cannot be read: {err}")
+    keys = list(dict.fromkeys(k for cfg in configs for k in cfg))
+    row.varied = [(k, _sorted_values([cfg.get(k) for cfg in configs])) for k in keys
+                  if len({str(cfg.get(k)) for cfg in configs}) > 1]
+    row.runs = _ordered_counts(counts)
+    row.started = _time(earliest(started)) or _folder_time(sweep_dir)
+    if counts["damaged"]:
+        row.notes.append(DAMAGED.format(n=counts["damaged"]))
+    if not row.runs and not row.notes:
+        row.notes.append(EMPTY)
+    return row
+
+
+def _subfolders(folder: Path) -> list[Path]:
+    try:
+        return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+    except OSError:  # no such folder (a reports folder on its own), or one this user cannot read
+        return []
+
+
+def _is_sweep(folder: Path) -> bool:
+    """Holds a sweep's files, or the numbered run folders of one whose runs have not written yet."""
+    return ((folder / SWEEP_FILE).exists() or any(folder.glob(f"*/{RUN_FILE}"))
+            or any(p.name.isdigit() for p in _subfolders(folder)))
+
+
+def sweep_folders(sweeps_dir: Path, depth: int = 3) -> list[Path]:
+    """The sweeps in a sweeps folder: its sub-folders, and those of sub-folders that only group sweeps (e.g.
+    hydra.sweep.dir=sweeps/<project>/<time>), `depth` levels down. A folder holding neither a sweep nor sweeps
+    is listed too, so that the index says it is empty."""
+    found = []
+    for folder in _subfolders(sweeps_dir):
+        inner = [] if depth <= 1 or _is_sweep(folder) else sweep_folders(folder, depth - 1)
+        found += inner or [folder]
+    return found
+
+
+def _reports(reports_dir: Path) -> dict[str, tuple[Path, dict | None]]:
+    """The reports folder's reports by their sweep's resolved folder (`file:<name>` for one without a summary);
+    of two reports of one sweep (a copy), the newer."""
+    def written(path: Path) -> float:
+        try:
+            return path.stat().st_mtime
+        except OSError:
+            return 0.0
+
+    found: dict[str, tuple[Path, dict | None]] = {}
+    for report in sorted(Path(reports_dir).glob("*.html"), key=written):
+        if report.name not in (INDEX_FILE, LATEST_FILE):
+            content = read_summary(report)
+            found[content["sweep_dir"] if content else f"file:{report.name}"] = (report, content)
+    return found
+
+
+def _folder_row(folder: Path, reported: dict[str, tuple[Path, dict | None]]) -> Row:
+    """The row of a sweep folder without a readable summary; takes its report, if any, out of `reported`."""
+    try:
+        row = _row_from_files(folder)
+    except (TypeError, ValueError, AttributeError) as err:  # a run.json of an unexpected shape
+        row = Row(folder.name, _shown(folder), _folder_time(folder), [], [], [], notes=[f"Cannot be read: {err}"])
+    # its report, if it has one: unreadable, or from before summaries (then named <sweep-id>.html)
+    named = reported.pop(f"file:{report_file_name(folder)}", None) or reported.pop(f"file:{folder.name}.html", None)
+    if named:
+        row.report = named[0].name
+        row.notes.append(NO_SUMMARY.format(path=row.location))
+    elif row.runs:
+        row.notes.append(NO_REPORT.format(path=row.location))
+    return row
+
+
+def rows(reports_dir: Path, sweeps_dir: Path | None = None) -> list[Row]:
+    """Every sweep of the reports folder and of the sweeps folder, newest first."""
+    sweeps_dir = default_sweeps_dir(reports_dir) if sweeps_dir is None else Path(sweeps_dir)
+    reported = _reports(reports_dir)
+    folders = sweep_folders(sweeps_dir)
+    result = [_folder_row(folder, reported) for folder in folders if str(folder.resolve()) not in reported]
+    for report, found in reported.values():
+        orphan = Row(report.stem, "–", _folder_time(report), [], [], [], report=report.name, notes=[ORPHAN])
+        try:
+            result.append(orphan if found is None else _row_from_summary(found, report))
+        except (TypeError, ValueError, AttributeError, KeyError, OSError):  # a summary of an unexpected shape
+            result.append(orphan)
+    oldest = datetime.min.replace(tzinfo=timezone.utc)
+    return sorted(result, key=lambda r: (r.started or oldest, r.sweep_id), reverse=True)
+
+
+def build_index(reports_dir: Path, sweeps_dir: Path | None = None) -> str:
+    """The index page's HTML."""
+    template = jinja2.Environment(
+        loader=jinja2.PackageLoader("harness", "templates"), autoescape=True, undefined=jinja2.StrictUndefined
+    ).get_template("index.html.j2")
+    sweeps_dir = default_sweeps_dir(reports_dir) if sweeps_dir is None else Path(sweeps_dir)
+    return template.render(rows=rows(reports_dir, sweeps_dir), sweeps_dir=_shown(sweeps_dir),
+                           generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), quote=quote)
+
+
+def write_index(reports_dir: Path, sweeps_dir: Path | None = None) -> Path:
+    """Write reports/index.html; return its path."""
+    target = Path(reports_dir) / INDEX_FILE
+    files.write_text(target, build_index(reports_dir, sweeps_dir))
+    return target
