@@ -16,6 +16,7 @@ from harness.config import RunConfig
 from harness.files import remove_partial_writes
 from harness.runlog import (FINISHED, METRICS_FILE, MetricsTable, RunRecord, config_columns, final_val_acc,
                             inspect_run, recorded_config)
+from harness.tensorboard_log import RunBoard
 
 log = logging.getLogger(__name__)
 
@@ -40,9 +41,10 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
     resume_epoch, notes = _resume_point(run_dir, previous, damage)
     record = RunRecord(run_dir, run_id, config, list(overrides),
                        resumed_from_epoch=resume_epoch or None, previous=previous, notes=notes)
+    board = RunBoard(run_dir, run_id, config_columns(cfg.flat()))  # TensorBoard's view of the same run, in tb/
     status, error = "failed", None
     try:
-        result, diverged = _train(cfg, run_dir, run_id, record, resume_epoch)
+        result, diverged = _train(cfg, run_dir, run_id, record, board, resume_epoch)
         status = "diverged" if diverged else "completed"
         return result
     except (KeyboardInterrupt, SystemExit) as err:  # Ctrl-C, SIGTERM, or submitit's requeue before a time limit
@@ -53,6 +55,7 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
         raise
     finally:
         record.finish(status, error)
+        board.finish(status)
 
 
 def _resume_point(run_dir: Path, previous: dict | None, damage: str | None) -> tuple[int, list[str]]:
@@ -72,7 +75,8 @@ def _resume_point(run_dir: Path, previous: dict | None, damage: str | None) -> t
     return 0, [note]
 
 
-def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, resume_epoch: int) -> tuple[float, bool]:
+def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, board: RunBoard,
+           resume_epoch: int) -> tuple[float, bool]:
     placement = _place(cfg, record)  # TensorFlow loads from here on
     from harness import models, train
     from harness.backend import keras, tf
@@ -98,11 +102,13 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, resume
 
     epoch_probes = _epoch_probes(cfg, run_dir, model, data_in, resume_epoch)
     table = MetricsTable(run_dir, keep_epochs=resume_epoch)
+    board.start(table.rows)
     columns = {"run_id": run_id, **config_columns(cfg.flat()), "peak_lr": schedule.peak_lr, **plan.as_columns(),
                "num_classes": data_in.num_classes}
 
     def on_row(row: dict) -> None:
         table.append(row)
+        board.add_epoch(row)
         record.update(epochs_completed=row["epoch"])
 
     train_eval, val_inputs, batches = _pipelines(cfg, data_in, plan, schedule, resume_epoch)

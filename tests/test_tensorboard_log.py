@@ -1,0 +1,279 @@
+"""Every run's tb/ folder, read back with TensorBoard's own loader and shown by a real TensorBoard in Chromium."""
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.tensorboard_log import TAGS, TB_DIR, hyperparameters, scalars
+from tests.conftest import REPO, TINY, run_harness
+from tests.test_faults import harness_processes, record, wait_for_epochs
+
+FAST = [*TINY, "probes=false"]
+
+
+@dataclass
+class Board:
+    """What TensorBoard reads from a run's tb/ folder: every value of every (tag, step), over all event files."""
+    values: dict[str, dict[int, list[float]]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(list)))
+    hparams: list[dict] = field(default_factory=list)  # one per session start written
+    statuses: list[str] = field(default_factory=list)  # one per session end written
+
+    def series(self, tag: str) -> dict[int, float]:
+        """The tag's value at each step; fails on a step written twice."""
+        doubled = {step: v for step, v in self.values[tag].items() if len(v) != 1}
+        assert not doubled, f"{tag}: steps written more than once: {doubled}"
+        return {step: v[0] for step, v in sorted(self.values[tag].items())}
+
+
+def read_board(run_dir: Path) -> Board:
+    from google.protobuf import json_format
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+    from tensorboard.plugins.hparams import api_pb2, metadata
+    from tensorboard.util import tensor_util
+
+    board = Board()
+    files = sorted((run_dir / TB_DIR).glob("events.out.tfevents.*"))
+    assert files, f"no event files in {run_dir / TB_DIR}"
+    for path in files:
+        for event in EventFileLoader(str(path)).Load():
+            for value in event.summary.value:
+                content = value.metadata.plugin_data.content
+                if value.tag == metadata.SESSION_START_INFO_TAG:
+                    start = metadata.parse_session_start_info_plugin_data(content)
+                    board.hparams.append({k: json_format.MessageToDict(v) for k, v in start.hparams.items()})
+                elif value.tag == metadata.SESSION_END_INFO_TAG:
+                    end = metadata.parse_session_end_info_plugin_data(content)
+                    board.statuses.append(api_pb2.Status.Name(end.status))
+                else:
+                    board.values[value.tag][event.step].append(tensor_util.make_ndarray(value.tensor).item())
+    return board
+
+
+def assert_board_matches_metrics(run_dir: Path) -> Board:
+    """Each scalar holds, at step = epoch, the metrics row's value (as float32, TensorBoard's scalar type)."""
+    board = read_board(run_dir)
+    rows = pd.read_parquet(run_dir / "metrics.parquet").to_dict("records")
+    expected = defaultdict(dict)
+    for row in rows:
+        for tag, value in scalars(row).items():
+            expected[tag][row["epoch"]] = float(np.float32(value))
+    assert set(board.values) == set(expected)
+    for tag, by_epoch in expected.items():
+        assert board.series(tag) == by_epoch, tag
+    epochs = [row["epoch"] for row in rows]
+    assert list(board.series(TAGS["val_acc"])) == epochs
+    return board
+
+
+def run_in_process(compose, run_dir: Path, *overrides: str) -> Path:
+    from harness.run import run_experiment
+
+    run_experiment(compose(*overrides), run_dir, run_id=f"sweep/{run_dir.name}")
+    return run_dir
+
+
+def stop_after_epoch(monkeypatch, epoch: int, error: BaseException) -> None:
+    """The run raises `error` right after epoch `epoch`'s metrics row, before that epoch's checkpoint."""
+    from harness import train
+
+    original = train.EpochRecorder.on_epoch_end
+
+    def stop(self, index, logs=None):
+        original(self, index, logs)
+        if index + 1 == epoch:
+            raise error
+
+    monkeypatch.setattr(train.EpochRecorder, "on_epoch_end", stop)
+
+
+def test_a_run_writes_its_scalars_per_epoch_and_a_session_with_its_config_and_success(compose, tmp_path):
+    from harness.runlog import config_columns
+
+    overrides = [*TINY, "epochs=3", "batch_size=32", "probe_samples=128"]
+    run_dir = run_in_process(compose, tmp_path / "run", *overrides)
+    board = assert_board_matches_metrics(run_dir)
+    assert set(board.values) == set(TAGS.values())  # the probes' columns too
+    final = pd.read_parquet(run_dir / "metrics.parquet").iloc[-1]
+    assert board.series(TAGS["gap"])[3] == pytest.approx(final["train_eval_acc"] - final["val_acc"], abs=1e-6)
+    assert board.statuses == ["STATUS_SUCCESS"]
+    [hparams] = board.hparams
+    config = config_columns(compose(*overrides).flat())
+    assert hparams["batch_size"] == 32 and hparams["shuffle"] is True and hparams["optimizer"] == "adam"
+    assert hparams["dataset.num_samples"] == 600 and hparams["model"] == config["model"]
+    assert hparams == hyperparameters(config)  # every set config value, named as its metrics column
+    assert config["devices"] is None and "devices" not in hparams  # None is left out, not a "None" string
+
+
+@pytest.mark.parametrize("error, status", [(RuntimeError("disk on fire"), "STATUS_FAILURE"),
+                                           (SystemExit(-1), "STATUS_UNKNOWN")], ids=["failed", "interrupted"])
+def test_a_run_that_stops_early_ends_its_session_with_its_status(compose, tmp_path, monkeypatch, error, status):
+    stop_after_epoch(monkeypatch, 1, error)
+    with pytest.raises(type(error)):
+        run_in_process(compose, tmp_path / "run", *FAST, "epochs=3")
+    assert record(tmp_path / "run")["status"] in ("failed", "interrupted")
+    board = assert_board_matches_metrics(tmp_path / "run")
+    assert board.statuses == [status] and list(board.series(TAGS["val_acc"])) == [1]
+
+
+def test_a_run_that_fails_before_its_first_epoch_is_still_a_failed_session(compose, tmp_path, monkeypatch):
+    from harness import run
+
+    def broken(cfg):
+        raise OSError("the data folder went away")
+
+    monkeypatch.setattr(run, "prepare_data", broken)
+    with pytest.raises(OSError):
+        run_in_process(compose, tmp_path / "run", *FAST, "batch_size=16")
+    board = read_board(tmp_path / "run")
+    assert board.statuses == ["STATUS_FAILURE"] and board.hparams[0]["batch_size"] == 16 and not board.values
+
+
+def test_a_diverged_run_is_a_failure_and_its_nan_values_are_left_out(compose, tmp_path):
+    run_dir = run_in_process(compose, tmp_path / "run", *FAST, "epochs=3", "optimizer=sgd", "lr=1e12", "model=mlp")
+    assert record(run_dir)["status"] == "diverged"
+    board = assert_board_matches_metrics(run_dir)
+    assert board.statuses == ["STATUS_FAILURE"]
+    last = pd.read_parquet(run_dir / "metrics.parquet").iloc[-1]
+    assert not math.isfinite(last["train_loss"]) and last["epoch"] not in board.series(TAGS["train_loss"])
+
+
+def test_a_resumed_run_has_one_value_per_step_and_one_end_status(compose, tmp_path, monkeypatch):
+    stop_after_epoch(monkeypatch, 2, SystemExit(-1))  # the resume repeats epoch 2: its checkpoint was not saved
+    with pytest.raises(SystemExit):
+        run_in_process(compose, tmp_path / "run", *FAST, "epochs=4")
+    assert list(read_board(tmp_path / "run").series(TAGS["val_acc"])) == [1, 2]
+    monkeypatch.undo()
+    run_in_process(compose, tmp_path / "run", *FAST, "epochs=4")
+    assert record(tmp_path / "run")["resumed_from_epoch"] == 1
+    board = assert_board_matches_metrics(tmp_path / "run")
+    assert list(board.series(TAGS["val_acc"])) == [1, 2, 3, 4]
+    assert board.statuses == ["STATUS_SUCCESS"] and len(board.hparams) == 1
+
+
+@pytest.mark.slow
+def test_a_killed_run_resumed_by_the_same_command_has_one_value_per_step(tmp_path):
+    """SIGKILL (the out-of-memory killer): no `finally`, no end status; the same command resumes the run."""
+    run_dir = tmp_path / "run"
+    command = [*FAST, "epochs=12", "batch_size=16", f"hydra.run.dir={run_dir}"]
+    proc = subprocess.Popen([sys.executable, "-m", "harness", *command], cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for_epochs(run_dir, 3)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    assert not harness_processes(str(run_dir))
+    killed = read_board(run_dir)
+    assert killed.statuses == [] and len(killed.series(TAGS["val_acc"])) >= 3
+    resumed = run_harness(*command, cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert record(run_dir)["resumed_from_epoch"] >= 2
+    board = assert_board_matches_metrics(run_dir)
+    assert list(board.series(TAGS["val_acc"])) == list(range(1, 13)) and board.statuses == ["STATUS_SUCCESS"]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def tensorboard(smoke_sweep, tmp_path):
+    """The venv's `tensorboard` serving the smoke sweep on a free local port; stopped at the end, however it ends."""
+    cwd, _ = smoke_sweep
+    port = free_port()
+    executable = Path(sys.executable).with_name("tensorboard")
+    log = open(tmp_path / "tensorboard.log", "w")
+    server = subprocess.Popen([str(executable), "--logdir", str(cwd / "sweeps" / "smoke"), "--port", str(port),
+                               "--host", "127.0.0.1"], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/data/runs", timeout=5) as answer:
+                    if len(json.loads(answer.read())) >= 2:  # both runs loaded
+                        break
+            except OSError:
+                pass
+            assert server.poll() is None, (tmp_path / "tensorboard.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, "TensorBoard never answered"
+            time.sleep(0.5)
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        log.close()
+
+
+SCREENSHOT = REPO / "docs" / "tensorboard-hparams.png"
+# The page's text, one line per text node: TensorBoard's dashboards live in shadow roots, which innerText skips.
+PAGE_TEXT = r"""
+const texts = [];
+const walk = (node) => {
+  if (node.nodeType === Node.TEXT_NODE) {
+    const text = node.nodeValue.trim();
+    if (text) texts.push(text);
+    return;
+  }
+  if (["STYLE", "SCRIPT"].includes(node.nodeName)) return;
+  if (node.shadowRoot) walk(node.shadowRoot);
+  for (const child of node.childNodes) walk(child);
+};
+walk(document.body);
+return texts.join("\n");
+"""
+
+
+def session_statuses(url: str) -> dict[str, list[str]]:
+    """Each session group's (run's) session statuses, as TensorBoard's HParams backend serves them."""
+    request = {"experimentName": "", "startIndex": 0, "sliceSize": 100, "colParams": [],
+               "allowedStatuses": ["STATUS_UNKNOWN", "STATUS_SUCCESS", "STATUS_FAILURE", "STATUS_RUNNING"]}
+    post = urllib.request.Request(f"{url}/data/plugin/hparams/session_groups", data=json.dumps(request).encode(),
+                                  headers={"Content-Type": "application/json", "X-XSRF-Protected": "1"})
+    with urllib.request.urlopen(post, timeout=30) as answer:
+        groups = json.loads(answer.read())["sessionGroups"]
+    return {group["name"]: [session.get("status") for session in group["sessions"]] for group in groups}
+
+
+@pytest.mark.slow
+def test_tensorboard_s_hparams_dashboard_lists_the_runs_with_their_batch_sizes(tensorboard, tmp_path):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from tests.browser import chromium
+
+    assert session_statuses(tensorboard) == {"smoke/0": ["STATUS_SUCCESS"], "smoke/1": ["STATUS_SUCCESS"]}
+    with chromium(tmp_path / "profile", width=2100, height=640) as driver:
+        driver.get(f"{tensorboard}/#hparams")
+
+        def table_text(driver) -> str | None:
+            text = driver.execute_script(PAGE_TEXT)
+            return text if "smoke/0" in text and "smoke/1" in text else None
+
+        text = WebDriverWait(driver, 60).until(table_text)
+        time.sleep(1)  # the table's last layout pass
+        screenshot = tmp_path / "tensorboard-hparams.png"
+        driver.save_screenshot(str(screenshot))
+        shutil.copy(screenshot, SCREENSHOT)
+        print(f"screenshot: {screenshot} (copied to {SCREENSHOT})")
+    lines = text.splitlines()
+    # the smoke study's batch sizes, in the batch_size column (TensorBoard shows numbers with three decimals)
+    assert "batch_size" in lines and "16.000" in lines and "64.000" in lines, lines
+    assert TAGS["val_acc"] in lines and TAGS["gap"] in lines  # the final accuracies are the table's metrics
