@@ -129,14 +129,14 @@ def _tmpfs(path: Path, size: str) -> None:
 @pytest.fixture
 def small_disk(tmp_path):
     disk = tmp_path / "disk"
-    _tmpfs(disk, "2m")
+    _tmpfs(disk, "4m")  # two tiny runs: checkpoints, kept weights (probes) and their atomic rewrites
     yield disk
     subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
 def test_a_full_disk_is_one_line_per_run_no_crash_no_temp_files_and_the_same_command_resumes(tmp_path, small_disk):
     filler = small_disk / "filler"
-    filler.write_bytes(b"\0" * (2 * 1024 * 1024 - 60 * 1024))  # 60 KB left: run.json fits, the metrics do not
+    filler.write_bytes(b"\0" * (4 * 1024 * 1024 - 60 * 1024))  # 60 KB left: run.json fits, the metrics do not
     command = [*TINY, "epochs=2", "batch_size=16,32", f"hydra.sweep.dir={small_disk / 'sweep'}", "-m"]
     full = run_harness(*command, cwd=tmp_path)
     assert full.returncode == 1 and "Traceback" not in full.stdout + full.stderr, full.stderr[-3000:]
