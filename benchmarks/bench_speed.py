@@ -7,8 +7,9 @@
 Every measurement is a fresh process started from here (same process tree, same machine, one at a time):
   baseline  the seed articles' way: MNIST-1D from mnist1d.make_dataset as numpy arrays, a Sequential CNN,
             model.fit(x, y, batch_size, epochs, validation_data) with Keras defaults;
-  harness   `python -m harness batch_size=B epochs=E` (validation, post-epoch train accuracy, metrics files
-            and checkpoints included; its data cache warmed once before timing);
+  harness   `python -m harness batch_size=B epochs=E probes=false` (validation, post-epoch train accuracy,
+            metrics files, TensorBoard events and checkpoints included; its data cache warmed once before
+            timing; what the probes add is benchmarks/bench_probes.py's to measure);
   floor     the same model trained by one tf.function per epoch looping over pre-batched tensors, plus a
             validation pass per epoch, with the harness's thread setting (one intra-op thread for MNIST-1D):
             the per-step overhead a Python framework cannot go below.
@@ -116,7 +117,7 @@ def measure(kind: str, batch_size: int, epochs: int, num_samples: int, workdir: 
     """One fresh process of `kind`; returns its training and whole-process seconds."""
     if kind == "harness":
         run_dir = workdir / f"harness-{batch_size}-{time.monotonic_ns()}"
-        seconds, _ = _timed([sys.executable, "-m", "harness", f"batch_size={batch_size}", f"epochs={epochs}",
+        seconds, _ = _timed([sys.executable, "-m", "harness", f"batch_size={batch_size}", f"epochs={epochs}", "probes=false",
                              f"dataset.num_samples={num_samples}", f"hydra.run.dir={run_dir}"])
         record = json.loads((run_dir / "run.json").read_text())
         import pandas as pd
