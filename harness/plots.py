@@ -136,7 +136,12 @@ def accuracy_vs_batch(final: pd.DataFrame) -> Figure:
 
 def val_vs_steps(df: pd.DataFrame) -> Figure:
     """Validation accuracy against optimizer steps (log scale), one line per batch size: the steps-matched view."""
-    epochs = df[df["epoch"].notna()]
+    return metric_vs_steps(df[df["epoch"].notna()], "val_acc", "val_acc", "val_acc vs steps")
+
+
+def metric_vs_steps(epochs: pd.DataFrame, column: str, ylabel: str, title: str, band: bool = False) -> Figure:
+    """`column` against optimizer steps (log axis), a line per batch size (mean over seeds, ±1 sd band with
+    `band`), a panel per facet; `title` names the single panel of a sweep without facets."""
     facets = sorted(epochs["facet"].unique())
     sizes = sorted(epochs[BATCH].unique())
     colors = _colors(sizes)
@@ -146,17 +151,20 @@ def val_vs_steps(df: pd.DataFrame) -> Figure:
         for size in sizes:
             cell = epochs[(epochs["facet"] == facet) & (epochs[BATCH] == size)]
             if not cell.empty:
-                s = _mean_sd(cell, "step", "val_acc")
+                s = _mean_sd(cell, "step", column)
                 ax.plot(s["step"], s["mean"], "-o", ms=2.5, color=colors[size], label=f"batch {size}")
+                if band:
+                    ax.fill_between(s["step"], s["mean"] - s["std"], s["mean"] + s["std"], color=colors[size],
+                                    alpha=0.15)
         ax.set_xscale("log")
         ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))  # 10, 20, 50, 100, ...
         ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel("optimizer steps", fontsize=8)
-        ax.set_title(wrap(facet, 44) if len(facets) > 1 else "val_acc vs steps", fontsize=8.5)
+        ax.set_title(wrap(facet, 44) if len(facets) > 1 else title, fontsize=8.5)
         ax.grid(alpha=0.3)
     if axes:
-        axes[0].set_ylabel("val_acc")
+        axes[0].set_ylabel(ylabel)
     legend_below(fig, [Line2D([], [], color=colors[s], marker="o") for s in sizes], [f"batch {s}" for s in sizes],
                  columns=6)
     return fig

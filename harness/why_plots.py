@@ -8,10 +8,11 @@ from __future__ import annotations
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
+from matplotlib.ticker import MaxNLocator
 
 from harness.analysis import BATCH
-from harness.plots import LEGEND_ROW, _colors, _legend_rows, _mean_sd, grid, legend_below, log2_axis, wrap
+from harness.plots import (LEGEND_ROW, _colors, _legend_rows, _mean_sd, grid, legend_below, log2_axis,
+                           metric_vs_steps, wrap)
 from harness.why import EMA_BETA, Why
 
 CURVATURE = [("sharpness", "sharpness (ε = 1e-3, %)"), ("hessian_top_eigenvalue", "top Hessian eigenvalue"),
@@ -131,30 +132,8 @@ def noise_scale_over_training(epochs: pd.DataFrame) -> Figure:
 
 def distance_vs_steps(epochs: pd.DataFrame) -> Figure:
     """‖w_t − w_0‖ against optimizer steps (log axis), a line per batch size (mean ± sd), a panel per facet."""
-    epochs = epochs[epochs["weight_distance"].notna()]
-    facets = sorted(epochs["facet"].unique())
-    sizes = sorted(epochs[BATCH].unique())
-    colors = _colors(sizes)
-    lines = max((wrap(f, 44).count("\n") + 1 for f in facets), default=1)
-    fig, axes = grid(3, len(facets), legend_entries=len(sizes), panel=(4.2, 3.0), title_lines=lines)
-    for ax, facet in zip(axes, facets):
-        for size in sizes:
-            cell = epochs[(epochs["facet"] == facet) & (epochs[BATCH] == size)]
-            if not cell.empty:
-                s = _mean_sd(cell, "step", "weight_distance")
-                ax.plot(s["step"], s["mean"], "-o", ms=2.5, color=colors[size])
-                ax.fill_between(s["step"], s["mean"] - s["std"], s["mean"] + s["std"], color=colors[size], alpha=0.15)
-        ax.set_xscale("log")
-        ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
-        ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.set_xlabel("optimizer steps", fontsize=8)
-        ax.set_title(wrap(facet, 44) if len(facets) > 1 else "distance from initialisation", fontsize=9)
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel("‖w_t − w_0‖₂")
-    legend_below(fig, [Line2D([], [], color=colors[s], marker="o") for s in sizes], [f"batch {s}" for s in sizes],
-                 columns=6)
-    return fig
+    return metric_vs_steps(epochs[epochs["weight_distance"].notna()], "weight_distance", "‖w_t − w_0‖₂",
+                           "distance from initialisation", band=True)
 
 
 def figures(why: Why) -> list[tuple[str, Figure, str]]:
