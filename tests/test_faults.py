@@ -52,7 +52,8 @@ def wait_for_epochs(run_dir: Path, epochs: int, timeout: float = 240) -> None:
 
 def test_sigterm_mid_sweep_records_interrupted_writes_a_report_and_the_same_command_resumes(tmp_path):
     sweep = tmp_path / "sweep"
-    command = [*TINY, "epochs=30", "batch_size=16", f"hydra.sweep.dir={sweep}", "-m"]
+    # probes on: their per-epoch columns must come out of a resume as they would without one
+    command = [*TINY, "probes=true", "epochs=30", "batch_size=16", f"hydra.sweep.dir={sweep}", "-m"]
     proc = subprocess.Popen([sys.executable, "-m", "harness", *command], cwd=tmp_path, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     wait_for_epochs(sweep / "0", 2)
@@ -70,7 +71,7 @@ def test_sigterm_mid_sweep_records_interrupted_writes_a_report_and_the_same_comm
     # the checkpoint follows the epoch's metrics row: a signal between the two resumes one epoch earlier
     assert done["status"] == "completed"
     assert done["resumed_from_epoch"] in (interrupted["epochs_completed"], interrupted["epochs_completed"] - 1)
-    straight = run_harness(*TINY, "epochs=30", "batch_size=16", f"hydra.run.dir={tmp_path / 'straight'}", cwd=tmp_path)
+    straight = run_harness(*command[:-2], f"hydra.run.dir={tmp_path / 'straight'}", cwd=tmp_path)
     assert straight.returncode == 0, straight.stderr[-3000:]
     pd.testing.assert_frame_equal(metrics(sweep / "0"), metrics(tmp_path / "straight"), check_exact=True)
 

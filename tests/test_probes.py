@@ -15,7 +15,8 @@ PROBE_COLUMNS = ["noise_scale", "grad_norm_sq", "grad_trace_cov", "weight_distan
 def probed_sweep(tmp_path_factory):
     cwd = tmp_path_factory.mktemp("probed")
     sweep = cwd / "sweeps" / "pair"
-    proc = run_harness(*TINY, "batch_size=16,96", "probe_samples=256", f"hydra.sweep.dir={sweep}", "-m", cwd=cwd)
+    proc = run_harness(*TINY, "probes=true", "batch_size=16,96", "probe_samples=256", f"hydra.sweep.dir={sweep}", "-m",
+                       cwd=cwd)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return sweep, proc
 
@@ -102,7 +103,7 @@ def test_a_failing_probe_is_recorded_and_the_run_still_completes(compose, tmp_pa
         raise RuntimeError("no second derivative for this op")
 
     monkeypatch.setattr(probes, "final_probes", broken)
-    cfg = compose(*TINY, "batch_size=32", "epochs=1")
+    cfg = compose(*TINY, "probes=true", "batch_size=32", "epochs=1")
     run_experiment(cfg, tmp_path / "0", run_id="s/0")
     record = json.loads((tmp_path / "0" / "run.json").read_text())
     values = json.loads((tmp_path / "0" / probes.PROBES_FILE).read_text())
@@ -114,7 +115,7 @@ def test_a_failing_probe_is_recorded_and_the_run_still_completes(compose, tmp_pa
 def test_probes_under_data_parallelism_measure_the_trained_weights(tmp_path):
     """Two simulated devices (MirroredStrategy): the probes run on a single-device twin of the trained model."""
     run_dir = tmp_path / "run"
-    proc = run_harness(*TINY, "batch_size=32", "gpus=2", "simulate_devices=true", "probe_samples=128",
+    proc = run_harness(*TINY, "probes=true", "batch_size=32", "gpus=2", "simulate_devices=true", "probe_samples=128",
                        f"hydra.run.dir={run_dir}", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     values = json.loads((run_dir / probes.PROBES_FILE).read_text())

@@ -22,7 +22,7 @@ from harness.tensorboard_log import TAGS, TB_DIR, hyperparameters, scalars
 from tests.conftest import REPO, TINY, run_harness
 from tests.test_faults import harness_processes, record, wait_for_epochs
 
-FAST = [*TINY, "probes=false"]
+FAST = TINY  # probes off
 
 
 @dataclass
@@ -103,7 +103,7 @@ def stop_after_epoch(monkeypatch, epoch: int, error: BaseException) -> None:
 def test_a_run_writes_its_scalars_per_epoch_and_a_session_with_its_config_and_success(compose, tmp_path):
     from harness.runlog import config_columns
 
-    overrides = [*TINY, "epochs=3", "batch_size=32", "probe_samples=128"]
+    overrides = [*TINY, "probes=true", "epochs=3", "batch_size=32", "probe_samples=128"]
     run_dir = run_in_process(compose, tmp_path / "run", *overrides)
     board = assert_board_matches_metrics(run_dir)
     assert set(board.values) == set(TAGS.values())  # the probes' columns too
