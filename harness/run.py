@@ -21,6 +21,9 @@ from harness.tensorboard_log import RunBoard
 log = logging.getLogger(__name__)
 
 
+_runs_in_process: list[str] = []  # run folders this process has trained before (a warm worker's earlier jobs)
+
+
 def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: list[str] = ()) -> float:
     """Train one configuration, write metrics.parquet and run.json into `run_dir`, return the final val_acc.
 
@@ -42,6 +45,8 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
     record = RunRecord(run_dir, run_id, config, list(overrides),
                        resumed_from_epoch=resume_epoch or None, previous=previous, notes=notes)
     board = RunBoard(run_dir, run_id, config_columns(cfg.flat()))  # TensorBoard's view of the same run, in tb/
+    record.set_environment(pid=os.getpid(), earlier_runs_in_process=len(_runs_in_process))
+    _runs_in_process.append(str(run_dir))
     status, error = "failed", None
     try:
         result, diverged = _train(cfg, run_dir, run_id, record, board, resume_epoch)

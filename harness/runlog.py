@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import platform
+import time
 import traceback
 from datetime import datetime, timezone
 from pathlib import Path
@@ -79,12 +80,25 @@ def run_result(run_dir: Path) -> float | None:
     return final_val_acc(run_dir) if is_finished(run_dir) else None
 
 
+def _reset_peak_memory() -> None:
+    """Start this process's peak-memory count afresh (Linux), so a warm worker's runs each report their own."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+
+
 def _peak_memory_mb() -> float | None:
-    """This process's peak resident memory so far (Linux reports kilobytes)."""
+    """This process's peak resident memory since the run started (VmHWM; elsewhere the process's lifetime peak)."""
+    try:
+        status = Path("/proc/self/status").read_text()
+        return round(int(status.split("VmHWM:")[1].split()[0]) / 1024, 1)
+    except (OSError, IndexError, ValueError):
+        pass
     try:
         import resource
 
-        return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)  # kilobytes on Linux
     except (ImportError, OSError):
         return None
 
@@ -127,6 +141,8 @@ class RunRecord:
             "error": None,
             "environment": {"python": platform.python_version(), "host": platform.node()},
         }
+        _reset_peak_memory()
+        self._started = time.perf_counter()
         if notes:  # what happened to damaged files of an earlier attempt
             self.data["notes"] = list(notes)
         if resumed_from_epoch is not None and previous:
@@ -148,6 +164,7 @@ class RunRecord:
         self.data["status"] = status
         self.data["finished_at"] = now_iso()
         self.data["peak_memory_mb"] = _peak_memory_mb()
+        self.data["run_seconds"] = round(time.perf_counter() - self._started, 3)  # this attempt, set-up to the end
         if error is not None:
             self.data["error"] = {
                 "type": type(error).__name__,

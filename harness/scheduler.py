@@ -1,7 +1,8 @@
-"""Run a sweep's jobs, each in a fresh process, several at once, each on GPUs no other running job holds.
+"""Run a sweep's jobs in processes of their own, several at once, each on GPUs no other running job holds.
 
-Plain Python (no Hydra, no TensorFlow): the launcher plugin in hydra_plugins/ turns Hydra's job list into
-`Job`s and hands them here. The run's own files (run.json, metrics.parquet) are the record; this module only
+A GPU job gets a fresh process; CPU jobs that allow it (`Job.worker_args`) run one after another in warm worker
+processes (harness.worker), one per slot, which import TensorFlow once. Plain Python (no Hydra, no TensorFlow):
+the launcher plugin in hydra_plugins/ turns Hydra's job list into `Job`s and hands them here. The run's own files (run.json, metrics.parquet) are the record; this module only
 starts, watches and stops processes, and writes run.json itself when a process died without doing so.
 """
 from __future__ import annotations
@@ -21,6 +22,7 @@ from harness.files import write_json
 from harness.progress import clock
 from harness.resources import GpuPool, cpu_count
 from harness.runlog import RUN_FILE, inspect_run, is_finished, now_iso
+from harness.worker import Worker
 
 log = logging.getLogger(__name__)
 REFUSED = 2  # a run's exit code when its command was refused before anything ran (harness.cli.EXIT_INVALID)
@@ -36,10 +38,15 @@ class Job:
     devices: tuple[int, ...] | None = None      # explicit GPU ids it must get
     epochs: int = 1
     config: dict = field(default_factory=dict)  # flat config, for a run.json written on the run's behalf
+    worker_args: list[str] | None = None        # `python -m harness` arguments, if a warm CPU worker may run it
 
     @property
     def run_id(self) -> str:
         return f"{self.run_dir.parent.name}/{self.run_dir.name}"
+
+
+def _preexec():
+    return _die_with_parent if sys.platform.startswith("linux") else None
 
 
 def _die_with_parent() -> None:
@@ -55,7 +62,11 @@ class _Running:
     job: Job
     process: subprocess.Popen
     gpu_ids: list[int]
-    log: TextIO
+    log: TextIO | None          # the process's train.log (a worker opens each job's itself)
+    worker: Worker | None = None
+
+    def exit_code(self) -> int | None:
+        return self.worker.result() if self.worker else self.process.poll()
 
 
 class Scheduler:
@@ -70,6 +81,7 @@ class Scheduler:
         self.threads_per_cpu_job = max(1, cpu_count() // cpu_jobs)
         self.exit_codes: dict[int, int] = {}
         self.skipped: list[Job] = []
+        self.idle: list[Worker] = []  # warm workers waiting for their next job
 
     def _env(self, job: Job, gpu_ids: list[int]) -> dict[str, str]:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -85,15 +97,25 @@ class Scheduler:
 
     def _start(self, job: Job, gpu_ids: list[int]) -> _Running:
         job.run_dir.mkdir(parents=True, exist_ok=True)
+        if job.worker_args is not None and not gpu_ids:
+            worker = self._idle_worker() or Worker(job.run_dir.parent, self._env(job, gpu_ids), _preexec())
+            worker.send(job.worker_args, job.run_dir / "train.log")
+            return _Running(job, worker.process, gpu_ids, None, worker)
         log = open(job.run_dir / "train.log", "a")
         process = subprocess.Popen(
             job.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self._env(job, gpu_ids),
-            start_new_session=True, preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+            start_new_session=True, preexec_fn=_preexec(),
         )
         return _Running(job, process, gpu_ids, log)
 
     def _finish(self, running: _Running, code: int, interrupted: bool = False) -> None:
-        running.log.close()
+        if running.log is not None:
+            running.log.close()
+        if running.worker is not None:
+            if running.worker.alive and not interrupted:
+                self.idle.append(running.worker)
+            else:
+                running.worker.close()
         self.pool.release(running.gpu_ids)
         self.exit_codes[running.job.num] = code
         if code == REFUSED:  # refused before it ran (its folder is another command's): the files are not its own
@@ -111,6 +133,13 @@ class Scheduler:
         running: list[_Running] = []
         started = time.monotonic()
         try:
+            self._loop(pending, running, started)
+        finally:
+            self._close_idle()
+        return self.exit_codes
+
+    def _loop(self, pending: list[Job], running: list[_Running], started: float) -> None:
+        try:
             while pending or running:
                 for job in list(pending):
                     if len(running) >= self.n_jobs:
@@ -125,10 +154,12 @@ class Scheduler:
                             self.exit_codes[job.num] = 1
                             log.error("harness: could not start run %s: %s: %s", job.run_id, err.strerror, err.filename)
                 for r in list(running):
-                    code = r.process.poll()
+                    code = r.exit_code()
                     if code is not None:
                         running.remove(r)
                         self._finish(r, code)
+                if not any(job.worker_args is not None for job in pending):
+                    self._close_idle()
                 self.progress(self._status_line(pending, running, started), False)
                 if pending or running:
                     time.sleep(self.poll_seconds)
@@ -137,7 +168,18 @@ class Scheduler:
             self.progress(self._status_line(pending, [], started) + " · interrupted", True)
             raise
         self.progress(self._status_line(pending, running, started), True)
-        return self.exit_codes
+
+    def _idle_worker(self) -> Worker | None:
+        while self.idle:
+            worker = self.idle.pop()
+            if worker.alive:
+                return worker
+            worker.close()  # it died while it waited
+        return None
+
+    def _close_idle(self) -> None:
+        while self.idle:
+            self.idle.pop().close()
 
     def _stop(self, running: list[_Running]) -> None:
         """Ctrl-C: SIGINT to every child (they record `interrupted`), then SIGKILL any that linger."""

@@ -42,7 +42,7 @@ def run_harness(*args: str, cwd: Path, env: dict | None = None, timeout: int = 6
 
 # Small, fast settings for real runs: 600 MNIST-1D samples (480 train / 120 validation), no probes (they and the
 # sweep's interpolation process would double the suite's time; the tests that exercise them add probes=true).
-TINY = ["dataset.num_samples=600", "epochs=2", "probes=false"]
+TINY = ["dataset.num_samples=600", "epochs=2", "probes=false", "seed=0"]
 
 
 @pytest.fixture(scope="session")

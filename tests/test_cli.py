@@ -31,9 +31,10 @@ def test_the_plan_holds_each_job_its_folder_and_the_launcher(tmp_path):
     plan = plan_command(["+study=smoke", "seed=0,1", "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={sweep}"],
                         multirun=True)
     assert plan.output_dir == sweep and plan.launcher.endswith("HarnessLauncher")
+    # seed-major, as Hydra orders the default sweep (seed first) and a study's keys; no hydra.* override
     assert [sorted(job) for job in plan.jobs] == [sorted(["+study=smoke", f"batch_size={b}", f"seed={s}"])
-                                                  for b in (16, 64) for s in (0, 1)]  # no hydra.* override
-    assert [(c.train.batch_size, c.train.seed) for c in plan.run_configs] == [(16, 0), (16, 1), (64, 0), (64, 1)]
+                                                  for s in (0, 1) for b in (16, 64)]
+    assert [(c.train.batch_size, c.train.seed) for c in plan.run_configs] == [(16, 0), (64, 0), (16, 1), (64, 1)]
     single = plan_command(["batch_size=8", f"hydra.run.dir={tmp_path / 'one'}"], multirun=False)
     assert single.jobs == [["batch_size=8"]] and single.output_dir == tmp_path / "one"
     assert [c.train.batch_size for c in single.run_configs] == [8]
@@ -140,7 +141,7 @@ def test_invalid_value_anywhere_in_a_sweep_runs_nothing(tmp_path):
 def test_failed_and_diverged_runs_are_recorded_the_others_go_on_and_the_report_is_written(tmp_path):
     sweep = tmp_path / "sweep"
     proc = run_harness(
-        "dataset=digits,fashion_mnist", "lr=1e12,0.01", "optimizer=sgd", "model=mlp", "epochs=3",
+        "dataset=digits,fashion_mnist", "lr=1e12,0.01", "optimizer=sgd", "model=mlp", "epochs=3", "seed=0",
         f"hydra.sweep.dir={sweep}", "-m", cwd=tmp_path, env={"KERAS_HOME": str(tmp_path / "empty-keras")},
     )
     assert proc.returncode == 1, proc.stderr[-3000:]
@@ -170,3 +171,16 @@ def test_flags_first_and_a_folder_with_its_own_clock_each_write_exactly_one_fold
     assert proc.returncode == 0, proc.stderr[-3000:]
     [run_dir] = clocked.iterdir()  # the folder checked and locked is the one written
     assert (run_dir / "metrics.parquet").exists()
+
+
+def test_the_main_job_runs_three_seeds_per_batch_size_unless_the_command_says(tmp_path):
+    main_job = plan_command(["batch_size=8,32,64,128"], multirun=True).run_configs
+    assert sorted((c.train.batch_size, c.train.seed) for c in main_job) == [
+        (b, s) for b in (8, 32, 64, 128) for s in (0, 1, 2)]
+    assert [c.train.seed for c in plan_command(["batch_size=8,32", "seed=0"], multirun=True).run_configs] == [0, 0]
+    five = plan_command(["batch_size=8", "seed=0,1,2,3,4"], multirun=True).run_configs
+    assert [c.train.seed for c in five] == [0, 1, 2, 3, 4]
+    single = plan_command(["batch_size=8", f"hydra.run.dir={tmp_path / 'one'}"], multirun=False).run_configs
+    assert [c.train.seed for c in single] == [0]  # a single run is one run, with the config's seed
+    assert [c.train.seed for c in plan_command(["+study=smoke"], multirun=True).run_configs] == [0, 0]
+    assert {c.train.seed for c in plan_command(["+study=controls"], multirun=True).run_configs} == {0, 1}

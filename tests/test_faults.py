@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import run_harness
 
 pytestmark = pytest.mark.slow
-TINY = ["dataset.num_samples=600"]
+TINY = ["dataset.num_samples=600", "seed=0"]
 NOT_COMPARED = ["run_id", "epoch_seconds", "samples_per_second"]
 
 
@@ -81,6 +81,10 @@ def test_sigterm_to_a_single_run_records_it_interrupted(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "harness", *TINY, "epochs=30", f"hydra.run.dir={run_dir}"],
                             cwd=tmp_path, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     wait_for_epochs(run_dir, 1)
+    # the checkpoint follows the epoch's metrics row: wait for it, or a signal between the two leaves none yet
+    deadline = time.monotonic() + 120
+    while not (run_dir / "checkpoint.npz").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
     proc.communicate(timeout=120)
     assert proc.returncode == 143
@@ -193,7 +197,7 @@ def test_a_slurm_time_limit_records_interrupted_requeues_and_resumes_to_the_same
     # ~35 s of training on this 2-core machine (4000 samples, batch 16, ~1 s an epoch): past the signal 30 s into
     # the job (about 22 s of training), and
     # done in the attempt after it
-    run = ["dataset.num_samples=5000", "epochs=35", "batch_size=16"]
+    run = ["dataset.num_samples=5000", "epochs=35", "batch_size=16", "seed=0"]
     command = ["hydra/launcher=slurm", "hydra.launcher.partition=debug", "hydra.launcher.cpus_per_task=1",
                "hydra.launcher.mem_gb=2", "hydra.launcher.timeout_min=1", "hydra.launcher.signal_delay_s=30",
                "hydra.launcher.max_num_timeout=5", *run, f"hydra.sweep.dir={sweep}", "-m"]

@@ -16,7 +16,7 @@ from tests.conftest import run_harness
 
 pytestmark = pytest.mark.slow
 TIMING = ["epoch_seconds", "samples_per_second", "run_id"]
-LONG_RUN = ["dataset.num_samples=1000", "epochs=25"]
+LONG_RUN = ["dataset.num_samples=1000", "epochs=25", "seed=0"]
 
 
 def start_sweep(*args, cwd):
@@ -78,7 +78,7 @@ def test_kill_9_of_the_sweep_then_the_same_command_resumes_it(tmp_path):
 def test_ctrl_c_stops_the_runs_cleanly_and_marks_them_interrupted(tmp_path):
     sweep = tmp_path / "sweep"
     # far more epochs than the test waits for: both runs are still going when Ctrl-C arrives
-    proc = start_sweep("dataset.num_samples=1000", "epochs=500", "batch_size=8,16", "hydra.launcher.n_jobs=2",
+    proc = start_sweep("dataset.num_samples=1000", "epochs=500", "batch_size=8,16", "seed=0", "hydra.launcher.n_jobs=2",
                        f"hydra.sweep.dir={sweep}", "-m", cwd=tmp_path)
     wait_for_epochs(sweep / "0", 2)
     proc.send_signal(signal.SIGINT)  # the launcher only; it forwards to its runs

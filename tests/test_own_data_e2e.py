@@ -52,7 +52,7 @@ def report_of(cwd: Path, proc) -> str:
 def test_image_folder_sweep(tmp_path):
     counts = write_images(tmp_path / "pics", per_class=30, size=(36, 36))
     sweep = tmp_path / "sw"
-    proc = run_harness("dataset=images", f"dataset.path={tmp_path / 'pics'}", "batch_size=8,32", "epochs=2",
+    proc = run_harness("dataset=images", f"dataset.path={tmp_path / 'pics'}", "batch_size=8,32", "epochs=2", "seed=0",
                        f"hydra.sweep.dir={sweep}", "-m", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     runs = sweep_runs(sweep)
@@ -91,7 +91,7 @@ def test_npz_with_string_labels_and_a_table_with_a_custom_model_from_the_working
     (tmp_path / "usermodels.py").write_text(textwrap.dedent(USER_MODELS))
     sweep = tmp_path / "sw"
     proc = run_harness("--config-dir", "conf", "dataset=animals,measures", "model=custom",
-                       "model._target_=usermodels.small", "+model.units=12", "batch_size=8", "epochs=2",
+                       "model._target_=usermodels.small", "+model.units=12", "batch_size=8", "epochs=2", "seed=0",
                        f"hydra.sweep.dir={sweep}", "-m", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     runs = sweep_runs(sweep)
@@ -126,7 +126,7 @@ def test_a_custom_model_with_the_wrong_output_fails_each_run_and_the_sweep_goes_
     (tmp_path / "usermodels.py").write_text(textwrap.dedent(USER_MODELS))
     sweep = tmp_path / "sw"
     proc = run_harness("dataset=npz", f"dataset.path={tmp_path / 'd.npz'}", "model=custom",
-                       "model._target_=usermodels.wrong", "batch_size=8,32", "epochs=2", f"hydra.sweep.dir={sweep}",
+                       "model._target_=usermodels.wrong", "batch_size=8,32", "epochs=2", "seed=0", f"hydra.sweep.dir={sweep}",
                        "-m", cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr[-3000:]
     assert "2 run(s) failed" in proc.stderr
@@ -160,7 +160,7 @@ def test_a_120_class_npz_run_and_its_report_in_a_real_browser(tmp_path):
     write_npz(tmp_path / "many.npz", labels, features=8)
     sweep = tmp_path / "sw"
     proc = run_harness("dataset=npz", f"dataset.path={tmp_path / 'many.npz'}", "model=mlp", "batch_size=64",
-                       "epochs=1", f"hydra.sweep.dir={sweep}", "-m", cwd=tmp_path)
+                       "epochs=1", "seed=0", f"hydra.sweep.dir={sweep}", "-m", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     record = sweep_runs(sweep)["0"]
     assert record["status"] == "completed" and len(record["environment"]["classes"]) == 120

@@ -71,7 +71,7 @@ def test_in_process_tfds_sweep_with_mock_data_completes(tmp_path, monkeypatch):
     try:
         with tfds.testing.mock_data(num_examples=64):
             code = cli.main(["dataset=tfds", "dataset.name=mnist", "model=mlp", "hydra/launcher=basic",
-                             "batch_size=8,32", "epochs=1", f"hydra.sweep.dir={sweep}", "-m"])
+                             "batch_size=8,32", "epochs=1", "seed=0", f"hydra.sweep.dir={sweep}", "-m"])
     finally:
         GlobalHydra.instance().clear()
     assert code == 0

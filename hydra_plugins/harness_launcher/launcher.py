@@ -1,9 +1,11 @@
-"""Hydra launcher `harness`: each job runs in a fresh `python -m harness` process, up to n_jobs at once.
+"""Hydra launcher `harness`: each job runs as `python -m harness` in a process of its own, up to n_jobs at once.
 
 Why not Hydra's own: the basic launcher runs jobs in one process (TensorFlow's device setup cannot change
 between runs), joblib reuses worker processes, submitit_local gives every job the same GPUs, and none resumes.
-The job's process is an ordinary single run with `hydra.run.dir` set to the job's sweep folder, so it writes
-the same files, and resumes the same way, as a run started by any other launcher.
+The job is an ordinary single run with `hydra.run.dir` set to the job's sweep folder, so it writes the same
+files, and resumes the same way, as a run started by any other launcher. CPU jobs run one after another in warm
+processes (harness.worker) that import TensorFlow once, with the same metrics; `reuse_processes: false` gives
+every job a fresh process, as GPU jobs and simulated devices always get.
 """
 
 import logging
@@ -28,6 +30,7 @@ class HarnessLauncherConf:
     gpu_ids: Optional[List[int]] = None   # GPUs to hand out; null: CUDA_VISIBLE_DEVICES, else nvidia-smi
     poll_seconds: float = 0.5
     stop_timeout_s: float = 60.0          # after Ctrl-C, how long runs get to record `interrupted`
+    reuse_processes: bool = True          # CPU jobs in warm processes (TensorFlow imported once per slot)
 
 
 ConfigStore.instance().store(group="hydra/launcher", name="harness", node=HarnessLauncherConf)
@@ -49,8 +52,9 @@ def _expected_epochs(run_cfg) -> int:
 
 class HarnessLauncher(Launcher):
     def __init__(self, n_jobs: Optional[int] = None, gpu_ids: Optional[List[int]] = None,
-                 poll_seconds: float = 0.5, stop_timeout_s: float = 60.0) -> None:
+                 poll_seconds: float = 0.5, stop_timeout_s: float = 60.0, reuse_processes: bool = True) -> None:
         self.n_jobs, self.gpu_ids = n_jobs, None if gpu_ids is None else list(gpu_ids)
+        self.reuse_processes = reuse_processes
         self.poll_seconds, self.stop_timeout_s = poll_seconds, stop_timeout_s
         self.config: Optional[DictConfig] = None
         self.hydra_context: Optional[HydraContext] = None
@@ -69,14 +73,16 @@ class HarnessLauncher(Launcher):
         run_dir = Path(str(self.config.hydra.sweep.dir)) / str(sweep_config.hydra.sweep.subdir)
         run_cfg = to_run_config(sweep_config)
         searchpath = [quote_override(str(path)) for path in self.config.hydra.searchpath]  # a user's config folder
-        command = [
-            sys.executable, "-m", "harness", *overrides, *([f"hydra.searchpath=[{','.join(searchpath)}]"] if searchpath else []),
+        args = [
+            *overrides, *([f"hydra.searchpath=[{','.join(searchpath)}]"] if searchpath else []),
             f"hydra.run.dir={quote_override(str(run_dir))}",
             "hydra.job_logging.root.handlers=[console]",  # the console is the run's train.log
         ]
-        return Job(num=num, overrides=list(overrides), run_dir=run_dir, command=command,
-                   gpus=run_cfg.device.gpus, devices=run_cfg.device.devices, epochs=_expected_epochs(run_cfg),
-                   config=run_cfg.flat()), sweep_config
+        device = run_cfg.device
+        warm = self.reuse_processes and device.gpus == 0 and not device.simulate_devices
+        return Job(num=num, overrides=list(overrides), run_dir=run_dir, command=[sys.executable, "-m", "harness", *args],
+                   gpus=device.gpus, devices=device.devices, epochs=_expected_epochs(run_cfg),
+                   config=run_cfg.flat(), worker_args=args if warm else None), sweep_config
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         from harness.progress import terminal_progress
