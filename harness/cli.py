@@ -256,12 +256,15 @@ def _sweep_probes(sweep_dir: Path) -> None:
 
     if not interpolation.needs_update(sweep_dir):
         return
-    done = subprocess.run([sys.executable, "-m", "harness.probe", str(sweep_dir)], stdout=subprocess.DEVNULL)
+    log_path = sweep_dir / "interpolation.log"  # TensorFlow's start-up chatter and any traceback, off the console
+    with open(log_path, "w") as log:
+        done = subprocess.run([sys.executable, "-m", "harness.probe", str(sweep_dir)], stdout=log,
+                              stderr=subprocess.STDOUT, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
     if done.returncode == -signal.SIGINT or done.returncode == 128 + signal.SIGINT:
         raise KeyboardInterrupt
     if done.returncode != 0:
-        print(f"harness: the interpolation failed (exit {done.returncode}); the report has none. Retry: "
-              f"python -m harness.probe {sweep_dir}", file=sys.stderr)
+        print(f"harness: the interpolation failed (exit {done.returncode}, see {log_path}); the report has none. "
+              f"Retry: python -m harness.probe {sweep_dir}", file=sys.stderr)
 
 
 def _write_report(sweep_dir: Path) -> None:

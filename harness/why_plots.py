@@ -118,8 +118,9 @@ def noise_scale_over_training(epochs: pd.DataFrame) -> Figure:
         ax.set_ylim(min(low, sizes[0] / 1.5), max(high, sizes[-1] * 1.5))
         for size in sizes:
             ax.axhline(size, color=colors[size], lw=0.8, ls=":")
-            ax.text(0.98, size, f"batch {size}", transform=ax.get_yaxis_transform(), ha="right", va="bottom",
-                    fontsize=7, color=colors[size])
+            # named beyond the right spine, where no curve runs
+            ax.text(1.02, size, f"batch {size}", transform=ax.get_yaxis_transform(), ha="left", va="center",
+                    fontsize=7, color=colors[size], clip_on=False)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=6))
         ax.set_xlabel("epoch", fontsize=8)
         ax.set_title(wrap(facet, 44) if len(facets) > 1 else "noise scale over training", fontsize=9)
