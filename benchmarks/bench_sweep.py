@@ -87,12 +87,15 @@ def phases(sweep_dir: Path, started: float, ended: float, slots: int) -> dict[st
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--smoke", action="store_true", help="600 samples, 1 epoch, 1 repeat")
+    parser.add_argument("--smoke", action="store_true", help="600 samples, 1 epoch, batch 16 and 64, 1 repeat")
     parser.add_argument("--update-readme", action="store_true")
     args = parser.parse_args(argv)
-    extra = ["dataset.num_samples=600", "epochs=1"] if args.smoke else []
+    # smoke: the same variants on two batch sizes of tiny data, to check the script in seconds, not to measure
+    extra = ["dataset.num_samples=600", "epochs=1", "probes=false"] if args.smoke else []
+    main_job = [*MAIN_JOB, *(["batch_size=16,64"] if args.smoke else [])]
     repeats = 1 if args.smoke else args.repeats
     walls: dict[str, list[float]] = {name: [] for name in VARIANTS}
+    counts: dict[str, int] = {}  # runs per variant
     where: list[dict[str, float]] = []
     serial, parallel, memory = [], [], []
     slots = min(2, os.cpu_count() or 1)  # the launcher's default on this machine: one run per core
@@ -101,8 +104,9 @@ def main(argv: list[str] | None = None) -> int:
             for v, (name, overrides) in enumerate(VARIANTS.items()):
                 folder = Path(tmp) / f"main-{v}-{r}"
                 started = time.time()
-                seconds, runs = sweep([*MAIN_JOB, *overrides, *extra], folder)
+                seconds, runs = sweep([*main_job, *overrides, *extra], folder)
                 walls[name].append(seconds)
+                counts[name] = len(runs)
                 memory += [run["peak_memory_mb"] for run in runs]
                 if v == 0:
                     where.append(phases(folder, started, started + seconds, slots))
@@ -120,12 +124,14 @@ def main(argv: list[str] | None = None) -> int:
     three, one = med(walls["3 seeds"]), med(walls["1 seed"])
     fresh = med(walls["3 seeds, a fresh process per run"])
     table = "\n".join([
-        f"Median of {repeats}, the variants interleaved (MNIST-1D convnet, default epochs and probes unless smoke).",
+        f"Median of {repeats}, the variants interleaved (MNIST-1D convnet, default epochs and probes; "
+        f"{os.cpu_count()} CPU cores){'; smoke: tiny data, batch 16 and 64, no probes' if args.smoke else ''}.",
         "",
         "| measure | value |",
         "| --- | ---: |",
-        f"| main job `python -m harness batch_size=8,32,64,128 -m` (3 seeds, 12 runs), wall time | {three:.1f} s |",
-        f"| the same with `seed=0` (1 seed, 4 runs), wall time | {one:.1f} s |",
+        f"| main job `python -m harness batch_size=8,32,64,128 -m` (3 seeds, {counts['3 seeds']} runs), wall time "
+        f"| {three:.1f} s |",
+        f"| the same with `seed=0` (1 seed, {counts['1 seed']} runs), wall time | {one:.1f} s |",
         f"| 3 seeds ÷ 1 seed | {three / one:.2f}x |",
         f"| 3 seeds with a fresh process per run (`hydra.launcher.reuse_processes=false`) | {fresh:.1f} s |",
         f"| two equal runs, throughput with n_jobs=2 ÷ n_jobs=1 | {med(parallel) / med(serial):.2f}x |",

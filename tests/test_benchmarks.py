@@ -28,7 +28,18 @@ def test_sweep_benchmark_smoke_prints_its_table():
                           capture_output=True, text=True, timeout=900, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-3000:]
     text = proc.stdout
-    assert re.search(r"\| main job `python -m harness batch_size=8,32,64,128 -m`, wall time \| [\d.]+ s \|", text)
+    # the smoke round sweeps batch 16 and 64: 6 runs with the default 3 seeds, 2 with seed=0
+    three = re.search(r"\| main job `python -m harness batch_size=8,32,64,128 -m` \(3 seeds, 6 runs\), wall time "
+                      r"\| ([\d.]+) s \|", text)
+    one = re.search(r"\| the same with `seed=0` \(1 seed, 2 runs\), wall time \| ([\d.]+) s \|", text)
+    ratio = re.search(r"\| 3 seeds ÷ 1 seed \| ([\d.]+)x \|", text)
+    assert three and one and ratio, text
+    assert abs(float(ratio.group(1)) - float(three.group(1)) / float(one.group(1))) < 0.02
+    assert re.search(r"\| 3 seeds with a fresh process per run .* \| [\d.]+ s \|", text)
+    phases = dict(re.findall(r"^\| ([^|]+?) \| (-?[\d.]+) \|$", text.split("Where the 3-seed")[1], flags=re.M))
+    assert {"planning and validation", "runs", "report", "training epochs", "end-of-run probes"} <= set(phases)
+    assert float(phases["training epochs"]) > 0 and float(phases["runs"]) > 0
+    assert float(phases["end-of-run probes"]) == 0  # the smoke round runs without probes
     assert re.search(r"\| two equal runs, throughput with n_jobs=2 ÷ n_jobs=1 \| [\d.]+x \|", text)
     memory = re.search(r"\| peak memory of one run \(largest seen\) \| (\d+) MB \|", text)
     assert memory and int(memory.group(1)) > 100  # a TensorFlow process: hundreds of MB, not a missing value
