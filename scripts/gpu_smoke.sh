@@ -14,7 +14,7 @@ counts=1
 for k in 2 4 8; do [ "$n" -ge "$k" ] && counts="$counts,$k"; done
 echo "gpu_smoke: $n GPU(s); sweeping gpus=$counts"
 
-"$PY" -m harness gpus="$counts" per_replica_batch=true batch_size=256 epochs=4 dataset.num_samples=20000 \
+"$PY" -m harness gpus="$counts" per_replica_batch=true batch_size=256 epochs=4 dataset.num_samples=20000 seed=0 \
   hydra.sweep.dir="$SWEEP" -m
 
 "$PY" - "$SWEEP" <<'PY'
