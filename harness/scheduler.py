@@ -112,7 +112,7 @@ class Scheduler:
         if running.log is not None:
             running.log.close()
         if running.worker is not None:
-            if running.worker.alive and not interrupted:
+            if running.worker.available and not interrupted:
                 self.idle.append(running.worker)
             else:
                 running.worker.close()
@@ -172,7 +172,7 @@ class Scheduler:
     def _idle_worker(self) -> Worker | None:
         while self.idle:
             worker = self.idle.pop()
-            if worker.alive:
+            if worker.available:
                 return worker
             worker.close()  # it died while it waited
         return None

@@ -10,12 +10,36 @@ import time
 import pandas as pd
 import pytest
 
-from tests.conftest import TINY, run_harness
+from harness import worker as worker_module
+from harness.worker import Worker
+from tests.conftest import REPO, TINY, run_harness
 from tests.test_faults import NOT_COMPARED, harness_processes, record, wait_for_epochs
 
-pytestmark = pytest.mark.slow
+def test_the_worker_answers_each_job_with_its_exit_code_and_retires_when_it_should(tmp_path, monkeypatch):
+    """The protocol, on jobs that need no TensorFlow: `--cfg job` prints the composed config, a bad value exits 2;
+    each job's output lands in its own log; after MAX_RUNS jobs the worker takes no more."""
+    monkeypatch.setattr(worker_module, "MAX_RUNS", 3)
+    worker = Worker(tmp_path, {**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        logs = [tmp_path / f"{n}.log" for n in range(3)]
+        for log, args, expected in zip(logs, (["--cfg", "job", "batch_size=8"], ["batch_size=0"],
+                                              ["--cfg", "job", "batch_size=64"]), (0, 2, 0)):
+            worker.send(args, log)
+            deadline = time.monotonic() + 120
+            while (code := worker.result()) is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert code == expected, log.read_text()
+            assert worker.process.poll() is None  # the same process, still waiting for work
+        assert "batch_size: 8" in logs[0].read_text() and "batch_size: 64" not in logs[0].read_text()
+        assert logs[1].read_text().strip() == "harness: error: batch_size=0 is not allowed: an integer >= 1"
+        assert "batch_size: 64" in logs[2].read_text()
+        assert not worker.available  # three runs: retired
+    finally:
+        worker.close()
+    assert worker.process.returncode == 0  # it ended at the end of its input
 
 
+@pytest.mark.slow
 def test_runs_in_one_warm_process_give_the_metrics_of_fresh_processes(tmp_path):
     command = [*TINY, "batch_size=16,64,32", "hydra.launcher.n_jobs=1"]
     warm = run_harness(*command, f"hydra.sweep.dir={tmp_path / 'warm'}", "-m", cwd=tmp_path)
@@ -44,6 +68,7 @@ def test_runs_in_one_warm_process_give_the_metrics_of_fresh_processes(tmp_path):
     assert not harness_processes(str(tmp_path / "warm"))  # the worker ended with the sweep
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_run_fails_that_run_the_rest_go_on_and_the_same_command_resumes_it(tmp_path):
     sweep = tmp_path / "sweep"
     command = ["dataset.num_samples=600", "probes=false", "epochs=60", "batch_size=16", "seed=0,1",
