@@ -207,3 +207,14 @@ def test_a_study_report_is_legible_in_chromium_at_1400_px(study, tmp_path):
         screenshot = tmp_path / f"{study}.png"
         driver.save_screenshot(str(screenshot))
         assert screenshot.stat().st_size > 50_000
+
+
+def test_the_main_job_as_planned_gets_a_verdict_with_three_seeds_and_an_interval(tmp_path):
+    """`python -m harness batch_size=8,32,64,128 -m` plans 3 seeds per batch size (made-up accuracies, drop with
+    batch size and some spread over seeds): its verdict carries the interval, not "indicative only"."""
+    from tests.sweeps import study_sweep
+
+    text = report.build_report(study_sweep(tmp_path / "main", "batch_size=8,32,64,128"))
+    assert "Larger batches gave lower validation accuracy: reproduced." in text
+    assert "n = 3 seeds per batch size" in text and "95% interval of the drop [" in text
+    assert "indicative only" not in text.split("Why:")[0]
