@@ -37,13 +37,14 @@ def _write_runs(folder, run_configs, overrides):
 def test_a_folder_is_resumed_whatever_the_order_of_the_overrides(tmp_path):
     """The same run is the same resolved config; another value is another run, and refused."""
     sweep = tmp_path / "sweep"
-    first = ["batch_size=8,32", "epochs=6", "dataset.num_samples=2000", f"hydra.sweep.dir={sweep}"]
+    first = ["batch_size=8,32", "seed=0", "epochs=6", "dataset.num_samples=2000", f"hydra.sweep.dir={sweep}"]
     run_configs = plan_command(first, multirun=True).run_configs
     _write_runs(sweep, run_configs, [[f"batch_size={c.train.batch_size}", "epochs=6", "dataset.num_samples=2000"]
                                      for c in run_configs])
     assert len(plan_command([*reversed(first)], multirun=True).run_configs) == 2
     with pytest.raises(ConfigError, match="ran 'batch_size=8 epochs=6 .*' but this command's run there is"):
-        plan_command(["batch_size=8,32", "epochs=7", "dataset.num_samples=2000", f"hydra.sweep.dir={sweep}"], multirun=True)
+        plan_command(["batch_size=8,32", "seed=0", "epochs=7", "dataset.num_samples=2000", f"hydra.sweep.dir={sweep}"],
+                     multirun=True)
 
 
 def test_existing_runs_are_compared_run_by_run_in_a_sweep_and_as_the_folder_of_a_single_run(compose, tmp_path):
