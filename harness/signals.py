@@ -23,8 +23,11 @@ def _raise(signum, frame) -> None:
 
 
 def install() -> None:
-    """Turn HANDLED signals into Interrupted in this process (only the main thread can set handlers)."""
+    """Turn HANDLED signals into Interrupted in this process (only the main thread can set handlers), and SIGINT
+    into KeyboardInterrupt even when the process started with it ignored: a shell script's background job (`&`)
+    ignores SIGINT, and its runs would then not stop when the launcher forwards Ctrl-C to them."""
     if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         for signum in HANDLED:
             signal.signal(signum, _raise)
 

@@ -19,9 +19,12 @@ TIMING = ["epoch_seconds", "samples_per_second", "run_id"]
 LONG_RUN = ["dataset.num_samples=1000", "epochs=25", "seed=0"]
 
 
-def start_sweep(*args, cwd):
+def start_sweep(*args, cwd, sigint_ignored=False):
+    """`python -m harness ARGS` in its own session; `sigint_ignored`: started as a shell script's background job
+    (`... &`) is, with SIGINT ignored, which its children inherit."""
+    ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None
     return subprocess.Popen([sys.executable, "-m", "harness", *args], cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True, preexec_fn=ignore)
 
 
 def wait_for_epochs(run_dir, epochs, timeout=180):
@@ -78,8 +81,9 @@ def test_kill_9_of_the_sweep_then_the_same_command_resumes_it(tmp_path):
 def test_ctrl_c_stops_the_runs_cleanly_and_marks_them_interrupted(tmp_path):
     sweep = tmp_path / "sweep"
     # far more epochs than the test waits for: both runs are still going when Ctrl-C arrives
+    # started with SIGINT ignored, as from a script's `&`: the harness still stops on it, and so do its runs
     proc = start_sweep("dataset.num_samples=1000", "epochs=500", "batch_size=8,16", "seed=0", "hydra.launcher.n_jobs=2",
-                       f"hydra.sweep.dir={sweep}", "-m", cwd=tmp_path)
+                       f"hydra.sweep.dir={sweep}", "-m", cwd=tmp_path, sigint_ignored=True)
     wait_for_epochs(sweep / "0", 2)
     proc.send_signal(signal.SIGINT)  # the launcher only; it forwards to its runs
     output, _ = proc.communicate(timeout=120)
