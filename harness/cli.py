@@ -10,8 +10,6 @@ import errno
 import logging
 import os
 import re
-import signal
-import subprocess
 import sys
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -24,13 +22,12 @@ from hydra.errors import HydraException, MissingConfigException, OverrideParseEx
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
-from harness import analysis, config, files, preflight, signals
+from harness import analysis, config, files, preflight, signals, sweep_end
 from harness.runlog import SWEEP_FILE
 
 CONF_DIR = Path(__file__).resolve().parent / "conf"  # installed with the package; the repository links conf/ to it
 CONFIG_NAME = "config"
 REMOTE_LAUNCHERS = ("SlurmLauncher",)  # launchers whose runs go to other machines
-REPORTS_DIR = Path("reports")  # like sweeps/, relative to where the command runs
 EXIT_OK, EXIT_FAILED_RUNS, EXIT_INVALID = 0, 1, 2  # interrupted: 128 + the signal (130 for Ctrl-C)
 
 log = logging.getLogger("harness")
@@ -229,7 +226,7 @@ def _run(parser, args, plan: CommandPlan) -> int:
         code, name = signals.exit_code(err)
         print(f"harness: interrupted ({name}); the same command resumes the sweep", file=sys.stderr)
         if args.multirun and plan.output_dir.exists():
-            _write_report(plan.output_dir)
+            sweep_end.write_report(plan.output_dir)
         return code
     if args.multirun:
         failed, unfinished = analysis.failed_runs(plan.output_dir), analysis.unfinished_runs(plan.output_dir)
@@ -241,33 +238,8 @@ def _run(parser, args, plan: CommandPlan) -> int:
         print(f"harness: {len(unfinished)} run(s) did not finish: {', '.join(unfinished)}", file=sys.stderr)
     if args.multirun:
         print(f"sweep: {plan.output_dir}")
-        _sweep_probes(plan.output_dir)
-        _write_report(plan.output_dir)
+        sweep_end.interpolate(plan.output_dir)
+        sweep_end.write_report(plan.output_dir)
     else:
         print(f"run: {plan.output_dir}")
     return EXIT_FAILED_RUNS if failed or unfinished else EXIT_OK
-
-
-def _sweep_probes(sweep_dir: Path) -> None:
-    """The sweep-level probes (the interpolation between batch sizes), in a process of their own since they load
-    TensorFlow; skipped when the sweep has no pair of runs or its interpolation is newer than their weights. A
-    failure is one line: the report is written without it."""
-    from harness import interpolation
-
-    if not interpolation.needs_update(sweep_dir):
-        return
-    log_path = sweep_dir / "interpolation.log"  # TensorFlow's start-up chatter and any traceback, off the console
-    with open(log_path, "w") as log:
-        done = subprocess.run([sys.executable, "-m", "harness.probe", str(sweep_dir)], stdout=log,
-                              stderr=subprocess.STDOUT, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-    if done.returncode == -signal.SIGINT or done.returncode == 128 + signal.SIGINT:
-        raise KeyboardInterrupt
-    if done.returncode != 0:
-        print(f"harness: the interpolation failed (exit {done.returncode}, see {log_path}); the report has none. "
-              f"Retry: python -m harness.probe {sweep_dir}", file=sys.stderr)
-
-
-def _write_report(sweep_dir: Path) -> None:
-    from harness.report import publish
-
-    publish(sweep_dir, REPORTS_DIR)
