@@ -16,3 +16,5 @@ class Arrays:
     input_shape: tuple[int, ...] = ()      # one sample's shape, as the model sees it
     classes: list[str] | None = None       # label k's original name (user data); None: the labels are the names
     decode: tuple | None = None            # ("image", (height, width), color_mode): x holds paths, decoded per batch
+    x_tune: np.ndarray | None = None       # the tuning slice held out of the training split (tune_fraction > 0)
+    y_tune: np.ndarray | None = None

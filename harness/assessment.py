@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness import analysis, verdicts, why
+from harness import analysis, tuning, verdicts, why
 from harness.findings import Finding, all_findings
 
 
@@ -26,6 +26,7 @@ class Assessment:
     batch_verdicts: list[verdicts.BatchVerdict]
     findings: list[Finding]
     why: why.Why                 # the probes: sharpness, noise scale, distance travelled
+    tuning: tuning.Tuning | None = None  # +study=tuned: the learning rate chosen per batch size, and its verdicts
 
 
 def assess(sweep_dir: Path) -> Assessment:
@@ -44,7 +45,10 @@ def assess(sweep_dir: Path) -> Assessment:
     found = all_findings(df, final, varied) if not final.empty else []
     if found and df[analysis.BATCH].nunique() < 2:
         batch_verdicts = []  # a study of another suspect at one batch size: its findings are the verdicts
-    return Assessment(df, final, keys, varied, facets, batch_verdicts, found, why.explain(sweep_dir, df))
+    tuned = tuning.assess(df, final)
+    if tuned is not None:  # one verdict at the tuned learning rates and one untuned, not one per grid point
+        batch_verdicts = tuned.verdicts
+    return Assessment(df, final, keys, varied, facets, batch_verdicts, found, why.explain(sweep_dir, df), tuned)
 
 
 def _batch_verdicts(df: pd.DataFrame, final: pd.DataFrame, facets: list[str]) -> list[verdicts.BatchVerdict]:

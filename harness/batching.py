@@ -71,7 +71,7 @@ def plan_batches(batch_size: int, per_replica_batch: bool, replicas: int, train_
 
 @dataclass(frozen=True)
 class Schedule:
-    peak_lr: float        # the configured lr, scaled with the global batch when lr_scaling asks for it
+    peak_lr: float        # lr x lr_factor, scaled with the global batch when lr_scaling asks for it
     warmup_steps: int     # linear warm-up from 0 to peak_lr over this many updates (0: none)
     epochs: int           # epochs to run (with budget=steps, enough to hold budget_steps)
     total_steps: int | None  # with budget=steps: exactly this many updates, the last epoch cut short
@@ -83,9 +83,10 @@ LR_FACTORS = {"none": lambda ratio: 1.0, "linear": lambda ratio: ratio, "sqrt": 
 def plan_schedule(plan: BatchPlan, train) -> Schedule:
     """Learning rate, warm-up and length of training for one run (`train` is a TrainConfig).
 
-    lr_scaling follows Goyal et al. (linear) and Hoffer et al. (sqrt): lr x f(global batch / base_batch_size).
+    lr_scaling follows Goyal et al. (linear) and Hoffer et al. (sqrt): lr x lr_factor x f(global batch /
+    base_batch_size); lr_factor is the point of a learning-rate grid (+study=tuned).
     """
-    peak_lr = train.lr * LR_FACTORS[train.lr_scaling](plan.global_batch_size / train.base_batch_size)
+    peak_lr = train.lr * train.lr_factor * LR_FACTORS[train.lr_scaling](plan.global_batch_size / train.base_batch_size)
     warmup_steps = int(round(train.warmup_epochs * plan.steps_per_epoch))
     if train.budget == "steps":
         # no budget_steps: the updates base_batch_size takes in `epochs` epochs (steps-matched to the base batch)

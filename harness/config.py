@@ -49,6 +49,8 @@ class TrainConfig:
     target_train_loss: float | None = None  # stop once the post-epoch training loss is at or below this
     probes: bool = True           # noise scale and weight distance per epoch; Hessian and sharpness at the end
     probe_samples: int = 512      # the fixed training subset the end-of-run probes measure on
+    lr_factor: float = 1.0        # the learning rate is lr x lr_factor (before lr_scaling): +study=tuned sweeps it
+    tune_fraction: float = 0.0    # a stratified slice of the training split held out to choose the learning rate
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,7 @@ TOP_KEYS = {
     "batch_size", "per_replica_batch", "gpus", "devices", "simulate_devices", "shuffle", "imbalance",
     "epochs", "lr", "optimizer", "seed", "dataset", "model", "steps_per_execution", "train_fraction",
     "preprocess_mismatch", "budget", "budget_steps", "lr_scaling", "base_batch_size", "warmup_epochs",
-    "target_train_loss", "probes", "probe_samples",
+    "target_train_loss", "probes", "probe_samples", "lr_factor", "tune_fraction",
 }
 DATA_KEYS = datasets.ALL_KEYS
 MODEL_KEYS = models.ALL_KEYS
@@ -115,6 +117,11 @@ def _study_keys(cfg: dict) -> dict[str, Any]:
     warmup = float_value(cfg, "warmup_epochs")
     if warmup < 0:
         raise ConfigError("warmup_epochs", cfg["warmup_epochs"], "a number >= 0")
+    tune = float_value(cfg, "tune_fraction")
+    if not 0.0 <= tune < 1.0:
+        raise ConfigError("tune_fraction", cfg["tune_fraction"], "a number in [0, 1) (0: no tuning slice)")
+    if float_value(cfg, "lr_factor") <= 0:
+        raise ConfigError("lr_factor", cfg["lr_factor"], "a number > 0")
     target = cfg["target_train_loss"]
     if target is not None and (float_value(cfg, "target_train_loss") <= 0):
         raise ConfigError("target_train_loss", target, "null or a number > 0")
@@ -127,6 +134,8 @@ def _study_keys(cfg: dict) -> dict[str, Any]:
         "base_batch_size": int_value(cfg, "base_batch_size", low=1),
         "warmup_epochs": warmup,
         "target_train_loss": None if target is None else float(target),
+        "lr_factor": float(cfg["lr_factor"]),
+        "tune_fraction": tune,
     }
 
 
@@ -165,7 +174,7 @@ def from_dict(cfg: dict[str, Any]) -> RunConfig:
     counts = datasets.train_class_counts(data)
     model = models.config_from_dict(cfg["model"], datasets.input_shape(data), None if counts is None else len(counts))
     run = RunConfig(data=data, model=model, train=train, device=device)
-    train_size = datasets.expected_train_size(data, imbalance, train.train_fraction)
+    train_size = datasets.expected_train_size(data, imbalance, train.train_fraction, train.tune_fraction)
     if train_size is None:  # known only once loaded (TFDS): the run's own planner checks it
         return run
     # the planner a run uses raises the same one-line error, naming the key, now instead of at run time

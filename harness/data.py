@@ -16,7 +16,7 @@ from harness import builtin_data, images, sources, tfds_source
 from harness.arrays import Arrays
 from harness.builtin_data import DataUnavailable, cache_dir  # noqa: F401  (the names runs and tests use)
 from harness.fields import ConfigError, RegistryEntry, check_keys
-from harness.transforms import fraction_counts, imbalanced_counts
+from harness.transforms import fraction_counts, imbalanced_counts, tune_counts
 
 BUILTIN_KEYS = ("num_samples", "train_split", "data_seed")
 
@@ -131,11 +131,14 @@ def input_shape(data_cfg) -> tuple[int, ...] | None:
     return _survey(data_cfg)[1]
 
 
-def expected_train_size(data_cfg, imbalance: float = 0.0, train_fraction: float = 1.0) -> int | None:
-    """The run's training-set size, exactly: the class counts through the same arithmetic as the transforms."""
+def expected_train_size(data_cfg, imbalance: float = 0.0, train_fraction: float = 1.0,
+                        tune_fraction: float = 0.0) -> int | None:
+    """The run's training-set size, exactly: the class counts through the same arithmetic as the transforms
+    (the tuning slice held out first)."""
     counts = train_class_counts(data_cfg)
     if counts is None:
         return None
+    counts = counts - tune_counts(counts, tune_fraction)
     if train_fraction < 1.0:
         counts = fraction_counts(counts, train_fraction)
     if imbalance > 0.0:

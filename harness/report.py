@@ -17,7 +17,7 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from harness import analysis, files, index, plots, why_plots
+from harness import analysis, files, index, plots, tuning_plots, why_plots
 from harness.assessment import assess
 from harness.findings_plot import findings_figure
 
@@ -155,8 +155,8 @@ def build_report(sweep_dir: Path) -> str:
     a = assess(sweep_dir)
     per_run = a.df.drop_duplicates("run_id")
     drawn = [{"title": title, "png": _png(fig), "caption": CAPTIONS[title]} for title, fig in figures(a)]
-    why_drawn = [{"title": title, "png": _png(fig), "caption": caption}
-                 for title, fig, caption in why_plots.figures(a.why)]
+    why_drawn, tuning_drawn = ([{"title": title, "png": _png(fig), "caption": caption} for title, fig, caption in
+                                section.figures(data)] for section, data in ((why_plots, a.why), (tuning_plots, a.tuning)))
     simulated = "simulate_devices" in per_run.columns and per_run["simulate_devices"].astype(bool).any()
     not_started = analysis.not_started_jobs(sweep_dir)
     status_counts = per_run["status"].value_counts()
@@ -187,6 +187,8 @@ def build_report(sweep_dir: Path) -> str:
         findings=a.findings,
         why=a.why,
         why_figures=why_drawn,
+        tuning=a.tuning,
+        tuning_figures=tuning_drawn,
         varied=varied,
         facets=a.facets,
         constant=[(k, _fmt(per_run[k].iloc[0])) for k in a.keys if k in per_run.columns and k not in a.varied],

@@ -110,16 +110,18 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, board:
     board.start(table.rows)
     columns = {"run_id": run_id, **config_columns(cfg.flat()), "peak_lr": schedule.peak_lr, **plan.as_columns(),
                "num_classes": data_in.num_classes}
+    if data_in.y_tune is not None:
+        columns["tune_size"] = len(data_in.y_tune)
 
     def on_row(row: dict) -> None:
         table.append(row)
         board.add_epoch(row)
         record.update(epochs_completed=row["epoch"])
 
-    train_eval, val_inputs, batches = _pipelines(cfg, data_in, plan, schedule, resume_epoch)
+    train_eval, val_inputs, batches, tune_eval = _pipelines(cfg, data_in, plan, schedule, resume_epoch)
     recorder = train.EpochRecorder(train_eval, val_inputs, data_in.y_val, len(data_in.y_train), plan.global_batch_size,
                                    columns, on_row, rows=table.rows, target_train_loss=cfg.train.target_train_loss,
-                                   extra_columns=epoch_probes)
+                                   extra_columns=epoch_probes, tune_eval=tune_eval)
     fit_started = time.perf_counter()
     train.fit(model, batches, plan, schedule.epochs, [recorder, checkpoint.callback(run_dir, model)],
               initial_epoch=resume_epoch)
@@ -161,15 +163,17 @@ def _probe_model(cfg: RunConfig, model, data_in: Arrays, replicas: int):
 
 
 def _pipelines(cfg: RunConfig, data_in: Arrays, plan: BatchPlan, schedule: Schedule, resume_epoch: int):
-    """(training data to evaluate, validation inputs, training batches): image files are decoded per batch, and
-    a preprocessing mismatch is applied to the validation inputs only."""
+    """(training data to evaluate, validation inputs, training batches, tuning slice to evaluate or None): image
+    files are decoded per batch, and a preprocessing mismatch is applied to the validation inputs only."""
     from harness import train
 
     train_eval, val_inputs = evaluation_inputs(cfg, data_in)
+    decode = train.decoder(data_in.decode)
     batches = train.training_dataset(data_in.x_train, data_in.y_train, plan, cfg.train.shuffle, cfg.train.seed,
                                      schedule.epochs, initial_epoch=resume_epoch, total_steps=schedule.total_steps,
-                                     decode=train.decoder(data_in.decode))
-    return train_eval, val_inputs, batches
+                                     decode=decode)
+    tune_eval = None if data_in.x_tune is None else train.evaluation_dataset(data_in.x_tune, data_in.y_tune, decode)
+    return train_eval, val_inputs, batches, tune_eval
 
 
 def evaluation_inputs(cfg: RunConfig, data_in: Arrays):
@@ -215,14 +219,18 @@ def _log_plan(run_id: str, plan: BatchPlan, schedule: Schedule, resume_epoch: in
 
 
 def prepare_data(cfg: RunConfig) -> Arrays:
-    """The run's data: the training split transformed as configured (on the samples, or on the list of files),
-    validation as loaded; a preprocessing mismatch is applied to validation by the run's input pipeline."""
+    """The run's data: the tuning slice held out of the training split (tune_fraction > 0), the rest transformed
+    as configured (on the samples, or on the list of files), validation as loaded; a preprocessing mismatch is
+    applied to validation by the run's input pipeline."""
     arrays = data.load(cfg.data)
+    x_train, y_train, x_tune, y_tune = arrays.x_train, arrays.y_train, None, None
+    if cfg.train.tune_fraction > 0:
+        x_train, y_train, x_tune, y_tune = transforms.hold_out(x_train, y_train, cfg.train.tune_fraction)
     x_train, y_train = transforms.apply(
-        arrays.x_train, arrays.y_train, imbalance=cfg.train.imbalance, shuffle=cfg.train.shuffle,
+        x_train, y_train, imbalance=cfg.train.imbalance, shuffle=cfg.train.shuffle,
         seed=cfg.train.seed, train_fraction=cfg.train.train_fraction,
     )
-    return dataclasses.replace(arrays, x_train=x_train, y_train=y_train)
+    return dataclasses.replace(arrays, x_train=x_train, y_train=y_train, x_tune=x_tune, y_tune=y_tune)
 
 
 SMALL_INPUT = 256  # numbers per sample below which one intra-op thread is fastest (measured on MNIST-1D)

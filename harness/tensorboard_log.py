@@ -30,6 +30,8 @@ TAGS = {
     "train_loss": "loss/train_loss",
     "train_eval_loss": "loss/train_eval_loss",
     "val_loss": "loss/val_loss",
+    "tune_acc": "accuracy/tune_acc",
+    "tune_loss": "loss/tune_loss",
     "lr": "training/lr",
     "samples_per_second": "training/samples_per_second",
     "noise_scale": "probes/noise_scale",

@@ -131,8 +131,10 @@ class EpochRecorder(keras.callbacks.Callback):
                  train_size: int, global_batch_size: int, columns: dict[str, Any],
                  on_row: Callable[[dict[str, Any]], None],
                  rows: list[dict[str, Any]] | None = None, target_train_loss: float | None = None,
-                 extra_columns: Callable[[int], dict[str, Any]] | None = None):
+                 extra_columns: Callable[[int], dict[str, Any]] | None = None,
+                 tune_eval: tf.data.Dataset | None = None):
         super().__init__()
+        self.tune_eval = tune_eval  # the held-out tuning slice (tune_fraction > 0): tune_loss and tune_acc
         self.train_eval, self.train_size, self.columns, self.on_row = train_eval, train_size, columns, on_row
         self.global_batch_size = global_batch_size
         self.val_inputs, self.val_labels, self.target_train_loss = val_inputs, val_labels, target_train_loss
@@ -162,6 +164,7 @@ class EpochRecorder(keras.callbacks.Callback):
             "train_eval_loss": float(train_eval["loss"]),
             "train_eval_acc": float(train_eval["accuracy"]),
             **validation,
+            **self._tune_metrics(),
             "lr": float(self.model.optimizer.learning_rate.numpy()),
             "epoch_seconds": None,  # set last: the whole epoch, its probes included
             "samples_per_second": samples / train_seconds,
@@ -185,6 +188,13 @@ class EpochRecorder(keras.callbacks.Callback):
             self.model.stop_training = True
             log.info("training loss %.4f reached the target %.4f at epoch %d: stopping", row["train_eval_loss"],
                      self.target_train_loss, row["epoch"])
+
+    def _tune_metrics(self) -> dict[str, float]:
+        if self.tune_eval is None:
+            return {}
+        tune = self.model.evaluate(self.tune_eval, verbose=0, return_dict=True)
+        return {"tune_loss": float(tune["loss"]), "tune_acc": float(tune["accuracy"])}
+
 
 def validation_metrics(model: keras.Model, val_inputs: tf.data.Dataset, val_labels: np.ndarray) -> dict[str, float]:
     """val_loss, val_acc and each class's recall (`val_recall_<k>`) from one predict pass over the validation set,

@@ -1,7 +1,8 @@
-"""Transforms of the data: a fraction of the training split, class imbalance, class-sorted (unshuffled) order,
-and a deliberate train/validation preprocessing mismatch. Pure numpy.
+"""Transforms of the data: a held-out tuning slice, a fraction of the training split, class imbalance,
+class-sorted (unshuffled) order, and a deliberate train/validation preprocessing mismatch. Pure numpy.
 
-Only `mismatch_validation` touches validation data, and only when a mismatch is asked for.
+Only `mismatch_validation` touches validation data, and only when a mismatch is asked for; the tuning slice is
+taken from the training split alone.
 """
 from __future__ import annotations
 
@@ -60,6 +61,26 @@ def take_fraction(
     chosen = [rng.permutation(np.flatnonzero(y == k))[: keep[k]] for k in range(num_classes)]
     index = np.sort(np.concatenate(chosen))
     return x[index], y[index]
+
+
+TUNE_SEED = 20190101  # the tuning slice's own seed: the same samples held out for every run, whatever its seed
+
+
+def tune_counts(class_counts: np.ndarray, fraction: float) -> np.ndarray:
+    """How many of each class the tuning slice holds: `fraction` of every class, rounded (0 for fraction 0)."""
+    return np.round(np.asarray(class_counts, dtype=np.int64) * fraction).astype(np.int64)
+
+
+def hold_out(x: np.ndarray, y: np.ndarray, fraction: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(x_train, y_train, x_tune, y_tune): a stratified slice of `fraction` of every class, drawn with TUNE_SEED,
+    removed from the training split. The two parts partition (x, y): no sample is in both, none is lost."""
+    num_classes = int(y.max()) + 1
+    keep = tune_counts(np.bincount(y, minlength=num_classes), fraction)
+    rng = np.random.default_rng(TUNE_SEED)
+    tune = np.zeros(len(y), dtype=bool)
+    for k in range(num_classes):
+        tune[rng.permutation(np.flatnonzero(y == k))[: keep[k]]] = True
+    return x[~tune], y[~tune], x[tune], y[tune]
 
 
 def mismatch_function(mismatch: str, train_std: float | None = None):

@@ -63,15 +63,17 @@ def _train_size(overrides: tuple[str, ...]) -> int:
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         run_cfg = to_run_config(compose("config", overrides=list(overrides)))
-    return expected_train_size(run_cfg.data, run_cfg.train.imbalance, run_cfg.train.train_fraction)
+    train = run_cfg.train
+    return expected_train_size(run_cfg.data, train.imbalance, train.train_fraction, train.tune_fraction)
 
 
 def _override(key: str, value) -> str:
     return f"{key}={'null' if value is None else value}"
 
 
-def metric_rows(run_id: str, cfg: dict, val, train_eval) -> list[dict]:
-    """The rows harness.run writes for a run of `cfg` whose epochs ended at these accuracies."""
+def metric_rows(run_id: str, cfg: dict, val, train_eval, tune=None) -> list[dict]:
+    """The rows harness.run writes for a run of `cfg` whose epochs ended at these accuracies (`tune`: the
+    tuning slice's, with tune_fraction > 0; by default val_acc's)."""
     from harness.batching import plan_batches, plan_schedule
     from harness.runlog import config_columns
 
@@ -79,11 +81,15 @@ def metric_rows(run_id: str, cfg: dict, val, train_eval) -> list[dict]:
     if cfg["dataset"] != _composed_config_dict()["dataset"]:
         data_keys = []  # another data set than the default: its own defaults
     train_size = _train_size((f"dataset={cfg['dataset']}", *data_keys, _override("imbalance", cfg["imbalance"]),
-                              _override("train_fraction", cfg["train_fraction"])))
+                              _override("train_fraction", cfg["train_fraction"]),
+                              _override("tune_fraction", cfg["tune_fraction"])))
     plan = plan_batches(cfg["batch_size"], cfg["per_replica_batch"], max(cfg["gpus"], 1), train_size,
                         cfg["steps_per_execution"])
     schedule = plan_schedule(plan, _train_config(cfg))
     columns = {"run_id": run_id, **config_columns(cfg), "peak_lr": schedule.peak_lr, **plan.as_columns()}
+    if cfg["tune_fraction"] > 0:
+        columns["tune_size"] = round(cfg["tune_fraction"] * 4000)
+        tune = val if tune is None else tune
     rows = []
     for e, (v, t) in enumerate(zip(val, train_eval)):
         step = plan.steps_per_epoch * (e + 1)
@@ -95,13 +101,14 @@ def metric_rows(run_id: str, cfg: dict, val, train_eval) -> list[dict]:
             **columns, "epoch": e + 1, "step": step, "train_loss": 1.0 / (e + 1), "train_acc": t - 0.02,
             "train_eval_loss": 0.9 / (e + 1), "train_eval_acc": t, "val_loss": 1.1 / (e + 1), "val_acc": v,
             **{f"val_recall_{k}": v for k in range(NUM_CLASSES)},
+            **({"tune_loss": 1.2 - tune[e], "tune_acc": tune[e]} if tune is not None else {}),
             "lr": schedule.peak_lr * warmup, "epoch_seconds": 1.5, "samples_per_second": 100.0 * cfg["batch_size"],
         })
     return rows
 
 
 def make_run(sweep: Path, job: int, *, status="completed", val=(0.5, 0.7, 0.8), train_eval=None, error=None,
-             finished=True, overrides=None, **config):
+             finished=True, overrides=None, tune=None, **config):
     """One run folder; `val` gives one val_acc per completed epoch (empty: no metrics file)."""
     cfg = {**_composed_config_dict(), **config}
     run_dir = sweep / str(job)
@@ -124,7 +131,8 @@ def make_run(sweep: Path, job: int, *, status="completed", val=(0.5, 0.7, 0.8), 
         record.update(fit_seconds=40.0, target_reached_at_epoch=None)
     (run_dir / "run.json").write_text(json.dumps(record, indent=2) + "\n")
     if val:
-        pd.DataFrame(metric_rows(run_id, cfg, val, train_eval)).to_parquet(run_dir / "metrics.parquet", index=False)
+        pd.DataFrame(metric_rows(run_id, cfg, val, train_eval, tune)).to_parquet(run_dir / "metrics.parquet",
+                                                                               index=False)
     return run_dir
 
 
@@ -150,6 +158,9 @@ def _synthetic_accuracy(cfg: dict, epochs: int) -> tuple[list[float], list[float
     train = val + 0.03
     if cfg.get("budget") == "steps":  # matched steps close most of the batch-size drop
         val, train = 0.92 - 0.01 * math.log2(cfg["batch_size"] / 8), 0.95
+    if cfg.get("tune_fraction", 0) > 0:  # +study=tuned: each batch size is best at lr x sqrt(batch / 8)
+        best = math.sqrt(cfg["batch_size"] / 8)
+        val -= 0.1 * math.log10(cfg["lr_factor"] / best) ** 2
     if cfg["imbalance"] > 0:
         val, train = val - 0.3, 0.97
     if cfg["preprocess_mismatch"] != "none":

@@ -77,6 +77,13 @@ def test_lr_scaling_relative_to_base_batch(scaling, factor, train):
     assert plan_schedule(plan, train(lr_scaling=scaling)).peak_lr == pytest.approx(0.001 * factor)
 
 
+@pytest.mark.parametrize("scaling,factor", [("none", 1.0), ("sqrt", 2.0)])
+def test_lr_factor_multiplies_the_learning_rate_before_any_scaling(scaling, factor, train):
+    plan = plan_batches(128, False, 1, 4000)
+    schedule = plan_schedule(plan, train(lr_scaling=scaling, lr_factor=0.215))
+    assert schedule.peak_lr == pytest.approx(0.001 * 0.215 * factor)
+
+
 def test_step_budget_gives_every_batch_size_the_same_updates(train):
     for batch in (8, 32, 128):
         plan = plan_batches(batch, False, 1, 4000)

@@ -96,18 +96,20 @@ def test_bad_input_is_rejected_before_tensorflow_loads(tmp_path):
 
 
 @pytest.mark.parametrize("batch,settings", [(500, {"imbalance": 0.9}), (800, {"imbalance": 0.5}),
-                                            (400, {"train_fraction": 0.1}), (3000, {"train_fraction": 0.7})])
+                                            (400, {"train_fraction": 0.1}), (3000, {"train_fraction": 0.7}),
+                                            (3800, {"tune_fraction": 0.1})])
 def test_a_batch_larger_than_the_transformed_training_set_names_its_real_size(batch, settings, compose, capsys,
                                                                                tmp_path, monkeypatch):
     """The size in the message is the training set a run would really train on: MNIST-1D's real class counts
-    through the same transforms (imbalance subsamples the other classes, train_fraction every class)."""
-    from harness import data, transforms
+    through the same transforms (imbalance subsamples the other classes, train_fraction every class, the tuning
+    slice is held out)."""
+    from harness import data
+    from harness.run import prepare_data
 
     overrides = [f"{key}={value}" for key, value in settings.items()]
     cfg = compose(*overrides)  # the default batch size fits
     arrays = data.load(cfg.data)
-    x, _ = transforms.apply(arrays.x_train, arrays.y_train, imbalance=cfg.train.imbalance, shuffle=cfg.train.shuffle,
-                            seed=cfg.train.seed, train_fraction=cfg.train.train_fraction)
+    x = prepare_data(cfg).x_train
     assert len(x) < batch < len(arrays.x_train)  # too large only for the transformed set
     err = _one_error_line([f"batch_size={batch}", *overrides], capsys, tmp_path, monkeypatch)
     named = re.search(r"batch_size=(\d+) is not allowed: an integer from 1 to (\d+): the training-set size (\d+)$", err)

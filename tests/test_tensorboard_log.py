@@ -103,10 +103,10 @@ def stop_after_epoch(monkeypatch, epoch: int, error: BaseException) -> None:
 def test_a_run_writes_its_scalars_per_epoch_and_a_session_with_its_config_and_success(compose, tmp_path):
     from harness.runlog import config_columns
 
-    overrides = [*TINY, "probes=true", "epochs=3", "batch_size=32", "probe_samples=128"]
+    overrides = [*TINY, "probes=true", "epochs=3", "batch_size=32", "probe_samples=128", "tune_fraction=0.1"]
     run_dir = run_in_process(compose, tmp_path / "run", *overrides)
     board = assert_board_matches_metrics(run_dir)
-    assert set(board.values) == set(TAGS.values())  # the probes' columns too
+    assert set(board.values) == set(TAGS.values())  # the probes' and the tuning slice's columns too
     final = pd.read_parquet(run_dir / "metrics.parquet").iloc[-1]
     assert board.series(TAGS["gap"])[3] == pytest.approx(final["train_eval_acc"] - final["val_acc"], abs=1e-6)
     assert board.statuses == ["STATUS_SUCCESS"]

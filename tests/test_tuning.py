@@ -1,0 +1,162 @@
+"""+study=tuned: the tuning slice held out of the training split, the learning rate chosen on it per batch size
+(never on validation), the edge-of-grid warning, and the tuned and untuned verdicts in the report."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness import transforms, tuning
+from harness.analysis import BATCH
+from tests.conftest import TINY
+
+
+def _rows(tune: dict, val: dict | None = None, seeds=(0, 1, 2)) -> pd.DataFrame:
+    """Last-epoch rows of completed runs: tune[batch][lr] is the tuning slice's accuracy, val[batch][lr] the
+    validation accuracy (by default the same)."""
+    rows = []
+    for batch, by_lr in tune.items():
+        for lr, acc in by_lr.items():
+            for seed in seeds:
+                v = (val or tune)[batch][lr]
+                rows.append({"run_id": f"s/{batch}-{lr}-{seed}", BATCH: batch, "peak_lr": lr, "seed": seed,
+                             "status": "completed", "epoch": 5, "tune_acc": acc + 0.001 * seed,
+                             "tune_loss": 1 - acc, "val_acc": v + 0.001 * seed, "val_loss": 1 - v,
+                             "train_eval_acc": v + 0.02, "lr_factor": lr / 1e-3})
+    return pd.DataFrame(rows)
+
+
+GRID = [1e-4, 1e-3, 1e-2, 1e-1]
+
+
+def test_the_tuning_slice_is_stratified_seeded_and_never_overlaps_training_or_validation(compose):
+    """On the real MNIST-1D arrays a run trains on: every sample held out is in neither the training rows the
+    run fits nor the validation rows, and training + slice is exactly the training split (nothing lost)."""
+    from harness import data
+    from harness.run import prepare_data
+
+    cfg = compose(*TINY, "tune_fraction=0.1")
+    full = data.load(cfg.data)
+    prepared = prepare_data(cfg)
+    rows = lambda x: {row.tobytes() for row in np.asarray(x, dtype=np.float32)}  # noqa: E731
+    tune, train, val = rows(prepared.x_tune), rows(prepared.x_train), rows(full.x_val)
+    assert len(tune) == len(prepared.x_tune) > 0  # distinct samples
+    assert not tune & train and not tune & val
+    assert rows(full.x_train) == tune | train and len(full.y_train) == len(prepared.y_train) + len(prepared.y_tune)
+    counts = np.bincount(full.y_train, minlength=full.num_classes)
+    assert np.array_equal(np.bincount(prepared.y_tune, minlength=full.num_classes), np.round(counts * 0.1))
+    # the same slice in every run of the study, whatever its seed; and the run's size arithmetic agrees
+    other = prepare_data(compose(*TINY, "tune_fraction=0.1", "seed=3", "batch_size=8"))
+    assert rows(other.x_tune) == tune
+    assert len(prepared.y_train) == data.expected_train_size(cfg.data, tune_fraction=0.1)
+
+
+def test_hold_out_partitions_by_sample_identity():
+    x = np.arange(1000).reshape(-1, 1)
+    y = np.repeat(np.arange(4), [400, 300, 200, 100])
+    x_train, y_train, x_tune, y_tune = transforms.hold_out(x, y, 0.25)
+    assert not set(x_tune.ravel()) & set(x_train.ravel())
+    assert sorted([*x_tune.ravel(), *x_train.ravel()]) == list(range(1000))
+    assert np.bincount(y_tune).tolist() == [100, 75, 50, 25] and (y[x_tune.ravel()] == y_tune).all()
+
+
+def test_the_choice_never_reads_validation_rows():
+    """Validation peaks at another learning rate than the tuning slice: the choice follows the slice, and it is
+    the same with every validation column removed or scrambled."""
+    tune = {8: dict(zip(GRID, [0.70, 0.90, 0.80, 0.30])), 128: dict(zip(GRID, [0.50, 0.70, 0.88, 0.40]))}
+    val = {8: dict(zip(GRID, [0.95, 0.60, 0.60, 0.60])), 128: dict(zip(GRID, [0.60, 0.60, 0.60, 0.95]))}
+    df = _rows(tune, val)
+    assert list(tuning.last_rows(df).columns) == tuning.SELECTION_COLUMNS
+    assert not any(c.startswith("val") for c in tuning.SELECTION_COLUMNS)
+    chosen = lambda frame: {c.batch: c.lr for c in tuning.choose(tuning.score_grid(tuning.last_rows(frame)))}  # noqa
+    assert chosen(df) == {8: 1e-3, 128: 1e-2}
+    without = df.drop(columns=[c for c in df.columns if c.startswith("val")])
+    scrambled = df.assign(val_acc=np.random.default_rng(0).permutation(df["val_acc"].to_numpy()), val_loss=np.nan)
+    assert chosen(without) == chosen(scrambled) == chosen(df)
+
+
+def test_a_diverged_learning_rate_scores_zero_and_ties_go_to_the_lower_tuning_loss():
+    df = _rows({8: dict(zip(GRID, [0.8, 0.8, 0.9, 0.1]))})
+    df.loc[df["peak_lr"] == 1e-2, "status"] = "diverged"  # the best-looking one diverged in every seed
+    df.loc[df["peak_lr"] == 1e-4, "tune_loss"] = 0.1      # ties with 1e-3 on accuracy, lower loss
+    df.loc[df["peak_lr"].isin([1e-4, 1e-3]), "tune_acc"] = 0.8
+    scores = tuning.score_grid(tuning.last_rows(df))
+    assert scores.loc[scores["peak_lr"] == 1e-2, ["tune_acc", "diverged"]].values.tolist() == [[0.0, 3]]
+    [choice] = tuning.choose(scores)
+    assert choice.lr == 1e-4 and choice.edge == "smallest"
+
+
+@pytest.mark.parametrize("tune_8, edge", [([0.7, 0.9, 0.8, 0.3], None), ([0.7, 0.8, 0.85, 0.9], "largest")])
+def test_edge_of_grid_is_flagged(tune_8, edge):
+    [choice] = tuning.choose(tuning.score_grid(tuning.last_rows(_rows({8: dict(zip(GRID, tune_8))}))))
+    assert choice.edge == edge and choice.grid == GRID
+
+
+def test_the_scaling_exponent_tells_linear_from_square_root():
+    def choices(k):
+        return [tuning.Choice(b, 1e-3 * (b / 8) ** k, 0.9, 3, GRID, None) for b in (8, 32, 128)]
+
+    assert tuning.scaling_exponent(choices(1.0)) == pytest.approx(1.0)
+    assert tuning.scaling_exponent(choices(0.5)) == pytest.approx(0.5)
+    assert tuning.scaling_exponent(choices(0.5)[:1]) is None
+
+
+def test_the_study_as_planned_reports_choices_rules_and_both_verdicts(tmp_path):
+    """`+study=tuned` planned for real (2 of its 3 seeds: 42 jobs), with made-up accuracies best at lr x
+    sqrt(batch / 8): the report names each batch size's winner, the √ rule, the tuned verdict beside the untuned
+    one, and both figures."""
+    from harness import report
+    from harness.assessment import assess
+    from tests.sweeps import study_sweep
+
+    sweep = study_sweep(tmp_path / "tuned", "+study=tuned", "seed=0,1")
+    a = assess(sweep)
+    assert {c.batch: round(c.lr / 1e-3, 3) for c in a.tuning.choices} == {8: 1.0, 32: 2.15, 128: 4.64}
+    assert all(c.edge is None and c.seeds == 2 for c in a.tuning.choices)
+    assert [v.subject.split(":")[0] for v in a.batch_verdicts] == ["tuned", "untuned"]
+    tuned, untuned = a.batch_verdicts
+    assert tuned.effect < untuned.effect and tuned.n_seeds == 2
+    assert a.tuning.exponent == pytest.approx(0.55, abs=0.05)
+    from harness import tuning_plots
+    from tests import layout
+
+    for title, fig in [*report.figures(a), *((t, f) for t, f, _ in tuning_plots.figures(a.tuning))]:
+        assert layout.problems(fig) == [], title  # every text inside its figure, none overlapping
+    text = report.build_report(sweep)
+    for words in ("Learning rate tuned per batch size", "never the validation set", "nearest the √ rule",
+                  "Selection: tune_acc over learning rate x batch size", "Chosen learning rate vs batch size",
+                  "untuned: every batch size at lr 0.001"):
+        assert words in text, words
+
+
+def test_a_winner_at_the_edge_makes_the_tuned_verdict_inconclusive(tmp_path):
+    """Narrow the grid so batch 128's best learning rate lies beyond it: the verdict refuses to claim a result."""
+    from harness.assessment import assess
+    from tests.sweeps import study_sweep
+
+    sweep = study_sweep(tmp_path / "narrow", "+study=tuned", "lr_factor=0.3,1,3", "seed=0,1")
+    a = assess(sweep)
+    assert {c.batch: c.edge for c in a.tuning.choices} == {8: None, 32: "largest", 128: "largest"}
+    tuned = a.batch_verdicts[0]
+    assert tuned.outcome == "inconclusive" and "The grid was too narrow (batch 32 chose" in tuned.headline
+    assert any("the grid was too narrow there" in line for line in a.tuning.lines)
+
+
+def test_other_sweeps_have_no_tuning_section(tmp_path):
+    from harness.assessment import assess
+    from tests.sweeps import batch_sweep
+
+    a = assess(batch_sweep(tmp_path / "s", {8: [0.9, 0.91], 128: [0.8, 0.81]}))
+    assert a.tuning is None and len(a.batch_verdicts) == 1
+
+
+@pytest.mark.parametrize("override, says", [
+    ("tune_fraction=1.0", "tune_fraction=1.0 is not allowed: a number in [0, 1) (0: no tuning slice)"),
+    ("lr_factor=0", "lr_factor=0 is not allowed: a number > 0"),
+])
+def test_bad_tuning_keys_exit_2_with_one_line(override, says, tmp_path):
+    from tests.conftest import run_harness
+
+    proc = run_harness(override, f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.strip().endswith(says) and len(proc.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "run").exists()
