@@ -1,6 +1,7 @@
 """Read a sweep's files into one tidy DataFrame and compute what the report says. Files only: no TensorFlow."""
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from pathlib import Path
 
@@ -165,6 +166,15 @@ def varied_keys(df: pd.DataFrame, keys: list[str]) -> list[str]:
 def facet_keys(df: pd.DataFrame, keys: list[str]) -> list[str]:
     """Varied keys other than batch size and seed: results are split by these, never averaged over them."""
     return [k for k in varied_keys(df, keys) if k not in NOT_FACETS]
+
+
+def facet_order(labels) -> list[str]:
+    """The distinct facet labels, numbers in them compared as numbers ('lr_factor=2.15' before 'lr_factor=10')."""
+    def key(label: str):
+        parts = re.split(r"((?:(?<==)-)?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)", str(label))
+        return [(0, float(p), "") if i % 2 else (1, 0.0, p) for i, p in enumerate(parts)]
+
+    return sorted(pd.unique(pd.Series(list(labels))), key=key)
 
 
 def facet_label(row: pd.Series | dict, facets: list[str]) -> str:

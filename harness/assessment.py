@@ -11,7 +11,8 @@ from pathlib import Path
 import pandas as pd
 
 from harness import analysis, tuning, verdicts, why
-from harness.findings import Finding, all_findings
+from harness.batch_controls import controls_finding, hoffer_finding
+from harness.findings import Finding, capacity_finding, imbalance_finding, preprocess_finding, shuffle_finding
 
 
 @dataclass
@@ -26,7 +27,7 @@ class Assessment:
     batch_verdicts: list[verdicts.BatchVerdict]
     findings: list[Finding]
     why: why.Why                 # the probes: sharpness, noise scale, distance travelled
-    tuning: tuning.Tuning | None = None  # +study=tuned: the learning rate chosen per batch size, and its verdicts
+    tunings: list[tuning.Tuning]  # +study=tuned: the learning rate chosen per batch size, and its verdicts
 
 
 def assess(sweep_dir: Path) -> Assessment:
@@ -45,10 +46,18 @@ def assess(sweep_dir: Path) -> Assessment:
     found = all_findings(df, final, varied) if not final.empty else []
     if found and df[analysis.BATCH].nunique() < 2:
         batch_verdicts = []  # a study of another suspect at one batch size: its findings are the verdicts
-    tuned = tuning.assess(df, final)
-    if tuned is not None:  # one verdict at the tuned learning rates and one untuned, not one per grid point
-        batch_verdicts = tuned.verdicts
-    return Assessment(df, final, keys, varied, facets, batch_verdicts, found, why.explain(sweep_dir, df), tuned)
+    tunings = tuning.assess(df, facets, len(analysis.not_started_jobs(sweep_dir)))
+    if tunings:  # one verdict at the tuned learning rates and one untuned, not one per point of the grid
+        batch_verdicts = [v for t in tunings for v in t.verdicts]
+    return Assessment(df, final, keys, varied, facets, batch_verdicts, found, why.explain(sweep_dir, df), tunings)
+
+
+def all_findings(df: pd.DataFrame, final: pd.DataFrame, varied: list[str]) -> list[Finding]:
+    """Every finding the sweep's data allow: the other suspects, then the controls of the batch-size study."""
+    found = [shuffle_finding(df, varied)]
+    found += [f(final, varied) for f in (imbalance_finding, preprocess_finding, capacity_finding, controls_finding,
+                                         hoffer_finding)]
+    return [f for f in found if f is not None]
 
 
 def _batch_verdicts(df: pd.DataFrame, final: pd.DataFrame, facets: list[str]) -> list[verdicts.BatchVerdict]:
@@ -57,6 +66,7 @@ def _batch_verdicts(df: pd.DataFrame, final: pd.DataFrame, facets: list[str]) ->
     batch size varies only together with the facet keys, one verdict says it cannot be told apart from them."""
     if df[analysis.BATCH].nunique() < 2:
         return [verdicts.batch_size_verdict(final, "all runs", analysis.runs_table(df))]
+    frames = {facet: df[df["facet"] == facet] for facet in analysis.facet_order(df["facet"])}
     judged = [verdicts.batch_size_verdict(final[final["facet"] == facet], facet, analysis.runs_table(frame))
-              for facet, frame in df.groupby("facet") if frame[analysis.BATCH].nunique() >= 2]
+              for facet, frame in frames.items() if frame[analysis.BATCH].nunique() >= 2]
     return judged or [verdicts.confounded_verdict(sorted(df[analysis.BATCH].unique().tolist()), facets)]

@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from harness import batching, models
+from harness import batching, models, transforms
 from harness import data as datasets
 from harness.data import DataConfig
 from harness.fields import ConfigError, bool_value, check_keys, choice, float_value, int_value
@@ -172,6 +172,10 @@ def from_dict(cfg: dict[str, Any]) -> RunConfig:
     )
     device = _devices(cfg)
     counts = datasets.train_class_counts(data)
+    if train.tune_fraction > 0 and counts is not None and not transforms.tune_counts(counts, train.tune_fraction).any():
+        raise ConfigError("tune_fraction", cfg["tune_fraction"], f"0, or large enough to hold out at least one sample "
+                          f"of some class (the training split has {int(counts.sum())}, {int(counts.max())} in its "
+                          "largest class)")
     model = models.config_from_dict(cfg["model"], datasets.input_shape(data), None if counts is None else len(counts))
     run = RunConfig(data=data, model=model, train=train, device=device)
     train_size = datasets.expected_train_size(data, imbalance, train.train_fraction, train.tune_fraction)

@@ -2,7 +2,8 @@
 
 Each function returns a Finding, or None when the sweep does not vary what it looks at. A treated run is
 compared with the runs that differ from it only in the key under study (seeds averaged); a finding says
-"reproduced" only when the data show the effect, and gives its numbers either way.
+"reproduced" only when the data show the effect, and gives its numbers either way. The controls of the
+batch-size study are in harness.batch_controls.
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ class Comparison:
     metrics: dict[str, tuple[list[float], list[float]]]  # metric -> (reference runs' values, treated runs' values)
 
 
-def _compare(title: str, reference: str, treated: str, reference_runs: pd.DataFrame, treated_runs: pd.DataFrame,
+def compare(title: str, reference: str, treated: str, reference_runs: pd.DataFrame, treated_runs: pd.DataFrame,
              metrics=("train_eval_acc", "val_acc")) -> Comparison:
     return Comparison(title, reference, treated,
                       {m: (reference_runs[m].tolist(), treated_runs[m].tolist()) for m in metrics})
@@ -103,7 +104,7 @@ def shuffle_finding(df: pd.DataFrame, varied: list[str]) -> Finding | None:
         shuffled = df[df["shuffle"].astype(bool) & (df["epoch"] == worst) & (df[BATCH] == cell[BATCH])]
         for other in others:
             shuffled = shuffled[_same(shuffled[other], cell[other])]
-        comparisons.append(_compare(f"batch {cell[BATCH]}{_where(label)}, epoch {int(worst)}",
+        comparisons.append(compare(f"batch {cell[BATCH]}{_where(label)}, epoch {int(worst)}",
                                     "shuffled" if len(shuffled) else "no shuffled run to compare",
                                     "class-sorted", shuffled, runs[runs["epoch"] == worst],
                                     ("train_acc", "train_eval_acc", "val_acc")))
@@ -124,7 +125,7 @@ def imbalance_finding(final: pd.DataFrame, varied: list[str]) -> Finding | None:
     recalls = [c for c in final.columns if c.startswith("val_recall_")]
     details, outcomes, comparisons = [], [], []
     for fraction, label, treated, control in _matched(final, "imbalance", 0.0, varied):
-        comparisons.append(_compare(f"class 0 = {fraction:.0%}{_where(label)}", "balanced", f"class 0 = {fraction:.0%}",
+        comparisons.append(compare(f"class 0 = {fraction:.0%}{_where(label)}", "balanced", f"class 0 = {fraction:.0%}",
                                     control, treated))
         val_drop = control["val_acc"].mean() - treated["val_acc"].mean()
         train = treated["train_eval_acc"].mean()
@@ -146,7 +147,7 @@ def preprocess_finding(final: pd.DataFrame, varied: list[str]) -> Finding | None
         return None
     details, outcomes, comparisons = [], [], []
     for kind, label, treated, control in _matched(final, "preprocess_mismatch", "none", varied):
-        comparisons.append(_compare(f"{kind}{_where(label)}", "matched", kind, control, treated))
+        comparisons.append(compare(f"{kind}{_where(label)}", "matched", kind, control, treated))
         val_drop = control["val_acc"].mean() - treated["val_acc"].mean()
         train_change = treated["train_eval_acc"].mean() - control["train_eval_acc"].mean()
         outcomes.append(val_drop >= 0.05 and abs(train_change) <= 2 * MIN_EFFECT)
@@ -179,100 +180,10 @@ def capacity_finding(final: pd.DataFrame, varied: list[str]) -> Finding | None:
     widened = big["gap"].iloc[0] - small["gap"].iloc[0]
     runs_of = lambda cell: modal[(modal[keys] == cell[keys].iloc[0]).all(axis=1)]  # noqa: E731
     name_of = lambda cell: ", ".join(f"{k}={cell[k].iloc[0]:g}" for k in keys)  # noqa: E731
-    comparison = _compare("smallest model on the most data vs largest on the least", name_of(small), name_of(big),
+    comparison = compare("smallest model on the most data vs largest on the least", name_of(small), name_of(big),
                           runs_of(small), runs_of(big))
     outcome = "reproduced" if widened >= 0.05 else "not reproduced" if widened < MIN_EFFECT else "inconclusive"
     return Finding("Model capacity and data size", outcome,
                    f"A larger model on less data widened the gap (train_eval_acc - val_acc): {outcome} "
                    f"({widened:+.3f} from the smallest model on the most data to the largest on the least).",
                    details, [comparison])
-
-
-def controls_finding(final: pd.DataFrame, varied: list[str]) -> Finding | None:
-    """How much of the epochs-matched large-batch drop is left with matched steps and a scaled learning rate?"""
-    if "budget" not in varied:
-        return None
-    arms = {
-        "epochs-matched": final[final["budget"] == "epochs"],
-        "steps-matched": final[(final["budget"] == "steps") & (final["lr_scaling"] == "none")],
-        "steps-matched + LR scaling and warm-up": final[(final["budget"] == "steps") & (final["lr_scaling"] != "none")],
-    }
-    drops, details, comparisons = {}, [], []
-    for name, runs in arms.items():
-        sizes = sorted(runs[BATCH].unique())
-        if len(sizes) < 2:
-            continue
-        small, large = (runs[runs[BATCH] == b] for b in (sizes[0], sizes[-1]))
-        drops[name] = small["val_acc"].mean() - large["val_acc"].mean()
-        comparisons.append(_compare(name, f"batch {sizes[0]}", f"batch {sizes[-1]}", small, large))
-        details.append(
-            f"{name}: val_acc {small['val_acc'].mean():.3f} at batch {sizes[0]} vs {large['val_acc'].mean():.3f} at "
-            f"batch {sizes[-1]} (drop {drops[name]:+.3f}); train_eval_acc {small['train_eval_acc'].mean():.3f} vs "
-            f"{large['train_eval_acc'].mean():.3f}; final step {int(small['step'].max())} vs {int(large['step'].max())}."
-        )
-    base = drops.get("epochs-matched")
-    if base is None or len(drops) < 2:
-        return None
-    last_name = list(drops)[-1]
-    left = drops[last_name]
-    if base < MIN_EFFECT:
-        share = "there was no epochs-matched drop to explain"
-    elif left <= 0:
-        share = "none of it remains: the larger batch is as good or better"
-    else:
-        share = f"{left / base:.0%} of it remains"
-    if left < MIN_EFFECT:
-        outcome = "not reproduced"
-    elif base >= MIN_EFFECT and left >= 0.5 * base:
-        outcome = "reproduced"
-    else:
-        outcome = "inconclusive"
-    headline = (f"A large-batch generalization gap that survives the controls: {outcome}. The epochs-matched drop "
-                f"was {base:+.3f}; {last_name} it is {left:+.3f} ({share}).")
-    return Finding("Controls: steps and learning rate", outcome, headline, details, comparisons)
-
-
-HOFFER_PIECES = {"steps": "steps matched", "sqrt": "sqrt LR", "ghost": "ghost BN"}
-
-
-def hoffer_finding(final: pd.DataFrame, varied: list[str]) -> Finding | None:
-    """Hoffer et al.'s recipe (+study=hoffer): does each piece (steps matched to the small batch, sqrt learning-rate
-    scaling, ghost batch norm), and do all three together, close the large batch's val_acc gap to the small one?"""
-    arms = final["overrides"].map(lambda o: next((t.split("=", 1)[1] for t in str(o).split()
-                                                   if t.startswith("+hoffer=")), None))
-    if arms.isna().all() or final[BATCH].nunique() < 2:
-        return None
-    small_batch = final[BATCH].min()
-    reference = final[final[BATCH] == small_batch]
-    large = final[final[BATCH] > small_batch].assign(arm=arms)
-    base = reference["val_acc"].mean()
-    gaps, details, comparisons = {}, [], []
-    for name, runs in sorted(large.groupby("arm"), key=lambda item: item[0].count("_")):
-        pieces = [HOFFER_PIECES[p] for p in name.split("_")[1:] if p in HOFFER_PIECES] or ["nothing"]
-        gaps[name] = base - runs["val_acc"].mean()
-        label = f"batch {int(runs[BATCH].iloc[0])} + {' + '.join(pieces)}"
-        comparisons.append(_compare(label, f"batch {small_batch}", label, reference, runs))
-        details.append(f"{label}: val_acc {runs['val_acc'].mean():.3f} vs {base:.3f} at batch {small_batch} "
-                       f"(gap {gaps[name]:+.3f}); train_eval_acc {runs['train_eval_acc'].mean():.3f}; "
-                       f"{int(runs['step'].max())} steps.")
-    plain = next((g for n, g in gaps.items() if "_" not in n), None)
-    full = next((g for n, g in gaps.items() if all(p in n for p in HOFFER_PIECES)), None)
-    if plain is None or full is None:
-        return None
-    if plain < MIN_EFFECT:
-        outcome, why = "inconclusive", "the plain large batch showed no gap to close"
-    elif full < MIN_EFFECT:
-        outcome, why = "reproduced", "the whole recipe closes it"
-    else:
-        outcome, why = "not reproduced", "a gap remains with the whole recipe"
-    headline = (f"Hoffer's recipe closes the large-batch gap: {outcome}. The plain large batch trails batch "
-                f"{small_batch} by {plain:+.3f} in val_acc, with the whole recipe by {full:+.3f} ({why}); "
-                f"n = {len(reference)} run(s) per arm.")
-    return Finding("Hoffer's recipe: steps, sqrt LR, ghost batch norm", outcome, headline, details, comparisons)
-
-
-def all_findings(df: pd.DataFrame, final: pd.DataFrame, varied: list[str]) -> list[Finding]:
-    found = [shuffle_finding(df, varied)]
-    found += [f(final, varied) for f in (imbalance_finding, preprocess_finding, capacity_finding, controls_finding,
-                                         hoffer_finding)]
-    return [f for f in found if f is not None]

@@ -12,9 +12,6 @@ index takes well under a second. Files only: no TensorFlow.
 """
 from __future__ import annotations
 
-import hashlib
-import json
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -25,10 +22,9 @@ import jinja2
 
 from harness import files
 from harness.runlog import RUN_FILE, SWEEP_FILE, config_columns
+from harness.summary import earliest, parse_time, read_summary, report_file_name, runs_digest
 
 INDEX_FILE, LATEST_FILE = "index.html", "latest.html"
-SUMMARY_FORMAT = 1
-SUMMARY_OPEN = '<script type="application/json" id="sweep-summary">'
 STATUS_ORDER = ("completed", "diverged", "failed", "interrupted", "running", "damaged", "not started")
 SHOWN_VERDICTS = 3  # a sweep with more facets than this says how many more its report holds
 
@@ -42,84 +38,9 @@ EMPTY = "Empty: no run has been recorded in this folder (no run.json, no sweep.j
 DAMAGED = "{n} run(s) damaged: their run.json cannot be read; the same command runs them again."
 
 
-def report_file_name(sweep_dir: Path) -> str:
-    """`<sweep-id>-<8 hex digits>.html`: the sweep's name first, then a hash of its resolved folder, so that two
-    sweeps of one name in different places never share a report."""
-    resolved = Path(sweep_dir).resolve()
-    return f"{resolved.name}-{hashlib.sha1(str(resolved).encode()).hexdigest()[:8]}.html"
-
-
 def default_sweeps_dir(reports_dir: Path) -> Path:
     """The sweeps folder beside a reports folder: `sweeps` for `reports`, as the harness writes them."""
     return Path(reports_dir).parent / "sweeps"
-
-
-def runs_digest(sweep_dir: Path) -> str:
-    """A hash of the sweep's sweep.json and run.json files: it changes whenever a run starts, ends or resumes, so
-    the index can tell a report older than its runs (robust to copying, unlike file times)."""
-    digest = hashlib.sha1()
-    for path in sorted([*Path(sweep_dir).glob(SWEEP_FILE), *Path(sweep_dir).glob(f"*/{RUN_FILE}")]):
-        digest.update(str(path.relative_to(sweep_dir)).encode() + b"\0")
-        try:
-            digest.update(path.read_bytes())
-        except OSError as err:
-            digest.update(repr(err).encode())
-        digest.update(b"\0")
-    return digest.hexdigest()
-
-
-def _time(text) -> datetime | None:
-    try:
-        moment = datetime.fromisoformat(str(text))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
-
-
-def earliest(started: list) -> str | None:
-    """The earliest of the runs' started_at values (ISO strings), or None."""
-    moments = [m for m in map(_time, (s for s in started if isinstance(s, str))) if m is not None]
-    return min(moments).isoformat() if moments else None
-
-
-def summary(sweep_dir: Path, *, started_at: str | None, counts: dict[str, int], varied: list[tuple[str, str]],
-            verdicts: list, findings: list, generated_at: str, digest: str) -> dict:
-    """What the index shows of a sweep, as its report embeds it: the batch-size verdicts, or the first finding
-    when the sweep has none."""
-    shown = verdicts or findings[:1]
-    return {"format": SUMMARY_FORMAT, "sweep_id": Path(sweep_dir).resolve().name,
-            "sweep_dir": str(Path(sweep_dir).resolve()), "started_at": started_at, "generated_at": generated_at,
-            "counts": {str(k): int(n) for k, n in counts.items()}, "varied": [list(kv) for kv in varied],
-            "verdicts": [{"subject": v.subject, "outcome": v.outcome, "headline": v.headline} for v in shown],
-            "findings": len(findings) if verdicts else max(0, len(findings) - 1), "runs_digest": digest}
-
-
-def embed_summary(summary: dict, html: str) -> str:
-    """The report's HTML with its sweep's summary first in its <head>, where read_summary finds it; the JSON
-    escapes <, > and & so that no value can close the script."""
-    script = SUMMARY_OPEN + str(jinja2.utils.htmlsafe_json_dumps(summary)) + "</script>"
-    return html.replace("<head>", f"<head>\n{script}", 1)
-
-
-def read_summary(report: Path) -> dict | None:
-    """The summary a report embeds, or None (a report from before summaries, a damaged or foreign file)."""
-    try:
-        with open(report, encoding="utf-8", errors="replace") as f:
-            head = f.read(65536)
-            if SUMMARY_OPEN in head and "</script>" not in head.split(SUMMARY_OPEN, 1)[1]:
-                head += f.read()  # a summary longer than the first read
-    except OSError:
-        return None
-    found = re.search(re.escape(SUMMARY_OPEN) + r"(.*?)</script>", head, flags=re.DOTALL)
-    try:
-        content = json.loads(found.group(1)) if found else None
-    except ValueError:
-        return None
-    if not isinstance(content, dict) or content.get("format") != SUMMARY_FORMAT:
-        return None
-    if not isinstance(content.get("sweep_dir"), str):
-        return None
-    return content
 
 
 @dataclass
@@ -171,7 +92,7 @@ def _row_from_summary(found: dict, report: Path) -> Row:
     sweep_dir = Path(found["sweep_dir"])
     verdicts, more = _verdict_lines(found.get("verdicts") or [])
     row = Row(str(found.get("sweep_id", sweep_dir.name)), _shown(sweep_dir),
-              _time(found.get("started_at")) or _folder_time(sweep_dir) or _folder_time(report),
+              parse_time(found.get("started_at")) or _folder_time(sweep_dir) or _folder_time(report),
               _ordered_counts(found.get("counts") or {}), [tuple(kv) for kv in found.get("varied") or []],
               verdicts, more, int(found.get("findings") or 0), report.name)
     if sweep_dir.is_dir() and runs_digest(sweep_dir) != found.get("runs_digest"):
@@ -215,7 +136,7 @@ def _row_from_files(sweep_dir: Path) -> Row:
     row.varied = [(k, _sorted_values([cfg.get(k) for cfg in configs])) for k in keys
                   if len({str(cfg.get(k)) for cfg in configs}) > 1]
     row.runs = _ordered_counts(counts)
-    row.started = _time(earliest(started)) or _folder_time(sweep_dir)
+    row.started = parse_time(earliest(started)) or _folder_time(sweep_dir)
     if counts["damaged"]:
         row.notes.append(DAMAGED.format(n=counts["damaged"]))
     if not row.runs and not row.notes:

@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
-from harness.analysis import BATCH
+from harness.analysis import BATCH, facet_order
 
 CURVES = [("train_acc", "train_acc (running, during epoch)", ":"),
           ("train_eval_acc", "train_eval_acc (after epoch)", "--"),
@@ -78,7 +78,7 @@ def grid(fig_width_panels: int, count: int, *, legend_entries: int = 0, extra_he
 def learning_curves(df: pd.DataFrame) -> Figure:
     """Running train, post-epoch train and validation accuracy per epoch: a panel per (facet, batch size)."""
     epochs = df[df["epoch"].notna()]
-    cells = [(facet, size) for facet in sorted(epochs["facet"].unique()) for size in sorted(epochs[BATCH].unique())
+    cells = [(facet, size) for facet in facet_order(epochs["facet"]) for size in sorted(epochs[BATCH].unique())
              if not epochs[(epochs["facet"] == facet) & (epochs[BATCH] == size)].empty]
     several = epochs["facet"].nunique() > 1
     titles = [f"batch {size}" + (f" · {facet}" if several else "") for facet, size in cells]
@@ -104,7 +104,7 @@ def learning_curves(df: pd.DataFrame) -> Figure:
 
 def accuracy_vs_batch(final: pd.DataFrame) -> Figure:
     """Final and best val_acc vs batch size, and the gap train_eval_acc - val_acc, mean ± sd over seeds."""
-    facets = sorted(final["facet"].unique())
+    facets = facet_order(final["facet"])
     colors = _colors(facets)
     entries = 2 + (len(facets) if len(facets) > 1 else 0)
     fig = Figure(figsize=(10, 3.8 + LEGEND_ROW * _legend_rows(entries)), layout="constrained")
@@ -142,7 +142,7 @@ def val_vs_steps(df: pd.DataFrame) -> Figure:
 def metric_vs_steps(epochs: pd.DataFrame, column: str, ylabel: str, title: str, band: bool = False) -> Figure:
     """`column` against optimizer steps (log axis), a line per batch size (mean over seeds, ±1 sd band with
     `band`), a panel per facet; `title` names the single panel of a sweep without facets."""
-    facets = sorted(epochs["facet"].unique())
+    facets = facet_order(epochs["facet"])
     sizes = sorted(epochs[BATCH].unique())
     colors = _colors(sizes)
     lines = max((wrap(f, 44).count("\n") + 1 for f in facets), default=1)
@@ -180,7 +180,7 @@ def _throughput_per_run(df: pd.DataFrame, by: str) -> pd.DataFrame:
 def throughput_vs_batch(df: pd.DataFrame) -> Figure:
     """Training samples per second (median over a run's epochs after the first) vs batch size."""
     per_run = _throughput_per_run(df, "facet")
-    facets = sorted(per_run["facet"].unique())
+    facets = facet_order(per_run["facet"])
     colors = _colors(facets)
     entries = len(facets) if len(facets) > 1 else 0
     fig = Figure(figsize=(6.5, 3.8 + LEGEND_ROW * _legend_rows(entries, 2)), layout="constrained")

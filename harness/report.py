@@ -17,7 +17,7 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from harness import analysis, files, index, plots, tuning_plots, why_plots
+from harness import analysis, files, index, plots, summary, tuning_plots, why_plots
 from harness.assessment import assess
 from harness.findings_plot import findings_figure
 
@@ -151,12 +151,12 @@ def figures(a) -> list[tuple[str, object]]:
 def build_report(sweep_dir: Path) -> str:
     """The report's HTML for the sweep in `sweep_dir` (complete or partial)."""
     sweep_dir = Path(sweep_dir)
-    digest = index.runs_digest(sweep_dir)  # before reading: a run that changes meanwhile makes the report stale
+    digest = summary.runs_digest(sweep_dir)  # before reading: a run that changes meanwhile makes the report stale
     a = assess(sweep_dir)
     per_run = a.df.drop_duplicates("run_id")
     drawn = [{"title": title, "png": _png(fig), "caption": CAPTIONS[title]} for title, fig in figures(a)]
     why_drawn, tuning_drawn = ([{"title": title, "png": _png(fig), "caption": caption} for title, fig, caption in
-                                section.figures(data)] for section, data in ((why_plots, a.why), (tuning_plots, a.tuning)))
+                                section.figures(data)] for section, data in ((why_plots, a.why), (tuning_plots, a.tunings)))
     simulated = "simulate_devices" in per_run.columns and per_run["simulate_devices"].astype(bool).any()
     not_started = analysis.not_started_jobs(sweep_dir)
     status_counts = per_run["status"].value_counts()
@@ -174,10 +174,10 @@ def build_report(sweep_dir: Path) -> str:
     ).get_template("report.html.j2")
     generated_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     varied = [(k, ", ".join(map(str, _sorted_values(per_run[k])))) for k in a.varied]
-    summary = index.summary(sweep_dir, started_at=index.earliest(per_run["started_at"].tolist()),
+    found = summary.summary(sweep_dir, started_at=summary.earliest(per_run["started_at"].tolist()),
                             counts=status_counts.to_dict(), varied=varied, verdicts=a.batch_verdicts,
                             findings=a.findings, generated_at=generated_at, digest=digest)
-    return index.embed_summary(summary, template.render(
+    return summary.embed_summary(found, template.render(
         sweep_id=sweep_dir.name,
         sweep_dir=str(sweep_dir),
         generated_at=generated_at,
@@ -187,7 +187,7 @@ def build_report(sweep_dir: Path) -> str:
         findings=a.findings,
         why=a.why,
         why_figures=why_drawn,
-        tuning=a.tuning,
+        tunings=a.tunings,
         tuning_figures=tuning_drawn,
         varied=varied,
         facets=a.facets,
@@ -203,7 +203,7 @@ def build_report(sweep_dir: Path) -> str:
 def report_path(sweep_dir: Path, reports_dir: Path = Path("reports")) -> Path:
     """Where the report of `sweep_dir` goes: reports/<sweep-id>-<hash of its resolved folder>.html, so that
     sweeps of one name in different folders keep a report each."""
-    return Path(reports_dir) / index.report_file_name(sweep_dir)
+    return Path(reports_dir) / summary.report_file_name(sweep_dir)
 
 
 def write_report(sweep_dir: Path, reports_dir: Path = Path("reports"), sweeps_dir: Path | None = None) -> Path:

@@ -76,6 +76,8 @@ def hold_out(x: np.ndarray, y: np.ndarray, fraction: float) -> tuple[np.ndarray,
     removed from the training split. The two parts partition (x, y): no sample is in both, none is lost."""
     num_classes = int(y.max()) + 1
     keep = tune_counts(np.bincount(y, minlength=num_classes), fraction)
+    if not keep.any():
+        raise ValueError(f"tune_fraction={fraction} holds out no sample of {len(y)}: use 0, or a larger fraction")
     rng = np.random.default_rng(TUNE_SEED)
     tune = np.zeros(len(y), dtype=bool)
     for k in range(num_classes):

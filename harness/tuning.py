@@ -3,7 +3,8 @@ held-out tuning slice, whether it sits at an edge of the grid, which scaling rul
 batch-size verdict at the tuned learning rates beside the untuned one from the same sweep. Files only.
 
 The choice reads SELECTION_COLUMNS alone: the tuning slice's accuracy and loss, never a validation column, so
-the validation set the verdict compares on plays no part in choosing the learning rate.
+the validation set the verdict compares on plays no part in choosing the learning rate. A sweep that also varies
+other keys (optimizer=adam,sgd) is tuned within each combination of them, never across.
 """
 from __future__ import annotations
 
@@ -20,42 +21,43 @@ from harness.verdicts import BatchVerdict
 
 # What the choice may read: a run's identity, its learning rate and the tuning slice's final metrics
 SELECTION_COLUMNS = ["run_id", BATCH, "peak_lr", "seed", "status", "tune_acc", "tune_loss"]
-RULES = {"linear": 1.0, "√": 0.5}  # lr ∝ batch^k (Goyal et al. 2017; Hoffer et al. 2017, Krizhevsky 2014)
+GRID_KEYS = ("lr_factor", "base_lr")  # the keys a learning-rate grid varies (base_lr: `lr` as a column)
+RULES = {"linear": 1.0, "√": 0.5}     # lr ∝ batch^k (Goyal et al. 2017; Hoffer et al. 2017)
+NEAREST = {"no scaling (k = 0)": 0.0, "√ rule (k = 0.5)": 0.5, "linear rule (k = 1)": 1.0}
+RESULT = ("completed", "diverged")
 
 
 @dataclass
 class Choice:
     batch: int
-    lr: float           # the winning peak learning rate (lr x lr_factor)
+    lr: float           # the winning peak learning rate (lr x lr_factor, scaled)
     tune_acc: float     # its final tune_acc, mean over seeds (a diverged run counts 0)
     seeds: int
-    grid: list[float]   # the learning rates tried at this batch size
+    grid: list[float]   # the learning rates with a result at this batch size
     edge: str | None    # "smallest" or "largest" when the winner is at that end of the grid, else None
 
 
 @dataclass
 class Tuning:
+    group: str                    # the other varied keys this grid was tuned within ("" when none vary)
     scores: pd.DataFrame          # one row per (batch, peak_lr): tune_acc, tune_loss (seed means), runs, diverged
     choices: list[Choice]
-    untuned_lr: float | None      # the one learning rate every batch size was run at, as configured
     exponent: float | None        # least-squares slope of log(chosen lr) on log(batch)
     tune_size: int | None         # samples in the tuning slice
-    final: pd.DataFrame           # completed runs, with `arm`: "tuned" (at the chosen lr), "untuned" or None
+    final: pd.DataFrame           # completed runs with `arm`: "tuned" (at the chosen lr) or "untuned"
+    untuned: str | None = None    # what the untuned arm ran at ("lr 0.001"), or None without one
+    tuned_verdict: BatchVerdict | None = None
+    untuned_verdict: BatchVerdict | None = None
     lines: list[str] = field(default_factory=list)
-    verdicts: list[BatchVerdict] = field(default_factory=list)
 
-
-def is_tuned(df: pd.DataFrame) -> bool:
-    """A sweep held out a tuning slice and ran some batch size at two or more learning rates."""
-    if "tune_acc" not in df.columns or "peak_lr" not in df.columns or df["tune_acc"].isna().all():
-        return False
-    per_run = df.drop_duplicates("run_id")
-    return bool((per_run.groupby(BATCH)["peak_lr"].nunique() > 1).any())
+    @property
+    def verdicts(self) -> list[BatchVerdict]:
+        return [v for v in (self.tuned_verdict, self.untuned_verdict) if v is not None]
 
 
 def last_rows(df: pd.DataFrame) -> pd.DataFrame:
     """The final epoch of every completed or diverged run, SELECTION_COLUMNS only."""
-    done = df[df["status"].isin(["completed", "diverged"]) & df["epoch"].notna()]
+    done = df[df["status"].isin(RESULT) & df["epoch"].notna()]
     last = done.sort_values("epoch").groupby("run_id", sort=False).tail(1)
     return last[SELECTION_COLUMNS].reset_index(drop=True)
 
@@ -95,89 +97,122 @@ def scaling_exponent(choices: list[Choice]) -> float | None:
     return float(k)
 
 
-def untuned_lr(final: pd.DataFrame) -> float | None:
-    """The learning rate the sweep was configured with (lr_factor = 1), where every batch size ran at it; else
-    the grid's middle value among those every batch size ran at."""
-    shared = set.intersection(*(set(g["peak_lr"]) for _, g in final.groupby(BATCH))) if len(final) else set()
-    if not shared:
-        return None
-    configured = final[final["lr_factor"] == 1.0]["peak_lr"] if "lr_factor" in final.columns else pd.Series()
-    if len(configured) and configured.iloc[0] in shared:
-        return float(configured.iloc[0])
-    ordered = sorted(shared)
-    return float(ordered[(len(ordered) - 1) // 2])
+def _tunes(frame: pd.DataFrame) -> bool:
+    """The runs held out a tuning slice and some batch size ran at two or more points of a learning-rate grid."""
+    if "tune_acc" not in frame.columns or frame["tune_acc"].isna().all():
+        return False
+    per_run = frame.drop_duplicates("run_id")
+    keys = [k for k in GRID_KEYS if k in per_run.columns]
+    return bool(keys) and bool((per_run.groupby(BATCH)[keys].nunique() > 1).any(axis=None))
 
 
-def assess(df: pd.DataFrame, final: pd.DataFrame) -> Tuning | None:
-    """The tuned study's reading of a sweep, or None when the sweep tuned nothing (see is_tuned)."""
-    if not is_tuned(df):
-        return None
+def assess(df: pd.DataFrame, facets: list[str], not_started: int = 0) -> list[Tuning]:
+    """The tuned study's reading of a sweep: one Tuning per combination of the varied keys other than the grid's
+    (one in all for +study=tuned), none when the sweep tuned nothing. `not_started`: jobs without a run yet."""
+    others = [k for k in facets if k not in GRID_KEYS]
+    groups = df.groupby(others, dropna=False, sort=False) if others else [((), df)]
+    found = []
+    for values, frame in groups:
+        if not _tunes(frame):
+            continue
+        values = values if isinstance(values, tuple) else (values,)
+        group = ", ".join(f"{k}={v}" for k, v in zip(others, values))
+        found.append(_assess_group(group, frame, not_started))
+    return sorted(found, key=lambda t: analysis.facet_order([x.group for x in found]).index(t.group))
+
+
+def _assess_group(group: str, df: pd.DataFrame, not_started: int) -> Tuning:
+    per_run = df.drop_duplicates("run_id")
     scores = score_grid(last_rows(df))
     choices = choose(scores)
     chosen = {c.batch: c.lr for c in choices}
-    untuned = untuned_lr(final)
-    arm = [("tuned" if chosen.get(b) == lr else "untuned" if lr == untuned else None)
-           for b, lr in zip(final[BATCH], final["peak_lr"])]
-    # a run at the chosen lr that is also the untuned lr belongs to both arms: keep it in each frame
-    final = final.assign(arm=arm)
-    both = final[(final["arm"] == "tuned") & (final["peak_lr"] == untuned)].assign(arm="untuned")
-    final = pd.concat([final, both], ignore_index=True)
+    final = analysis.final_results(df)
+    at_chosen = lambda frame: [chosen.get(b) == lr for b, lr in zip(frame[BATCH], frame["peak_lr"])]  # noqa: E731
+    untuned_runs, untuned = _untuned_runs(per_run)
+    tuned_final = final[at_chosen(final)].assign(arm="tuned")
+    untuned_final = final[final["run_id"].isin(untuned_runs["run_id"])].assign(arm="untuned")
     sizes = df["tune_size"].dropna() if "tune_size" in df.columns else pd.Series(dtype=float)
-    tuning = Tuning(scores, choices, untuned, scaling_exponent(choices), int(sizes.iloc[0]) if len(sizes) else None,
-                    final)
-    tuning.verdicts = _verdicts(df, tuning)
+    tuning = Tuning(group, scores, choices, scaling_exponent(choices), int(sizes.iloc[0]) if len(sizes) else None,
+                    pd.concat([tuned_final, untuned_final], ignore_index=True), untuned)
+    runs = analysis.runs_table(df).merge(per_run[["run_id", "peak_lr"]], on="run_id")
+    missing = runs[~runs["status"].isin(RESULT)]
+    prefix = f" · {group}" if group else ""
+    tuning.tuned_verdict = _tuned_verdict(
+        tuned_final, pd.concat([runs[at_chosen(runs)], missing]), f"tuned{prefix}: every batch size at the learning "
+        "rate its tuning slice chose", choices, len(missing) + not_started)
+    if untuned is not None:
+        tuning.untuned_verdict = verdicts.batch_size_verdict(
+            untuned_final, f"untuned{prefix}: every batch size at {untuned}",
+            runs[runs["run_id"].isin(untuned_runs["run_id"])])
     tuning.lines = _lines(tuning)
     return tuning
+
+
+def _untuned_runs(per_run: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+    """The runs at the learning rate as configured (lr_factor 1), whatever their status, and what it was; none
+    when `lr` itself took several values there (the grid swept `lr`: no single untuned learning rate)."""
+    if "lr_factor" not in per_run.columns:
+        return per_run.iloc[:0], None
+    runs = per_run[per_run["lr_factor"] == 1.0]
+    if runs.empty or runs["base_lr"].nunique() != 1:
+        return per_run.iloc[:0], None
+    scaling = runs["lr_scaling"].iloc[0] if "lr_scaling" in runs.columns else "none"
+    return runs, f"lr {_lr(runs['base_lr'].iloc[0])}" + ("" if scaling == "none" else f" ({scaling} scaling)")
 
 
 def _lr(value: float) -> str:
     return f"{value:.3g}"
 
 
-def _verdicts(df: pd.DataFrame, tuning: Tuning) -> list[BatchVerdict]:
-    runs = analysis.runs_table(df)
-    lr_of = df.drop_duplicates("run_id").set_index("run_id")["peak_lr"]
-    runs = runs.assign(peak_lr=runs["run_id"].map(lr_of))
-    chosen = {c.batch: c.lr for c in tuning.choices}
-    tuned_runs = runs[[chosen.get(b) == lr for b, lr in zip(runs[BATCH], runs["peak_lr"])]]
-    final = tuning.final
-    tuned = verdicts.batch_size_verdict(final[final["arm"] == "tuned"], "tuned: every batch size at the learning "
-                                        "rate its tuning slice chose", tuned_runs)
-    edges = [c for c in tuning.choices if c.edge]
+def _tuned_verdict(final: pd.DataFrame, runs: pd.DataFrame, subject: str, choices: list[Choice],
+                   missing: int) -> BatchVerdict:
+    """The batch-size verdict at the chosen learning rates; inconclusive, whatever its numbers, when the choice
+    itself is in doubt: a winner at an edge of the grid, a batch size with one learning rate, runs of the grid
+    without a result."""
+    verdict = verdicts.batch_size_verdict(final, subject, runs)
+    doubts = []
+    edges = [c for c in choices if c.edge]
     if edges:
         narrow = "; ".join(f"batch {c.batch} chose {_lr(c.lr)}, the {c.edge} in the grid" for c in edges)
-        tuned = dataclasses.replace(tuned, outcome="inconclusive", headline=(
-            f"{verdicts.CLAIM} at tuned learning rates: inconclusive. The grid was too narrow ({narrow}), so a "
-            "better learning rate may lie beyond it: widen the grid (lr_factor=..., or move its centre with lr=) "
-            f"and run again. At the learning rates chosen: {tuned.headline.split('. ', 1)[-1]}"))
-    if tuning.untuned_lr is None:
-        return [tuned]
-    untuned = verdicts.batch_size_verdict(final[final["arm"] == "untuned"], f"untuned: every batch size at lr "
-                                          f"{_lr(tuning.untuned_lr)}", runs[runs["peak_lr"] == tuning.untuned_lr])
-    return [tuned, untuned]
+        doubts.append(f"The grid was too narrow ({narrow}), so a better learning rate may lie beyond it: widen the "
+                      "grid (lr_factor=..., or move its centre with lr=) and run again")
+    single = [c.batch for c in choices if len(c.grid) < 2]
+    if single:
+        doubts.append(f"Batch {', '.join(map(str, single))} has a result at one learning rate only, so nothing was "
+                      "tuned there")
+    if missing:
+        doubts.append(f"{missing} run(s) of the grid have no result (failed, unfinished or not started), so the "
+                      "choice may still change: the same command resumes them")
+    if not doubts:
+        return verdict
+    return dataclasses.replace(verdict, outcome="inconclusive", headline=(
+        f"{verdicts.CLAIM} at tuned learning rates: inconclusive. {'. '.join(doubts)}. At the learning rates "
+        f"chosen: {verdict.headline.split('. ', 1)[-1]}"))
 
 
 def _lines(tuning: Tuning) -> list[str]:
     slice_size = f"{tuning.tune_size} held-out training samples" if tuning.tune_size else "the held-out slice"
     picks = "; ".join(f"batch {c.batch}: lr {_lr(c.lr)} (tune_acc {c.tune_acc:.3f}, n = {c.seeds})"
                       for c in tuning.choices)
-    lines = [f"Chosen on the tuning slice ({slice_size}, never the validation set) by the final tune_acc, mean over "
-             f"seeds: {picks}."]
-    for c in tuning.choices:
-        if c.edge:
-            lines.append(f"Batch {c.batch}'s winner {_lr(c.lr)} is the {c.edge} learning rate tried "
-                         f"({_lr(c.grid[0])} to {_lr(c.grid[-1])}): the grid was too narrow there.")
+    where = f" ({tuning.group})" if tuning.group else ""
+    lines = [f"Chosen{where} on the tuning slice ({slice_size}, never the validation set) by the final tune_acc, "
+             f"mean over seeds: {picks}."]
+    edges = [c for c in tuning.choices if c.edge]
+    for c in edges:
+        lines.append(f"Batch {c.batch}'s winner {_lr(c.lr)} is the {c.edge} learning rate tried "
+                     f"({_lr(c.grid[0])} to {_lr(c.grid[-1])}): the grid was too narrow there.")
     if tuning.exponent is not None:
         k = tuning.exponent
-        nearest = min(RULES, key=lambda rule: abs(RULES[rule] - k))
+        nearest = min(NEAREST, key=lambda rule: abs(NEAREST[rule] - k))
         first, last = tuning.choices[0], tuning.choices[-1]
         lines.append(f"From batch {first.batch} to {last.batch} the chosen learning rate went from {_lr(first.lr)} "
-                     f"to {_lr(last.lr)}: lr ∝ batch^{k:.2f} (least squares), nearest the {nearest} rule "
-                     f"(batch^{RULES[nearest]:g}); the grid's steps make this coarse.")
-    by_arm = {v.subject.split(":")[0]: v for v in tuning.verdicts}
-    if {"tuned", "untuned"} <= set(by_arm) and all(math.isfinite(by_arm[a].effect) for a in ("tuned", "untuned")):
-        tuned, untuned = by_arm["tuned"], by_arm["untuned"]
+                     f"to {_lr(last.lr)}: lr ∝ batch^{k:.2f} (least squares), nearest {nearest}; the grid's steps "
+                     "make this coarse" + (", and a winner at the grid's edge makes it a bound only." if edges else "."))
+    tuned, untuned = tuning.tuned_verdict, tuning.untuned_verdict
+    if untuned is not None and math.isfinite(tuned.effect) and math.isfinite(untuned.effect):
         lines.append(f"The val_acc drop from batch {tuned.batch_sizes[0]} to {tuned.batch_sizes[-1]} is "
                      f"{tuned.effect:+.3f} with the learning rate tuned per batch size, {untuned.effect:+.3f} at "
-                     f"lr {_lr(tuning.untuned_lr)} for all.")
+                     f"{tuning.untuned} for all.")
+    elif untuned is None:
+        lines.append("No untuned comparison: no run has lr_factor=1 at a single lr.")
     return lines

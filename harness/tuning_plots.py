@@ -71,7 +71,7 @@ def chosen_lr_vs_batch(tuning: Tuning) -> Figure:
     for ax in (lr_ax, acc_ax):
         log2_axis(ax, sizes)
         ax.grid(alpha=0.3)
-    untuned = "untuned" + (f" (lr {_lr(tuning.untuned_lr)} for all)" if tuning.untuned_lr else "")
+    untuned = "untuned" + (f" ({tuning.untuned} for all)" if tuning.untuned else "")
     handles = [Line2D([], [], color="#d62728", marker="o", lw=2), Line2D([], [], color="#bbbbbb", marker="o", ls=""),
                Line2D([], [], color="black", ls="--"), Line2D([], [], color="black", ls=":"),
                Line2D([], [], color="#1f77b4", marker="o")]
@@ -80,10 +80,16 @@ def chosen_lr_vs_batch(tuning: Tuning) -> Figure:
     return fig
 
 
-def figures(tuning: Tuning | None) -> list[tuple[str, Figure, str]]:
-    """(title, Figure, caption) of the tuned study's figures; none for another sweep."""
-    if tuning is None or not tuning.choices:
-        return []
+def figures(tunings: list[Tuning]) -> list[tuple[str, Figure, str]]:
+    """(title, Figure, caption) of the tuned study's figures, for each grid tuned; none for another sweep."""
+    drawn = []
+    for tuning in tunings:
+        where = f" ({tuning.group})" if tuning.group else ""
+        drawn += [(f"{title}{where}", fig, caption) for title, fig, caption in _figures(tuning)]
+    return drawn
+
+
+def _figures(tuning: Tuning) -> list[tuple[str, Figure, str]]:
     return [
         ("Selection: tune_acc over learning rate x batch size", selection_heatmap(tuning), (
             "Accuracy on the tuning slice (held out of the training split; never the validation set) after the "

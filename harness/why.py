@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from harness.analysis import BATCH, read_run_records
+from harness.analysis import BATCH, facet_order, read_run_records
 from harness.files import DamagedFile, read_json
 from harness.interpolation import INTERPOLATION_FILE
 from harness.probes import PROBES_FILE
@@ -146,7 +146,7 @@ def explain(sweep_dir: Path, df: pd.DataFrame) -> Why:
         off = "probes" in df.columns and not df["probes"].fillna(False).astype(bool).any()
         notes.append(NO_PROBES.format(why="probes=false" if off else "made without them, or every probe failed"))
     readings = []
-    for facet in sorted(df["facet"].unique()):
+    for facet in facet_order(df["facet"]):
         lines = [sharpness_sentence(probes[probes["facet"] == facet]) if not probes.empty else None,
                  noise_scale_sentence(epochs[epochs["facet"] == facet]) if not epochs.empty else None,
                  distance_sentence(epochs[epochs["facet"] == facet]) if not epochs.empty else None]

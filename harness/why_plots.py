@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
-from harness.analysis import BATCH
+from harness.analysis import BATCH, facet_order
 from harness.plots import (LEGEND_ROW, _colors, _legend_rows, _mean_sd, grid, legend_below, log2_axis,
                            metric_vs_steps, wrap)
 from harness.why import EMA_BETA, Why
@@ -30,7 +30,7 @@ def _log_if_wide(ax, values: pd.Series) -> None:
 def curvature_vs_batch(probes: pd.DataFrame) -> Figure:
     """Sharpness, top Hessian eigenvalue and Hessian trace of the final weights vs batch size, a line per facet."""
     shown = [(c, label) for c, label in CURVATURE if probes[c].notna().any()]
-    facets = sorted(probes["facet"].unique())
+    facets = facet_order(probes["facet"])
     colors = _colors(facets)
     fig, axes = grid(3, len(shown), legend_entries=len(facets) if len(facets) > 1 else 0, sharey=False,
                      panel=(3.6, 2.9))
@@ -101,7 +101,7 @@ def noise_scale_over_training(epochs: pd.DataFrame) -> Figure:
     """The smoothed noise scale per epoch, a line per batch size (mean over seeds), a panel per facet; each
     swept batch size drawn as a horizontal line in its colour, so the curve of batch N meets its own line."""
     epochs = epochs[epochs["noise_scale_smoothed"] > 0]
-    facets = sorted(epochs["facet"].unique())
+    facets = facet_order(epochs["facet"])
     sizes = sorted(epochs[BATCH].unique())
     colors = _colors(sizes)
     lines = max((wrap(f, 44).count("\n") + 1 for f in facets), default=1)

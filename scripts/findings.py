@@ -49,8 +49,7 @@ def summarize(sweep_dir: Path) -> str:
         prefix = f"[{verdict.subject}] " if a.facets else ""
         lines.append(f"- {prefix}{verdict.headline}")
         lines += [f"  - {detail}" for detail in verdict.details]
-    if a.tuning is not None:
-        lines += [f"- {line}" for line in a.tuning.lines]
+    lines += [f"- {line}" for t in a.tunings for line in t.lines]
     for finding in a.findings:
         lines.append(f"- {finding.subject}: {finding.headline}")
         lines += [f"  - {detail}" for detail in finding.details]

@@ -2,7 +2,7 @@
 import pandas as pd
 import pytest
 
-from harness import analysis, findings
+from harness import analysis, batch_controls, findings
 from tests.sweeps import make_run
 
 
@@ -92,7 +92,7 @@ def test_controls_finding_says_how_much_of_the_drop_remains(tmp_path):
             make_run(sweep, job, batch_size=batch, val=(val,), **arm)  # other keys at their defaults
             job += 1
     df, final, varied = _final(sweep)
-    finding = findings.controls_finding(final, varied)
+    finding = batch_controls.controls_finding(final, varied)
     assert finding.outcome == "not reproduced"  # half a point left: under one point
     assert "+0.100" in finding.headline and "(5% of it remains)" in finding.headline
     assert len(finding.details) == 3
@@ -106,24 +106,32 @@ SECTIONS = {
     "capacity": "Model capacity and data size",
     "controls": "Controls: steps and learning rate",
     "causes": "Class imbalance",
+    "tuned": "Learning rate tuned per batch size",
 }
+SHRINK = {"tuned": ["lr_factor=0.3,3"]}  # 2 of the 7 learning rates: the real selection path, in 6 runs
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("study", sorted(SECTIONS))
 def test_every_study_runs_end_to_end_shrunken(study, tmp_path):
+    """Each preset's real jobs train and report, shrunken (probes off: tests/test_probes.py runs them for real)."""
     import json
 
     from tests.conftest import run_harness
 
     sweep = tmp_path / "sweep"
-    proc = run_harness(f"+study={study}", "dataset.num_samples=1000", "epochs=1", "seed=0",
-                       f"hydra.sweep.dir={sweep}", "-m", cwd=tmp_path)
+    proc = run_harness(f"+study={study}", "dataset.num_samples=1000", "epochs=1", "seed=0", "probes=false",
+                       *SHRINK.get(study, []), f"hydra.sweep.dir={sweep}", "-m", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     statuses = {json.loads(p.read_text())["status"] for p in sweep.glob("*/run.json")}
     assert statuses <= {"completed", "diverged"} and statuses
     html = (tmp_path / proc.stdout.strip().splitlines()[-1]).read_text()
     assert SECTIONS[study] in html
+    if study == "tuned":  # every run measured its held-out slice each epoch
+        metrics = [pd.read_parquet(p) for p in sweep.glob("*/metrics.parquet")]
+        assert len(metrics) == 6 and all(m["tune_acc"].between(0, 1).all() for m in metrics)
+        sizes = {(int(m["tune_size"].iloc[0]), int(m["train_size"].iloc[0])) for m in metrics}
+        assert len(sizes) == 1 and sum(sizes.pop()) == 800  # the same slice out of the 800 training samples
 
 
 def _hoffer_final(val: dict[str, float]) -> pd.DataFrame:
@@ -140,7 +148,7 @@ def _hoffer_final(val: dict[str, float]) -> pd.DataFrame:
 
 @pytest.mark.parametrize("full, outcome", [(0.93, "reproduced"), (0.80, "not reproduced")])
 def test_hoffer_finding_says_whether_the_whole_recipe_closes_the_gap(full, outcome):
-    from harness.findings import hoffer_finding
+    from harness.batch_controls import hoffer_finding
 
     final = _hoffer_final({"small": 0.93, "large": 0.80, "large_steps": 0.90, "large_steps_sqrt_ghost": full})
     found = hoffer_finding(final, ["global_batch_size", "seed"])
@@ -151,7 +159,7 @@ def test_hoffer_finding_says_whether_the_whole_recipe_closes_the_gap(full, outco
 
 
 def test_hoffer_finding_without_a_gap_to_close_is_inconclusive_and_other_sweeps_have_none():
-    from harness.findings import hoffer_finding
+    from harness.batch_controls import hoffer_finding
 
     final = _hoffer_final({"small": 0.93, "large": 0.93, "large_steps_sqrt_ghost": 0.93})
     assert hoffer_finding(final, []).outcome == "inconclusive"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import index, report
+from harness import index, report, summary
 from tests.sweeps import batch_sweep, make_run
 
 REPRODUCED = "Larger batches gave lower validation accuracy: reproduced."
@@ -69,7 +69,7 @@ def test_damaged_empty_and_unreported_sweeps_get_rows_that_say_so(tmp_path, monk
     make_run(sweeps / "unreported", 1, batch_size=32, status="running", finished=False, val=(0.4,))
     Path("reports").mkdir()
     Path("reports", "stray.html").write_text("<html>not a report</html>")
-    Path("reports", index.report_file_name(sweeps / "unreported")).write_text("<html><head>")  # cut short
+    Path("reports", summary.report_file_name(sweeps / "unreported")).write_text("<html><head>")  # cut short
 
     rows = {re.search(r'class="sweep-id">([^<]+)<', row).group(1): row
             for row in index_rows(index.write_index(Path("reports")).read_text())}
@@ -112,8 +112,8 @@ def test_the_summary_a_report_embeds_survives_hostile_strings(tmp_path):
     assert "<script>alert(1)" not in html
     page = tmp_path / "page.html"
     page.write_text(html)
-    summary = index.read_summary(page)
-    assert summary["sweep_dir"] == str(sweep.resolve()) and ["optimizer", f"{hostile}, adam"] in summary["varied"]
+    found = summary.read_summary(page)
+    assert found["sweep_dir"] == str(sweep.resolve()) and ["optimizer", f"{hostile}, adam"] in found["varied"]
     assert "&lt;/script&gt;&lt;script&gt;alert(1)" in index.build_index(tmp_path / "no-reports", tmp_path / "sweeps")
 
 

@@ -99,6 +99,7 @@ def test_the_scaling_exponent_tells_linear_from_square_root():
     assert tuning.scaling_exponent(choices(1.0)) == pytest.approx(1.0)
     assert tuning.scaling_exponent(choices(0.5)) == pytest.approx(0.5)
     assert tuning.scaling_exponent(choices(0.5)[:1]) is None
+    assert tuning.scaling_exponent(choices(0.0)) == pytest.approx(0.0, abs=1e-9)
 
 
 def test_the_study_as_planned_reports_choices_rules_and_both_verdicts(tmp_path):
@@ -111,19 +112,21 @@ def test_the_study_as_planned_reports_choices_rules_and_both_verdicts(tmp_path):
 
     sweep = study_sweep(tmp_path / "tuned", "+study=tuned", "seed=0,1")
     a = assess(sweep)
-    assert {c.batch: round(c.lr / 1e-3, 3) for c in a.tuning.choices} == {8: 1.0, 32: 2.15, 128: 4.64}
-    assert all(c.edge is None and c.seeds == 2 for c in a.tuning.choices)
+    [tuned_grid] = a.tunings
+    # the tuning slice's optima (validation's would give batch 128 10x, not 4.64x)
+    assert {c.batch: round(c.lr / 1e-3, 3) for c in tuned_grid.choices} == {8: 1.0, 32: 2.15, 128: 4.64}
+    assert all(c.edge is None and c.seeds == 2 for c in tuned_grid.choices)
     assert [v.subject.split(":")[0] for v in a.batch_verdicts] == ["tuned", "untuned"]
     tuned, untuned = a.batch_verdicts
     assert tuned.effect < untuned.effect and tuned.n_seeds == 2
-    assert a.tuning.exponent == pytest.approx(0.55, abs=0.05)
+    assert tuned_grid.exponent == pytest.approx(0.55, abs=0.05) and tuned_grid.tune_size == 399
     from harness import tuning_plots
     from tests import layout
 
-    for title, fig in [*report.figures(a), *((t, f) for t, f, _ in tuning_plots.figures(a.tuning))]:
+    for title, fig in [*report.figures(a), *((t, f) for t, f, _ in tuning_plots.figures(a.tunings))]:
         assert layout.problems(fig) == [], title  # every text inside its figure, none overlapping
     text = report.build_report(sweep)
-    for words in ("Learning rate tuned per batch size", "never the validation set", "nearest the √ rule",
+    for words in ("Learning rate tuned per batch size", "never the validation set", "nearest √ rule (k = 0.5)",
                   "Selection: tune_acc over learning rate x batch size", "Chosen learning rate vs batch size",
                   "untuned: every batch size at lr 0.001"):
         assert words in text, words
@@ -136,10 +139,57 @@ def test_a_winner_at_the_edge_makes_the_tuned_verdict_inconclusive(tmp_path):
 
     sweep = study_sweep(tmp_path / "narrow", "+study=tuned", "lr_factor=0.3,1,3", "seed=0,1")
     a = assess(sweep)
-    assert {c.batch: c.edge for c in a.tuning.choices} == {8: None, 32: "largest", 128: "largest"}
+    assert {c.batch: c.edge for c in a.tunings[0].choices} == {8: None, 32: "largest", 128: "largest"}
     tuned = a.batch_verdicts[0]
     assert tuned.outcome == "inconclusive" and "The grid was too narrow (batch 32 chose" in tuned.headline
-    assert any("the grid was too narrow there" in line for line in a.tuning.lines)
+    assert any("the grid was too narrow there" in line for line in a.tunings[0].lines)
+
+
+def test_a_partly_run_grid_gives_no_tuned_claim_and_the_untuned_arm_keeps_its_diverged_runs(tmp_path):
+    """Batch 128 finished one learning rate, another run of the grid failed and one has not started: the tuned
+    verdict says the choice may change; the untuned arm is lr_factor=1 even where it diverged."""
+    import json
+
+    from harness.assessment import assess
+    from tests.sweeps import make_run
+
+    sweep, job, jobs = tmp_path / "partial", 0, []
+    for batch, factors in {8: (0.3, 1.0, 3.0), 128: (1.0,)}.items():
+        for factor in factors:
+            for seed in (0, 1):
+                best = 0.9 - 0.05 * abs(factor - 1.0) - 0.01 * seed
+                status = "diverged" if (batch, factor) == (8, 1.0) and seed == 1 else "completed"
+                make_run(sweep, job, status=status, val=(0.5, best - 0.1 * (batch == 128)), tune_fraction=0.1,
+                         lr_factor=factor, batch_size=batch, seed=seed,
+                         overrides=[f"lr_factor={factor}", f"batch_size={batch}", f"seed={seed}"])
+                jobs.append({"job": str(job), "overrides": [f"lr_factor={factor}", f"batch_size={batch}",
+                                                            f"seed={seed}"]})
+                job += 1
+    make_run(sweep, job, status="failed", val=(), error="out of memory", tune_fraction=0.1, lr_factor=3.0,
+             batch_size=128, seed=0, overrides=["lr_factor=3.0", "batch_size=128", "seed=0"])
+    jobs += [{"job": str(job), "overrides": ["lr_factor=3.0", "batch_size=128", "seed=0"]},
+             {"job": str(job + 1), "overrides": ["lr_factor=3.0", "batch_size=128", "seed=1"]}]
+    (sweep / "sweep.json").write_text(json.dumps({"jobs": jobs}))
+    a = assess(sweep)
+    tuned, untuned = a.batch_verdicts
+    assert tuned.outcome == "inconclusive"
+    assert "Batch 128 has a result at one learning rate only" in tuned.headline
+    assert "2 run(s) of the grid have no result" in tuned.headline  # the failed one and the one not started
+    assert untuned.subject == "untuned: every batch size at lr 0.001" and "Batch 8 diverged in 1 of 2 runs" in (
+        untuned.headline)
+
+
+def test_a_grid_is_tuned_within_each_other_varied_key_and_controls_are_not_a_grid(tmp_path):
+    from harness.assessment import assess
+    from tests.sweeps import study_sweep
+
+    a = assess(study_sweep(tmp_path / "two", "+study=tuned", "lr_factor=0.464,1,2.15", "batch_size=8,32", "seed=0",
+                           "optimizer=adam,sgd"))
+    assert [t.group for t in a.tunings] == ["optimizer=adam", "optimizer=sgd"]
+    assert [v.subject.split(":")[0] for v in a.batch_verdicts] == [
+        "tuned · optimizer=adam", "untuned · optimizer=adam", "tuned · optimizer=sgd", "untuned · optimizer=sgd"]
+    controls = assess(study_sweep(tmp_path / "controls", "+study=controls", "tune_fraction=0.1", "seed=0"))
+    assert controls.tunings == [] and len(controls.batch_verdicts) == 3  # lr_scaling moves peak_lr: not a grid
 
 
 def test_other_sweeps_have_no_tuning_section(tmp_path):
@@ -147,12 +197,14 @@ def test_other_sweeps_have_no_tuning_section(tmp_path):
     from tests.sweeps import batch_sweep
 
     a = assess(batch_sweep(tmp_path / "s", {8: [0.9, 0.91], 128: [0.8, 0.81]}))
-    assert a.tuning is None and len(a.batch_verdicts) == 1
+    assert a.tunings == [] and len(a.batch_verdicts) == 1
 
 
 @pytest.mark.parametrize("override, says", [
     ("tune_fraction=1.0", "tune_fraction=1.0 is not allowed: a number in [0, 1) (0: no tuning slice)"),
     ("lr_factor=0", "lr_factor=0 is not allowed: a number > 0"),
+    ("tune_fraction=0.001", "tune_fraction=0.001 is not allowed: 0, or large enough to hold out at least one "
+                            "sample of some class (the training split has 4000, 411 in its largest class)"),
 ])
 def test_bad_tuning_keys_exit_2_with_one_line(override, says, tmp_path):
     from tests.conftest import run_harness

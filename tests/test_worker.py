@@ -1,6 +1,5 @@
 """Warm worker processes (harness.worker): CPU jobs of a sweep run one after another in one process per slot,
 with exactly the metrics a fresh process gives, and a worker that dies loses nothing but its run."""
-import json
 import os
 import signal
 import subprocess
