@@ -1,6 +1,6 @@
 """Write the README's "What we found" section from the studies' sweep folders (never typed by hand).
 
-    for s in batch_size shuffle imbalance preprocess capacity causes controls; do
+    for s in batch_size shuffle imbalance preprocess capacity causes controls tuned; do
       python -m harness +study=$s hydra.sweep.dir=sweeps/study-$s -m
     done
     python -m scripts.findings sweeps/study-*            # print the section
