@@ -46,7 +46,7 @@ def assess(sweep_dir: Path) -> Assessment:
     found = all_findings(df, final, varied) if not final.empty else []
     if found and df[analysis.BATCH].nunique() < 2:
         batch_verdicts = []  # a study of another suspect at one batch size: its findings are the verdicts
-    tunings = tuning.assess(df, facets, len(analysis.not_started_jobs(sweep_dir)))
+    tunings = tuning.assess(df, final, facets, len(analysis.not_started_jobs(sweep_dir)))
     if tunings:  # one verdict at the tuned learning rates and one untuned, not one per point of the grid
         batch_verdicts = [v for t in tunings for v in t.verdicts]
     return Assessment(df, final, keys, varied, facets, batch_verdicts, found, why.explain(sweep_dir, df), tunings)

@@ -26,13 +26,13 @@ log = logging.getLogger("harness.probe")
 
 def interpolate(sweep_dir: Path, pair: interpolation.Pair, alphas=interpolation.ALPHAS) -> pd.DataFrame:
     """The pair's loss and accuracy along the line, one row per α."""
-    from harness import models, run, train
+    from harness import models, run_inputs, train
     from harness.backend import keras, tf
     from harness.cli import recorded_run_config
 
     cfg = recorded_run_config(sweep_dir / pair.small_dir)
-    data_in = run.prepare_data(cfg)
-    train_eval, val_inputs = run.evaluation_inputs(cfg, data_in)
+    data_in = run_inputs.prepare_data(cfg)
+    train_eval, val_inputs = run_inputs.evaluation_inputs(cfg, data_in)
     train_inputs = train_eval.map(lambda x, y: x).cache()
     val_inputs = val_inputs.cache()  # decoded once, read at every α
     keras.backend.clear_session()

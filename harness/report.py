@@ -7,8 +7,6 @@ Every report rewrites the reports folder's index.html (harness.index); `--index`
 from __future__ import annotations
 
 import argparse
-import base64
-import io
 import math
 import sys
 from datetime import datetime, timezone
@@ -17,9 +15,8 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from harness import analysis, files, index, plots, summary, tuning_plots, why_plots
+from harness import analysis, files, index, report_figures, summary
 from harness.assessment import assess
-from harness.findings_plot import findings_figure
 
 SIMULATED_NOTE = (
     "Simulated devices (simulate_devices=true) split one CPU into logical devices that share the same cores: "
@@ -37,49 +34,6 @@ DAMAGED_NOTE = (
     "the reason is in the runs table. The same command runs them again; completed runs with intact files are "
     "left alone."
 )
-
-
-def _always(df: pd.DataFrame) -> bool:
-    return True
-
-
-def _replicas_vary(df: pd.DataFrame) -> bool:
-    return "replicas" in df.columns and df["replicas"].nunique() > 1
-
-
-# (title, plot, data: "epochs" (every row), "final" (one row per completed run) or "findings", shown when)
-FIGURES = [
-    ("Suspects: each treated group beside its reference", findings_figure, "findings", _always),
-    ("Learning curves", plots.learning_curves, "epochs", _always),
-    ("Validation accuracy and gap vs batch size", plots.accuracy_vs_batch, "final", _always),
-    ("Validation accuracy vs optimizer steps", plots.val_vs_steps, "epochs", _always),
-    ("Throughput", plots.throughput_vs_batch, "epochs", _always),
-    ("Throughput vs replicas", plots.throughput_vs_replicas, "epochs", _replicas_vary),
-]
-CAPTIONS = {  # under each figure, for the reader
-    "Suspects: each treated group beside its reference": (
-        "For every finding under Other suspects: train accuracy and val_acc of the reference runs (left of each "
-        "panel) and of the treated runs (right), mean ± sd over runs; the gap train_eval_acc - val_acc above each "
-        "side."),
-    "Learning curves": (
-        "Running train accuracy (dotted), post-epoch train accuracy (dashed) and validation accuracy (solid) per "
-        "epoch; mean over seeds, grey band ±1 sd."),
-    "Validation accuracy and gap vs batch size": (
-        "Left: final and best-epoch val_acc; right: train_eval_acc - val_acc at the final epoch. Mean ± sd over "
-        "seeds; completed runs only."),
-    "Validation accuracy vs optimizer steps": (
-        "The same runs against updates instead of epochs: where the curves overlap, a large batch is only behind "
-        "in steps, not worse."),
-    "Throughput": "Training samples per second, median over each run's epochs after the first.",
-    "Throughput vs replicas": "Training samples per second against the number of data-parallel replicas "
-                              "(MirroredStrategy).",
-}
-
-
-def _png(fig) -> str:
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=90)
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
 def _fmt(value, digits: int = 3) -> str:
@@ -135,28 +89,13 @@ def _environment(sweep_dir: Path) -> list[tuple[str, str]]:
     return [(key, ", ".join(map(str, v)) if isinstance(v, list) else str(v)) for key, v in found.items()]
 
 
-def figures(a) -> list[tuple[str, object]]:
-    """(title, Figure) for every figure the report shows for an assessment, in order."""
-    drawn = []
-    for title, plot, source, shown in FIGURES:
-        data = {"final": a.final, "findings": a.final}.get(source, a.df[a.df["epoch"].notna()])
-        if data.empty or not shown(data):
-            continue
-        fig = plot(a.findings) if source == "findings" else plot(data)
-        if fig is not None:
-            drawn.append((title, fig))
-    return drawn
-
-
 def build_report(sweep_dir: Path) -> str:
     """The report's HTML for the sweep in `sweep_dir` (complete or partial)."""
     sweep_dir = Path(sweep_dir)
     digest = summary.runs_digest(sweep_dir)  # before reading: a run that changes meanwhile makes the report stale
     a = assess(sweep_dir)
     per_run = a.df.drop_duplicates("run_id")
-    drawn = [{"title": title, "png": _png(fig), "caption": CAPTIONS[title]} for title, fig in figures(a)]
-    why_drawn, tuning_drawn = ([{"title": title, "png": _png(fig), "caption": caption} for title, fig, caption in
-                                section.figures(data)] for section, data in ((why_plots, a.why), (tuning_plots, a.tunings)))
+    drawn, why_drawn, tuning_drawn = report_figures.sections(a)
     simulated = "simulate_devices" in per_run.columns and per_run["simulate_devices"].astype(bool).any()
     not_started = analysis.not_started_jobs(sweep_dir)
     status_counts = per_run["status"].value_counts()

@@ -1,7 +1,6 @@
-"""One training run, composed from the stages: seed, devices, data, model, fit, files."""
+"""One training run, composed from the stages: seed, devices, data (harness.run_inputs), model, fit, files."""
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 import os
@@ -9,10 +8,11 @@ import platform
 import time
 from pathlib import Path
 
-from harness import checkpoint, data, probes, transforms
+from harness import checkpoint, data, probes
 from harness.arrays import Arrays
 from harness.batching import BatchPlan, Schedule, plan_batches, plan_schedule
 from harness.config import RunConfig
+from harness.run_inputs import pipelines, prepare_data
 from harness.files import remove_partial_writes
 from harness.runlog import (FINISHED, METRICS_FILE, MetricsTable, RunRecord, config_columns, final_val_acc,
                             inspect_run, recorded_config)
@@ -118,7 +118,7 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, board:
         board.add_epoch(row)
         record.update(epochs_completed=row["epoch"])
 
-    train_eval, val_inputs, batches, tune_eval = _pipelines(cfg, data_in, plan, schedule, resume_epoch)
+    train_eval, val_inputs, batches, tune_eval = pipelines(cfg, data_in, plan, schedule, resume_epoch)
     recorder = train.EpochRecorder(train_eval, val_inputs, data_in.y_val, len(data_in.y_train), plan.global_batch_size,
                                    columns, on_row, rows=table.rows, target_train_loss=cfg.train.target_train_loss,
                                    extra_columns=epoch_probes, tune_eval=tune_eval)
@@ -162,32 +162,6 @@ def _probe_model(cfg: RunConfig, model, data_in: Arrays, replicas: int):
     return twin
 
 
-def _pipelines(cfg: RunConfig, data_in: Arrays, plan: BatchPlan, schedule: Schedule, resume_epoch: int):
-    """(training data to evaluate, validation inputs, training batches, tuning slice to evaluate or None): image
-    files are decoded per batch, and a preprocessing mismatch is applied to the validation inputs only."""
-    from harness import train
-
-    train_eval, val_inputs = evaluation_inputs(cfg, data_in)
-    decode = train.decoder(data_in.decode)
-    batches = train.training_dataset(data_in.x_train, data_in.y_train, plan, cfg.train.shuffle, cfg.train.seed,
-                                     schedule.epochs, initial_epoch=resume_epoch, total_steps=schedule.total_steps,
-                                     decode=decode)
-    tune_eval = None if data_in.x_tune is None else train.evaluation_dataset(data_in.x_tune, data_in.y_tune, decode)
-    return train_eval, val_inputs, batches, tune_eval
-
-
-def evaluation_inputs(cfg: RunConfig, data_in: Arrays):
-    """(training (x, y) batches to evaluate, validation inputs) as the run measures them after each epoch."""
-    from harness import train
-
-    decode = train.decoder(data_in.decode)
-    train_std = train.sample_std(data_in.x_train, data_in.decode) if cfg.train.preprocess_mismatch == "shifted" else None
-    val_decode = train.decoder(data_in.decode, transforms.mismatch_function(cfg.train.preprocess_mismatch, train_std))
-    train_eval = train.evaluation_dataset(data_in.x_train, data_in.y_train, decode)
-    val_inputs = train.evaluation_dataset(data_in.x_val, data_in.y_val, val_decode).map(lambda x, y: x)
-    return train_eval, val_inputs
-
-
 def _place(cfg: RunConfig, record: RunRecord):
     """Load TensorFlow, choose the devices and the strategy, and record where the run trains."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -216,21 +190,6 @@ def _log_plan(run_id: str, plan: BatchPlan, schedule: Schedule, resume_epoch: in
              f" after {schedule.warmup_steps} warm-up steps" if schedule.warmup_steps else "", schedule.epochs,
              f" ({schedule.total_steps} steps)" if schedule.total_steps else "",
              f"; resuming after epoch {resume_epoch}" if resume_epoch else "")
-
-
-def prepare_data(cfg: RunConfig) -> Arrays:
-    """The run's data: the tuning slice held out of the training split (tune_fraction > 0), the rest transformed
-    as configured (on the samples, or on the list of files), validation as loaded; a preprocessing mismatch is
-    applied to validation by the run's input pipeline."""
-    arrays = data.load(cfg.data)
-    x_train, y_train, x_tune, y_tune = arrays.x_train, arrays.y_train, None, None
-    if cfg.train.tune_fraction > 0:
-        x_train, y_train, x_tune, y_tune = transforms.hold_out(x_train, y_train, cfg.train.tune_fraction)
-    x_train, y_train = transforms.apply(
-        x_train, y_train, imbalance=cfg.train.imbalance, shuffle=cfg.train.shuffle,
-        seed=cfg.train.seed, train_fraction=cfg.train.train_fraction,
-    )
-    return dataclasses.replace(arrays, x_train=x_train, y_train=y_train, x_tune=x_tune, y_tune=y_tune)
 
 
 SMALL_INPUT = 256  # numbers per sample below which one intra-op thread is fastest (measured on MNIST-1D)

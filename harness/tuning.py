@@ -106,9 +106,10 @@ def _tunes(frame: pd.DataFrame) -> bool:
     return bool(keys) and bool((per_run.groupby(BATCH)[keys].nunique() > 1).any(axis=None))
 
 
-def assess(df: pd.DataFrame, facets: list[str], not_started: int = 0) -> list[Tuning]:
-    """The tuned study's reading of a sweep: one Tuning per combination of the varied keys other than the grid's
-    (one in all for +study=tuned), none when the sweep tuned nothing. `not_started`: jobs without a run yet."""
+def assess(df: pd.DataFrame, final: pd.DataFrame, facets: list[str], not_started: int = 0) -> list[Tuning]:
+    """The tuned study's reading of a sweep (`final`: analysis.final_results of `df`): one Tuning per combination
+    of the varied keys other than the grid's (one in all for +study=tuned), none when the sweep tuned nothing.
+    `not_started`: jobs without a run yet."""
     others = [k for k in facets if k not in GRID_KEYS]
     groups = df.groupby(others, dropna=False, sort=False) if others else [((), df)]
     found = []
@@ -117,16 +118,15 @@ def assess(df: pd.DataFrame, facets: list[str], not_started: int = 0) -> list[Tu
             continue
         values = values if isinstance(values, tuple) else (values,)
         group = ", ".join(f"{k}={v}" for k, v in zip(others, values))
-        found.append(_assess_group(group, frame, not_started))
+        found.append(_assess_group(group, frame, final[final["run_id"].isin(frame["run_id"])], not_started))
     return sorted(found, key=lambda t: analysis.facet_order([x.group for x in found]).index(t.group))
 
 
-def _assess_group(group: str, df: pd.DataFrame, not_started: int) -> Tuning:
+def _assess_group(group: str, df: pd.DataFrame, final: pd.DataFrame, not_started: int) -> Tuning:
     per_run = df.drop_duplicates("run_id")
     scores = score_grid(last_rows(df))
     choices = choose(scores)
     chosen = {c.batch: c.lr for c in choices}
-    final = analysis.final_results(df)
     at_chosen = lambda frame: [chosen.get(b) == lr for b, lr in zip(frame[BATCH], frame["peak_lr"])]  # noqa: E731
     untuned_runs, untuned = _untuned_runs(per_run)
     tuned_final = final[at_chosen(final)].assign(arm="tuned")
@@ -157,10 +157,10 @@ def _untuned_runs(per_run: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
     if runs.empty or runs["base_lr"].nunique() != 1:
         return per_run.iloc[:0], None
     scaling = runs["lr_scaling"].iloc[0] if "lr_scaling" in runs.columns else "none"
-    return runs, f"lr {_lr(runs['base_lr'].iloc[0])}" + ("" if scaling == "none" else f" ({scaling} scaling)")
+    return runs, f"lr {format_lr(runs['base_lr'].iloc[0])}" + ("" if scaling == "none" else f" ({scaling} scaling)")
 
 
-def _lr(value: float) -> str:
+def format_lr(value: float) -> str:
     return f"{value:.3g}"
 
 
@@ -173,7 +173,7 @@ def _tuned_verdict(final: pd.DataFrame, runs: pd.DataFrame, subject: str, choice
     doubts = []
     edges = [c for c in choices if c.edge]
     if edges:
-        narrow = "; ".join(f"batch {c.batch} chose {_lr(c.lr)}, the {c.edge} in the grid" for c in edges)
+        narrow = "; ".join(f"batch {c.batch} chose {format_lr(c.lr)}, the {c.edge} in the grid" for c in edges)
         doubts.append(f"The grid was too narrow ({narrow}), so a better learning rate may lie beyond it: widen the "
                       "grid (lr_factor=..., or move its centre with lr=) and run again")
     single = [c.batch for c in choices if len(c.grid) < 2]
@@ -192,22 +192,23 @@ def _tuned_verdict(final: pd.DataFrame, runs: pd.DataFrame, subject: str, choice
 
 def _lines(tuning: Tuning) -> list[str]:
     slice_size = f"{tuning.tune_size} held-out training samples" if tuning.tune_size else "the held-out slice"
-    picks = "; ".join(f"batch {c.batch}: lr {_lr(c.lr)} (tune_acc {c.tune_acc:.3f}, n = {c.seeds})"
+    picks = "; ".join(f"batch {c.batch}: lr {format_lr(c.lr)} (tune_acc {c.tune_acc:.3f}, n = {c.seeds})"
                       for c in tuning.choices)
     where = f" ({tuning.group})" if tuning.group else ""
     lines = [f"Chosen{where} on the tuning slice ({slice_size}, never the validation set) by the final tune_acc, "
              f"mean over seeds: {picks}."]
     edges = [c for c in tuning.choices if c.edge]
     for c in edges:
-        lines.append(f"Batch {c.batch}'s winner {_lr(c.lr)} is the {c.edge} learning rate tried "
-                     f"({_lr(c.grid[0])} to {_lr(c.grid[-1])}): the grid was too narrow there.")
+        lines.append(f"Batch {c.batch}'s winner {format_lr(c.lr)} is the {c.edge} learning rate tried "
+                     f"({format_lr(c.grid[0])} to {format_lr(c.grid[-1])}): the grid was too narrow there.")
     if tuning.exponent is not None:
         k = tuning.exponent
         nearest = min(NEAREST, key=lambda rule: abs(NEAREST[rule] - k))
         first, last = tuning.choices[0], tuning.choices[-1]
-        lines.append(f"From batch {first.batch} to {last.batch} the chosen learning rate went from {_lr(first.lr)} "
-                     f"to {_lr(last.lr)}: lr ∝ batch^{k:.2f} (least squares), nearest {nearest}; the grid's steps "
-                     "make this coarse" + (", and a winner at the grid's edge makes it a bound only." if edges else "."))
+        bound = ", and a winner at the grid's edge makes it a bound only." if edges else "."
+        lines.append(f"From batch {first.batch} to {last.batch} the chosen learning rate went from "
+                     f"{format_lr(first.lr)} to {format_lr(last.lr)}: lr ∝ batch^{k:.2f} (least squares), nearest "
+                     f"{nearest}; the grid's steps make this coarse{bound}")
     tuned, untuned = tuning.tuned_verdict, tuning.untuned_verdict
     if untuned is not None and math.isfinite(tuned.effect) and math.isfinite(untuned.effect):
         lines.append(f"The val_acc drop from batch {tuned.batch_sizes[0]} to {tuned.batch_sizes[-1]} is "

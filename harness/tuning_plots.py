@@ -10,10 +10,7 @@ from matplotlib.patches import Rectangle
 from harness.analysis import BATCH
 from harness.plots import LEGEND_ROW, _mean_sd, legend_below, log2_axis
 from harness.tuning import RULES, Tuning
-
-
-def _lr(value: float) -> str:
-    return f"{value:.3g}"
+from harness.tuning import format_lr as _lr
 
 
 def selection_heatmap(tuning: Tuning) -> Figure:
@@ -75,7 +72,8 @@ def chosen_lr_vs_batch(tuning: Tuning) -> Figure:
     handles = [Line2D([], [], color="#d62728", marker="o", lw=2), Line2D([], [], color="#bbbbbb", marker="o", ls=""),
                Line2D([], [], color="black", ls="--"), Line2D([], [], color="black", ls=":"),
                Line2D([], [], color="#1f77b4", marker="o")]
-    labels = ["tuned: chosen lr", "learning rates tried", "linear rule (lr ∝ batch)", "√ rule (lr ∝ √batch)", untuned]
+    labels = ["tuned: chosen lr", "learning rates tried", "linear rule (lr ∝ batch)", "√ rule (lr ∝ √batch)",
+              untuned]
     legend_below(fig, handles, labels, columns=5)
     return fig
 

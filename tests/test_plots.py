@@ -132,7 +132,7 @@ STUDIES = ["main", "batch_size", "capacity", "causes", "controls", "hoffer", "im
 def test_every_figure_of_every_study_report_is_laid_out_legibly(study, tmp_path):
     """Each figure the report draws for the main job and every study preset (from a constructed sweep of the
     preset's real jobs): every text inside the figure, no two texts overlapping, no legend over a plot."""
-    from harness.report import figures
+    from harness.report_figures import figures
     from tests import layout
     from tests.sweeps import study_sweep
 

@@ -33,7 +33,7 @@ def test_the_tuning_slice_is_stratified_seeded_and_never_overlaps_training_or_va
     """On the real MNIST-1D arrays a run trains on: every sample held out is in neither the training rows the
     run fits nor the validation rows, and training + slice is exactly the training split (nothing lost)."""
     from harness import data
-    from harness.run import prepare_data
+    from harness.run_inputs import prepare_data
 
     cfg = compose(*TINY, "tune_fraction=0.1")
     full = data.load(cfg.data)
@@ -120,10 +120,10 @@ def test_the_study_as_planned_reports_choices_rules_and_both_verdicts(tmp_path):
     tuned, untuned = a.batch_verdicts
     assert tuned.effect < untuned.effect and tuned.n_seeds == 2
     assert tuned_grid.exponent == pytest.approx(0.55, abs=0.05) and tuned_grid.tune_size == 399
-    from harness import tuning_plots
+    from harness import report_figures, tuning_plots
     from tests import layout
 
-    for title, fig in [*report.figures(a), *((t, f) for t, f, _ in tuning_plots.figures(a.tunings))]:
+    for title, fig in [*report_figures.figures(a), *((t, f) for t, f, _ in tuning_plots.figures(a.tunings))]:
         assert layout.problems(fig) == [], title  # every text inside its figure, none overlapping
     text = report.build_report(sweep)
     for words in ("Learning rate tuned per batch size", "never the validation set", "nearest √ rule (k = 0.5)",

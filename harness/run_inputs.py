@@ -1,0 +1,52 @@
+"""What a run trains and measures on: its data (the tuning slice held out, the training split transformed) and
+the input pipelines built from it (training batches; training, validation and tuning data to evaluate after each
+epoch). TensorFlow is loaded only inside the pipeline functions."""
+from __future__ import annotations
+
+import dataclasses
+
+from harness import data, transforms
+from harness.arrays import Arrays
+from harness.batching import BatchPlan, Schedule
+from harness.config import RunConfig
+
+
+def prepare_data(cfg: RunConfig) -> Arrays:
+    """The run's data: the tuning slice held out of the training split (tune_fraction > 0), the rest transformed
+    as configured (on the samples, or on the list of files), validation as loaded; a preprocessing mismatch is
+    applied to validation by the run's input pipeline."""
+    arrays = data.load(cfg.data)
+    x_train, y_train, x_tune, y_tune = arrays.x_train, arrays.y_train, None, None
+    if cfg.train.tune_fraction > 0:
+        x_train, y_train, x_tune, y_tune = transforms.hold_out(x_train, y_train, cfg.train.tune_fraction)
+    x_train, y_train = transforms.apply(
+        x_train, y_train, imbalance=cfg.train.imbalance, shuffle=cfg.train.shuffle,
+        seed=cfg.train.seed, train_fraction=cfg.train.train_fraction,
+    )
+    return dataclasses.replace(arrays, x_train=x_train, y_train=y_train, x_tune=x_tune, y_tune=y_tune)
+
+
+def pipelines(cfg: RunConfig, data_in: Arrays, plan: BatchPlan, schedule: Schedule, resume_epoch: int):
+    """(training data to evaluate, validation inputs, training batches, tuning slice to evaluate or None): image
+    files are decoded per batch, and a preprocessing mismatch is applied to the validation inputs only."""
+    from harness import train
+
+    train_eval, val_inputs = evaluation_inputs(cfg, data_in)
+    decode = train.decoder(data_in.decode)
+    batches = train.training_dataset(data_in.x_train, data_in.y_train, plan, cfg.train.shuffle, cfg.train.seed,
+                                     schedule.epochs, initial_epoch=resume_epoch, total_steps=schedule.total_steps,
+                                     decode=decode)
+    tune_eval = None if data_in.x_tune is None else train.evaluation_dataset(data_in.x_tune, data_in.y_tune, decode)
+    return train_eval, val_inputs, batches, tune_eval
+
+
+def evaluation_inputs(cfg: RunConfig, data_in: Arrays):
+    """(training (x, y) batches to evaluate, validation inputs) as the run measures them after each epoch."""
+    from harness import train
+
+    decode = train.decoder(data_in.decode)
+    train_std = train.sample_std(data_in.x_train, data_in.decode) if cfg.train.preprocess_mismatch == "shifted" else None
+    val_decode = train.decoder(data_in.decode, transforms.mismatch_function(cfg.train.preprocess_mismatch, train_std))
+    train_eval = train.evaluation_dataset(data_in.x_train, data_in.y_train, decode)
+    val_inputs = train.evaluation_dataset(data_in.x_val, data_in.y_val, val_decode).map(lambda x, y: x)
+    return train_eval, val_inputs
