@@ -78,6 +78,7 @@ class ModelConfig(RegistryEntry):
     batch_norm: bool = False
     sync_batchnorm: bool = False  # batch statistics over all replicas instead of each replica's slice
     ghost_batch_size: int | None = None  # ghost batch norm: statistics of each chunk of this many samples
+    bn_momentum: float | None = None  # every BatchNormalization layer's momentum, set after building (None: its own)
     source: str | None = None     # the registry entry that builds it (None: `name`)
     target: str | None = None     # model=custom: `_target_`, the function that builds it
     options: tuple[tuple[str, Any], ...] = ()  # model=application|custom: every other model.* key, as keywords
@@ -87,6 +88,7 @@ class ModelConfig(RegistryEntry):
         flat = self.flat_name("model")
         if self.source in BUILTIN:
             flat.update({f"model.{k}": getattr(self, k) for k in BUILTIN_KEYS})
+        flat["model.bn_momentum"] = self.bn_momentum
         if self.target is not None:
             flat["model._target_"] = self.target
         flat.update({f"model.{k}": v for k, v in self.options})
@@ -96,7 +98,7 @@ class ModelConfig(RegistryEntry):
 BUILTIN: dict[str, Callable] = {"convnet": convnet, "mlp": mlp}
 BUILTIN_KEYS = ("width", "batch_norm", "sync_batchnorm", "ghost_batch_size")
 MODEL_NAMES = (*BUILTIN, "application", "custom")
-ALL_KEYS = {"name", "source", "_target_", *BUILTIN_KEYS}
+ALL_KEYS = {"name", "source", "_target_", "bn_momentum", *BUILTIN_KEYS}
 
 
 def config_from_dict(cfg: Any, input_shape: tuple[int, ...] | None, num_classes: int | None) -> ModelConfig:
@@ -104,22 +106,38 @@ def config_from_dict(cfg: Any, input_shape: tuple[int, ...] | None, num_classes:
     source = cfg.get("source", cfg.get("name")) if isinstance(cfg, dict) else cfg
     if not isinstance(source, str) or source not in MODEL_NAMES:
         raise ConfigError("model", source, f"one of {', '.join(MODEL_NAMES)}")
+    momentum = _bn_momentum(cfg)
     if source in BUILTIN:
-        check_keys(cfg, {"name", *(["source"] if "source" in cfg else []), *BUILTIN_KEYS}, "model.")
+        check_keys(cfg, {"name", *(["source"] if "source" in cfg else []), "bn_momentum", *BUILTIN_KEYS}, "model.")
         width = float_value(cfg, "width", name="model.width")
         if width <= 0:
             raise ConfigError("model.width", width, "a number > 0")
         batch_norm = bool_value(cfg, "batch_norm", "model.batch_norm")
         sync = bool_value(cfg, "sync_batchnorm", "model.sync_batchnorm")
+        if momentum is not None and not batch_norm:
+            raise ConfigError("model.bn_momentum", momentum, "null unless model.batch_norm=true (the model has no "
+                              "batch normalization)")
         return ModelConfig(name=cfg["name"], width=width, batch_norm=batch_norm, sync_batchnorm=sync,
-                           ghost_batch_size=_ghost_batch_size(cfg, batch_norm, sync), source=source)
-    options = tuple(sorted((k, v) for k, v in cfg.items() if k not in ("name", "source", "_target_")))
+                           ghost_batch_size=_ghost_batch_size(cfg, batch_norm, sync), bn_momentum=momentum,
+                           source=source)
+    options = tuple(sorted((k, v) for k, v in cfg.items() if k not in ("name", "source", "_target_", "bn_momentum")))
     if source == "application":
         user_models.check_application(cfg.get("name"), input_shape)
-        return ModelConfig(name=cfg["name"], source=source, options=options)
+        return ModelConfig(name=cfg["name"], source=source, bn_momentum=momentum, options=options)
     target = cfg.get("_target_")
     user_models.check_target(target)
-    return ModelConfig(name=cfg["name"], source=source, target=target, options=options)
+    return ModelConfig(name=cfg["name"], source=source, target=target, bn_momentum=momentum, options=options)
+
+
+def _bn_momentum(cfg: dict) -> float | None:
+    """model.bn_momentum: null (each layer keeps its own), or a momentum in (0, 1) for every batch-norm layer."""
+    value = cfg.get("bn_momentum")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < value < 1.0:
+        raise ConfigError("model.bn_momentum", value, "null (each batch-norm layer keeps its own momentum) or a "
+                          "number in (0, 1), e.g. 0.9")
+    return float(value)
 
 
 def _ghost_batch_size(cfg: dict, batch_norm: bool, sync: bool) -> int | None:
@@ -139,16 +157,21 @@ def _ghost_batch_size(cfg: dict, batch_norm: bool, sync: bool) -> int | None:
 
 def build(model_cfg: ModelConfig, input_shape: tuple[int, ...], num_classes: int):
     """Build (not compile) the model `model_cfg` describes for inputs of `input_shape`; call inside the
-    strategy's scope. A user's model must end in `num_classes` outputs."""
+    strategy's scope. A user's model must end in `num_classes` outputs. `model.bn_momentum` is set on every
+    batch-norm layer once the model is built, never passed to a constructor."""
     if model_cfg.source in BUILTIN:
-        return BUILTIN[model_cfg.source](input_shape, num_classes, width=model_cfg.width,
-                                         batch_norm=model_cfg.batch_norm, sync=model_cfg.sync_batchnorm,
-                                         ghost_batch_size=model_cfg.ghost_batch_size)
-    if model_cfg.source == "application":
+        model = BUILTIN[model_cfg.source](input_shape, num_classes, width=model_cfg.width,
+                                          batch_norm=model_cfg.batch_norm, sync=model_cfg.sync_batchnorm,
+                                          ghost_batch_size=model_cfg.ghost_batch_size)
+    elif model_cfg.source == "application":
         model = user_models.build_application(model_cfg.name, input_shape, num_classes, dict(model_cfg.options))
     else:
         model = user_models.build_custom(model_cfg.target, input_shape, num_classes, dict(model_cfg.options))
     user_models.check_outputs(model, model_cfg, num_classes)
+    if model_cfg.bn_momentum is not None:
+        from harness.precise_bn import set_momentum
+
+        set_momentum(model, model_cfg.bn_momentum)
     return model
 
 

@@ -106,6 +106,7 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, board:
             checkpoint.restore(model, run_dir)
 
     epoch_probes = _epoch_probes(cfg, run_dir, model, data_in, resume_epoch)
+    precise = _precise_bn(cfg, model, data_in, placement.replicas)
     table = MetricsTable(run_dir, keep_epochs=resume_epoch)
     board.start(table.rows)
     columns = {"run_id": run_id, **config_columns(cfg.flat()), "peak_lr": schedule.peak_lr, **plan.as_columns(),
@@ -121,7 +122,7 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, board:
     train_eval, val_inputs, batches, tune_eval = pipelines(cfg, data_in, plan, schedule, resume_epoch)
     recorder = train.EpochRecorder(train_eval, val_inputs, data_in.y_val, len(data_in.y_train), plan.global_batch_size,
                                    columns, on_row, rows=table.rows, target_train_loss=cfg.train.target_train_loss,
-                                   extra_columns=epoch_probes, tune_eval=tune_eval)
+                                   extra_columns=epoch_probes, tune_eval=tune_eval, precise_bn=precise)
     fit_started = time.perf_counter()
     train.fit(model, batches, plan, schedule.epochs, [recorder, checkpoint.callback(run_dir, model)],
               initial_epoch=resume_epoch)
@@ -148,6 +149,18 @@ def _epoch_probes(cfg: RunConfig, run_dir: Path, model, data_in: Arrays, resume_
     initial = [w for w, t in zip(weights, trainable) if t]
     return probes.EpochProbes(model, data_in.x_train, data_in.y_train, train.decoder(data_in.decode),
                               cfg.train.seed, initial)
+
+
+def _precise_bn(cfg: RunConfig, model, data_in: Arrays, replicas: int):
+    """The batch-norm statistics recomputed after every epoch (harness.precise_bn), for a model with batch norm;
+    None for a model without, which gets no columns and pays nothing."""
+    from harness import precise_bn, train
+
+    if not precise_bn.batch_norm_layers(model):
+        return None
+    twin = _probe_model(cfg, model, data_in, replicas) if replicas >= 2 else None
+    return precise_bn.PreciseBatchNorm(model, data_in.x_train, data_in.y_train, train.decoder(data_in.decode),
+                                       twin=twin)
 
 
 def _probe_model(cfg: RunConfig, model, data_in: Arrays, replicas: int):

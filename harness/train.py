@@ -132,8 +132,9 @@ class EpochRecorder(keras.callbacks.Callback):
                  on_row: Callable[[dict[str, Any]], None],
                  rows: list[dict[str, Any]] | None = None, target_train_loss: float | None = None,
                  extra_columns: Callable[[int], dict[str, Any]] | None = None,
-                 tune_eval: tf.data.Dataset | None = None):
+                 tune_eval: tf.data.Dataset | None = None, precise_bn=None):
         super().__init__()
+        self.precise_bn = precise_bn  # harness.precise_bn.PreciseBatchNorm for a model with batch norm, else None
         self.tune_eval = tune_eval  # the held-out tuning slice (tune_fraction > 0): tune_loss and tune_acc
         self.train_eval, self.train_size, self.columns, self.on_row = train_eval, train_size, columns, on_row
         self.global_batch_size = global_batch_size
@@ -169,6 +170,8 @@ class EpochRecorder(keras.callbacks.Callback):
             "epoch_seconds": None,  # set last: the whole epoch, its probes included
             "samples_per_second": samples / train_seconds,
         }
+        if self.precise_bn is not None and math.isfinite(row["train_loss"]):
+            row.update(self.precise_bn.columns(step, self.val_inputs, self.val_labels))
         if self.extra_columns is not None and math.isfinite(row["train_loss"]):
             row.update(self.extra_columns(epoch + 1))
         row["epoch_seconds"] = time.perf_counter() - self.epoch_start

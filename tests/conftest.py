@@ -17,19 +17,21 @@ def data_cache(tmp_path_factory):
     return path
 
 
-@pytest.fixture
-def compose():
-    """Compose the real Hydra config with overrides and return it as a validated RunConfig."""
+def compose_config(*overrides: str):
+    """The real Hydra config composed with overrides, as a validated RunConfig."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
     from harness.cli import CONF_DIR, to_run_config
 
-    def _compose(*overrides: str):
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            return to_run_config(hydra_compose("config", overrides=list(overrides)))
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return to_run_config(hydra_compose("config", overrides=list(overrides)))
 
-    return _compose
+
+@pytest.fixture
+def compose():
+    """Compose the real Hydra config with overrides and return it as a validated RunConfig."""
+    return compose_config
 
 
 def run_harness(*args: str, cwd: Path, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:

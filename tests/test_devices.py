@@ -56,6 +56,9 @@ def test_two_simulated_replicas_really_run_mirrored_with_the_batch_split(tmp_pat
         assert (frame["replicas"] == 2).all() and (frame["global_batch_size"] == 32).all()
         assert (frame["per_replica_batch_size"] == 16).all() and list(frame["step"]) == [15, 30]  # 480 / 32
         assert frame["val_acc"].iloc[-1] > 0.15
+        # batch norm's statistics recomputed on a single-device copy of the mirrored model
+        assert frame["val_acc_precise_bn"].between(0, 1).all() and frame["bn_initial_weight"].tolist() == [
+            pytest.approx(0.99 ** 15), pytest.approx(0.99 ** 30)]
     assert modes == ["per replica", "synchronized across replicas"]
 
 

@@ -1,0 +1,88 @@
+"""What the recomputed batch-norm statistics cost: the main job's runs with model.batch_norm=true, each trained
+with the per-epoch measurement (harness.precise_bn) and without it, in the same process.
+
+    python -m benchmarks.bench_precise_bn                 # medians of 3, the two variants interleaved
+    python -m benchmarks.bench_precise_bn --update-readme # also rewrite the README's table
+    python -m benchmarks.bench_precise_bn --smoke         # one tiny round, to check the script works
+
+Every run of `python -m harness batch_size=8,32,64,128 model.batch_norm=true -m` (one seed, default epochs and
+probes) goes through harness.run.run_experiment twice per repeat, once as it is and once with the measurement
+switched off, alternating which goes first, after one unmeasured warm-up run; the ratio is of the runs' own wall time (run.json's run_seconds:
+set-up to the end, data, probes and files included; process start-up excluded, which a warm worker pays once).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+BATCH_SIZES = (8, 32, 64, 128)
+
+
+def run_seconds(overrides: list[str], run_dir: Path, measured: bool) -> float:
+    """One run in this process, with or without the per-epoch recomputed statistics; its run_seconds."""
+    from hydra import compose, initialize_config_dir
+
+    from harness import run
+    from harness.cli import CONF_DIR, to_run_config
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = to_run_config(compose("config", overrides=overrides))
+    original = run._precise_bn
+    if not measured:
+        run._precise_bn = lambda *args: None
+    try:
+        run.run_experiment(cfg, run_dir, run_id=f"bench/{run_dir.name}")
+    finally:
+        run._precise_bn = original
+    return json.loads((run_dir / "run.json").read_text())["run_seconds"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="600 samples, 1 epoch, batch 32 only, 1 repeat")
+    parser.add_argument("--update-readme", action="store_true")
+    args = parser.parse_args(argv)
+    extra = ["dataset.num_samples=600", "epochs=1"] if args.smoke else []
+    sizes = (32,) if args.smoke else BATCH_SIZES
+    repeats = 1 if args.smoke else args.repeats
+    with_bn, without = {b: [] for b in sizes}, {b: [] for b in sizes}
+    with tempfile.TemporaryDirectory() as tmp:
+        # the process's first run pays TensorFlow's one-off start (kernels, thread pools): not part of either variant
+        run_seconds(["model.batch_norm=true", "dataset.num_samples=600", "epochs=1"], Path(tmp) / "warm-up", True)
+        for r in range(repeats):
+            for batch in sizes:
+                overrides = ["model.batch_norm=true", f"batch_size={batch}", "seed=0", *extra]
+                for measured in ((True, False) if r % 2 == 0 else (False, True)):
+                    seconds = run_seconds(overrides, Path(tmp) / f"{batch}-{r}-{measured}", measured)
+                    (with_bn if measured else without)[batch].append(seconds)
+                print(f"# repeat {r + 1}, batch {batch}: {with_bn[batch][-1]:.1f} s with, {without[batch][-1]:.1f} s "
+                      "without", file=sys.stderr, flush=True)
+    med = statistics.median
+    total_with, total_without = (sum(med(v[b]) for b in sizes) for v in (with_bn, without))
+    rows = [f"| batch {b} | {med(without[b]):.1f} s | {med(with_bn[b]):.1f} s | {med(with_bn[b]) / med(without[b]):.3f}x |"
+            for b in sizes]
+    text = "\n".join([
+        f"Median of {repeats}, run_seconds of one run (MNIST-1D convnet with batch norm, default epochs and probes"
+        f"{'; smoke round' if args.smoke else ''}), both variants in one process, one after the other.",
+        "",
+        "| run | without the measurement | with it | ratio |",
+        "| --- | ---: | ---: | ---: |",
+        *rows,
+        f"| the main job's {len(sizes)} runs together | {total_without:.1f} s | {total_with:.1f} s | "
+        f"{total_with / total_without:.3f}x |",
+    ])
+    print(text)
+    if args.update_readme:
+        from benchmarks.readme_section import replace_section
+
+        replace_section("precise-bn-cost", text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

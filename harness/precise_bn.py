@@ -1,0 +1,152 @@
+"""Batch-norm statistics recomputed with the current weights, to tell stale moving averages from a real gap.
+
+In inference mode (post-epoch train accuracy, validation) a batch-norm layer normalises with exponential moving
+averages of its batch statistics, m·old + (1 − m)·batch. After s steps they still carry m^s of their initial
+values (mean 0, variance 1): 0.99^126 ≈ 0.28 after the two epochs batch 64 takes on 4,000 samples. So a large
+batch, with few steps, can score near chance in inference mode while its weights fit the data.
+
+The estimator is PreciseBN (Wu & Johnson 2021, "Rethinking 'Batch' in BatchNorm"; fvcore's `PreciseBN`): the
+model runs in training mode over a fixed subset of SUBSET training samples, in batches of BATCH; each layer's
+per-batch means and variances are combined exactly into the mean and variance of its inputs over the subset
+(mean of the batch means; mean of variance + mean², minus the mean squared). Upstream layers normalise with each
+batch's own statistics, as in training; with batches of 1,024 that is within 0.2% of recomputing each layer in
+inference mode, layer by layer in order (tests/test_precise_bn.py checks one against the other). With those
+statistics the model is evaluated on the same subset (train_eval_*_precise_bn: a fixed sample of the training
+set, the same in every epoch and run) and on the whole validation set (val_*_precise_bn). The weights are never
+touched and the moving statistics (every non-trainable variable) are put back bit for bit, so training goes on
+exactly as without the measurement. Under data parallelism it runs on a single-device copy of the model. Loads
+TensorFlow: only run processes import this.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Callable
+
+import numpy as np
+
+from harness.backend import keras, tf
+
+SUBSET = 2048        # training samples the statistics are recomputed on (and train accuracy measured on with them)
+BATCH = 1024         # samples per training-mode pass
+SUBSET_SEED = 1      # the subset depends on the training set only
+COLUMNS = ("train_eval_loss_precise_bn", "train_eval_acc_precise_bn", "val_loss_precise_bn", "val_acc_precise_bn",
+           "bn_initial_weight")
+
+
+def batch_norm_layers(model) -> list:
+    """Every trainable BatchNormalization layer of `model` (ghost batch norm and nested models included); a frozen
+    layer keeps the statistics it has, so it is not among them."""
+    return [layer for layer in model._flatten_layers(include_self=False, recursive=True)
+            if isinstance(layer, keras.layers.BatchNormalization) and layer.trainable]
+
+
+def set_momentum(model, momentum: float) -> None:
+    """`model.bn_momentum`: every BatchNormalization layer's momentum, set after the model is built."""
+    for layer in batch_norm_layers(model):
+        layer.momentum = float(momentum)
+
+
+def initial_weight(layers: list, steps: int) -> float:
+    """momentum^steps, the largest over the layers: how much of its initial value (mean 0, variance 1) the most
+    lagging moving average still carries after `steps` updates."""
+    return max(float(layer.momentum) ** steps for layer in layers)
+
+
+def subset_indices(train_size: int, samples: int = SUBSET) -> np.ndarray:
+    return np.sort(np.random.default_rng(SUBSET_SEED).permutation(train_size)[:samples])
+
+
+class PreciseBatchNorm:
+    """Recomputes a model's batch-norm statistics on a fixed training subset, for the length of a `with` block.
+
+    `twin`: a single-device copy of the model, for a model trained under a distribution strategy: it gets
+    the model's current weights each time; None recomputes in the model itself and restores its statistics after.
+    """
+
+    def __init__(self, model, x: np.ndarray, y: np.ndarray, decode: Callable | None = None, twin=None):
+        self.model, self.twin = model, twin
+        self.layers = batch_norm_layers(model)
+        chosen = subset_indices(len(x))
+        subset = tf.data.Dataset.from_tensor_slices(x[chosen]).batch(BATCH)
+        self.batches = (subset if decode is None else subset.map(decode)).cache()  # decoded once
+        self.labels = np.asarray(y)[chosen]
+        self._moments: dict[int, Callable] = {}
+        self._infer: dict[int, Callable] = {}
+
+    def columns(self, steps: int, val_inputs, val_labels: np.ndarray) -> dict[str, float]:
+        """The epoch's columns: loss and accuracy on the training subset and on validation with the statistics
+        recomputed, and bn_initial_weight after `steps` updates. `val_inputs`: batches of validation inputs."""
+        from harness.train import classification_metrics
+
+        with self.recomputed() as model:
+            train_loss, train_acc = classification_metrics(self._predict(model, self.batches), self.labels)
+            val_loss, val_acc = classification_metrics(self._predict(model, val_inputs), val_labels)
+        return {"train_eval_loss_precise_bn": train_loss, "train_eval_acc_precise_bn": train_acc,
+                "val_loss_precise_bn": val_loss, "val_acc_precise_bn": val_acc,
+                "bn_initial_weight": self.initial_weight(steps)}
+
+    def _predict(self, model, batches) -> np.ndarray:
+        """Class probabilities in inference mode, batch by batch through one compiled function per model."""
+        if id(model) not in self._infer:
+            self._infer[id(model)] = tf.function(lambda x: model(x, training=False), reduce_retracing=True)
+        infer = self._infer[id(model)]
+        return np.concatenate([infer(batch).numpy() for batch in batches])
+
+    @contextmanager
+    def recomputed(self):
+        """Yields the model (or its single-device twin) with population statistics of the current weights."""
+        model = self._target()
+        layers = batch_norm_layers(model)
+        saved = [np.array(v.numpy(), copy=True) for v in model.non_trainable_variables]
+        try:
+            self._recompute(model, layers)
+            yield model
+        finally:
+            for variable, value in zip(model.non_trainable_variables, saved):
+                variable.assign(value)
+
+    def initial_weight(self, steps: int) -> float:
+        return initial_weight(self.layers, steps)
+
+    def _target(self):
+        if self.twin is None:
+            return self.model
+        self.twin.set_weights(self.model.get_weights())
+        return self.twin
+
+    def _recompute(self, model, layers: list) -> None:
+        momenta = [layer.momentum for layer in layers]
+        first = [np.zeros(layer.moving_mean.shape, np.float64) for layer in layers]
+        second = [np.zeros(layer.moving_mean.shape, np.float64) for layer in layers]
+        count = 0
+        for layer in layers:
+            layer.momentum = 0.0  # a training-mode call then leaves each layer's batch statistics in its averages
+        try:
+            moments = self._moments_function(model, layers)
+            for batch in self.batches:
+                size = int(batch.shape[0])
+                for k, (mean, variance) in enumerate(moments(batch)):
+                    mean = mean.numpy().astype(np.float64)
+                    first[k] += size * mean
+                    second[k] += size * (variance.numpy().astype(np.float64) + mean ** 2)
+                count += size
+        finally:
+            for layer, momentum in zip(layers, momenta):
+                layer.momentum = momentum
+        for layer, total, squares in zip(layers, first, second):
+            mean = total / count
+            layer.moving_mean.assign(mean.astype(np.float32))
+            layer.moving_variance.assign(np.maximum(squares / count - mean ** 2, 0.0).astype(np.float32))
+
+    def _moments_function(self, model, layers: list) -> Callable:
+        """One compiled training-mode pass returning every layer's batch mean and variance (traced once, for any
+        batch size, with momentum 0 in place)."""
+        if id(model) not in self._moments:
+            @tf.function(input_signature=[self.batches.element_spec])
+            def moments(x):
+                model(x, training=True)
+                return [(tf.identity(layer.moving_mean.value), tf.identity(layer.moving_variance.value))
+                        for layer in layers]
+
+            self._moments[id(model)] = moments
+        return self._moments[id(model)]

@@ -1,0 +1,154 @@
+"""Batch-norm statistics recomputed for the current weights (harness.precise_bn): they recover what stale moving
+averages hide, they agree with recomputing each layer exactly in inference mode, they leave the model (and so
+training) exactly as it was, and only a model with batch norm pays for them."""
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness import models, precise_bn, train
+from harness.backend import keras
+from harness.run import run_experiment
+from tests.conftest import TINY, compose_config
+
+PRECISE_COLUMNS = set(precise_bn.COLUMNS)
+TIMING = ["epoch_seconds", "samples_per_second"]
+
+
+@pytest.fixture(scope="module")
+def stale():
+    """The harness's convnet with batch norm after 50 steps of batch 64 at Keras's momentum 0.99 (0.99^50 = 0.61
+    of the initial statistics left): its weights have learnt something, its moving averages have not."""
+    from harness.run_inputs import prepare_data
+
+    cfg = compose_config("dataset.num_samples=2000", "model.batch_norm=true", "batch_size=64")
+    data = prepare_data(cfg)
+    keras.utils.set_random_seed(0)
+    model = models.build(cfg.model, data.input_shape, data.num_classes)
+    train.compile_model(model, "adam", 3e-3)
+    model.fit(data.x_train, data.y_train, batch_size=64, epochs=2, verbose=0, shuffle=False)
+    return model, data
+
+
+def _accuracy(model, x, y) -> float:
+    return train.classification_metrics(model.predict(x, batch_size=1024, verbose=0), y)[1]
+
+
+def test_recomputed_statistics_recover_the_accuracy_and_the_model_is_restored_bit_for_bit(stale):
+    model, data = stale
+    measure = precise_bn.PreciseBatchNorm(model, data.x_train, data.y_train)
+    assert len(measure.layers) == 3 and measure.initial_weight(50) == pytest.approx(0.99 ** 50)
+    before = [np.array(v.numpy(), copy=True) for v in model.variables]
+    moving = _accuracy(model, data.x_val, data.y_val)
+    with measure.recomputed() as recomputed:
+        assert recomputed is model  # one device: in place
+        fixed = _accuracy(recomputed, data.x_val, data.y_val)
+        changed = [layer.moving_mean.numpy() for layer in measure.layers]
+    assert moving < 0.35 and fixed > moving + 0.3, (moving, fixed)  # near chance, then what the weights can do
+    assert not np.array_equal(changed[0], before[[id(v) for v in model.variables].index(id(measure.layers[0].moving_mean))])
+    after = [v.numpy() for v in model.variables]
+    assert all(np.array_equal(a, b) for a, b in zip(before, after))  # weights and statistics, bit for bit
+    assert [layer.momentum for layer in measure.layers] == [0.99] * 3
+    assert _accuracy(model, data.x_val, data.y_val) == moving
+
+
+def _exact_layer_by_layer(model, x: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The other estimator: each layer's inputs computed in inference mode with the layers before it already
+    recomputed, in order, their mean and (biased) variance over the samples and spatial axes."""
+    layers = precise_bn.batch_norm_layers(model)
+    inputs = keras.Model(model.inputs, [layer.input for layer in layers])
+    found = []
+    for k, layer in enumerate(layers):
+        values = np.asarray(inputs.predict(x, batch_size=1024, verbose=0)[k], dtype=np.float64)
+        axes = tuple(range(values.ndim - 1))
+        layer.moving_mean.assign(values.mean(axes).astype(np.float32))
+        layer.moving_variance.assign(values.var(axes).astype(np.float32))
+        found.append((values.mean(axes), values.var(axes)))
+    return found
+
+
+def test_the_estimator_agrees_with_exact_statistics_recomputed_layer_by_layer(stale):
+    model, data = stale
+    measure = precise_bn.PreciseBatchNorm(model, data.x_train, data.y_train)
+    with measure.recomputed():
+        ours = [(layer.moving_mean.numpy(), layer.moving_variance.numpy()) for layer in measure.layers]
+        ours_acc = _accuracy(model, data.x_val, data.y_val)
+    saved = [np.array(v.numpy(), copy=True) for v in model.non_trainable_variables]
+    subset = data.x_train[precise_bn.subset_indices(len(data.x_train))]
+    exact = _exact_layer_by_layer(model, subset)
+    exact_acc = _accuracy(model, data.x_val, data.y_val)
+    for variable, value in zip(model.non_trainable_variables, saved):
+        variable.assign(value)
+    for (mean, var), (exact_mean, exact_var) in zip(ours, exact):
+        scale = np.sqrt(exact_var) + 1e-3
+        assert np.max(np.abs(mean - exact_mean) / scale) < 0.01  # within 1% of a standard deviation
+        assert np.max(np.abs(var - exact_var) / exact_var) < 0.02
+    assert abs(ours_acc - exact_acc) <= 0.01
+
+
+def test_bn_momentum_is_set_on_every_batch_norm_layer_of_any_model(compose):
+    plain = compose("model.batch_norm=true", "model.bn_momentum=0.9")
+    ghost = compose("model.batch_norm=true", "model.ghost_batch_size=8", "model.bn_momentum=0.5")
+    application = compose("model=application", "model.name=MobileNetV2", "dataset=cifar10", "model.bn_momentum=0.9",
+                          "+model.alpha=0.35")
+    for cfg, shape, momentum, count in [(plain, (40, 1), 0.9, 3), (ghost, (40, 1), 0.5, 3),
+                                        (application, (32, 32, 3), 0.9, 52)]:
+        model = models.build(cfg.model, shape, 10)
+        layers = precise_bn.batch_norm_layers(model)
+        assert len(layers) == count and {layer.momentum for layer in layers} == {momentum}
+    untouched = models.build(compose("model.batch_norm=true").model, (40, 1), 10)
+    assert {layer.momentum for layer in precise_bn.batch_norm_layers(untouched)} == {0.99}  # Keras's own
+
+
+def test_a_run_with_batch_norm_records_recomputed_accuracies_and_trains_exactly_as_without(compose, tmp_path,
+                                                                                          monkeypatch):
+    from harness import run
+
+    traced = []
+    original = precise_bn.PreciseBatchNorm._moments_function
+    monkeypatch.setattr(precise_bn.PreciseBatchNorm, "_moments_function",
+                        lambda self, *a: traced.append(original(self, *a)) or traced[-1])
+    cfg = compose("dataset.num_samples=2000", "probes=false", "seed=0", "model.batch_norm=true", "batch_size=64",
+                  "lr=0.003", "epochs=2")
+    run_experiment(cfg, tmp_path / "with", run_id="s/0")
+    measured = pd.read_parquet(tmp_path / "with" / "metrics.parquet")
+    assert PRECISE_COLUMNS <= set(measured.columns)
+    assert measured["bn_initial_weight"].tolist() == pytest.approx([0.99 ** 25, 0.99 ** 50])
+    assert measured["val_acc_precise_bn"].iloc[-1] > measured["val_acc"].iloc[-1] + 0.2  # 50 steps: stale averages
+    assert (measured["train_eval_acc_precise_bn"] > measured["train_eval_acc"]).all()
+    assert len(traced) == 2 and traced[0] is traced[1] and traced[0].experimental_get_tracing_count() == 1
+    monkeypatch.setattr(run, "_precise_bn", lambda *args: None)
+    run_experiment(cfg, tmp_path / "without", run_id="s/0")
+    plain = pd.read_parquet(tmp_path / "without" / "metrics.parquet")
+    assert not PRECISE_COLUMNS & set(plain.columns)
+    pd.testing.assert_frame_equal(measured[plain.columns].drop(columns=TIMING), plain.drop(columns=TIMING),
+                                  check_exact=True)
+
+
+def test_a_model_without_batch_norm_gets_no_columns_and_no_measurement(compose, tmp_path, monkeypatch):
+    built = []
+    original = precise_bn.PreciseBatchNorm.__init__
+    monkeypatch.setattr(precise_bn.PreciseBatchNorm, "__init__",
+                        lambda self, *a, **k: built.append(1) or original(self, *a, **k))
+    run_experiment(compose(*TINY, "epochs=1"), tmp_path / "r", run_id="s/0")
+    assert not PRECISE_COLUMNS & set(pd.read_parquet(tmp_path / "r" / "metrics.parquet").columns)
+    assert built == []
+
+
+@pytest.mark.parametrize("value", ["0", "1", "1.5", "-0.1", "true", "fast"])
+def test_a_bad_bn_momentum_is_one_line_naming_the_key(value, compose):
+    from harness.config import ConfigError
+
+    with pytest.raises(ConfigError) as err:
+        compose("model.batch_norm=true", f"model.bn_momentum={value}")
+    assert str(err.value).startswith("model.bn_momentum=") and "a number in (0, 1)" in str(err.value)
+
+
+def test_bn_momentum_on_a_built_in_model_without_batch_norm_is_refused(compose):
+    from harness.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"^model.bn_momentum=0.9 is not allowed: null unless model.batch_norm"):
+        compose("model.bn_momentum=0.9")
+    assert dataclasses.asdict(compose("model=mlp", "model.batch_norm=true", "model.bn_momentum=0.9").model)[
+        "bn_momentum"] == 0.9
