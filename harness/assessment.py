@@ -12,7 +12,8 @@ import pandas as pd
 
 from harness import analysis, tuning, verdicts, why
 from harness.batch_controls import controls_finding, hoffer_finding
-from harness.findings import Finding, capacity_finding, imbalance_finding, preprocess_finding, shuffle_finding
+from harness.findings import (Finding, batchnorm_finding, capacity_finding, imbalance_finding, preprocess_finding,
+                              shuffle_finding)
 
 
 @dataclass
@@ -54,7 +55,7 @@ def assess(sweep_dir: Path) -> Assessment:
 
 def all_findings(df: pd.DataFrame, final: pd.DataFrame, varied: list[str]) -> list[Finding]:
     """Every finding the sweep's data allow: the other suspects, then the controls of the batch-size study."""
-    found = [shuffle_finding(df, varied)]
+    found = [batchnorm_finding(df, varied), shuffle_finding(df, varied)]
     found += [f(final, varied) for f in (imbalance_finding, preprocess_finding, capacity_finding, controls_finding,
                                          hoffer_finding)]
     return [f for f in found if f is not None]

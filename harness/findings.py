@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from harness import batchnorm
 from harness.analysis import BATCH, num_classes
-from harness.verdicts import CHANCE_MARGIN, MIN_EFFECT, Verdict
+from harness.verdicts import CHANCE_MARGIN, MIN_EFFECT, Verdict, accuracy_reading
 
 
 Finding = Verdict  # `subject` names the suspect
@@ -100,6 +101,7 @@ def shuffle_finding(df: pd.DataFrame, varied: list[str]) -> Finding | None:
             f"{row['train_acc']:.2f} while val_acc was {row['val_acc']:.2f} (chance {chance:.2f}); measured after "
             "the epoch, train accuracy was "
             f"{row['train_eval_acc']:.2f} ({runs['run_id'].nunique()} run(s))."
+            + _recomputed_note(runs[runs["epoch"] == worst])
         )
         shuffled = df[df["shuffle"].astype(bool) & (df["epoch"] == worst) & (df[BATCH] == cell[BATCH])]
         for other in others:
@@ -116,6 +118,17 @@ def shuffle_finding(df: pd.DataFrame, varied: list[str]) -> Finding | None:
                        "epoch, in inference mode, train accuracy is as low as validation: no generalization gap, an "
                        "artefact of the order.")
     return Finding("Unshuffled data", outcome, headline, details, comparisons)
+
+
+def _recomputed_note(rows: pd.DataFrame) -> str:
+    """For a model with batch norm: whether recomputed statistics rescue the epoch (stale statistics) or not (the
+    weights themselves follow the class order)."""
+    if not batchnorm.has_precise(rows):
+        return ""
+    recomputed, moving = rows["val_acc_precise_bn"].mean(), rows["val_acc"].mean()
+    verdict = ("so stale batch-norm statistics, not the order, hold it down" if recomputed - moving >= 0.1 else
+               "so stale batch-norm statistics do not explain it")
+    return f" With batch-norm statistics recomputed for the current weights val_acc is {recomputed:.2f}, {verdict}."
 
 
 def imbalance_finding(final: pd.DataFrame, varied: list[str]) -> Finding | None:
@@ -187,3 +200,46 @@ def capacity_finding(final: pd.DataFrame, varied: list[str]) -> Finding | None:
                    f"A larger model on less data widened the gap (train_eval_acc - val_acc): {outcome} "
                    f"({widened:+.3f} from the smallest model on the most data to the largest on the least).",
                    details, [comparison])
+
+
+def batchnorm_finding(df: pd.DataFrame, varied: list[str]) -> Finding | None:
+    """Stale batch-norm statistics: at epoch 2 and the last epoch, how much of each larger batch's val_acc drop
+    from the smallest batch do the moving averages explain (harness.batchnorm)? Shuffled runs of models with
+    batch norm only."""
+    epochs = df[df["epoch"].notna() & (df["status"] == "completed")]
+    if "shuffle" in epochs.columns:
+        epochs = epochs[epochs["shuffle"].astype(bool)]
+    if not batchnorm.has_precise(epochs) or epochs[BATCH].nunique() < 2:
+        return None
+    others = [k for k in varied if k not in ("seed", "batch_size") and k in epochs.columns]
+    details, rows, comparisons, named = [], [], [], []
+    read = batchnorm.epochs_read(epochs)
+    for label, cell, runs in _cells(epochs, others, others) if others else [("", {}, epochs)]:
+        sizes = sorted(runs[BATCH].unique())
+        for epoch in read:
+            at = runs[runs["epoch"] == epoch]
+            small = at[at[BATCH] == sizes[0]]
+            rows.append(batchnorm.table_row(label or "all runs", sizes[0], epoch, small))
+            for size in sizes[1:]:
+                large = at[at[BATCH] == size]
+                rows.append(batchnorm.table_row(label or "all runs", size, epoch, large))
+                found = batchnorm.split(small, large)
+                if found is None:
+                    continue
+                named.append(found.named)
+                rest = accuracy_reading(batchnorm.recomputed(small), batchnorm.recomputed(large))
+                details.append(f"{batchnorm.sentence(found, f', epoch {epoch}{_where(label)}')} {rest}")
+                if epoch == read[0]:
+                    comparisons.append(compare(f"batch {size}, epoch {epoch}{_where(label)}", f"batch {sizes[0]}",
+                                               f"batch {size}", small, large,
+                                               ("train_acc", "train_eval_acc", "val_acc", "val_acc_precise_bn")))
+    if not details:
+        return None
+    outcome = "reproduced" if any(named) else "not reproduced"
+    headline = (f"Batch-norm statistics that lag the weights lowered val_acc at the larger batches: {outcome}. "
+                f"Read at epoch{'s' if len(read) > 1 else ''} {' and '.join(map(str, read))}; with the statistics "
+                "recomputed on the training set for the current weights the accuracy is what the weights can do. "
+                "Remedies: more steps, a lower momentum (model.bn_momentum), or recomputing the statistics before "
+                "evaluating.")
+    return Finding("Batch-norm statistics", outcome, headline, details, comparisons,
+                   table=(batchnorm.table_header(), rows))

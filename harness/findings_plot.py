@@ -12,7 +12,8 @@ from matplotlib.patches import Patch
 from harness.plots import grid, legend_below, wrap
 
 STYLES = {"train_acc": ("running train_acc", "#9ecae1", ".."), "train_eval_acc": ("train_eval_acc", "#3182bd", ""),
-          "val_acc": ("val_acc", "#222222", "")}
+          "val_acc": ("val_acc", "#222222", ""),
+          "val_acc_precise_bn": ("val_acc, recomputed BN statistics", "#888888", "//")}
 
 
 def _mean_sd(values: list[float]) -> tuple[float, float]:

@@ -170,6 +170,39 @@ def metric_vs_steps(epochs: pd.DataFrame, column: str, ylabel: str, title: str, 
     return fig
 
 
+def batchnorm_val_vs_steps(df: pd.DataFrame) -> Figure:
+    """val_acc with the moving batch-norm statistics (solid) and with statistics recomputed for the current
+    weights (dashed) against optimizer steps, a colour per batch size, a panel per facet (mean over seeds)."""
+    epochs = df[df["epoch"].notna() & df["val_acc_precise_bn"].notna()]
+    facets = facet_order(epochs["facet"])
+    sizes = sorted(epochs[BATCH].unique())
+    colors = _colors(sizes)
+    lines = max((wrap(f, 44).count("\n") + 1 for f in facets), default=1)
+    fig, axes = grid(3, len(facets), legend_entries=len(sizes) + 2, panel=(4.2, 3.0), title_lines=lines)
+    for ax, facet in zip(axes, facets):
+        for size in sizes:
+            cell = epochs[(epochs["facet"] == facet) & (epochs[BATCH] == size)]
+            for column, style in (("val_acc", "-o"), ("val_acc_precise_bn", "--s")):
+                if not cell.empty:
+                    s = _mean_sd(cell, "step", column)
+                    ax.plot(s["step"], s["mean"], style, ms=2.5, color=colors[size])
+        ax.set_xscale("log")
+        ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel("optimizer steps", fontsize=8)
+        ax.set_ylim(0, 1)
+        ax.set_title(wrap(facet, 44) if len(facets) > 1 else "val_acc: moving vs recomputed statistics", fontsize=8.5)
+        ax.grid(alpha=0.3)
+    if axes:
+        axes[0].set_ylabel("val_acc")
+    handles = [Line2D([], [], color="black", marker="o", ls="-"), Line2D([], [], color="black", marker="s", ls="--")]
+    handles += [Line2D([], [], color=colors[s], marker="o") for s in sizes]
+    legend_below(fig, handles, ["moving statistics", "recomputed statistics", *[f"batch {s}" for s in sizes]],
+                 columns=6)
+    return fig
+
+
 def _throughput_per_run(df: pd.DataFrame, by: str) -> pd.DataFrame:
     """Each run's median samples/s over its epochs after the first (which includes tracing)."""
     epochs = df[df["epoch"].notna()]

@@ -15,6 +15,10 @@ def _always(df: pd.DataFrame) -> bool:
     return True
 
 
+def _has_batch_norm(df: pd.DataFrame) -> bool:
+    return "val_acc_precise_bn" in df.columns and df["val_acc_precise_bn"].notna().any()
+
+
 def _replicas_vary(df: pd.DataFrame) -> bool:
     return "replicas" in df.columns and df["replicas"].nunique() > 1
 
@@ -25,6 +29,8 @@ FIGURES = [
     ("Learning curves", plots.learning_curves, "epochs", _always),
     ("Validation accuracy and gap vs batch size", plots.accuracy_vs_batch, "final", _always),
     ("Validation accuracy vs optimizer steps", plots.val_vs_steps, "epochs", _always),
+    ("Batch-norm statistics: val_acc with moving vs recomputed statistics", plots.batchnorm_val_vs_steps, "epochs",
+     _has_batch_norm),
     ("Throughput", plots.throughput_vs_batch, "epochs", _always),
     ("Throughput vs replicas", plots.throughput_vs_replicas, "epochs", _replicas_vary),
 ]
@@ -42,6 +48,10 @@ CAPTIONS = {  # under each figure, for the reader
     "Validation accuracy vs optimizer steps": (
         "The same runs against updates instead of epochs: where the curves overlap, a large batch is only behind "
         "in steps, not worse."),
+    "Batch-norm statistics: val_acc with moving vs recomputed statistics": (
+        "Solid: val_acc as the model is evaluated, with its batch-norm layers' moving averages; dashed: with the "
+        "statistics recomputed on 2,048 training samples for the current weights. Where dashed is far above solid "
+        "the moving averages lag the weights (few steps, a high momentum); mean over seeds."),
     "Throughput": "Training samples per second, median over each run's epochs after the first.",
     "Throughput vs replicas": "Training samples per second against the number of data-parallel replicas "
                               "(MirroredStrategy).",

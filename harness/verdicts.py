@@ -17,14 +17,14 @@ Rules (a difference of MIN_EFFECT accuracy, one point, is the smallest effect wo
 """
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 
-import numpy as np
 import pandas as pd
 from scipy import stats
 
+from harness import batchnorm
 from harness.analysis import BATCH, num_classes
+from harness.intervals import welch_interval
 
 MIN_EFFECT = 0.01
 EQUIVALENCE_MARGIN = 0.02
@@ -43,6 +43,7 @@ class Verdict:
     headline: str
     details: list[str] = field(default_factory=list)
     comparisons: list = field(default_factory=list)  # findings.Comparison: treated beside reference, to plot
+    table: tuple[list[str], list[list[str]]] | None = None  # (header, rows) of numbers the report shows as a table
 
 
 @dataclass
@@ -52,17 +53,6 @@ class BatchVerdict(Verdict):
     effect: float = float("nan")      # mean final val_acc, smallest minus largest batch
     interval: tuple[float, float] | None = None
     rho: float = float("nan")
-
-
-def welch_interval(a: np.ndarray, b: np.ndarray, level: float = 0.95) -> tuple[float, float]:
-    """Confidence interval for mean(a) - mean(b) with unequal variances (Welch's t-test)."""
-    if np.var(a, ddof=1) + np.var(b, ddof=1) == 0.0:  # identical seeds: SciPy's interval would be NaN
-        diff = float(np.mean(a) - np.mean(b))
-        return diff, diff
-    with warnings.catch_warnings():  # one group of identical seeds is exact, not "catastrophic cancellation"
-        warnings.simplefilter("ignore", RuntimeWarning)
-        interval = stats.ttest_ind(a, b, equal_var=False).confidence_interval(level)
-    return float(interval.low), float(interval.high)
 
 
 def _pm(values: pd.Series) -> str:
@@ -97,14 +87,17 @@ def batch_size_verdict(final: pd.DataFrame, facet: str = "all runs", runs: pd.Da
     effect = float(small["val_acc"].mean() - large["val_acc"].mean())
     rho = float(stats.spearmanr(final[BATCH], final["val_acc"]).statistic) if final["val_acc"].nunique() > 1 else 0.0
     outcome, interval, evidence = _decide(small["val_acc"], large["val_acc"], effect, rho, n_seeds)
+    stale = batchnorm.split(small, large)
     headline = " ".join([f"{CLAIM}: {outcome}.", *notes,
         f"Final val_acc {_pm(small['val_acc'])} at batch {sizes[0]} vs {_pm(large['val_acc'])} at batch {sizes[-1]} "
-        f"(drop {effect:+.3f}); Spearman rho over {len(sizes)} batch sizes {rho:+.2f}; {evidence}."])
+        f"(drop {effect:+.3f}); Spearman rho over {len(sizes)} batch sizes {rho:+.2f}; {evidence}.",
+        *([f"Batch-norm statistics that lag the weights explain {min(stale.stale / stale.drop, 1):.0%} of the drop "
+           "(below)."] if stale is not None and stale.named else [])])
     details = [
         f"At each run's best epoch: val_acc {_pm(small['best_val_acc'])} at batch {sizes[0]} vs "
         f"{_pm(large['best_val_acc'])} at batch {sizes[-1]} "
         f"(drop {small['best_val_acc'].mean() - large['best_val_acc'].mean():+.3f}).",
-        train_accuracy_note(small, large, sizes[0], sizes[-1]),
+        *_train_accuracy_lines(small, large, sizes[0], sizes[-1]),
         *_chance_lines(final, chance, k),
         *filter(None, [target_line]),
         *([f"Runs without a result, not in these numbers: {unfinished}."] if unfinished else []),
@@ -215,25 +208,35 @@ def _unfinished_note(runs: pd.DataFrame) -> str:
     return ", ".join(parts)
 
 
-def train_accuracy_note(small: pd.DataFrame, large: pd.DataFrame, small_b: int, large_b: int) -> str:
-    """Say which moved, train or validation accuracy, so under-training is not read as a generalization gap."""
+def _train_accuracy_lines(small: pd.DataFrame, large: pd.DataFrame, small_b: int, large_b: int) -> list[str]:
+    """Which moved, train or validation accuracy; for a model with batch norm, first how much of the drop its
+    stale statistics explain, then the same reading on the accuracies with recomputed statistics."""
+    stale = batchnorm.split(small, large)
+    if stale is None:
+        return [train_accuracy_note(small, large, small_b, large_b)]
+    rest = train_accuracy_note(batchnorm.recomputed(small), batchnorm.recomputed(large), small_b, large_b)
+    return [batchnorm.sentence(stale), f"With the statistics recomputed: {rest}"]
+
+
+def accuracy_reading(small: pd.DataFrame, large: pd.DataFrame) -> str:
+    """The rule train_accuracy_note applies: under-training, a widened gap, or neither (no numbers)."""
     val_drop = small["val_acc"].mean() - large["val_acc"].mean()
     train_drop = small["train_eval_acc"].mean() - large["train_eval_acc"].mean()
-    gap_small, gap_large = small["gap"].mean(), large["gap"].mean()
+    if val_drop < MIN_EFFECT:
+        return "Validation accuracy did not fall with batch size."
+    if train_drop >= val_drop / 2:
+        return ("Train accuracy fell too, so most of the validation drop is under-training (fewer optimizer steps in "
+                "the same epochs), not a generalization gap. Compare at matched steps (see val_acc vs steps).")
+    if large["gap"].mean() - small["gap"].mean() >= MIN_EFFECT:
+        return "Train accuracy held while validation accuracy fell: the gap widened, a generalization gap."
+    return "Both moved a little; neither under-training nor a widened gap stands out."
+
+
+def train_accuracy_note(small: pd.DataFrame, large: pd.DataFrame, small_b: int, large_b: int) -> str:
+    """Say which moved, train or validation accuracy, so under-training is not read as a generalization gap."""
     numbers = (
         f"Train accuracy after the final epoch (train_eval_acc) was {small['train_eval_acc'].mean():.3f} at batch "
         f"{small_b} and {large['train_eval_acc'].mean():.3f} at batch {large_b}; the gap train_eval_acc - val_acc "
-        f"went from {gap_small:+.3f} to {gap_large:+.3f}."
+        f"went from {small['gap'].mean():+.3f} to {large['gap'].mean():+.3f}."
     )
-    if val_drop < MIN_EFFECT:
-        reading = "Validation accuracy did not fall with batch size."
-    elif train_drop >= val_drop / 2:
-        reading = (
-            "Train accuracy fell too, so most of the validation drop is under-training (fewer optimizer steps in "
-            "the same epochs), not a generalization gap. Compare at matched steps (see val_acc vs steps)."
-        )
-    elif gap_large - gap_small >= MIN_EFFECT:
-        reading = "Train accuracy held while validation accuracy fell: the gap widened, a generalization gap."
-    else:
-        reading = "Both moved a little; neither under-training nor a widened gap stands out."
-    return f"{numbers} {reading}"
+    return f"{numbers} {accuracy_reading(small, large)}"

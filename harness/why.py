@@ -18,13 +18,12 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
-from scipy import stats
 
 from harness.analysis import BATCH, facet_order, read_run_records
 from harness.files import DamagedFile, read_json
 from harness.interpolation import INTERPOLATION_FILE
+from harness.intervals import welch_p
 from harness.probes import PROBES_FILE
 EPOCH_PROBES = ["noise_scale", "grad_norm_sq", "grad_trace_cov", "weight_distance"]
 FINAL_PROBES = ["hessian_top_eigenvalue", "hessian_trace", "sharpness", "sharpness_5e-4"]
@@ -160,13 +159,6 @@ def number(value: float) -> str:
     if not math.isfinite(value):
         return "–"
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
-
-
-def welch_p(a: np.ndarray, b: np.ndarray) -> float:
-    """Two-sided Welch t-test p-value; identical seeds on both sides give 0 for different means, 1 for equal."""
-    if np.var(a, ddof=1) + np.var(b, ddof=1) == 0.0:
-        return 0.0 if np.mean(a) != np.mean(b) else 1.0
-    return float(stats.ttest_ind(a, b, equal_var=False).pvalue)
 
 
 def sharpness_sentence(probes: pd.DataFrame) -> str | None:

@@ -1,12 +1,14 @@
 """Write the README's "What we found" section from the studies' sweep folders (never typed by hand).
 
-    for s in batch_size shuffle imbalance preprocess capacity causes controls tuned; do
+    for s in batchnorm batch_size shuffle imbalance preprocess capacity causes controls tuned; do
       python -m harness +study=$s hydra.sweep.dir=sweeps/study-$s -m
     done
     python -m scripts.findings sweeps/study-*            # print the section
     python -m scripts.findings sweeps/study-* --update-readme
 
-For each sweep: its study, runs, seeds and wall time, then every verdict and finding the report computes.
+For each sweep: its study, runs, seeds and wall time, then every verdict and finding the report computes. The
+batchnorm study's sweep also writes the short block that opens the findings: the seed note's numbers, what
+caused them and what a user can do (`seed_case`).
 """
 from __future__ import annotations
 
@@ -56,17 +58,54 @@ def summarize(sweep_dir: Path) -> str:
     return "\n".join(lines)
 
 
+SEED_BATCH, SEED_EPOCH, SEED_MOMENTUM = 64, 2, 0.99  # the seed note: batch 64, "second epoch"; Keras's momentum
+
+
+def seed_case(sweep_dir: Path) -> str | None:
+    """The seed note's case from a +study=batchnorm sweep: its symptom at batch 64, epoch 2 (momentum 0.99), what
+    the harness says caused it and what the lower momentum did; None for another sweep."""
+    from harness import batchnorm
+
+    a = assess(sweep_dir)
+    finding = next((f for f in a.findings if f.subject == "Batch-norm statistics"), None)
+    if finding is None or "model.bn_momentum" not in a.df.columns:
+        return None
+    at = a.df[(a.df["epoch"] == SEED_EPOCH) & (a.df["status"] == "completed")]
+    cell = lambda batch, momentum: at[(at["global_batch_size"] == batch) & (at["model.bn_momentum"] == momentum)]  # noqa: E731
+    small = int(at["global_batch_size"].min())
+    seed, lower = cell(SEED_BATCH, SEED_MOMENTUM), cell(SEED_BATCH, at["model.bn_momentum"].min())
+    stale = batchnorm.split(cell(small, SEED_MOMENTUM), seed)
+    if seed.empty or stale is None:
+        return None
+    pm = batchnorm.mean_interval
+    return "\n".join([
+        f"**The seed note's numbers, reproduced** (`+study=batchnorm`, batch {SEED_BATCH}, epoch {SEED_EPOCH}, "
+        f"momentum {SEED_MOMENTUM}, n = {len(seed)} seeds, mean ± 95% interval): running train_acc "
+        f"{pm(seed['train_acc'])}, val_acc {pm(seed['val_acc'])}; at batch {small}, val_acc "
+        f"{pm(cell(small, SEED_MOMENTUM)['val_acc'])}.",
+        "- **What caused it**: "
+        + ("stale batch-norm statistics, not the large batch's generalization. " if stale.named else
+           "not (mainly) stale batch-norm statistics. ") + batchnorm.sentence(stale),
+        f"- **What a user can do**: more steps; a lower momentum (`model.bn_momentum={lower['model.bn_momentum'].iloc[0]:g}` "
+        f"gives val_acc {pm(lower['val_acc'])} at the same point); or recompute the statistics before evaluating "
+        f"(val_acc {pm(seed['val_acc_precise_bn'])}, the harness's `val_acc_precise_bn`).",
+    ])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sweeps", nargs="+", type=Path)
     parser.add_argument("--update-readme", action="store_true")
     args = parser.parse_args(argv)
     text = "\n\n".join(summarize(sweep) for sweep in args.sweeps)
-    print(text)
+    case = next((c for c in map(seed_case, args.sweeps) if c), None)
+    print(*([case, ""] if case else []), text, sep="\n")
     if args.update_readme:
         from benchmarks.readme_section import replace_section
 
         replace_section("findings", text)
+        if case:
+            replace_section("seed-case", case)
     return 0
 
 

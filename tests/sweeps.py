@@ -71,9 +71,11 @@ def _override(key: str, value) -> str:
     return f"{key}={'null' if value is None else value}"
 
 
-def metric_rows(run_id: str, cfg: dict, val, train_eval, tune=None) -> list[dict]:
+def metric_rows(run_id: str, cfg: dict, val, train_eval, tune=None, stale_bn: bool = False) -> list[dict]:
     """The rows harness.run writes for a run of `cfg` whose epochs ended at these accuracies (`tune`: the
-    tuning slice's, with tune_fraction > 0; by default val_acc's)."""
+    tuning slice's, with tune_fraction > 0; by default val_acc's). `stale_bn`: a model with batch norm whose
+    weights reach these accuracies (the `*_precise_bn` columns) while its moving statistics still carry
+    bn_initial_weight = momentum^step of their start, pulling the accuracies measured with them towards chance."""
     from harness.batching import plan_batches, plan_schedule
     from harness.runlog import config_columns
 
@@ -104,12 +106,24 @@ def metric_rows(run_id: str, cfg: dict, val, train_eval, tune=None) -> list[dict
             **({"tune_loss": 1.2 - tune[e], "tune_acc": tune[e]} if tune is not None else {}),
             "lr": schedule.peak_lr * warmup, "epoch_seconds": 1.5, "samples_per_second": 100.0 * cfg["batch_size"],
         })
+        if stale_bn:
+            rows[-1].update(_stale_statistics(rows[-1], cfg.get("model.bn_momentum") or 0.99))
     return rows
 
 
+def _stale_statistics(row: dict, momentum: float) -> dict:
+    weight = momentum ** row["step"]
+    chance = 1.0 / NUM_CLASSES
+    return {"train_eval_acc_precise_bn": row["train_eval_acc"], "train_eval_loss_precise_bn": row["train_eval_loss"],
+            "val_acc_precise_bn": row["val_acc"], "val_loss_precise_bn": row["val_loss"], "bn_initial_weight": weight,
+            "train_eval_acc": weight * chance + (1 - weight) * row["train_eval_acc"],
+            "val_acc": weight * chance + (1 - weight) * row["val_acc"]}
+
+
 def make_run(sweep: Path, job: int, *, status="completed", val=(0.5, 0.7, 0.8), train_eval=None, error=None,
-             finished=True, overrides=None, tune=None, **config):
-    """One run folder; `val` gives one val_acc per completed epoch (empty: no metrics file)."""
+             finished=True, overrides=None, tune=None, stale_bn=False, **config):
+    """One run folder; `val` gives one val_acc per completed epoch (empty: no metrics file); `stale_bn`: see
+    metric_rows."""
     cfg = {**_composed_config_dict(), **config}
     run_dir = sweep / str(job)
     run_dir.mkdir(parents=True)
@@ -131,8 +145,8 @@ def make_run(sweep: Path, job: int, *, status="completed", val=(0.5, 0.7, 0.8), 
         record.update(fit_seconds=40.0, target_reached_at_epoch=None)
     (run_dir / "run.json").write_text(json.dumps(record, indent=2) + "\n")
     if val:
-        pd.DataFrame(metric_rows(run_id, cfg, val, train_eval, tune)).to_parquet(run_dir / "metrics.parquet",
-                                                                               index=False)
+        pd.DataFrame(metric_rows(run_id, cfg, val, train_eval, tune, stale_bn)).to_parquet(
+            run_dir / "metrics.parquet", index=False)
     return run_dir
 
 
@@ -189,7 +203,8 @@ def _tune(cfg: dict, val: list[float]) -> list[float] | None:
 
 def study_sweep(sweep: Path, *overrides: str) -> Path:
     """The runs of `python -m harness OVERRIDES -m` (e.g. "+study=causes") as constructed folders: the jobs and
-    configs the real command would run, with made-up accuracies (see _synthetic_accuracy)."""
+    configs the real command would run, with made-up accuracies (see _synthetic_accuracy); a model with batch norm
+    gets moving statistics that lag its weights (metric_rows's `stale_bn`)."""
     from harness.cli import plan_command
     from harness.runlog import recorded_config
 
@@ -199,7 +214,8 @@ def study_sweep(sweep: Path, *overrides: str) -> Path:
         epochs = run_cfg.train.epochs
         cfg_for_numbers = {**cfg, "global_batch_size": run_cfg.train.batch_size}
         running, train, val = _synthetic_accuracy(cfg_for_numbers, epochs)
-        run_dir = make_run(sweep, num, val=val, train_eval=train, overrides=list(job), tune=_tune(cfg, val), **cfg)
+        run_dir = make_run(sweep, num, val=val, train_eval=train, overrides=list(job), tune=_tune(cfg, val),
+                           stale_bn=bool(cfg.get("model.batch_norm")), **cfg)
         frame = pd.read_parquet(run_dir / "metrics.parquet")
         frame["train_acc"] = running
         frame.to_parquet(run_dir / "metrics.parquet", index=False)

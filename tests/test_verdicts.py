@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from harness import analysis, verdicts
+from harness import analysis, intervals, verdicts
 from tests.sweeps import batch_sweep, make_run
 
 
@@ -64,15 +64,15 @@ def test_welch_interval_follows_the_welch_satterthwaite_formula():
     dof = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
     half = stats.t.ppf(0.975, dof) * np.sqrt(va + vb)
     diff = a.mean() - b.mean()
-    assert verdicts.welch_interval(a, b) == pytest.approx((diff - half, diff + half))
-    assert verdicts.welch_interval(b, a) == pytest.approx((-diff - half, -diff + half))
-    narrow = verdicts.welch_interval(a, b, level=0.5)
+    assert intervals.welch_interval(a, b) == pytest.approx((diff - half, diff + half))
+    assert intervals.welch_interval(b, a) == pytest.approx((-diff - half, -diff + half))
+    narrow = intervals.welch_interval(a, b, level=0.5)
     assert diff - half < narrow[0] < diff < narrow[1] < diff + half
 
 
 def test_welch_interval_of_identical_seeds_is_the_difference_itself():
     """No spread at all (SciPy's interval would be NaN): the difference, exactly."""
-    assert verdicts.welch_interval(np.array([0.75, 0.75]), np.array([0.5, 0.5, 0.5])) == (0.25, 0.25)
+    assert intervals.welch_interval(np.array([0.75, 0.75]), np.array([0.5, 0.5, 0.5])) == (0.25, 0.25)
 
 
 def _verdict(sweep):

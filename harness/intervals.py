@@ -1,0 +1,38 @@
+"""Intervals and tests over seeds, for every verdict that claims a difference: Welch's unequal-variance interval
+and p-value for two groups of runs, and Student's t interval of one group's mean."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from scipy import stats
+
+
+def welch_interval(a: np.ndarray, b: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    """Confidence interval for mean(a) - mean(b) with unequal variances (Welch's t-test)."""
+    if np.var(a, ddof=1) + np.var(b, ddof=1) == 0.0:  # identical seeds: SciPy's interval would be NaN
+        diff = float(np.mean(a) - np.mean(b))
+        return diff, diff
+    with warnings.catch_warnings():  # one group of identical seeds is exact, not "catastrophic cancellation"
+        warnings.simplefilter("ignore", RuntimeWarning)
+        interval = stats.ttest_ind(a, b, equal_var=False).confidence_interval(level)
+    return float(interval.low), float(interval.high)
+
+
+def t_interval(values: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    """Confidence interval for the mean of `values` (Student's t, n - 1 degrees of freedom); needs two or more
+    values. Identical values give the value itself."""
+    values = np.asarray(values, dtype=float)
+    mean = float(values.mean())
+    spread = float(values.std(ddof=1))
+    if spread == 0.0:
+        return mean, mean
+    half = float(stats.t.ppf(0.5 + level / 2, len(values) - 1)) * spread / np.sqrt(len(values))
+    return mean - half, mean + half
+
+
+def welch_p(a: np.ndarray, b: np.ndarray) -> float:
+    """Two-sided Welch t-test p-value; identical seeds on both sides give 0 for different means, 1 for equal."""
+    if np.var(a, ddof=1) + np.var(b, ddof=1) == 0.0:
+        return 0.0 if np.mean(a) != np.mean(b) else 1.0
+    return float(stats.ttest_ind(a, b, equal_var=False).pvalue)
