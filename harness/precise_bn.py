@@ -5,17 +5,20 @@ averages of its batch statistics, m·old + (1 − m)·batch. After s steps they 
 values (mean 0, variance 1): 0.99^126 ≈ 0.28 after the two epochs batch 64 takes on 4,000 samples. So a large
 batch, with few steps, can score near chance in inference mode while its weights fit the data.
 
-The estimator is PreciseBN (Wu & Johnson 2021, "Rethinking 'Batch' in BatchNorm"; fvcore's `PreciseBN`): the
-model runs in training mode over a fixed subset of SUBSET training samples, in batches of BATCH; each layer's
-per-batch means and variances are combined exactly into the mean and variance of its inputs over the subset
-(mean of the batch means; mean of variance + mean², minus the mean squared). Upstream layers normalise with each
-batch's own statistics, as in training; with batches of 1,024 that is within 0.2% of recomputing each layer in
-inference mode, layer by layer in order (tests/test_precise_bn.py checks one against the other). With those
-statistics the model is evaluated on the same subset (train_eval_*_precise_bn: a fixed sample of the training
-set, the same in every epoch and run) and on the whole validation set (val_*_precise_bn). The weights are never
-touched and the moving statistics (every non-trainable variable) are put back bit for bit, so training goes on
-exactly as without the measurement. Under data parallelism it runs on a single-device copy of the model. Loads
-TensorFlow: only run processes import this.
+The statistics are the exact population statistics of each layer's inputs over a fixed subset of SUBSET
+training samples, layer by layer in order, with the current weights (Wu & Johnson 2021, "Rethinking 'Batch' in
+BatchNorm": "precise" statistics), computed the way fvcore's `PreciseBN` computes them: the model runs in training
+mode over the subset in batches of BATCH, each layer's momentum set to 0 so that every call leaves the batch's
+own mean and variance in its averages, and the per-batch values are combined exactly (mean of the batch means;
+mean of variance + mean², minus the mean squared). The subset is one batch, so every layer is normalised with the
+subset's own statistics of its inputs while the layers after it are measured: exactly what inference with the
+recomputed statistics does, in one pass instead of one per layer (tests/test_precise_bn.py checks it against
+recomputing layer by layer in inference mode). Ghost batch norm normalises chunks in training mode, and dropout is
+active in it, as in fvcore's pass. With those statistics the model is evaluated on the subset (train_eval_*_
+precise_bn: a fixed sample of the training set, the same in every epoch and run) and on the whole validation set
+(val_*_precise_bn). The weights are never touched and every non-trainable variable (the moving statistics, a
+layer's random state) is put back bit for bit, so training goes on exactly as without the measurement. Under data
+parallelism it runs on a single-device copy of the model. Loads TensorFlow: only run processes import this.
 """
 from __future__ import annotations
 
@@ -26,8 +29,8 @@ import numpy as np
 
 from harness.backend import keras, tf
 
-SUBSET = 2048        # training samples the statistics are recomputed on (and train accuracy measured on with them)
-BATCH = 1024         # samples per training-mode pass
+SUBSET = 1024        # training samples the statistics are recomputed on (and train accuracy measured on with them)
+BATCH = 1024         # samples per training-mode pass: the whole subset, so the statistics are exact layer by layer
 SUBSET_SEED = 1      # the subset depends on the training set only
 COLUMNS = ("train_eval_loss_precise_bn", "train_eval_acc_precise_bn", "val_loss_precise_bn", "val_acc_precise_bn",
            "bn_initial_weight")
@@ -65,10 +68,15 @@ class PreciseBatchNorm:
 
     def __init__(self, model, x: np.ndarray, y: np.ndarray, decode: Callable | None = None, twin=None):
         self.model, self.twin = model, twin
+        self.in_memory = decode is None  # samples, not files: validation's batches are kept after the first epoch
+        self._val: list | None = None
         self.layers = batch_norm_layers(model)
         chosen = subset_indices(len(x))
         subset = tf.data.Dataset.from_tensor_slices(x[chosen]).batch(BATCH)
-        self.batches = (subset if decode is None else subset.map(decode)).cache()  # decoded once
+        subset = subset if decode is None else subset.map(decode)
+        self.spec = tf.TensorSpec([None, *subset.element_spec.shape[1:]], subset.element_spec.dtype)
+        # samples in memory: the batches as tensors; image files: decoded again each time (memory stays bounded)
+        self.batches = list(subset) if decode is None else subset
         self.labels = np.asarray(y)[chosen]
         self._moments: dict[int, Callable] = {}
         self._infer: dict[int, Callable] = {}
@@ -78,9 +86,11 @@ class PreciseBatchNorm:
         recomputed, and bn_initial_weight after `steps` updates. `val_inputs`: batches of validation inputs."""
         from harness.train import classification_metrics
 
+        if self.in_memory and self._val is None:
+            self._val = list(val_inputs)  # a few small tensors; iterating the pipeline again costs more
         with self.recomputed() as model:
             train_loss, train_acc = classification_metrics(self._predict(model, self.batches), self.labels)
-            val_loss, val_acc = classification_metrics(self._predict(model, val_inputs), val_labels)
+            val_loss, val_acc = classification_metrics(self._predict(model, self._val or val_inputs), val_labels)
         return {"train_eval_loss_precise_bn": train_loss, "train_eval_acc_precise_bn": train_acc,
                 "val_loss_precise_bn": val_loss, "val_acc_precise_bn": val_acc,
                 "bn_initial_weight": self.initial_weight(steps)}
@@ -142,7 +152,7 @@ class PreciseBatchNorm:
         """One compiled training-mode pass returning every layer's batch mean and variance (traced once, for any
         batch size, with momentum 0 in place)."""
         if id(model) not in self._moments:
-            @tf.function(input_signature=[self.batches.element_spec])
+            @tf.function(input_signature=[self.spec])
             def moments(x):
                 model(x, training=True)
                 return [(tf.identity(layer.moving_mean.value), tf.identity(layer.moving_variance.value))

@@ -50,7 +50,7 @@ CAPTIONS = {  # under each figure, for the reader
         "in steps, not worse."),
     "Batch-norm statistics: val_acc with moving vs recomputed statistics": (
         "Solid: val_acc as the model is evaluated, with its batch-norm layers' moving averages; dashed: with the "
-        "statistics recomputed on 2,048 training samples for the current weights. Where dashed is far above solid "
+        "statistics recomputed on 1,024 training samples for the current weights. Where dashed is far above solid "
         "the moving averages lag the weights (few steps, a high momentum); mean over seeds."),
     "Throughput": "Training samples per second, median over each run's epochs after the first.",
     "Throughput vs replicas": "Training samples per second against the number of data-parallel replicas "
