@@ -32,6 +32,12 @@ SlurmUser=root
 StateSaveLocation=$STATE/ctld
 SlurmdSpoolDir=$STATE/d
 SlurmctldPidFile=$STATE/slurmctld.pid
+SlurmctldLogFile=$STATE/slurmctld.log
+SlurmdLogFile=$STATE/slurmd.log
+# A requeued job waits cred_expire seconds before it may start again (slurm.conf(5), AuthInfo; default 120):
+# 10 s is enough for a job step's credential on one local node. The main scheduling loop runs every 2 s.
+AuthInfo=cred_expire=10
+SchedulerParameters=sched_interval=2,bf_interval=2
 SlurmdPidFile=$STATE/slurmd.pid
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
