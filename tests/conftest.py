@@ -1,7 +1,12 @@
+import fcntl
+import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+from dataclasses import dataclass
+from typing import Callable
 
 import pytest
 
@@ -9,10 +14,33 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = Path(__file__).resolve().parent.parent
 
 
+def shared_folder(tmp_path_factory) -> Path:
+    """A folder every pytest-xdist worker of this test run sees (the parent of the workers' own temporary
+    folders); the run's own temporary folder without xdist."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def built_once(tmp_path_factory, name: str, build: Callable[[Path], dict]) -> tuple[Path, dict]:
+    """`build(folder)` run once per test run whatever the number of workers (the first to ask builds, under a
+    file lock, the others wait and read what it returned); a build that fails is tried again by the next."""
+    root = shared_folder(tmp_path_factory)
+    folder, done = root / f"shared-{name}", root / f"shared-{name}.json"
+    with open(root / f"shared-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            done.write_text(json.dumps(build(folder)))
+    return folder, json.loads(done.read_text())
+
+
 @pytest.fixture(scope="session", autouse=True)
 def data_cache(tmp_path_factory):
-    """Generated data goes to a per-session cache, never the user's."""
-    path = tmp_path_factory.mktemp("harness-cache")
+    """Generated data goes to one cache for the whole test run (its writes are atomic, so workers may share it),
+    never the user's."""
+    path = shared_folder(tmp_path_factory) / "harness-cache"
+    path.mkdir(exist_ok=True)
     os.environ["HARNESS_CACHE"] = str(path)
     return path
 
@@ -47,14 +75,46 @@ def run_harness(*args: str, cwd: Path, env: dict | None = None, timeout: int = 6
 TINY = ["dataset.num_samples=600", "epochs=2", "probes=false", "seed=0"]
 
 
+@dataclass(frozen=True)
+class Finished:
+    """A finished command, as a test reads it back: its exit code and output."""
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def _shared_sweep(tmp_path_factory, name: str, *args: str) -> tuple[Path, Finished]:
+    """`python -m harness ARGS -m` into <folder>/sweeps/<name>, run once per test run for every test that only
+    reads its files (a test that changes them copies the folder first: `copy_sweep`)."""
+    def build(cwd: Path) -> dict:
+        proc = run_harness(*args, f"hydra.sweep.dir={cwd / 'sweeps' / name}", "-m", cwd=cwd)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return {"returncode": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr}
+
+    cwd, result = built_once(tmp_path_factory, name, build)
+    return cwd, Finished(**result)
+
+
 @pytest.fixture(scope="session")
 def smoke_sweep(tmp_path_factory):
-    """A real tiny multirun (`+study=smoke -m`, two batch sizes), run once for the tests that read it."""
-    cwd = tmp_path_factory.mktemp("smoke")
-    proc = run_harness("+study=smoke", f"hydra.sweep.dir={cwd / 'sweeps' / 'smoke'}", "hydra.launcher.n_jobs=2", "-m",
-                       cwd=cwd)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return cwd, proc
+    """A real tiny multirun with the probes on (`+study=smoke -m`: batch 16 and 64, two runs at once), for the
+    tests that read it: its files, its report, its TensorBoard events, its probes and interpolation."""
+    return _shared_sweep(tmp_path_factory, "smoke", "+study=smoke", "probe_samples=256", "hydra.launcher.n_jobs=2")
+
+
+# the shared sweep without probes: three tiny runs one after another in one warm worker
+PLAIN_SWEEP = [*TINY, "batch_size=16,64,32", "hydra.launcher.n_jobs=1"]
+
+
+@pytest.fixture(scope="session")
+def plain_sweep(tmp_path_factory):
+    """A real tiny multirun without probes (PLAIN_SWEEP: three runs in turn in one warm worker process)."""
+    return _shared_sweep(tmp_path_factory, "plain", *PLAIN_SWEEP)
+
+
+def copy_sweep(shared: Path, into: Path) -> Path:
+    """A copy of a shared sweep folder that a test may change (damage, resume, remount)."""
+    return Path(shutil.copytree(shared, into, symlinks=True))
 
 
 def assert_largest_batch(compose, n: int, *overrides: str) -> None:

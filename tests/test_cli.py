@@ -118,12 +118,17 @@ def test_multirun_sweeps_batch_size_and_writes_every_run_and_the_report(smoke_sw
 
 
 @pytest.mark.slow
-def test_same_command_twice_gives_identical_metrics_across_processes(tmp_path):
-    frames = []
-    for name in ("a", "b"):
-        proc = run_harness(*TINY, "batch_size=16", f"hydra.run.dir={tmp_path / name}", cwd=tmp_path)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        frames.append(pd.read_parquet(tmp_path / name / "metrics.parquet").drop(columns=TIMING + ["run_id"]))
+def test_the_same_run_gives_identical_metrics_in_another_process(plain_sweep, tmp_path):
+    """A single-run command in a fresh process against the shared sweep's run of the same config (batch 16, run in
+    a warm worker of the launcher, whose thread setting the single run is given)."""
+    from harness.resources import cpu_count
+
+    proc = run_harness(*TINY, "batch_size=16", f"hydra.run.dir={tmp_path / 'single'}", cwd=tmp_path,
+                       env={"HARNESS_THREADS": str(cpu_count())})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    frames = [pd.read_parquet(folder / "metrics.parquet").drop(columns=TIMING + ["run_id"])
+              for folder in (plain_sweep[0] / "sweeps" / "plain" / "0", tmp_path / "single")]
+    assert frames[0]["batch_size"].tolist() == [16, 16]
     pd.testing.assert_frame_equal(frames[0], frames[1], check_exact=True)
 
 
@@ -142,7 +147,7 @@ def test_failed_and_diverged_runs_are_recorded_the_others_go_on_and_the_report_i
     sweep = tmp_path / "sweep"
     proc = run_harness(
         "dataset=digits,fashion_mnist", "lr=1e12,0.01", "optimizer=sgd", "model=mlp", "epochs=3", "seed=0",
-        f"hydra.sweep.dir={sweep}", "-m", cwd=tmp_path, env={"KERAS_HOME": str(tmp_path / "empty-keras")},
+        "hydra.launcher.n_jobs=1", f"hydra.sweep.dir={sweep}", "-m", cwd=tmp_path, env={"KERAS_HOME": str(tmp_path / "empty-keras")},
     )
     assert proc.returncode == 1, proc.stderr[-3000:]
     status = {}

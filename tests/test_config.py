@@ -125,28 +125,3 @@ def test_a_bad_model_key_exits_2_from_the_command_line(tmp_path):
     assert proc.returncode == 2 and list(tmp_path.iterdir()) == [], proc.stderr[-3000:]
     assert proc.stderr.strip().splitlines() == [
         "harness: error: model.ghost_batch_size=32 is not allowed: null unless model.batch_norm=true"]
-
-
-def test_the_hoffer_study_is_batch_8_against_every_mix_of_steps_sqrt_lr_and_ghost_batch_norm_at_batch_128():
-    from harness import analysis, batching
-    from harness.cli import plan_command
-
-    plan = plan_command(["+study=hoffer"], multirun=True)
-    arms = {analysis.arm(" ".join(job)): cfg for job, cfg in zip(plan.jobs, plan.run_configs)}
-    assert {name: (cfg.train.batch_size, cfg.train.budget, cfg.train.lr_scaling, cfg.model.ghost_batch_size)
-            for name, cfg in arms.items()} == {
-        "small": (8, "epochs", "none", None),
-        "large": (128, "epochs", "none", None),
-        "large_steps": (128, "steps", "none", None),
-        "large_sqrt": (128, "epochs", "sqrt", None),
-        "large_ghost": (128, "epochs", "none", 32),
-        "large_steps_sqrt": (128, "steps", "sqrt", None),
-        "large_steps_ghost": (128, "steps", "none", 32),
-        "large_sqrt_ghost": (128, "epochs", "sqrt", 32),
-        "large_steps_sqrt_ghost": (128, "steps", "sqrt", 32),
-    } and len(plan.jobs) == 9
-    assert all(cfg.model.batch_norm and cfg.train.base_batch_size == 8 and cfg.train.epochs == 5
-               and not cfg.train.probes for cfg in arms.values())
-    recipe = arms["large_steps_sqrt_ghost"].train  # as many updates as batch 8, at sqrt(128 / 8) = 4 x the lr
-    schedule = batching.plan_schedule(batching.plan_batches(128, False, 1, 4000), recipe)
-    assert schedule.total_steps == 5 * 4000 // 8 and schedule.peak_lr == pytest.approx(4 * recipe.lr)

@@ -98,42 +98,6 @@ def test_controls_finding_says_how_much_of_the_drop_remains(tmp_path):
     assert len(finding.details) == 3
 
 
-SECTIONS = {
-    "batch_size": "Larger batches gave lower validation accuracy",
-    "shuffle": "Unshuffled data",
-    "imbalance": "Class imbalance",
-    "preprocess": "Preprocessing mismatch",
-    "capacity": "Model capacity and data size",
-    "controls": "Controls: steps and learning rate",
-    "causes": "Class imbalance",
-    "tuned": "Learning rate tuned per batch size",
-}
-SHRINK = {"tuned": ["lr_factor=0.3,3"]}  # 2 of the 7 learning rates: the real selection path, in 6 runs
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("study", sorted(SECTIONS))
-def test_every_study_runs_end_to_end_shrunken(study, tmp_path):
-    """Each preset's real jobs train and report, shrunken (probes off: tests/test_probes.py runs them for real)."""
-    import json
-
-    from tests.conftest import run_harness
-
-    sweep = tmp_path / "sweep"
-    proc = run_harness(f"+study={study}", "dataset.num_samples=1000", "epochs=1", "seed=0", "probes=false",
-                       *SHRINK.get(study, []), f"hydra.sweep.dir={sweep}", "-m", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    statuses = {json.loads(p.read_text())["status"] for p in sweep.glob("*/run.json")}
-    assert statuses <= {"completed", "diverged"} and statuses
-    html = (tmp_path / proc.stdout.strip().splitlines()[-1]).read_text()
-    assert SECTIONS[study] in html
-    if study == "tuned":  # every run measured its held-out slice each epoch
-        metrics = [pd.read_parquet(p) for p in sweep.glob("*/metrics.parquet")]
-        assert len(metrics) == 6 and all(m["tune_acc"].between(0, 1).all() for m in metrics)
-        sizes = {(int(m["tune_size"].iloc[0]), int(m["train_size"].iloc[0])) for m in metrics}
-        assert len(sizes) == 1 and sum(sizes.pop()) == 800  # the same slice out of the 800 training samples
-
-
 def _hoffer_final(val: dict[str, float]) -> pd.DataFrame:
     """Final rows of a +study=hoffer sweep: two seeds per arm, the arm's val_acc ± 0.005."""
     from harness.analysis import BATCH

@@ -80,8 +80,9 @@ def test_a_wheel_runs_a_sweep_from_the_users_project_with_their_configs(installe
         assert path.is_relative_to(venv) and not path.is_relative_to(REPO), where.stdout
     assert (conf_dir / "config.yaml").is_file() and (conf_dir / "dataset" / "npz.yaml").is_file()
 
-    proc = subprocess.run([python, "-m", "harness", "--config-dir", "conf", "dataset=mydata", "+study=mystudy", "seed=0", "-m",
-                           "hydra.sweep.dir=sw"], cwd=project, capture_output=True, text=True, timeout=400, env=env)
+    proc = subprocess.run([python, "-m", "harness", "--config-dir", "conf", "dataset=mydata", "+study=mystudy", "seed=0",
+                           "probes=false", "hydra.launcher.n_jobs=1", "-m", "hydra.sweep.dir=sw"], cwd=project, capture_output=True, text=True,
+                          timeout=400, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     records = [json.loads((project / "sw" / job / "run.json").read_text()) for job in ("0", "1")]
     assert sorted(r["config"]["batch_size"] for r in records) == [16, 64]

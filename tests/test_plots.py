@@ -5,6 +5,7 @@ from matplotlib.figure import Figure
 
 from harness import plots
 from harness.assessment import assess
+from harness.verdicts import CLAIM
 from tests.sweeps import batch_sweep, make_run
 
 FINALS = {8: [0.90, 0.92], 128: [0.80, 0.84]}
@@ -125,22 +126,35 @@ def test_throughput_vs_replicas_has_a_line_per_global_batch(tmp_path):
     assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2"]
 
 
-STUDIES = ["main", "batch_size", "capacity", "causes", "controls", "hoffer", "imbalance", "preprocess", "shuffle", "smoke"]
+STUDIES = ["main", "batch_size", "batchnorm", "capacity", "causes", "controls", "hoffer", "imbalance", "preprocess",
+           "shuffle", "smoke"]
+# what the report of each study must hold beside its figures: the batch-size verdict, or a finding on its suspect
+SECTIONS = {"main": "batch size", "batch_size": "batch size", "batchnorm": "Batch-norm statistics",
+            "capacity": "Model capacity and data size", "causes": "Class imbalance",
+            "controls": "Controls: steps and learning rate", "hoffer": "Hoffer's recipe: steps, sqrt LR, ghost batch norm",
+            "imbalance": "Class imbalance", "preprocess": "Preprocessing mismatch", "shuffle": "Unshuffled data",
+            "smoke": "batch size"}
 
 
 @pytest.mark.parametrize("study", STUDIES)
 def test_every_figure_of_every_study_report_is_laid_out_legibly(study, tmp_path):
     """Each figure the report draws for the main job and every study preset (from a constructed sweep of the
-    preset's real jobs): every text inside the figure, no two texts overlapping, no legend over a plot."""
+    preset's real jobs): every text inside the figure, no two texts overlapping, no legend over a plot; and the
+    section the study is for is there (tests/test_tuning.py does +study=tuned)."""
     from harness.report_figures import figures
     from tests import layout
     from tests.sweeps import study_sweep
 
     sweep = study_sweep(tmp_path / study, *(["batch_size=8,32,64,128"] if study == "main" else [f"+study={study}"]))
-    drawn = figures(assess(sweep))
+    a = assess(sweep)
+    drawn = figures(a)
     assert len(drawn) >= 4
     for title, fig in drawn:
         assert layout.problems(fig) == [], title
+    if SECTIONS[study] == "batch size":
+        assert a.batch_verdicts and all(v.headline.startswith(CLAIM) for v in a.batch_verdicts)
+    else:
+        assert SECTIONS[study] in [f.subject for f in a.findings]
 
 
 def test_the_layout_check_catches_a_legend_over_a_plot_cut_and_overlapping_text():

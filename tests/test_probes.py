@@ -6,19 +6,16 @@ import pandas as pd
 import pytest
 
 from harness import interpolation, probes
-from tests.conftest import TINY, run_harness
+from tests.conftest import TINY, copy_sweep, run_harness
 
 PROBE_COLUMNS = ["noise_scale", "grad_norm_sq", "grad_trace_cov", "weight_distance"]
 
 
-@pytest.fixture(scope="module")
-def probed_sweep(tmp_path_factory):
-    cwd = tmp_path_factory.mktemp("probed")
-    sweep = cwd / "sweeps" / "pair"
-    proc = run_harness(*TINY, "probes=true", "batch_size=16,96", "probe_samples=256", f"hydra.sweep.dir={sweep}", "-m",
-                       cwd=cwd)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return sweep, proc
+@pytest.fixture
+def probed_sweep(smoke_sweep):
+    """The shared smoke sweep (conftest): batch 16 and 64, probes on, probe_samples=256."""
+    cwd, proc = smoke_sweep
+    return cwd / "sweeps" / "smoke", proc
 
 
 def test_every_epoch_has_the_noise_scale_and_the_distance_travelled(probed_sweep):
@@ -54,7 +51,7 @@ def test_the_interpolation_starts_and_ends_at_the_two_runs_own_final_metrics(pro
     curve = pd.read_parquet(sweep / interpolation.INTERPOLATION_FILE)
     assert len(curve) == len(interpolation.ALPHAS) >= 25
     assert curve["alpha"].min() == -1 and curve["alpha"].max() == 2
-    assert set(curve["pair"]) == {"seed=0"} and (curve["small_batch"] == 16).all() and (curve["large_batch"] == 96).all()
+    assert set(curve["pair"]) == {"seed=0"} and (curve["small_batch"] == 16).all() and (curve["large_batch"] == 64).all()
     for alpha, job in ((0.0, "0"), (1.0, "1")):
         point = curve[curve["alpha"] == alpha].iloc[0]
         final = pd.read_parquet(sweep / job / "metrics.parquet").iloc[-1]
@@ -68,7 +65,7 @@ def test_the_interpolation_starts_and_ends_at_the_two_runs_own_final_metrics(pro
 def test_probe_command_recomputes_the_interpolation_and_refuses_a_missing_folder(probed_sweep, tmp_path):
     from harness.probe import main
 
-    sweep, _ = probed_sweep
+    sweep = copy_sweep(probed_sweep[0], tmp_path / "smoke")  # the shared one stays as it was
     target = sweep / interpolation.INTERPOLATION_FILE
     before = pd.read_parquet(target)
     target.unlink()
@@ -79,10 +76,8 @@ def test_probe_command_recomputes_the_interpolation_and_refuses_a_missing_folder
     assert main([str(tmp_path / "nowhere")]) == 2
 
 
-def test_probes_false_measures_nothing_and_keeps_no_weights(tmp_path):
-    sweep = tmp_path / "sweeps" / "off"
-    proc = run_harness(*TINY, "batch_size=16,96", "probes=false", f"hydra.sweep.dir={sweep}", "-m", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+def test_probes_false_measures_nothing_and_keeps_no_weights(plain_sweep):
+    sweep = plain_sweep[0] / "sweeps" / "plain"  # three batch sizes with probes=false
     frame = pd.read_parquet(sweep / "0" / "metrics.parquet")
     assert not set(PROBE_COLUMNS) & set(frame.columns)
     assert not any((sweep / "0" / name).exists()

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -19,8 +17,8 @@ import pandas as pd
 import pytest
 
 from harness.tensorboard_log import TAGS, TB_DIR, hyperparameters, scalars
-from tests.conftest import REPO, TINY, run_harness
-from tests.test_faults import harness_processes, record, wait_for_epochs
+from tests.conftest import TINY
+from tests.test_faults import record
 
 FAST = TINY  # probes off
 
@@ -164,26 +162,6 @@ def test_a_resumed_run_has_one_value_per_step_and_one_end_status(compose, tmp_pa
     assert board.statuses == ["STATUS_SUCCESS"] and len(board.hparams) == 1
 
 
-@pytest.mark.slow
-def test_a_killed_run_resumed_by_the_same_command_has_one_value_per_step(tmp_path):
-    """SIGKILL (the out-of-memory killer): no `finally`, no end status; the same command resumes the run."""
-    run_dir = tmp_path / "run"
-    command = [*FAST, "epochs=12", "batch_size=16", f"hydra.run.dir={run_dir}"]
-    proc = subprocess.Popen([sys.executable, "-m", "harness", *command], cwd=tmp_path,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_for_epochs(run_dir, 3)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=60)
-    assert not harness_processes(str(run_dir))
-    killed = read_board(run_dir)
-    assert killed.statuses == [] and len(killed.series(TAGS["val_acc"])) >= 3
-    resumed = run_harness(*command, cwd=tmp_path)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert record(run_dir)["resumed_from_epoch"] >= 2
-    board = assert_board_matches_metrics(run_dir)
-    assert list(board.series(TAGS["val_acc"])) == list(range(1, 13)) and board.statuses == ["STATUS_SUCCESS"]
-
-
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -223,7 +201,6 @@ def tensorboard(smoke_sweep, tmp_path):
         log.close()
 
 
-SCREENSHOT = REPO / "docs" / "tensorboard-hparams.png"
 # The page's text, one line per text node: TensorBoard's dashboards live in shadow roots, which innerText skips.
 PAGE_TEXT = r"""
 const texts = [];
@@ -268,11 +245,10 @@ def test_tensorboard_s_hparams_dashboard_lists_the_runs_with_their_batch_sizes(t
             return text if "smoke/0" in text and "smoke/1" in text else None
 
         text = WebDriverWait(driver, 60).until(table_text)
-        time.sleep(1)  # the table's last layout pass
-        screenshot = tmp_path / "tensorboard-hparams.png"
-        driver.save_screenshot(str(screenshot))
-        shutil.copy(screenshot, SCREENSHOT)
-        print(f"screenshot: {screenshot} (copied to {SCREENSHOT})")
+        screenshot = tmp_path / "tensorboard-hparams.png"  # what docs/tensorboard-hparams.png shows; never written
+        driver.save_screenshot(str(screenshot))           # into the checkout by a test run
+        assert screenshot.stat().st_size > 20_000
+        print(f"screenshot: {screenshot}")
     lines = text.splitlines()
     # the smoke study's batch sizes, in the batch_size column (TensorBoard shows numbers with three decimals)
     assert "batch_size" in lines and "16.000" in lines and "64.000" in lines, lines

@@ -76,7 +76,8 @@ def test_application_through_the_composed_config(compose, tmp_path):
     cfg = compose("model=application", "model.name=MobileNetV2", "+model.alpha=0.35", "dataset=cifar10")
     assert cfg.model.source == "application" and cfg.model.name == "MobileNetV2"
     assert dict(cfg.model.options) == {"alpha": 0.35}
-    assert cfg.model.flat() == {"model": "MobileNetV2", "model.source": "application", "model.alpha": 0.35}
+    assert cfg.model.flat() == {"model": "MobileNetV2", "model.source": "application", "model.bn_momentum": None,
+                                "model.alpha": 0.35}
 
 
 def test_a_custom_target_that_imports(user_module, compose):

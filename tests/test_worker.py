@@ -11,7 +11,7 @@ import pytest
 
 from harness import worker as worker_module
 from harness.worker import Worker
-from tests.conftest import REPO, TINY, run_harness
+from tests.conftest import PLAIN_SWEEP, REPO, run_harness
 from tests.test_faults import NOT_COMPARED, harness_processes, record, wait_for_epochs
 
 def test_the_worker_answers_each_job_with_its_exit_code_and_retires_when_it_should(tmp_path, monkeypatch):
@@ -39,14 +39,15 @@ def test_the_worker_answers_each_job_with_its_exit_code_and_retires_when_it_shou
 
 
 @pytest.mark.slow
-def test_runs_in_one_warm_process_give_the_metrics_of_fresh_processes(tmp_path):
-    command = [*TINY, "batch_size=16,64,32", "hydra.launcher.n_jobs=1"]
-    warm = run_harness(*command, f"hydra.sweep.dir={tmp_path / 'warm'}", "-m", cwd=tmp_path)
-    assert warm.returncode == 0, warm.stderr[-3000:]
-    fresh = run_harness(*command, "hydra.launcher.reuse_processes=false", f"hydra.sweep.dir={tmp_path / 'fresh'}",
+def test_runs_in_one_warm_process_give_the_metrics_of_fresh_processes(plain_sweep, tmp_path):
+    """The shared plain sweep ran its three jobs in turn in one warm worker (n_jobs=1); the same command with
+    reuse_processes=false gives each its own process, and the same metrics."""
+    warm_cwd, _ = plain_sweep
+    warm_dir = warm_cwd / "sweeps" / "plain"
+    fresh = run_harness(*PLAIN_SWEEP, "hydra.launcher.reuse_processes=false", f"hydra.sweep.dir={tmp_path / 'fresh'}",
                         "-m", cwd=tmp_path)
     assert fresh.returncode == 0, fresh.stderr[-3000:]
-    warm_runs = [record(tmp_path / "warm" / str(job)) for job in range(3)]
+    warm_runs = [record(warm_dir / str(job)) for job in range(3)]
     fresh_runs = [record(tmp_path / "fresh" / str(job)) for job in range(3)]
     # one process ran the three jobs in turn; without reuse each had its own
     assert len({r["environment"]["pid"] for r in warm_runs}) == 1
@@ -58,19 +59,19 @@ def test_runs_in_one_warm_process_give_the_metrics_of_fresh_processes(tmp_path):
         assert w["config"] == f["config"]
         assert 100 < w["peak_memory_mb"] < 4000 and w["run_seconds"] > 0
         pd.testing.assert_frame_equal(
-            pd.read_parquet(tmp_path / "warm" / str(job) / "metrics.parquet").drop(columns=NOT_COMPARED),
+            pd.read_parquet(warm_dir / str(job) / "metrics.parquet").drop(columns=NOT_COMPARED),
             pd.read_parquet(tmp_path / "fresh" / str(job) / "metrics.parquet").drop(columns=NOT_COMPARED),
             check_exact=True)
-        log = (tmp_path / "warm" / str(job) / "train.log").read_text()
-        assert f"run warm/{job}:" in log and "epoch 2 " in log  # each job's output in its own log
-        assert all(f"run warm/{other}:" not in log for other in range(3) if other != job)
-    assert not harness_processes(str(tmp_path / "warm"))  # the worker ended with the sweep
+        log = (warm_dir / str(job) / "train.log").read_text()
+        assert f"run plain/{job}:" in log and "epoch 2 " in log  # each job's output in its own log
+        assert all(f"run plain/{other}:" not in log for other in range(3) if other != job)
+    assert not harness_processes(str(warm_dir))  # the worker ended with the sweep
 
 
 @pytest.mark.slow
 def test_a_worker_killed_mid_run_fails_that_run_the_rest_go_on_and_the_same_command_resumes_it(tmp_path):
     sweep = tmp_path / "sweep"
-    command = ["dataset.num_samples=600", "probes=false", "epochs=60", "batch_size=16", "seed=0,1",
+    command = ["dataset.num_samples=600", "probes=false", "epochs=20", "batch_size=16", "seed=0,1",
                "hydra.launcher.n_jobs=1", f"hydra.sweep.dir={sweep}", "-m"]
     proc = subprocess.Popen([sys.executable, "-m", "harness", *command], cwd=tmp_path, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -87,7 +88,7 @@ def test_a_worker_killed_mid_run_fails_that_run_the_rest_go_on_and_the_same_comm
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     again = record(sweep / "0")
     assert again["status"] == "completed" and again["resumed_from_epoch"] >= 1
-    assert again["epochs_completed"] == 60
+    assert again["epochs_completed"] == 20
     deadline = time.monotonic() + 10
     while harness_processes(str(sweep)) and time.monotonic() < deadline:
         time.sleep(0.2)
