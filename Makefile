@@ -4,6 +4,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
+# the suite runs on TEST_WORKERS processes (pytest-xdist); the heavy end-to-end tests share one (see tests/conftest.py)
+TEST_WORKERS ?= 2
 
 .PHONY: install browser demo test test-fast clean
 
@@ -29,10 +31,11 @@ browser:
 	fi
 
 test: install browser
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
+# the edit-test loop: everything but the `slow` end-to-end tests
 test-fast: install
-	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "not slow" $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

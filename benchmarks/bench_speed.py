@@ -171,7 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     results: dict = {}
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        measure("harness", batch_sizes[0], 1, args.num_samples, workdir)  # warms the data cache
+        if not args.smoke:  # a smoke round checks the script, it measures nothing
+            measure("harness", batch_sizes[0], 1, args.num_samples, workdir)  # warms the data cache
         for repeat in range(args.repeats):
             for b in batch_sizes:
                 for kind in ("baseline", "harness", "floor"):

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from scipy.optimize import fmin_l_bfgs_b
 
 Vector = np.ndarray
 EIGEN_TOLERANCE, EIGEN_MAX_ITERATIONS = 1e-3, 100  # PyHessian's defaults
@@ -78,6 +77,8 @@ def sharpness(loss_and_gradient: Callable[[Vector], tuple[float, Vector]], weigh
     The search is a lower bound of the true maximum, as in the paper; `loss_and_gradient` takes the full weight
     vector and may move the model's weights (the caller restores them).
     """
+    from scipy.optimize import fmin_l_bfgs_b  # here, not at the top: a run without probes never loads it (~0.5 s)
+
     base, _ = loss_and_gradient(weights)
     bound = epsilon * (np.abs(weights) + 1.0)
 

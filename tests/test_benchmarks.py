@@ -28,10 +28,10 @@ def test_sweep_benchmark_smoke_prints_its_table():
                           capture_output=True, text=True, timeout=900, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-3000:]
     text = proc.stdout
-    # the smoke round sweeps batch 16 and 64: 6 runs with the default 3 seeds, 2 with seed=0
-    three = re.search(r"\| main job `python -m harness batch_size=8,32,64,128 -m` \(3 seeds, 6 runs\), wall time "
+    # the smoke round sweeps batch 16 only: 3 runs with the default 3 seeds, 1 with seed=0
+    three = re.search(r"\| main job `python -m harness batch_size=8,32,64,128 -m` \(3 seeds, 3 runs\), wall time "
                       r"\| ([\d.]+) s \|", text)
-    one = re.search(r"\| the same with `seed=0` \(1 seed, 2 runs\), wall time \| ([\d.]+) s \|", text)
+    one = re.search(r"\| the same with `seed=0` \(1 seed, 1 runs\), wall time \| ([\d.]+) s \|", text)
     ratio = re.search(r"\| 3 seeds ÷ 1 seed \| ([\d.]+)x \|", text)
     assert three and one and ratio, text
     assert abs(float(ratio.group(1)) - float(three.group(1)) / float(one.group(1))) < 0.02
@@ -56,3 +56,16 @@ def test_probes_benchmark_smoke_prints_its_table():
     assert off and on and ratio, proc.stdout
     assert abs(float(ratio.group(1)) - float(on.group(1)) / float(off.group(1))) < 0.02
     assert re.search(r"\| the sweep's interpolation \(`python -m harness.probe`\), alone \| [\d.]+ s \|", proc.stdout)
+
+
+@pytest.mark.slow
+def test_precise_bn_benchmark_smoke_prints_its_table():
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_precise_bn", "--smoke"],
+                          capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    row = re.search(r"\| batch 32 \| ([\d.]+)% \| ([\d.]+) s \| ([\d.]+) s \| ([\d.]+)x \|", proc.stdout)
+    assert row, proc.stdout
+    share, without, with_bn, ratio = (float(row.group(i)) for i in (1, 2, 3, 4))
+    assert 0 < share < 100 and min(without, with_bn) > 0 and abs(ratio - with_bn / without) < 0.01
+    assert re.search(r"\| the main job's 1 runs together \| [\d.]+% \| [\d.]+ s \| [\d.]+ s \| [\d.]+x \|",
+                     proc.stdout)
