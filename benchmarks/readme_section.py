@@ -4,6 +4,13 @@ from pathlib import Path
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 
+def read_section(name: str) -> str:
+    """The text between `<!-- NAME:start -->` and `<!-- NAME:end -->` in README.md."""
+    content = README.read_text()
+    start = content.index(f"<!-- {name}:start -->") + len(f"<!-- {name}:start -->")
+    return content[start:content.index(f"<!-- {name}:end -->")].strip("\n")
+
+
 def replace_section(name: str, text: str) -> None:
     """Put `text` between `<!-- NAME:start -->` and `<!-- NAME:end -->` in README.md."""
     start_marker, end_marker = f"<!-- {name}:start -->", f"<!-- {name}:end -->"

@@ -116,7 +116,8 @@ def sentence(s: Split, where: str = "") -> str:
     return (f"{at}: stale batch-norm statistics {share}, {s.stale:+.3f}{_interval(s.stale_interval)} of "
             f"{s.drop:+.3f}{_interval(s.drop_interval)} ({seeds}). Its val_acc is {s.val:.3f} with the moving "
             f"statistics and {s.val_precise:.3f} with statistics recomputed for the current weights (train_eval_acc "
-            f"{s.train_eval:.3f} vs {s.train_eval_precise:.3f}; batch {s.small_batch} gains {s.small_staleness:+.3f}):"
+            f"{s.train_eval:.3f} vs {s.train_eval_precise:.3f}; recomputing changes batch {s.small_batch}'s by "
+            f"{s.small_staleness:+.3f}):"
             f" after {s.steps:.0f} steps at momentum {s.momentum:.3g} the moving averages still carry "
             f"{s.initial_weight:.2g} of their initial values (bn_initial_weight). With the statistics recomputed at "
             f"both batch sizes {s.remaining:+.3f}{_interval(s.remaining_interval)} of the drop remains.")

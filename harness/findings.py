@@ -238,8 +238,8 @@ def batchnorm_finding(df: pd.DataFrame, varied: list[str]) -> Finding | None:
     outcome = "reproduced" if any(named) else "not reproduced"
     headline = (f"Batch-norm statistics that lag the weights lowered val_acc at the larger batches: {outcome}. "
                 f"Read at epoch{'s' if len(read) > 1 else ''} {' and '.join(map(str, read))}; with the statistics "
-                "recomputed on the training set for the current weights the accuracy is what the weights can do. "
-                "Remedies: more steps, a lower momentum (model.bn_momentum), or recomputing the statistics before "
-                "evaluating.")
+                "recomputed on the training set for the current weights the accuracy is what the weights can do."
+                + (" Remedies: more steps, a lower momentum (model.bn_momentum), or recomputing the statistics "
+                   "before evaluating." if any(named) else ""))
     return Finding("Batch-norm statistics", outcome, headline, details, comparisons,
                    table=(batchnorm.table_header(), rows))

@@ -5,6 +5,7 @@
     done
     python -m scripts.findings sweeps/study-*            # print the section
     python -m scripts.findings sweeps/study-* --update-readme
+    python -m scripts.findings sweeps/study-batchnorm --update-readme   # one study's block, the others kept
 
 For each sweep: its study, runs, seeds and wall time, then every verdict and finding the report computes. The
 batchnorm study's sweep also writes the short block that opens the findings: the seed note's numbers, what
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -92,18 +94,32 @@ def seed_case(sweep_dir: Path) -> str | None:
     ])
 
 
+STUDY_BLOCK = re.compile(r"^\*\*`\+study=([\w-]+)`\*\*", flags=re.MULTILINE)
+
+
+def merged(existing: str, blocks: dict[str, str]) -> str:
+    """The findings section with each study's block replaced by its new one (new studies first, in the order
+    given), every other study's block kept as it was."""
+    starts = [m.start() for m in STUDY_BLOCK.finditer(existing)] + [len(existing)]
+    kept = [existing[a:b].strip() for a, b in zip(starts, starts[1:])]
+    old = {STUDY_BLOCK.match(block).group(1): block for block in kept}
+    order = [name for name in blocks if name not in old] + list(old)
+    return "\n\n".join(blocks.get(name, old.get(name)) for name in order)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sweeps", nargs="+", type=Path)
-    parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--update-readme", action="store_true",
+                        help="rewrite these studies' blocks of the README's findings (the others are kept)")
     args = parser.parse_args(argv)
-    text = "\n\n".join(summarize(sweep) for sweep in args.sweeps)
+    blocks = {_study_name(sweep): summarize(sweep) for sweep in args.sweeps}
     case = next((c for c in map(seed_case, args.sweeps) if c), None)
-    print(*([case, ""] if case else []), text, sep="\n")
+    print(*([case, ""] if case else []), "\n\n".join(blocks.values()), sep="\n")
     if args.update_readme:
-        from benchmarks.readme_section import replace_section
+        from benchmarks.readme_section import read_section, replace_section
 
-        replace_section("findings", text)
+        replace_section("findings", merged(read_section("findings"), blocks))
         if case:
             replace_section("seed-case", case)
     return 0

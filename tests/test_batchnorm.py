@@ -108,6 +108,13 @@ def test_the_study_as_planned_reports_the_finding_its_table_and_figure(tmp_path)
     assert '<table class="numbers">' in html and "train_acc (running)" in html
     assert "Batch 64, epoch 2 (model.bn_momentum=0.99): stale batch-norm statistics explain" in html
     assert analysis.facet_keys(a.df, a.keys) == ["model.bn_momentum"]
+    # the README's opening block, written from the same sweep: the seed's symptom, its cause, what to do
+    from scripts.findings import seed_case
+
+    case = seed_case(sweep)
+    assert case.startswith("**The seed note's numbers, reproduced** (`+study=batchnorm`, batch 64, epoch 2")
+    assert "stale batch-norm statistics, not the large batch's generalization" in case
+    assert "`model.bn_momentum=0.9` gives val_acc" in case and "`val_acc_precise_bn`" in case
 
 
 def test_unshuffled_data_keeps_its_own_finding_and_says_recomputed_statistics_do_not_rescue_it(tmp_path):

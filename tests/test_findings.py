@@ -128,3 +128,13 @@ def test_hoffer_finding_without_a_gap_to_close_is_inconclusive_and_other_sweeps_
     final = _hoffer_final({"small": 0.93, "large": 0.93, "large_steps_sqrt_ghost": 0.93})
     assert hoffer_finding(final, []).outcome == "inconclusive"
     assert hoffer_finding(final.assign(overrides="batch_size=8"), []) is None
+
+
+def test_the_readme_s_findings_are_rewritten_study_by_study():
+    """scripts.findings --update-readme with one study's sweep replaces that study's block and keeps the others."""
+    from scripts.findings import merged
+
+    existing = "**`+study=shuffle`**: old shuffle\n\n- a line\n\n**`+study=batchnorm`**: old batchnorm\n\n**`+study=tuned`**: t"
+    text = merged(existing, {"batchnorm": "**`+study=batchnorm`**: new", "capacity": "**`+study=capacity`**: c"})
+    assert text == ("**`+study=capacity`**: c\n\n**`+study=shuffle`**: old shuffle\n\n- a line\n\n"
+                    "**`+study=batchnorm`**: new\n\n**`+study=tuned`**: t")
