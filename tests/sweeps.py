@@ -201,15 +201,24 @@ def _tune(cfg: dict, val: list[float]) -> list[float] | None:
     return [min(1.0, v + shift * (e + 1) / len(val)) for e, v in enumerate(val)]
 
 
+@functools.lru_cache(maxsize=None)
+def planned(overrides: tuple[str, ...]) -> tuple[tuple[tuple[str, ...], ...], tuple]:
+    """(each job's overrides, each job's RunConfig) as `python -m harness OVERRIDES -m` plans them, once per test
+    process: planning composes every job with Hydra, seconds for the larger studies."""
+    from harness.cli import plan_command
+
+    plan = plan_command(list(overrides), multirun=True)
+    return tuple(tuple(job) for job in plan.jobs), tuple(plan.run_configs)
+
+
 def study_sweep(sweep: Path, *overrides: str) -> Path:
     """The runs of `python -m harness OVERRIDES -m` (e.g. "+study=causes") as constructed folders: the jobs and
     configs the real command would run, with made-up accuracies (see _synthetic_accuracy); a model with batch norm
     gets moving statistics that lag its weights (metric_rows's `stale_bn`)."""
-    from harness.cli import plan_command
     from harness.runlog import recorded_config
 
-    plan = plan_command([*overrides, f"hydra.sweep.dir={sweep}"], multirun=True)
-    for num, (job, run_cfg) in enumerate(zip(plan.jobs, plan.run_configs)):
+    jobs, run_configs = planned(overrides)
+    for num, (job, run_cfg) in enumerate(zip(jobs, run_configs)):
         cfg = recorded_config(run_cfg.flat())
         epochs = run_cfg.train.epochs
         cfg_for_numbers = {**cfg, "global_batch_size": run_cfg.train.batch_size}
@@ -220,7 +229,7 @@ def study_sweep(sweep: Path, *overrides: str) -> Path:
         frame["train_acc"] = running
         frame.to_parquet(run_dir / "metrics.parquet", index=False)
     (sweep / "sweep.json").write_text(json.dumps({"jobs": [{"job": str(n), "overrides": list(j)}
-                                                           for n, j in enumerate(plan.jobs)]}))
+                                                           for n, j in enumerate(jobs)]}))
     return sweep
 
 

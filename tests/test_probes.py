@@ -18,6 +18,7 @@ def probed_sweep(smoke_sweep):
     return cwd / "sweeps" / "smoke", proc
 
 
+@pytest.mark.slow  # reads a shared real sweep
 def test_every_epoch_has_the_noise_scale_and_the_distance_travelled(probed_sweep):
     sweep, _ = probed_sweep
     for job in ("0", "1"):
@@ -31,6 +32,7 @@ def test_every_epoch_has_the_noise_scale_and_the_distance_travelled(probed_sweep
         assert (frame["probes"] == True).all() and (frame["probe_samples"] == 256).all()  # noqa: E712
 
 
+@pytest.mark.slow  # reads a shared real sweep
 def test_probes_json_holds_curvature_and_sharpness_and_the_weights_are_kept(probed_sweep):
     sweep, _ = probed_sweep
     values = json.loads((sweep / "0" / probes.PROBES_FILE).read_text())
@@ -46,6 +48,7 @@ def test_probes_json_holds_curvature_and_sharpness_and_the_weights_are_kept(prob
     assert distance == pytest.approx(last, rel=1e-5)
 
 
+@pytest.mark.slow  # reads a shared real sweep
 def test_the_interpolation_starts_and_ends_at_the_two_runs_own_final_metrics(probed_sweep):
     sweep, proc = probed_sweep
     curve = pd.read_parquet(sweep / interpolation.INTERPOLATION_FILE)
@@ -62,6 +65,7 @@ def test_the_interpolation_starts_and_ends_at_the_two_runs_own_final_metrics(pro
     assert proc.stdout.strip().splitlines()[-1].endswith(".html")  # the report's path is still the last line
 
 
+@pytest.mark.slow  # reads a shared real sweep
 def test_probe_command_recomputes_the_interpolation_and_refuses_a_missing_folder(probed_sweep, tmp_path):
     from harness.probe import main
 
@@ -76,6 +80,7 @@ def test_probe_command_recomputes_the_interpolation_and_refuses_a_missing_folder
     assert main([str(tmp_path / "nowhere")]) == 2
 
 
+@pytest.mark.slow  # reads a shared real sweep
 def test_probes_false_measures_nothing_and_keeps_no_weights(plain_sweep):
     sweep = plain_sweep[0] / "sweeps" / "plain"  # three batch sizes with probes=false
     frame = pd.read_parquet(sweep / "0" / "metrics.parquet")

@@ -191,6 +191,7 @@ def _run_in_fresh_process(tmp_path, setup: str = "") -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # a run in a fresh process
 def test_a_run_process_loads_none_of_the_packages_it_does_not_use(compose, tmp_path):
     """Start-up cost: Keras would load scikit-learn (with scipy.stats) and matplotlib, TensorFlow h5py."""
     from harness import data
@@ -208,6 +209,7 @@ def test_a_run_process_loads_none_of_the_packages_it_does_not_use(compose, tmp_p
     assert proc.returncode == 0 and proc.stdout.strip().startswith("3."), proc.stderr[-2000:]
 
 
+@pytest.mark.slow  # a run in a fresh process
 def test_a_run_whose_tensorflow_cannot_load_is_recorded_as_failed(tmp_path):
     result = _run_in_fresh_process(tmp_path, setup="sys.modules['tensorflow'] = None  # as if not installed")
     assert result["code"] == 1

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from harness import analysis, batching
-from harness.cli import plan_command
+from tests.sweeps import planned
 
 # study -> (the keys it sweeps and their values, the values every job holds); each plan is their product
 SWEPT = {
@@ -29,16 +29,15 @@ SWEPT = {
 @pytest.mark.parametrize("study", sorted(SWEPT))
 def test_each_study_plans_the_product_of_what_it_sweeps(study):
     swept, fixed = SWEPT[study]
-    configs = [cfg.flat() for cfg in plan_command([f"+study={study}"], multirun=True).run_configs]
-    planned = sorted(tuple(cfg[key] for key in swept) for cfg in configs)
-    assert planned == sorted(itertools.product(*swept.values()))
+    configs = [cfg.flat() for cfg in planned((f"+study={study}",))[1]]
+    values = sorted(tuple(cfg[key] for key in swept) for cfg in configs)
+    assert values == sorted(itertools.product(*swept.values()))
     assert all(cfg[key] == value for cfg in configs for key, value in fixed.items()), fixed
 
 
 def _arms(study: str) -> dict[str, list]:
-    plan = plan_command([f"+study={study}"], multirun=True)
     arms: dict[str, list] = {}
-    for job, cfg in zip(plan.jobs, plan.run_configs):
+    for job, cfg in zip(*planned((f"+study={study}",))):
         arms.setdefault(analysis.arm(" ".join(job)), []).append(cfg)
     return arms
 
