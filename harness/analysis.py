@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.files import DamagedFile, read_json
-from harness.runlog import METRICS_FILE, RUN_FILE, SWEEP_FILE, config_columns, inspect_run
+from harness.store import layout
+from harness.store.files import DamagedFile, read_json
+from harness.store.layout import METRICS_FILE, RUN_FILE, SWEEP_FILE
+from harness.store.run_files import config_columns, inspect_run
 
 BATCH = "global_batch_size"
 # Config keys that are never facets: the batch axis itself, the seed (averaged over, with n shown), and
@@ -30,33 +32,33 @@ def _from_hydra(run_dir: Path) -> dict:
 
     def load(name: str):
         try:
-            return yaml.safe_load((run_dir / ".hydra" / name).read_text())
+            return yaml.safe_load((run_dir / layout.HYDRA_DIR / name).read_text())
         except (OSError, yaml.YAMLError):
             return None
 
-    nested = load("config.yaml") or {}
+    nested = load(layout.HYDRA_CONFIG) or {}
     flat = {k: v for k, v in nested.items() if not isinstance(v, dict) and k != "hydra"}
     for group in ("dataset", "model"):
         values = dict(nested.get(group) or {})
         if values:
             flat[group] = values.pop("name", None)
             flat.update({f"{group}.{k}": v for k, v in values.items()})
-    return {"overrides": load("overrides.yaml") or [], "config": flat}
+    return {"overrides": load(layout.HYDRA_OVERRIDES) or [], "config": flat}
 
 
 def read_run_records(sweep_dir: Path) -> list[dict]:
     """Every run.json under the sweep (one per run folder), in job order, with its folder name as `job`; a run
     whose run.json or metrics.parquet cannot be read is there with status `damaged` and the reason."""
     records = []
-    for run_file in Path(sweep_dir).glob(f"*/{RUN_FILE}"):
-        record, damage = inspect_run(run_file.parent)
+    for run_dir in layout.run_dirs(sweep_dir):
+        record, damage = inspect_run(run_dir)
         if damage is not None:
-            record = {**_from_hydra(run_file.parent), **(record or {}), "status": DAMAGED,
+            record = {**_from_hydra(run_dir), **(record or {}), "status": DAMAGED,
                       "error": {"type": "DamagedFile", "message": damage, "traceback": ""}}
-            record.setdefault("run_id", f"{Path(sweep_dir).name}/{run_file.parent.name}")
-        record["job"] = run_file.parent.name
+            record.setdefault("run_id", f"{Path(sweep_dir).name}/{run_dir.name}")
+        record["job"] = run_dir.name
         records.append(record)
-    return sorted(records, key=lambda r: (not r["job"].isdigit(), int(r["job"]) if r["job"].isdigit() else r["job"]))
+    return records
 
 
 def _seconds_between(start: str | None, end: str | None) -> float:

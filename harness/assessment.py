@@ -12,8 +12,14 @@ import pandas as pd
 
 from harness import analysis, tuning, verdicts, why
 from harness.batch_controls import controls_finding, hoffer_finding
-from harness.findings import (Finding, batchnorm_finding, capacity_finding, imbalance_finding, preprocess_finding,
-                              shuffle_finding)
+from harness.findings import (
+    Finding,
+    batchnorm_finding,
+    capacity_finding,
+    imbalance_finding,
+    preprocess_finding,
+    shuffle_finding,
+)
 
 
 @dataclass

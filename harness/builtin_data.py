@@ -9,9 +9,9 @@ from typing import Callable
 
 import numpy as np
 
-from harness.fields import ConfigError, float_value, int_value
 from harness.arrays import Arrays
-from harness.files import atomic_write
+from harness.fields import ConfigError, float_value, int_value
+from harness.store.files import atomic_write
 
 
 class DataUnavailable(RuntimeError):

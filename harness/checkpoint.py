@@ -10,9 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.files import atomic_write
-
-CHECKPOINT = "checkpoint.npz"  # in the run folder while the run trains; removed when it ends
+from harness.store.files import atomic_write
+from harness.store.layout import CHECKPOINT
 
 
 def saved_epoch(run_dir: Path) -> int:

@@ -22,8 +22,9 @@ from hydra.errors import HydraException, MissingConfigException, OverrideParseEx
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
-from harness import analysis, config, files, preflight, signals, sweep_end
-from harness.runlog import SWEEP_FILE
+from harness import analysis, config, preflight, signals, sweep_end
+from harness.store import files, layout
+from harness.store.layout import SWEEP_FILE
 
 CONF_DIR = Path(__file__).resolve().parent / "conf"  # installed with the package; the repository links conf/ to it
 CONFIG_NAME = "config"
@@ -45,7 +46,7 @@ def to_run_config(cfg: DictConfig) -> config.RunConfig:
 
 def recorded_run_config(run_dir: Path) -> config.RunConfig:
     """A finished run's RunConfig, from the composed config Hydra saved in its folder (.hydra/config.yaml)."""
-    return to_run_config(OmegaConf.load(Path(run_dir) / ".hydra" / "config.yaml"))
+    return to_run_config(OmegaConf.load(Path(run_dir) / layout.HYDRA_DIR / layout.HYDRA_CONFIG))
 
 
 def _allowed_keys(key: str) -> str:
@@ -170,7 +171,7 @@ def hydra_job(cfg: DictConfig) -> float | None:
     try:
         return run_experiment(run_cfg, run_dir, run_id=run_id, overrides=list(hydra_cfg.overrides.task))
     except Exception as err:
-        log.error("run %s failed: %s: %s (details in %s)", run_id, type(err).__name__, err, run_dir / "run.json")
+        log.error("run %s failed: %s: %s (details in %s)", run_id, type(err).__name__, err, run_dir / layout.RUN_FILE)
         return None
 
 

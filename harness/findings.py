@@ -15,7 +15,6 @@ from harness import batchnorm
 from harness.analysis import BATCH, num_classes
 from harness.verdicts import CHANCE_MARGIN, MIN_EFFECT, Verdict, accuracy_reading
 
-
 Finding = Verdict  # `subject` names the suspect
 
 

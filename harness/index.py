@@ -20,11 +20,11 @@ from urllib.parse import quote
 
 import jinja2
 
-from harness import files
-from harness.runlog import RUN_FILE, SWEEP_FILE, config_columns
+from harness.store import files, layout
+from harness.store.layout import INDEX_FILE, LATEST_FILE, RUN_FILE, SWEEP_FILE
+from harness.store.run_files import config_columns
 from harness.summary import earliest, parse_time, read_summary, report_file_name, runs_digest
 
-INDEX_FILE, LATEST_FILE = "index.html", "latest.html"
 STATUS_ORDER = ("completed", "diverged", "failed", "interrupted", "running", "damaged", "not started")
 SHOWN_VERDICTS = 3  # a sweep with more facets than this says how many more its report holds
 
@@ -114,9 +114,9 @@ def _row_from_files(sweep_dir: Path) -> Row:
     row = Row(sweep_dir.name, _shown(sweep_dir), None, [], [], [])
     counts, configs, started, ran = Counter(), [], [], set()
     try:
-        for run_file in sorted(sweep_dir.glob(f"*/{RUN_FILE}")):
+        for run_dir in layout.run_dirs(sweep_dir):
             try:
-                record = files.read_json(run_file) or {}
+                record = files.read_json(run_dir / RUN_FILE) or {}
             except files.DamagedFile:
                 counts["damaged"] += 1
                 continue
@@ -151,19 +151,13 @@ def _subfolders(folder: Path) -> list[Path]:
         return []
 
 
-def _is_sweep(folder: Path) -> bool:
-    """Holds a sweep's files, or the numbered run folders of one whose runs have not written yet."""
-    return ((folder / SWEEP_FILE).exists() or any(folder.glob(f"*/{RUN_FILE}"))
-            or any(p.name.isdigit() for p in _subfolders(folder)))
-
-
 def sweep_folders(sweeps_dir: Path, depth: int = 3) -> list[Path]:
     """The sweeps in a sweeps folder: its sub-folders, and those of sub-folders that only group sweeps (e.g.
     hydra.sweep.dir=sweeps/<project>/<time>), `depth` levels down. A folder holding neither a sweep nor sweeps
     is listed too, so that the index says it is empty."""
     found = []
     for folder in _subfolders(sweeps_dir):
-        inner = [] if depth <= 1 or _is_sweep(folder) else sweep_folders(folder, depth - 1)
+        inner = [] if depth <= 1 or layout.is_sweep(folder) else sweep_folders(folder, depth - 1)
         found += inner or [folder]
     return found
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import analysis
-from harness.probes import FINAL_WEIGHTS
+from harness.store import layout
+from harness.store.layout import FINAL_WEIGHTS, INTERPOLATION_FILE
+from harness.store.run_files import inspect_run
 
-INTERPOLATION_FILE = "interpolation.parquet"  # in the sweep folder
 ALPHAS = np.round(np.linspace(-1.0, 2.0, 25), 10)  # α = 0 is the small-batch solution, α = 1 the large-batch one
 PAIRED_BY = "batch_size"
 
@@ -42,8 +42,11 @@ def pairs(sweep_dir: Path) -> list[Pair]:
     """Every pair of the sweep, in job order of the small-batch run; runs without kept final weights (probes
     off, failed, diverged) take no part."""
     sweep_dir = Path(sweep_dir)
-    runs = [r for r in analysis.read_run_records(sweep_dir)
-            if r.get("status") == "completed" and (sweep_dir / r["job"] / FINAL_WEIGHTS).exists()]
+    runs = []
+    for run_dir in layout.run_dirs(sweep_dir):
+        record, damage = inspect_run(run_dir)
+        if damage is None and record and record.get("status") == "completed" and (run_dir / FINAL_WEIGHTS).exists():
+            runs.append({**record, "job": run_dir.name})
     groups: dict[tuple, list[dict]] = {}
     for run in runs:
         groups.setdefault(_shared(run["config"]), []).append(run)

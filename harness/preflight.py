@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.config import ConfigError, RunConfig
-from harness.runlog import inspect_run, recorded_config
+from harness.store.run_files import inspect_run, recorded_config
 
 
 def check_searchpath(paths: list[str]) -> None:

@@ -18,8 +18,10 @@ import numpy as np
 import pandas as pd
 
 from harness import interpolation
-from harness.files import atomic_write
-from harness.probes import FINAL_WEIGHTS, load_weights
+from harness.probes import load_weights
+from harness.store import layout
+from harness.store.files import atomic_write
+from harness.store.layout import FINAL_WEIGHTS
 
 log = logging.getLogger("harness.probe")
 
@@ -71,7 +73,7 @@ def write_interpolation(sweep_dir: Path) -> Path | None:
     if not found:
         return None
     frame = pd.concat([interpolate(sweep_dir, pair) for pair in found], ignore_index=True)
-    target = sweep_dir / interpolation.INTERPOLATION_FILE
+    target = sweep_dir / layout.INTERPOLATION_FILE
     atomic_write(target, lambda tmp: frame.to_parquet(tmp, index=False))
     return target
 

@@ -15,12 +15,11 @@ from typing import Any, Callable
 import numpy as np
 
 from harness import curvature, noise_scale
-from harness.files import atomic_write, write_json
+from harness.store.files import atomic_write, write_json
+from harness.store.layout import PROBES_FILE
 
 log = logging.getLogger(__name__)
 
-PROBES_FILE = "probes.json"
-INITIAL_WEIGHTS, FINAL_WEIGHTS = "initial.weights.npz", "final.weights.npz"
 PROBE_SEED = 0          # the probe subset depends on the training set only: the same samples for every seed
 NOISE_BATCHES = 8       # small batches of noise_scale.SMALL_BATCH per epoch's noise-scale estimate
 PROBE_BATCH = 1024      # samples per Hessian-vector product call

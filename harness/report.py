@@ -15,8 +15,9 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from harness import analysis, files, index, report_figures, summary
+from harness import analysis, index, report_figures, summary
 from harness.assessment import assess
+from harness.store import files, layout
 
 SIMULATED_NOTE = (
     "Simulated devices (simulate_devices=true) split one CPU into logical devices that share the same cores: "
@@ -150,7 +151,7 @@ def write_report(sweep_dir: Path, reports_dir: Path = Path("reports"), sweeps_di
     `sweeps_dir` too, by default the sweeps folder beside `reports_dir`); return the report's path."""
     html = build_report(sweep_dir)
     target = report_path(sweep_dir, reports_dir)
-    for path in (target, Path(reports_dir) / index.LATEST_FILE):
+    for path in (target, Path(reports_dir) / layout.LATEST_FILE):
         files.write_text(path, html)
     try:
         index.write_index(reports_dir, sweeps_dir)

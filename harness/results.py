@@ -14,9 +14,9 @@ from pathlib import Path
 import pandas as pd
 
 from harness.analysis import RUN_COLUMNS, config_keys, load_sweep
-from harness.files import DamagedFile, read_json
-from harness.probes import PROBES_FILE
-from harness.runlog import RUN_FILE
+from harness.store import layout
+from harness.store.files import DamagedFile, read_json
+from harness.store.layout import PROBES_FILE, RUN_FILE
 
 FINAL_METRICS = ["epoch", "step", "train_loss", "train_acc", "train_eval_loss", "train_eval_acc", "val_loss", "val_acc",
                  "gap", "best_val_acc", "best_epoch"]
@@ -81,15 +81,11 @@ def results(sweep_dirs: list[Path]) -> pd.DataFrame:
     return pd.concat([sweep_results(path) for path in sweep_dirs], ignore_index=True)
 
 
-def is_sweep(folder: Path) -> bool:
-    return any(folder.glob(f"*/{RUN_FILE}"))
-
-
 def find_sweeps(folder: Path) -> list[Path]:
     """`folder` itself when it holds runs, else its sub-folders that do (`sweeps/`), by name (their start time)."""
-    if is_sweep(folder):
+    if layout.is_sweep(folder):
         return [folder]
-    return sorted((p for p in folder.iterdir() if p.is_dir() and is_sweep(p)), key=lambda p: p.name)
+    return sorted((p for p in folder.iterdir() if p.is_dir() and layout.is_sweep(p)), key=lambda p: p.name)
 
 
 def printable(table: pd.DataFrame, keys: list[str]) -> str:

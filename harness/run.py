@@ -13,9 +13,18 @@ from harness.arrays import Arrays
 from harness.batching import BatchPlan, Schedule, plan_batches, plan_schedule
 from harness.config import RunConfig
 from harness.run_inputs import pipelines, prepare_data
-from harness.files import remove_partial_writes
-from harness.runlog import (FINISHED, METRICS_FILE, MetricsTable, RunRecord, config_columns, final_val_acc,
-                            inspect_run, recorded_config)
+from harness.store import layout
+from harness.store.files import remove_partial_writes
+from harness.store.layout import METRICS_FILE
+from harness.store.run_files import (
+    FINISHED,
+    MetricsTable,
+    RunRecord,
+    config_columns,
+    final_val_acc,
+    inspect_run,
+    recorded_config,
+)
 from harness.tensorboard_log import RunBoard
 
 log = logging.getLogger(__name__)
@@ -72,7 +81,7 @@ def _resume_point(run_dir: Path, previous: dict | None, damage: str | None) -> t
         if damage is None:
             return checkpoint.saved_epoch(run_dir), []
     except Exception as err:  # a truncated or foreign checkpoint.npz
-        damage = f"{run_dir / checkpoint.CHECKPOINT} cannot be read ({type(err).__name__}: {err})"
+        damage = f"{run_dir / layout.CHECKPOINT} cannot be read ({type(err).__name__}: {err})"
     note = f"{damage}: the run started again from epoch 0"
     log.warning(note)
     checkpoint.remove(run_dir)
@@ -128,7 +137,7 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, board:
               initial_epoch=resume_epoch)
     record.update(fit_seconds=time.perf_counter() - fit_started, target_reached_at_epoch=recorder.target_reached_at)
     if cfg.train.probes and not recorder.diverged:
-        probes.save_weights(run_dir / probes.FINAL_WEIGHTS, model)
+        probes.save_weights(run_dir / layout.FINAL_WEIGHTS, model)
         probes.write_final_probes(run_dir, _probe_model(cfg, model, data_in, placement.replicas), data_in.x_train,
                                   data_in.y_train, train.decoder(data_in.decode), cfg.train.probe_samples)
     checkpoint.remove(run_dir)  # kept until the probes are written: a run killed during them resumes there
@@ -142,7 +151,7 @@ def _epoch_probes(cfg: RunConfig, run_dir: Path, model, data_in: Arrays, resume_
         return None
     from harness import train
 
-    path = run_dir / probes.INITIAL_WEIGHTS
+    path = run_dir / layout.INITIAL_WEIGHTS
     if not resume_epoch or not path.exists():
         probes.save_weights(path, model)
     weights, trainable = probes.load_weights(path)

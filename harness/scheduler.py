@@ -18,10 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, TextIO
 
-from harness.files import write_json
 from harness.progress import clock
 from harness.resources import GpuPool, cpu_count
-from harness.runlog import RUN_FILE, inspect_run, is_finished, now_iso
+from harness.store import layout
+from harness.store.files import write_json
+from harness.store.layout import RUN_FILE
+from harness.store.run_files import inspect_run, is_finished, now_iso
 from harness.worker import Worker
 
 log = logging.getLogger(__name__)
@@ -99,9 +101,9 @@ class Scheduler:
         job.run_dir.mkdir(parents=True, exist_ok=True)
         if job.worker_args is not None and not gpu_ids:
             worker = self._idle_worker() or Worker(job.run_dir.parent, self._env(job, gpu_ids), _preexec())
-            worker.send(job.worker_args, job.run_dir / "train.log")
+            worker.send(job.worker_args, job.run_dir / layout.TRAIN_LOG)
             return _Running(job, worker.process, gpu_ids, None, worker)
-        log = open(job.run_dir / "train.log", "a")
+        log = open(job.run_dir / layout.TRAIN_LOG, "a")
         process = subprocess.Popen(
             job.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self._env(job, gpu_ids),
             start_new_session=True, preexec_fn=_preexec(),
@@ -120,7 +122,7 @@ class Scheduler:
         self.exit_codes[running.job.num] = code
         if code == REFUSED:  # refused before it ran (its folder is another command's): the files are not its own
             log.error("run %s was refused before it started (see %s)", running.job.run_id,
-                      running.job.run_dir / "train.log")
+                      running.job.run_dir / layout.TRAIN_LOG)
             return
         record, _ = inspect_run(running.job.run_dir)
         if record is None or record.get("status") == "running":

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import jinja2
 
-from harness.runlog import RUN_FILE, SWEEP_FILE
+from harness.store import layout
+from harness.store.layout import RUN_FILE, SWEEP_FILE
 
 SUMMARY_FORMAT = 1
 SUMMARY_OPEN = '<script type="application/json" id="sweep-summary">'
@@ -29,7 +30,8 @@ def runs_digest(sweep_dir: Path) -> str:
     """A hash of the sweep's sweep.json and run.json files: it changes whenever a run starts, ends or resumes, so
     the index can tell a report older than its runs (robust to copying, unlike file times)."""
     digest = hashlib.sha1()
-    for path in sorted([*Path(sweep_dir).glob(SWEEP_FILE), *Path(sweep_dir).glob(f"*/{RUN_FILE}")]):
+    run_files = [run_dir / RUN_FILE for run_dir in layout.run_dirs(sweep_dir)]
+    for path in sorted([*Path(sweep_dir).glob(SWEEP_FILE), *run_files]):
         digest.update(str(path.relative_to(sweep_dir)).encode() + b"\0")
         try:
             digest.update(path.read_bytes())

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from harness.store import layout
+
 REPORTS_DIR = Path("reports")  # like sweeps/, relative to where the command runs
 
 
@@ -19,7 +21,7 @@ def interpolate(sweep_dir: Path) -> None:
 
     if not interpolation.needs_update(sweep_dir):
         return
-    log_path = sweep_dir / "interpolation.log"  # TensorFlow's start-up chatter and any traceback, off the console
+    log_path = sweep_dir / layout.INTERPOLATION_LOG  # TensorFlow's start-up chatter and any traceback, off the console
     with open(log_path, "w") as log:
         done = subprocess.run([sys.executable, "-m", "harness.probe", str(sweep_dir)], stdout=log,
                               stderr=subprocess.STDOUT, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})

@@ -17,9 +17,10 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
+from harness.store.layout import TB_DIR
+
 log = logging.getLogger(__name__)
 
-TB_DIR = "tb"
 # Metrics column -> its tag; the section before the slash groups the Scalars dashboard's cards, and the HParams
 # dashboard shows the first five metrics by name at first: the accuracies and the gap.
 TAGS = {

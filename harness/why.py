@@ -21,10 +21,10 @@ from pathlib import Path
 import pandas as pd
 
 from harness.analysis import BATCH, facet_order, read_run_records
-from harness.files import DamagedFile, read_json
-from harness.interpolation import INTERPOLATION_FILE
 from harness.intervals import welch_p
-from harness.probes import PROBES_FILE
+from harness.store.files import DamagedFile, read_json
+from harness.store.layout import INTERPOLATION_FILE, PROBES_FILE
+
 EPOCH_PROBES = ["noise_scale", "grad_norm_sq", "grad_trace_cov", "weight_distance"]
 FINAL_PROBES = ["hessian_top_eigenvalue", "hessian_trace", "sharpness", "sharpness_5e-4"]
 INTERPOLATION_COLUMNS = ["pair", "small_run", "small_batch", "large_batch", "alpha", "train_loss", "train_acc",

@@ -11,8 +11,17 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
 from harness.analysis import BATCH, facet_order
-from harness.plots import (LEGEND_ROW, _colors, _legend_rows, _mean_sd, grid, legend_below, log2_axis,
-                           metric_vs_steps, wrap)
+from harness.plots import (
+    LEGEND_ROW,
+    _colors,
+    _legend_rows,
+    _mean_sd,
+    grid,
+    legend_below,
+    log2_axis,
+    metric_vs_steps,
+    wrap,
+)
 from harness.why import EMA_BETA, Why
 
 CURVATURE = [("sharpness", "sharpness (ε = 1e-3, %)"), ("hessian_top_eigenvalue", "top Hessian eigenvalue"),

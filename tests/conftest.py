@@ -4,8 +4,8 @@ import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import pytest

@@ -29,7 +29,7 @@ def _composed_config() -> tuple:
     from hydra import compose, initialize_config_dir
 
     from harness.cli import CONF_DIR, to_run_config
-    from harness.runlog import recorded_config
+    from harness.store.run_files import recorded_config
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         run_cfg = to_run_config(compose("config", overrides=["epochs=3"]))
@@ -77,7 +77,7 @@ def metric_rows(run_id: str, cfg: dict, val, train_eval, tune=None, stale_bn: bo
     weights reach these accuracies (the `*_precise_bn` columns) while its moving statistics still carry
     bn_initial_weight = momentum^step of their start, pulling the accuracies measured with them towards chance."""
     from harness.batching import plan_batches, plan_schedule
-    from harness.runlog import config_columns
+    from harness.store.run_files import config_columns
 
     data_keys = [_override(k, v) for k, v in cfg.items() if k.startswith("dataset.")]
     if cfg["dataset"] != _composed_config_dict()["dataset"]:
@@ -215,7 +215,7 @@ def study_sweep(sweep: Path, *overrides: str) -> Path:
     """The runs of `python -m harness OVERRIDES -m` (e.g. "+study=causes") as constructed folders: the jobs and
     configs the real command would run, with made-up accuracies (see _synthetic_accuracy); a model with batch norm
     gets moving statistics that lag its weights (metric_rows's `stale_bn`)."""
-    from harness.runlog import recorded_config
+    from harness.store.run_files import recorded_config
 
     jobs, run_configs = planned(overrides)
     for num, (job, run_cfg) in enumerate(zip(jobs, run_configs)):

@@ -4,6 +4,7 @@ import pytest
 
 from harness import checkpoint
 from harness.backend import keras
+from harness.store import layout
 
 
 def _model(seed):
@@ -34,7 +35,7 @@ def test_save_and_restore_bring_back_weights_and_optimizer_state(tmp_path):
         _step(trained)
     checkpoint.save(tmp_path, 5, trained)
     assert checkpoint.saved_epoch(tmp_path) == 5
-    assert [p.name for p in tmp_path.iterdir()] == [checkpoint.CHECKPOINT]  # no temporary file left
+    assert [p.name for p in tmp_path.iterdir()] == [layout.CHECKPOINT]  # no temporary file left
 
     fresh = _model(1)  # other initial weights, an optimizer that has not stepped yet
     assert not all(np.array_equal(a, b) for a, b in zip(fresh.get_weights(), trained.get_weights()))
@@ -54,7 +55,7 @@ def test_the_checkpoint_is_plain_arrays_without_pickles(tmp_path):
     model = _model(0)
     _step(model)
     checkpoint.save(tmp_path, 1, model)
-    with np.load(tmp_path / checkpoint.CHECKPOINT, allow_pickle=False) as saved:
+    with np.load(tmp_path / layout.CHECKPOINT, allow_pickle=False) as saved:
         names = set(saved.files)
     assert names == {"epoch", *(f"weight_{i}" for i in range(4)),
                      *(f"optimizer_{i}" for i in range(len(model.optimizer.variables)))}
@@ -67,7 +68,7 @@ def test_a_later_save_replaces_the_earlier_and_remove_clears_it(tmp_path):
     checkpoint.save(tmp_path, 1, model)
     checkpoint.save(tmp_path, 2, model)
     assert checkpoint.saved_epoch(tmp_path) == 2
-    assert [p.name for p in tmp_path.iterdir()] == [checkpoint.CHECKPOINT]
+    assert [p.name for p in tmp_path.iterdir()] == [layout.CHECKPOINT]
     checkpoint.remove(tmp_path)
     assert checkpoint.saved_epoch(tmp_path) == 0 and list(tmp_path.iterdir()) == []
     checkpoint.remove(tmp_path)  # removing none is fine
@@ -81,7 +82,7 @@ def test_a_failed_save_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="disk full"):
         checkpoint.save(tmp_path, 2, model)
     assert checkpoint.saved_epoch(tmp_path) == 1
-    assert [p.name for p in tmp_path.iterdir()] == [checkpoint.CHECKPOINT]
+    assert [p.name for p in tmp_path.iterdir()] == [layout.CHECKPOINT]
 
 
 def test_the_callback_saves_after_each_epoch_unless_training_stops(tmp_path):
@@ -90,7 +91,7 @@ def test_the_callback_saves_after_each_epoch_unless_training_stops(tmp_path):
     model.fit(x, y, epochs=2, batch_size=16, verbose=0, callbacks=[checkpoint.callback(tmp_path, model)])
     assert checkpoint.saved_epoch(tmp_path) == 2
     assert int(model.optimizer.iterations.numpy()) == 4  # 2 epochs x 2 steps
-    with np.load(tmp_path / checkpoint.CHECKPOINT) as saved:  # the state after the last epoch
+    with np.load(tmp_path / layout.CHECKPOINT) as saved:  # the state after the last epoch
         for i, variable in enumerate(model.optimizer.variables):
             assert np.array_equal(saved[f"optimizer_{i}"], variable.numpy())
 
@@ -99,4 +100,4 @@ def test_the_callback_saves_after_each_epoch_unless_training_stops(tmp_path):
     callback = checkpoint.callback(stopped, model)
     model.stop_training = True  # diverged, or at its target loss: nothing to resume
     callback.on_epoch_end(0)
-    assert not (stopped / checkpoint.CHECKPOINT).exists()
+    assert not (stopped / layout.CHECKPOINT).exists()

@@ -10,7 +10,7 @@ import pytest
 from harness import cli, report
 from harness.cli import main, plan_command
 from harness.config import ConfigError
-from harness.files import LOCK_FILE
+from harness.store.layout import LOCK_FILE
 from tests.conftest import TINY, run_harness
 
 TIMING = ["epoch_seconds", "samples_per_second"]

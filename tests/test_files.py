@@ -1,4 +1,4 @@
-"""Safe file writing and the output-folder lock (harness.files)."""
+"""Safe file writing and the output-folder lock (harness.store.files)."""
 import os
 import signal
 import stat
@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from harness import files
+from harness.store import files, layout
 
 
 def test_atomic_write_replaces_the_file_in_one_step_readable_by_others(tmp_path):
@@ -58,7 +58,7 @@ def test_remove_partial_writes_removes_only_temporary_files_of_atomic_writes(tmp
 
 HOLD = """
 import sys, time
-from harness.files import folder_lock
+from harness.store.files import folder_lock
 with folder_lock(sys.argv[1]):
     print("held", flush=True)
     time.sleep(120)
@@ -66,7 +66,7 @@ with folder_lock(sys.argv[1]):
 
 TRY = """
 import sys
-from harness.files import FolderBusy, folder_lock
+from harness.store.files import FolderBusy, folder_lock
 try:
     with folder_lock(sys.argv[1]):
         print("acquired")
@@ -84,7 +84,7 @@ def _try_in_another_process(folder) -> str:
 def test_the_folder_lock_refuses_a_second_holder_and_names_the_first(tmp_path):
     folder = tmp_path / "sweep"
     with files.folder_lock(folder):
-        assert (folder / files.LOCK_FILE).read_text() == f"{os.getpid()}\n"
+        assert (folder / layout.LOCK_FILE).read_text() == f"{os.getpid()}\n"
         assert _try_in_another_process(folder) == f"busy {os.getpid()}"
         with pytest.raises(files.FolderBusy, match=f"^{os.getpid()}$"):  # a second open file, same process
             with files.folder_lock(folder):
@@ -106,4 +106,4 @@ def test_the_lock_of_a_killed_holder_is_free_at_once(tmp_path):
         holder.wait()
         holder.stdout.close()
     with files.folder_lock(folder):  # kill -9 leaves the file, not the lock
-        assert (folder / files.LOCK_FILE).read_text() == f"{os.getpid()}\n"
+        assert (folder / layout.LOCK_FILE).read_text() == f"{os.getpid()}\n"

@@ -12,8 +12,8 @@ import pytest
 
 from harness.report import report_path
 from harness.resources import cpu_count
-from tests.conftest import run_harness
 from harness.tensorboard_log import TAGS
+from tests.conftest import run_harness
 from tests.test_faults import harness_processes
 from tests.test_tensorboard_log import assert_board_matches_metrics, read_board
 

@@ -6,7 +6,8 @@ import pytest
 from harness.cli import plan_command
 from harness.config import ConfigError
 from harness.preflight import check_devices, check_existing_runs
-from harness.runlog import RUN_FILE, recorded_config
+from harness.store.layout import RUN_FILE
+from harness.store.run_files import recorded_config
 
 
 def test_device_check_before_anything_runs(compose):

@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from harness import interpolation, probes
+from harness.store import layout
 from tests.conftest import TINY, copy_sweep, run_harness
 
 PROBE_COLUMNS = ["noise_scale", "grad_norm_sq", "grad_trace_cov", "weight_distance"]
@@ -35,13 +36,13 @@ def test_every_epoch_has_the_noise_scale_and_the_distance_travelled(probed_sweep
 @pytest.mark.slow  # reads a shared real sweep
 def test_probes_json_holds_curvature_and_sharpness_and_the_weights_are_kept(probed_sweep):
     sweep, _ = probed_sweep
-    values = json.loads((sweep / "0" / probes.PROBES_FILE).read_text())
+    values = json.loads((sweep / "0" / layout.PROBES_FILE).read_text())
     assert values["error"] is None and values["probe_samples"] == 256
     assert values["hessian_top_eigenvalue"] > 0 and values["eigen_converged"]
     assert values["hessian_trace"] >= values["hessian_top_eigenvalue"] * 0.5  # trace ≥ λmax for a PSD-ish H
     assert values["sharpness"] > values["sharpness_5e-4"] > 0  # a bigger box holds a higher loss
-    initial, trainable = probes.load_weights(sweep / "0" / probes.INITIAL_WEIGHTS)
-    final, _ = probes.load_weights(sweep / "0" / probes.FINAL_WEIGHTS)
+    initial, trainable = probes.load_weights(sweep / "0" / layout.INITIAL_WEIGHTS)
+    final, _ = probes.load_weights(sweep / "0" / layout.FINAL_WEIGHTS)
     assert trainable.any() and len(initial) == len(final)
     distance = np.sqrt(sum(np.sum((f - i) ** 2) for f, i, t in zip(final, initial, trainable) if t))
     last = pd.read_parquet(sweep / "0" / "metrics.parquet")["weight_distance"].iloc[-1]
@@ -51,7 +52,7 @@ def test_probes_json_holds_curvature_and_sharpness_and_the_weights_are_kept(prob
 @pytest.mark.slow  # reads a shared real sweep
 def test_the_interpolation_starts_and_ends_at_the_two_runs_own_final_metrics(probed_sweep):
     sweep, proc = probed_sweep
-    curve = pd.read_parquet(sweep / interpolation.INTERPOLATION_FILE)
+    curve = pd.read_parquet(sweep / layout.INTERPOLATION_FILE)
     assert len(curve) == len(interpolation.ALPHAS) >= 25
     assert curve["alpha"].min() == -1 and curve["alpha"].max() == 2
     assert set(curve["pair"]) == {"seed=0"} and (curve["small_batch"] == 16).all() and (curve["large_batch"] == 64).all()
@@ -70,7 +71,7 @@ def test_probe_command_recomputes_the_interpolation_and_refuses_a_missing_folder
     from harness.probe import main
 
     sweep = copy_sweep(probed_sweep[0], tmp_path / "smoke")  # the shared one stays as it was
-    target = sweep / interpolation.INTERPOLATION_FILE
+    target = sweep / layout.INTERPOLATION_FILE
     before = pd.read_parquet(target)
     target.unlink()
     assert interpolation.needs_update(sweep)
@@ -86,8 +87,8 @@ def test_probes_false_measures_nothing_and_keeps_no_weights(plain_sweep):
     frame = pd.read_parquet(sweep / "0" / "metrics.parquet")
     assert not set(PROBE_COLUMNS) & set(frame.columns)
     assert not any((sweep / "0" / name).exists()
-                   for name in (probes.PROBES_FILE, probes.INITIAL_WEIGHTS, probes.FINAL_WEIGHTS))
-    assert not (sweep / interpolation.INTERPOLATION_FILE).exists() and not interpolation.pairs(sweep)
+                   for name in (layout.PROBES_FILE, layout.INITIAL_WEIGHTS, layout.FINAL_WEIGHTS))
+    assert not (sweep / layout.INTERPOLATION_FILE).exists() and not interpolation.pairs(sweep)
 
 
 def test_probe_samples_below_two_is_refused_in_one_line(tmp_path):
@@ -106,7 +107,7 @@ def test_a_failing_probe_is_recorded_and_the_run_still_completes(compose, tmp_pa
     cfg = compose(*TINY, "probes=true", "batch_size=32", "epochs=1")
     run_experiment(cfg, tmp_path / "0", run_id="s/0")
     record = json.loads((tmp_path / "0" / "run.json").read_text())
-    values = json.loads((tmp_path / "0" / probes.PROBES_FILE).read_text())
+    values = json.loads((tmp_path / "0" / layout.PROBES_FILE).read_text())
     assert record["status"] == "completed"
     assert values["error"] == "RuntimeError: no second derivative for this op"
 
@@ -118,7 +119,7 @@ def test_probes_under_data_parallelism_measure_the_trained_weights(tmp_path):
     proc = run_harness(*TINY, "probes=true", "batch_size=32", "gpus=2", "simulate_devices=true", "probe_samples=128",
                        f"hydra.run.dir={run_dir}", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    values = json.loads((run_dir / probes.PROBES_FILE).read_text())
+    values = json.loads((run_dir / layout.PROBES_FILE).read_text())
     frame = pd.read_parquet(run_dir / "metrics.parquet")
     assert values["error"] is None and values["hessian_top_eigenvalue"] > 0
     assert (frame["replicas"] == 2).all() and (frame["grad_trace_cov"] > 0).all()

@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from harness.run import run_experiment
+from harness.store import layout
 from tests.conftest import TINY
 
 METRIC_COLUMNS = {
@@ -120,7 +121,7 @@ def test_an_interrupted_run_resumes_from_its_checkpoint_with_identical_metrics(c
 
     cfg = compose(*TINY, "epochs=3", "batch_size=32")
     run_experiment(cfg, tmp_path / "whole", run_id="s/0")
-    assert not (tmp_path / "whole" / checkpoint.CHECKPOINT).exists()  # removed once the run is done
+    assert not (tmp_path / "whole" / layout.CHECKPOINT).exists()  # removed once the run is done
 
     original = train.EpochRecorder.on_epoch_end
 

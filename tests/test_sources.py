@@ -4,11 +4,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.conftest import assert_largest_batch
-
 from harness import data as datasets
 from harness import sources
 from harness.config import ConfigError
+from tests.conftest import assert_largest_batch
 
 
 def write_npz(path, labels, features=4, seed=0, **extra):

@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.tensorboard_log import TAGS, TB_DIR, hyperparameters, scalars
+from harness.store.layout import TB_DIR
+from harness.tensorboard_log import TAGS, hyperparameters, scalars
 from tests.conftest import TINY
 from tests.test_faults import record
 
@@ -99,7 +100,7 @@ def stop_after_epoch(monkeypatch, epoch: int, error: BaseException) -> None:
 
 
 def test_a_run_writes_its_scalars_per_epoch_and_a_session_with_its_config_and_success(compose, tmp_path):
-    from harness.runlog import config_columns
+    from harness.store.run_files import config_columns
 
     overrides = [*TINY, "probes=true", "epochs=3", "batch_size=32", "probe_samples=128", "tune_fraction=0.1"]
     run_dir = run_in_process(compose, tmp_path / "run", *overrides)

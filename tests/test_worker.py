@@ -14,6 +14,7 @@ from harness.worker import Worker
 from tests.conftest import PLAIN_SWEEP, REPO, run_harness
 from tests.test_faults import NOT_COMPARED, harness_processes, record, wait_for_epochs
 
+
 def test_the_worker_answers_each_job_with_its_exit_code_and_retires_when_it_should(tmp_path, monkeypatch):
     """The protocol, on jobs that need no TensorFlow: `--cfg job` prints the composed config, a bad value exits 2;
     each job's output lands in its own log; after MAX_RUNS jobs the worker takes no more."""

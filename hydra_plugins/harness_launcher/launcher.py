@@ -87,8 +87,8 @@ class HarnessLauncher(Launcher):
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         from harness.progress import terminal_progress
         from harness.resources import default_parallelism, visible_gpus
-        from harness.runlog import run_result
         from harness.scheduler import Scheduler
+        from harness.store.run_files import run_result
 
         setup_globals()
         configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)

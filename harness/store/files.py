@@ -14,7 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-LOCK_FILE = ".harness.lock"  # in a command's output folder, held while the command runs
+from harness.store.layout import LOCK_FILE
+
 PARTIAL_SUFFIX = ".tmp"      # temporary files of atomic writes: `.<name>.<random>.tmp`
 
 

@@ -1,6 +1,6 @@
 """The files of one run: metrics.parquet (one row per epoch) and run.json (status and provenance).
 
-Both are rewritten atomically (harness.files), so a reader or a killed run never sees half a file. The metrics
+Both are rewritten atomically (harness.store.files), so a reader or a killed run never sees half a file. The metrics
 columns of a run's config are named here, once, for the writer (run) and the reader (analysis).
 """
 from __future__ import annotations
@@ -15,11 +15,9 @@ from typing import Any
 
 import pandas as pd
 
-from harness.files import DamagedFile, atomic_write, read_json, write_json
+from harness.store.files import DamagedFile, atomic_write, read_json, write_json
+from harness.store.layout import METRICS_FILE, RUN_FILE
 
-METRICS_FILE = "metrics.parquet"
-RUN_FILE = "run.json"
-SWEEP_FILE = "sweep.json"  # in the sweep folder: every job of the command, written before any of them runs
 STATUSES = ("running", "completed", "failed", "diverged", "interrupted")
 FINISHED = ("completed", "diverged")  # results: a resumed sweep leaves these runs alone
 
