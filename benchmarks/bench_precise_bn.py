@@ -32,7 +32,7 @@ def run_seconds(overrides: list[str], run_dir: Path, measured: bool) -> tuple[fl
     from hydra import compose, initialize_config_dir
 
     from harness import precise_bn, run
-    from harness.cli import CONF_DIR, to_run_config
+    from harness.config.compose import CONF_DIR, to_run_config
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = to_run_config(compose("config", overrides=overrides))

@@ -70,7 +70,7 @@ def child_floor(batch_size: int, epochs: int, num_samples: int) -> dict:
     import tensorflow as tf
 
     from harness import data
-    from harness.config import DataConfig
+    from harness.config.schema import DataConfig
 
     # the harness's thread setting for inputs this small, so the floor is the better of the two
     tf.config.threading.set_intra_op_parallelism_threads(1)

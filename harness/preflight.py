@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.config import ConfigError, RunConfig
+from harness.config.schema import ConfigError, RunConfig
 from harness.store.run_files import inspect_run, recorded_config
 
 

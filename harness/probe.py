@@ -30,7 +30,7 @@ def interpolate(sweep_dir: Path, pair: interpolation.Pair, alphas=interpolation.
     """The pair's loss and accuracy along the line, one row per α."""
     from harness import models, run_inputs, train
     from harness.backend import keras, tf
-    from harness.cli import recorded_run_config
+    from harness.config.compose import recorded_run_config
 
     cfg = recorded_run_config(sweep_dir / pair.small_dir)
     data_in = run_inputs.prepare_data(cfg)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from harness import checkpoint, data, probes
 from harness.arrays import Arrays
-from harness.batching import BatchPlan, Schedule, plan_batches, plan_schedule
-from harness.config import RunConfig
+from harness.config.schema import RunConfig
+from harness.config.batching import BatchPlan, Schedule, plan_batches, plan_schedule
 from harness.run_inputs import pipelines, prepare_data
 from harness.store import layout
 from harness.store.files import remove_partial_writes

@@ -7,8 +7,8 @@ import dataclasses
 
 from harness import data, transforms
 from harness.arrays import Arrays
-from harness.batching import BatchPlan, Schedule
-from harness.config import RunConfig
+from harness.config.schema import RunConfig
+from harness.config.batching import BatchPlan, Schedule
 
 
 def prepare_data(cfg: RunConfig) -> Arrays:

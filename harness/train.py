@@ -9,8 +9,8 @@ from typing import Any, Callable
 import numpy as np
 
 from harness.backend import keras, tf
-from harness.batching import BatchPlan
-from harness.config import OPTIMIZERS
+from harness.config.schema import OPTIMIZERS
+from harness.config.batching import BatchPlan
 
 log = logging.getLogger(__name__)
 

@@ -50,7 +50,7 @@ def compose_config(*overrides: str):
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
-    from harness.cli import CONF_DIR, to_run_config
+    from harness.config.compose import CONF_DIR, to_run_config
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return to_run_config(hydra_compose("config", overrides=list(overrides)))
@@ -119,7 +119,7 @@ def copy_sweep(shared: Path, into: Path) -> Path:
 
 def assert_largest_batch(compose, n: int, *overrides: str) -> None:
     """batch_size=n is accepted, n + 1 refused with one line naming the training-set size n."""
-    from harness.config import ConfigError
+    from harness.config.schema import ConfigError
 
     compose(*overrides, f"batch_size={n}")
     with pytest.raises(ConfigError) as err:

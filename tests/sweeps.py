@@ -28,7 +28,7 @@ def _composed_config() -> tuple:
     """
     from hydra import compose, initialize_config_dir
 
-    from harness.cli import CONF_DIR, to_run_config
+    from harness.config.compose import CONF_DIR, to_run_config
     from harness.store.run_files import recorded_config
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
@@ -47,7 +47,7 @@ def __getattr__(name: str):
 
 
 def _train_config(cfg: dict):
-    from harness.config import TrainConfig
+    from harness.config.schema import TrainConfig
 
     return TrainConfig(**{f.name: cfg[f.name] for f in dataclasses.fields(TrainConfig)})
 
@@ -58,7 +58,7 @@ def _train_size(overrides: tuple[str, ...]) -> int:
     then sized by the harness's own arithmetic (the transforms' class counts)."""
     from hydra import compose, initialize_config_dir
 
-    from harness.cli import CONF_DIR, to_run_config
+    from harness.config.compose import CONF_DIR, to_run_config
     from harness.data import expected_train_size
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
@@ -76,7 +76,8 @@ def metric_rows(run_id: str, cfg: dict, val, train_eval, tune=None, stale_bn: bo
     tuning slice's, with tune_fraction > 0; by default val_acc's). `stale_bn`: a model with batch norm whose
     weights reach these accuracies (the `*_precise_bn` columns) while its moving statistics still carry
     bn_initial_weight = momentum^step of their start, pulling the accuracies measured with them towards chance."""
-    from harness.batching import plan_batches, plan_schedule
+    from harness.config.batching import plan_batches, plan_schedule
+
     from harness.store.run_files import config_columns
 
     data_keys = [_override(k, v) for k, v in cfg.items() if k.startswith("dataset.")]

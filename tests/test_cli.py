@@ -9,7 +9,8 @@ import pytest
 
 from harness import cli, report
 from harness.cli import main, plan_command
-from harness.config import ConfigError
+from harness.config import compose
+from harness.config.schema import ConfigError
 from harness.store.layout import LOCK_FILE
 from tests.conftest import TINY, run_harness
 
@@ -84,7 +85,7 @@ def test_a_folder_that_cannot_be_written_is_refused_with_the_reason(tmp_path):
 def test_a_folder_path_survives_quoting_as_a_hydra_override(value):
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    parsed = OverridesParser.create().parse_override(f"hydra.sweep.dir={cli.quote_override(value)}")
+    parsed = OverridesParser.create().parse_override(f"hydra.sweep.dir={compose.quote_override(value)}")
     assert parsed.value() == value
 
 

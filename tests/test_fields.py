@@ -3,7 +3,8 @@ import math
 
 import pytest
 
-from harness import config, fields
+from harness import fields
+from harness.config import schema
 from harness.fields import ConfigError
 
 
@@ -11,7 +12,7 @@ def test_config_error_is_one_line_naming_key_value_and_what_is_allowed():
     err = ConfigError("batch_size", 0, "an integer >= 1")
     assert str(err) == "batch_size=0 is not allowed: an integer >= 1"
     assert (err.key, err.value, err.allowed) == ("batch_size", 0, "an integer >= 1")
-    assert isinstance(err, ValueError) and config.ConfigError is ConfigError  # still importable from config
+    assert isinstance(err, ValueError) and schema.ConfigError is ConfigError  # still importable from config
 
 
 def test_unknown_keys_are_named_with_every_valid_one():

@@ -7,7 +7,7 @@ import pytest
 
 from harness import data as datasets
 from harness import images, sources
-from harness.config import ConfigError
+from harness.config.schema import ConfigError
 from tests.conftest import assert_largest_batch, run_harness
 
 COLOURS = {"blue": (20, 40, 230), "green": (30, 220, 40), "red": (235, 30, 25)}

@@ -73,8 +73,8 @@ def test_a_wheel_runs_a_sweep_from_the_users_project_with_their_configs(installe
         """))
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
 
-    where = _run([python, "-c", "import harness, harness.cli, hydra_plugins.harness_launcher as l; "
-                  "print(harness.__file__); print(harness.cli.CONF_DIR); print(l.__file__)"], cwd=project, env=env)
+    where = _run([python, "-c", "import harness, harness.config.compose, hydra_plugins.harness_launcher as l; "
+                  "print(harness.__file__); print(harness.config.compose.CONF_DIR); print(l.__file__)"], cwd=project, env=env)
     module, conf_dir, launcher = (Path(line) for line in where.stdout.split())
     for path in (module, conf_dir, launcher):
         assert path.is_relative_to(venv) and not path.is_relative_to(REPO), where.stdout

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from harness import models
-from harness.config import ModelConfig
+from harness.config.schema import ModelConfig
 
 
 @pytest.mark.parametrize("input_shape,conv", [((40, 1), "Conv1D"), ((8, 8, 1), "Conv2D"), ((32, 32, 3), "Conv2D")])

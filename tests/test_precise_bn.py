@@ -147,7 +147,7 @@ def test_a_model_without_batch_norm_gets_no_columns_and_no_measurement(compose, 
 
 @pytest.mark.parametrize("value", ["0", "1", "1.5", "-0.1", "true", "fast"])
 def test_a_bad_bn_momentum_is_one_line_naming_the_key(value, compose):
-    from harness.config import ConfigError
+    from harness.config.schema import ConfigError
 
     with pytest.raises(ConfigError) as err:
         compose("model.batch_norm=true", f"model.bn_momentum={value}")
@@ -155,7 +155,7 @@ def test_a_bad_bn_momentum_is_one_line_naming_the_key(value, compose):
 
 
 def test_bn_momentum_on_a_built_in_model_without_batch_norm_is_refused(compose):
-    from harness.config import ConfigError
+    from harness.config.schema import ConfigError
 
     with pytest.raises(ConfigError, match=r"^model.bn_momentum=0.9 is not allowed: null unless model.batch_norm"):
         compose("model.bn_momentum=0.9")

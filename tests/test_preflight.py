@@ -4,7 +4,7 @@ import json
 import pytest
 
 from harness.cli import plan_command
-from harness.config import ConfigError
+from harness.config.schema import ConfigError
 from harness.preflight import check_devices, check_existing_runs
 from harness.store.layout import RUN_FILE
 from harness.store.run_files import recorded_config

@@ -24,7 +24,7 @@ TIMING = ["epoch_seconds", "samples_per_second"]
 def tiny_run(tmp_path_factory):
     from hydra import compose, initialize_config_dir
 
-    from harness.cli import CONF_DIR, to_run_config
+    from harness.config.compose import CONF_DIR, to_run_config
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = to_run_config(compose("config", overrides=[*TINY, "batch_size=16"]))

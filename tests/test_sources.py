@@ -6,7 +6,7 @@ import pytest
 
 from harness import data as datasets
 from harness import sources
-from harness.config import ConfigError
+from harness.config.schema import ConfigError
 from tests.conftest import assert_largest_batch
 
 

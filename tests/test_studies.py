@@ -6,7 +6,8 @@ import json
 import pandas as pd
 import pytest
 
-from harness import analysis, batching
+from harness import analysis
+from harness.config import batching
 from tests.sweeps import planned
 
 # study -> (the keys it sweeps and their values, the values every job holds); each plan is their product

@@ -9,7 +9,7 @@ import pytest
 from harness import data as datasets
 from harness import tfds_source
 from harness.builtin_data import DataUnavailable
-from harness.config import ConfigError
+from harness.config.schema import ConfigError
 from harness.report import report_path
 from tests.conftest import run_harness
 

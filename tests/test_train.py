@@ -3,10 +3,10 @@ import dataclasses
 
 import numpy as np
 import pytest
+from harness.config.batching import plan_batches, plan_schedule
 
 from harness import train
 from harness.backend import keras
-from harness.batching import plan_batches, plan_schedule
 
 
 def _order(train_size, shuffle, seed, epoch):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from harness import user_models
-from harness.config import ConfigError
+from harness.config.schema import ConfigError
 from harness.models import ModelConfig
 from tests.conftest import run_harness
 

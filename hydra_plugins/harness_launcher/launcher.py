@@ -38,7 +38,8 @@ ConfigStore.instance().store(group="hydra/launcher", name="harness", node=Harnes
 
 def _expected_epochs(run_cfg) -> int:
     """Epochs the run will train (a step budget decides them from the batch size), for the progress ETA."""
-    from harness.batching import plan_batches, plan_schedule
+    from harness.config.batching import plan_batches, plan_schedule
+
     from harness.data import expected_train_size
 
     train = run_cfg.train
@@ -63,7 +64,7 @@ class HarnessLauncher(Launcher):
         self.config, self.hydra_context = config, hydra_context
 
     def _job(self, num: int, overrides: List[str]) -> tuple:
-        from harness.cli import quote_override, to_run_config
+        from harness.config.compose import quote_override, to_run_config
         from harness.scheduler import Job
 
         sweep_config = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))

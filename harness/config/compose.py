@@ -1,0 +1,111 @@
+"""Hydra's half of the command line: compose the config, expand a sweep into its jobs, validate each into a
+RunConfig, and fold Hydra's messages into one line. The only module of harness.config that imports hydra or
+omegaconf (the launch wing's command line and launcher plugin are the others).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import MissingConfigException, OverrideParseException
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from harness.config import schema
+from harness.store import layout
+
+CONF_DIR = Path(__file__).resolve().parent.parent / "conf"  # installed with the package; the repository links conf/ to it
+CONFIG_NAME = "config"
+
+
+def to_run_config(cfg: DictConfig) -> schema.RunConfig:
+    """Validate a composed Hydra config (hydra node excluded) into a frozen RunConfig."""
+    if "hydra" in cfg:
+        cfg = cfg.copy()
+        with open_dict(cfg):
+            del cfg["hydra"]  # its run-time fields are not resolvable outside a job
+    plain: Any = OmegaConf.to_container(cfg, resolve=True)
+    return schema.from_dict(plain)
+
+
+def recorded_run_config(run_dir: Path) -> schema.RunConfig:
+    """A finished run's RunConfig, from the composed config Hydra saved in its folder (.hydra/schema.yaml)."""
+    return to_run_config(OmegaConf.load(Path(run_dir) / layout.HYDRA_DIR / layout.HYDRA_CONFIG))
+
+
+def _allowed_keys(key: str) -> str:
+    group, _, _ = key.rpartition(".")
+    if key.split(".", 1)[0] == "hydra":
+        return f"the keys of Hydra's own config under {group} (`python -m harness --cfg hydra` lists them)"
+    keys = {"dataset": schema.DATA_KEYS, "model": schema.MODEL_KEYS}.get(group)
+    if keys is None:
+        return ", ".join(sorted(schema.TOP_KEYS)) + " (and dataset.*, model.* keys)"
+    return ", ".join(f"{group}.{k}" for k in sorted(keys))
+
+
+def one_line(err: BaseException, overrides: list[str]) -> str:
+    """Hydra's multi-line messages folded into the one line the user sees, naming what is allowed."""
+    text = str(err)
+    unknown = re.search(r"Could not override '([^']+)'", text) or re.search(r"Key '([^']+)' is not in struct", text)
+    if unknown:
+        key = unknown.group(1)
+        given = next((o for o in overrides if o.lstrip("+~").split("=", 1)[0] == key), key)
+        return f"{given} is not allowed: unknown key; valid keys are {_allowed_keys(key)}"
+    if isinstance(err, MissingConfigException):
+        missing = re.search(r"Could not find '([^']+)/([^'/]+)'", text)
+        if missing:
+            options = re.findall(r"^\t(\S+)$", text.partition("Available options")[2], flags=re.MULTILINE)
+            allowed = f"one of {', '.join(options)}" if options else "an existing config"
+            return f"{missing.group(1)}={missing.group(2)} is not allowed: {allowed}"
+    if isinstance(err, OverrideParseException):
+        text = f"cannot parse override '{err.override}': {err.message}"
+    merging = re.match(r"Error merging override (\S+)", text)
+    if merging and err.__cause__ is not None:  # the cause says what is wrong with the value
+        return f"{merging.group(1)} is not allowed: {str(err.__cause__).splitlines()[0]}"
+    return " ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def quote_override(value: str) -> str:
+    """A value quoted for a Hydra command-line override, whatever characters it holds.
+
+    In a quoted value Hydra unescapes only backslashes that come before a quote (or the closing quote), so only
+    those are doubled, and each quote is escaped.
+    """
+    escaped = re.sub(r"(\\*)'", lambda m: m.group(1) * 2 + "\\'", value)
+    escaped = re.sub(r"(\\+)$", lambda m: m.group(1) * 2, escaped)
+    return f"'{escaped}'"
+
+
+def expand_jobs(overrides: list[str], multirun: bool, config_name: str) -> tuple[list[list[str]], Path, DictConfig]:
+    """The jobs the command would run, where they would write, and the launcher config that would run them; call
+    inside an initialized config dir (compose_jobs)."""
+    from hydra import compose
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+
+    parser = OverridesParser.create()
+    parsed = parser.parse_overrides(overrides)
+    task = [o.input_line for o in parsed if not o.is_hydra_override()]  # what a job's run records
+    fixed = [o.input_line for o in parsed if not o.is_sweep_override()]
+    base = compose(config_name, overrides=fixed if multirun else overrides, return_hydra_config=True)
+    if not multirun:
+        return [task], Path(str(base.hydra.run.dir)), base.hydra.launcher
+    params = base.hydra.sweeper.get("params")
+    params = OmegaConf.to_container(params, resolve=False) if params else {}
+    arguments = [f"{key}={value}" for key, value in params.items()] + task
+    jobs = BasicSweeper.split_arguments(parser.parse_overrides(arguments), None)[0]
+    return jobs, Path(str(base.hydra.sweep.dir)), base.hydra.launcher
+
+
+def compose_jobs(overrides: list[str], multirun: bool, config_name: str = CONFIG_NAME
+                 ) -> tuple[list[list[str]], Path, DictConfig, list[schema.RunConfig]]:
+    """Every job of the command composed and validated: (each job's overrides, the output folder, the launcher's
+    config, each job's RunConfig); raises ConfigError or a Hydra error on the first bad one."""
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="harness"):
+        jobs, output_dir, launcher = expand_jobs(overrides, multirun, config_name)
+        hydra_overrides = [o.input_line for o in OverridesParser.create().parse_overrides(overrides)
+                           if o.is_hydra_override()]  # e.g. hydra.searchpath: where the jobs' configs are found
+        run_configs = [to_run_config(compose(config_name, overrides=[*hydra_overrides, *job])) for job in jobs]
+    return jobs, output_dir, launcher, run_configs
