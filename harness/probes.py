@@ -51,15 +51,6 @@ def probe_indices(train_size: int, samples: int) -> np.ndarray:
     return np.sort(chosen)
 
 
-def _dataset(x: np.ndarray, y: np.ndarray, batch: int, decode: Callable | None):
-    from harness.backend import tf
-
-    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(batch)
-    if decode is not None:
-        dataset = dataset.map(lambda xb, yb: (decode(xb), yb))
-    return dataset.cache()  # decoded once: the probes pass over the same samples many times
-
-
 class EpochProbes:
     """Per-epoch columns: noise_scale, grad_norm_sq, grad_trace_cov and weight_distance.
 
@@ -77,10 +68,11 @@ class EpochProbes:
         self.objective = None  # built at the first epoch's end, then reused: its functions trace once
 
     def __call__(self, epoch: int) -> dict[str, float]:
+        from harness.data import pipelines
         from harness.objective import Objective
 
         chosen = np.random.default_rng([self.seed, epoch]).permutation(len(self.y))[:self.batches * self.small]
-        batches = _dataset(self.x[chosen], self.y[chosen], self.small, self.decode)
+        batches = pipelines.cached_dataset(self.x[chosen], self.y[chosen], self.small, self.decode)
         if self.objective is None:
             self.objective = Objective(self.model, batches)
         else:
@@ -98,11 +90,12 @@ def final_probes(model, x: np.ndarray, y: np.ndarray, decode: Callable | None, s
     curvature.EIGEN_TOLERANCE (at most EIGEN_MAX_ITERATIONS), Hutchinson to a relative change of
     curvature.TRACE_TOLERANCE (at most TRACE_MAX_VECTORS), L-BFGS-B for SHARPNESS_ITERATIONS iterations.
     """
+    from harness.data import pipelines
     from harness.objective import Objective, restoring
 
     started = time.perf_counter()
     chosen = probe_indices(len(y), samples)
-    objective = Objective(model, _dataset(x[chosen], y[chosen], PROBE_BATCH, decode))
+    objective = Objective(model, pipelines.cached_dataset(x[chosen], y[chosen], PROBE_BATCH, decode))
     restore = restoring(objective)
     weights = objective.weights()
     eigen = curvature.top_eigenvalue(objective.hessian_vector, objective.size)

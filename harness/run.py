@@ -8,11 +8,12 @@ import platform
 import time
 from pathlib import Path
 
-from harness import checkpoint, data, probes
-from harness.arrays import Arrays
-from harness.config.schema import RunConfig
+from harness import checkpoint, probes
 from harness.config.batching import BatchPlan, Schedule, plan_batches, plan_schedule
-from harness.run_inputs import pipelines, prepare_data
+from harness.config.schema import RunConfig
+from harness.data import registry as data
+from harness.data.transforms import Arrays
+from harness.run_inputs import prepare_data, training_inputs
 from harness.store import layout
 from harness.store.files import remove_partial_writes
 from harness.store.layout import METRICS_FILE
@@ -94,6 +95,7 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, board:
     placement = _place(cfg, record)  # TensorFlow loads from here on
     from harness import models, train
     from harness.backend import keras, tf
+    from harness.data.pipelines import decoder
 
     data_in = prepare_data(cfg)
     if data_in.classes is not None:
@@ -128,7 +130,7 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, board:
         board.add_epoch(row)
         record.update(epochs_completed=row["epoch"])
 
-    train_eval, val_inputs, batches, tune_eval = pipelines(cfg, data_in, plan, schedule, resume_epoch)
+    train_eval, val_inputs, batches, tune_eval = training_inputs(cfg, data_in, plan, schedule, resume_epoch)
     recorder = train.EpochRecorder(train_eval, val_inputs, data_in.y_val, len(data_in.y_train), plan.global_batch_size,
                                    columns, on_row, rows=table.rows, target_train_loss=cfg.train.target_train_loss,
                                    extra_columns=epoch_probes, tune_eval=tune_eval, precise_bn=precise)
@@ -139,7 +141,7 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, board:
     if cfg.train.probes and not recorder.diverged:
         probes.save_weights(run_dir / layout.FINAL_WEIGHTS, model)
         probes.write_final_probes(run_dir, _probe_model(cfg, model, data_in, placement.replicas), data_in.x_train,
-                                  data_in.y_train, train.decoder(data_in.decode), cfg.train.probe_samples)
+                                  data_in.y_train, decoder(data_in.decode), cfg.train.probe_samples)
     checkpoint.remove(run_dir)  # kept until the probes are written: a run killed during them resumes there
     return (recorder.rows[-1]["val_acc"] if recorder.rows else float("nan")), recorder.diverged
 
@@ -149,26 +151,27 @@ def _epoch_probes(cfg: RunConfig, run_dir: Path, model, data_in: Arrays, resume_
     resumed run measures its distance from the same start."""
     if not cfg.train.probes:
         return None
-    from harness import train
+    from harness.data.pipelines import decoder
 
     path = run_dir / layout.INITIAL_WEIGHTS
     if not resume_epoch or not path.exists():
         probes.save_weights(path, model)
     weights, trainable = probes.load_weights(path)
     initial = [w for w, t in zip(weights, trainable) if t]
-    return probes.EpochProbes(model, data_in.x_train, data_in.y_train, train.decoder(data_in.decode),
+    return probes.EpochProbes(model, data_in.x_train, data_in.y_train, decoder(data_in.decode),
                               cfg.train.seed, initial)
 
 
 def _precise_bn(cfg: RunConfig, model, data_in: Arrays, replicas: int):
     """The batch-norm statistics recomputed after every epoch (harness.precise_bn), for a model with batch norm;
     None for a model without, which gets no columns and pays nothing."""
-    from harness import precise_bn, train
+    from harness import precise_bn
+    from harness.data.pipelines import decoder
 
     if not precise_bn.batch_norm_layers(model):
         return None
     twin = _probe_model(cfg, model, data_in, replicas) if replicas >= 2 else None
-    return precise_bn.PreciseBatchNorm(model, data_in.x_train, data_in.y_train, train.decoder(data_in.decode),
+    return precise_bn.PreciseBatchNorm(model, data_in.x_train, data_in.y_train, decoder(data_in.decode),
                                        twin=twin)
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from harness import data, transforms
-from harness.arrays import Arrays
-from harness.config.schema import RunConfig
 from harness.config.batching import BatchPlan, Schedule
+from harness.config.schema import RunConfig
+from harness.data import registry as data
+from harness.data import transforms
+from harness.data.transforms import Arrays
 
 
 def prepare_data(cfg: RunConfig) -> Arrays:
@@ -26,27 +27,27 @@ def prepare_data(cfg: RunConfig) -> Arrays:
     return dataclasses.replace(arrays, x_train=x_train, y_train=y_train, x_tune=x_tune, y_tune=y_tune)
 
 
-def pipelines(cfg: RunConfig, data_in: Arrays, plan: BatchPlan, schedule: Schedule, resume_epoch: int):
+def training_inputs(cfg: RunConfig, data_in: Arrays, plan: BatchPlan, schedule: Schedule, resume_epoch: int):
     """(training data to evaluate, validation inputs, training batches, tuning slice to evaluate or None): image
     files are decoded per batch, and a preprocessing mismatch is applied to the validation inputs only."""
-    from harness import train
+    from harness.data.pipelines import decoder, evaluation_dataset, training_dataset
 
     train_eval, val_inputs = evaluation_inputs(cfg, data_in)
-    decode = train.decoder(data_in.decode)
-    batches = train.training_dataset(data_in.x_train, data_in.y_train, plan, cfg.train.shuffle, cfg.train.seed,
-                                     schedule.epochs, initial_epoch=resume_epoch, total_steps=schedule.total_steps,
-                                     decode=decode)
-    tune_eval = None if data_in.x_tune is None else train.evaluation_dataset(data_in.x_tune, data_in.y_tune, decode)
+    decode = decoder(data_in.decode)
+    batches = training_dataset(data_in.x_train, data_in.y_train, plan.global_batch_size, plan.steps_per_epoch,
+                               cfg.train.shuffle, cfg.train.seed, schedule.epochs, initial_epoch=resume_epoch,
+                               total_steps=schedule.total_steps, decode=decode)
+    tune_eval = None if data_in.x_tune is None else evaluation_dataset(data_in.x_tune, data_in.y_tune, decode)
     return train_eval, val_inputs, batches, tune_eval
 
 
 def evaluation_inputs(cfg: RunConfig, data_in: Arrays):
     """(training (x, y) batches to evaluate, validation inputs) as the run measures them after each epoch."""
-    from harness import train
+    from harness.data.pipelines import decoder, evaluation_dataset, sample_std
 
-    decode = train.decoder(data_in.decode)
-    train_std = train.sample_std(data_in.x_train, data_in.decode) if cfg.train.preprocess_mismatch == "shifted" else None
-    val_decode = train.decoder(data_in.decode, transforms.mismatch_function(cfg.train.preprocess_mismatch, train_std))
-    train_eval = train.evaluation_dataset(data_in.x_train, data_in.y_train, decode)
-    val_inputs = train.evaluation_dataset(data_in.x_val, data_in.y_val, val_decode).map(lambda x, y: x)
+    decode = decoder(data_in.decode)
+    train_std = sample_std(data_in.x_train, data_in.decode) if cfg.train.preprocess_mismatch == "shifted" else None
+    val_decode = decoder(data_in.decode, transforms.mismatch_function(cfg.train.preprocess_mismatch, train_std))
+    train_eval = evaluation_dataset(data_in.x_train, data_in.y_train, decode)
+    val_inputs = evaluation_dataset(data_in.x_val, data_in.y_val, val_decode).map(lambda x, y: x)
     return train_eval, val_inputs

@@ -59,7 +59,7 @@ def _train_size(overrides: tuple[str, ...]) -> int:
     from hydra import compose, initialize_config_dir
 
     from harness.config.compose import CONF_DIR, to_run_config
-    from harness.data import expected_train_size
+    from harness.data.registry import expected_train_size
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         run_cfg = to_run_config(compose("config", overrides=list(overrides)))
@@ -77,7 +77,6 @@ def metric_rows(run_id: str, cfg: dict, val, train_eval, tune=None, stale_bn: bo
     weights reach these accuracies (the `*_precise_bn` columns) while its moving statistics still carry
     bn_initial_weight = momentum^step of their start, pulling the accuracies measured with them towards chance."""
     from harness.config.batching import plan_batches, plan_schedule
-
     from harness.store.run_files import config_columns
 
     data_keys = [_override(k, v) for k, v in cfg.items() if k.startswith("dataset.")]

@@ -3,8 +3,8 @@ import dataclasses
 import math
 
 import pytest
-from harness.config.batching import plan_batches, plan_schedule
 
+from harness.config.batching import plan_batches, plan_schedule
 from harness.fields import ConfigError
 
 

@@ -6,8 +6,8 @@ import sys
 import numpy as np
 import pytest
 
-from harness import data
 from harness.config.schema import DataConfig
+from harness.data import registry as data
 
 
 def test_mnist1d_is_generated_locally_cached_and_reused(data_cache, monkeypatch):
@@ -52,7 +52,7 @@ def _write_idx(path, array, magic):
 
 
 LOAD = (
-    "import numpy as np; from harness import data; from harness.config.schema import DataConfig\n"
+    "import numpy as np; from harness.data import registry as data; from harness.config.schema import DataConfig\n"
     "a = data.load(DataConfig('fashion_mnist', None, None, 42))\n"
     "np.savez('loaded.npz', x_train=a.x_train, y_train=a.y_train, x_val=a.x_val)\n"
 )
@@ -79,7 +79,7 @@ def test_keras_dataset_is_read_from_the_keras_cache(tmp_path):
 
 def test_missing_keras_dataset_fails_with_a_way_to_get_it(tmp_path):
     code = (
-        "from harness import data; from harness.config.schema import DataConfig\n"
+        "from harness.data import registry as data; from harness.config.schema import DataConfig\n"
         "try:\n    data.load(DataConfig('fashion_mnist', None, None, 42))\n"
         "except data.DataUnavailable as err:\n    print('UNAVAILABLE', err)\n"
     )

@@ -1,13 +1,13 @@
-"""`dataset=images` (harness.images): a folder of class sub-folders, surveyed without decoding, checked for
+"""`dataset=images` (harness.data.images): a folder of class sub-folders, surveyed without decoding, checked for
 corrupt files before training, and the one-line errors a user gets for a folder that cannot be used."""
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from harness import data as datasets
-from harness import images, sources
 from harness.config.schema import ConfigError
+from harness.data import images, sources
+from harness.data import registry as datasets
 from tests.conftest import assert_largest_batch, run_harness
 
 COLOURS = {"blue": (20, 40, 230), "green": (30, 220, 40), "red": (235, 30, 25)}
@@ -71,7 +71,7 @@ def test_image_size_and_grayscale_set_the_input_shape(tmp_path, compose):
 
 def test_the_decoder_resizes_and_scales_each_batch(tmp_path, compose):
     from harness.backend import tf
-    from harness.train import decoder
+    from harness.data.pipelines import decoder
 
     write_images(tmp_path / "d", per_class=2, size=(9, 13))
     cfg = compose("dataset=images", f"dataset.path={tmp_path / 'd'}", "dataset.image_size=[8,6]", "batch_size=2")
@@ -199,7 +199,7 @@ def test_a_truncated_jpeg_is_named_before_training(tmp_path):
 @pytest.mark.parametrize("suffix", [".gif", ".bmp"])
 def test_grayscale_reads_every_accepted_suffix(tmp_path, compose, suffix):
     from harness.backend import tf
-    from harness.train import decoder
+    from harness.data.pipelines import decoder
 
     write_images(tmp_path / "d", per_class=2, size=(6, 6), suffix=suffix)
     cfg = compose("dataset=images", f"dataset.path={tmp_path / 'd'}", "dataset.color_mode=grayscale",

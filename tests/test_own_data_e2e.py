@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness import sources
+from harness.data import sources
 from tests.conftest import run_harness
 from tests.test_images import expected_train_size, write_images
 from tests.test_sources import write_npz

@@ -80,7 +80,7 @@ def test_another_seed_gives_other_metrics(tiny_run, tmp_path):
 
 
 def test_imbalanced_unshuffled_run_trains_on_the_transformed_split(compose, tmp_path):
-    from harness import data
+    from harness.data import registry as data
 
     cfg = compose(*TINY, "epochs=1", "shuffle=false", "imbalance=0.5")
     run_experiment(cfg, tmp_path / "a", run_id="s/0")
@@ -99,16 +99,17 @@ def test_nan_loss_stops_the_run_as_diverged(compose, tmp_path):
 
 
 def test_a_failing_run_is_recorded_then_raised(compose, tmp_path, monkeypatch):
-    from harness import data
+    from harness.data import registry as data
 
     def broken(*args):
         raise OSError("disk on fire")
 
     import dataclasses
 
+    cfg = compose(*TINY)  # validated first: validating a data set whose cache is empty loads it
     monkeypatch.setitem(data.DATASETS, "mnist1d", dataclasses.replace(data.DATASETS["mnist1d"], load=broken))
     with pytest.raises(OSError):
-        run_experiment(compose(*TINY), tmp_path / "f", run_id="s/0")
+        run_experiment(cfg, tmp_path / "f", run_id="s/0")
     record = json.loads((tmp_path / "f" / "run.json").read_text())
     assert record["status"] == "failed" and record["finished_at"]
     assert record["error"]["type"] == "OSError" and record["error"]["message"] == "disk on fire"
@@ -195,7 +196,7 @@ def _run_in_fresh_process(tmp_path, setup: str = "") -> dict:
 @pytest.mark.slow  # a run in a fresh process
 def test_a_run_process_loads_none_of_the_packages_it_does_not_use(compose, tmp_path):
     """Start-up cost: Keras would load scikit-learn (with scipy.stats) and matplotlib, TensorFlow h5py."""
-    from harness import data
+    from harness.data import registry as data
 
     data.load(compose(*TINY).data)  # cached, as for every run but the first (generating MNIST-1D loads matplotlib)
     result = _run_in_fresh_process(tmp_path)

@@ -1,12 +1,12 @@
-"""The user's own arrays and tables (harness.sources): the stratified split, label encoding, and the one-line
+"""The user's own arrays and tables (harness.data.sources): the stratified split, label encoding, and the one-line
 errors a user gets for a bad .npz or table, through the real composed config."""
 import numpy as np
 import pandas as pd
 import pytest
 
-from harness import data as datasets
-from harness import sources
 from harness.config.schema import ConfigError
+from harness.data import registry as datasets
+from harness.data import sources
 from tests.conftest import assert_largest_batch
 
 

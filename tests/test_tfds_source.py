@@ -1,4 +1,4 @@
-"""`dataset=tfds` (harness.tfds_source): TFDS data read from the local cache, never downloaded during a run.
+"""`dataset=tfds` (harness.data.tfds_source): TFDS data read from the local cache, never downloaded during a run.
 Offline, tfds.testing.mock_data stands in for the cache."""
 import json
 
@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness import data as datasets
-from harness import tfds_source
-from harness.builtin_data import DataUnavailable
 from harness.config.schema import ConfigError
+from harness.data import registry as datasets
+from harness.data import tfds_source
+from harness.data.builtin import DataUnavailable
 from harness.report import report_path
 from tests.conftest import run_harness
 
@@ -47,7 +47,7 @@ def test_mocked_tfds_data_loads_scaled_with_classes(compose):
 
 
 def test_missing_tfds_data_says_how_to_get_it(tmp_path):
-    from harness.data import DataConfig
+    from harness.data.registry import DataConfig
 
     cfg = DataConfig(name="mnist", source="tfds", train_split_name="train", val_split_name="test",
                      data_dir=str(tmp_path))

@@ -3,20 +3,21 @@ import dataclasses
 
 import numpy as np
 import pytest
-from harness.config.batching import plan_batches, plan_schedule
 
 from harness import train
 from harness.backend import keras
+from harness.config.batching import plan_batches, plan_schedule
+from harness.data import pipelines
 
 
 def _order(train_size, shuffle, seed, epoch):
-    return train.epoch_order(train_size, shuffle, seed, epoch).numpy().tolist()
+    return pipelines.epoch_order(train_size, shuffle, seed, epoch).numpy().tolist()
 
 
 def test_epoch_order_is_a_permutation_that_depends_only_on_seed_and_epoch():
     first = _order(100, True, 3, 2)
     assert sorted(first) == list(range(100)) and first != list(range(100))
-    train.epoch_order(100, True, 99, 0)  # other draws in between change nothing: the order is stateless
+    pipelines.epoch_order(100, True, 99, 0)  # other draws in between change nothing: the order is stateless
     assert _order(100, True, 3, 2) == first
     assert _order(100, True, 3, 3) != first  # another epoch
     assert _order(100, True, 4, 2) != first  # another seed
@@ -38,7 +39,7 @@ def _data(n=100):
 def test_training_batches_cover_each_epoch_once_and_never_span_two():
     x, y = _data()
     plan = plan_batches(16, False, 1, len(x))  # 7 steps: six of 16, one of 4
-    batches = _batches(train.training_dataset(x, y, plan, True, 0, epochs=3))
+    batches = _batches(pipelines.training_dataset(x, y, plan.global_batch_size, plan.steps_per_epoch, True, 0, epochs=3))
     assert [len(b[0]) for b in batches] == [16] * 6 + [4] + [16] * 6 + [4] + [16] * 6 + [4]
     for epoch in range(3):
         seen = [v for xs, _ in batches[7 * epoch: 7 * (epoch + 1)] for v in xs]
@@ -50,11 +51,11 @@ def test_training_batches_cover_each_epoch_once_and_never_span_two():
 def test_a_step_budget_gives_exactly_that_many_batches_and_a_resumed_run_the_same_ones():
     x, y = _data()
     plan = plan_batches(16, False, 1, len(x))  # 7 steps per epoch
-    whole = _batches(train.training_dataset(x, y, plan, True, 5, epochs=2, total_steps=10))
+    whole = _batches(pipelines.training_dataset(x, y, plan.global_batch_size, plan.steps_per_epoch, True, 5, epochs=2, total_steps=10))
     assert len(whole) == 10 and [len(b[0]) for b in whole[7:]] == [16, 16, 16]  # the last epoch cut short
-    resumed = _batches(train.training_dataset(x, y, plan, True, 5, epochs=2, initial_epoch=1, total_steps=10))
+    resumed = _batches(pipelines.training_dataset(x, y, plan.global_batch_size, plan.steps_per_epoch, True, 5, epochs=2, initial_epoch=1, total_steps=10))
     assert resumed == whole[7:]
-    unshuffled = _batches(train.training_dataset(x, y, plan, False, 5, epochs=1))
+    unshuffled = _batches(pipelines.training_dataset(x, y, plan.global_batch_size, plan.steps_per_epoch, False, 5, epochs=1))
     assert [v for xs, _ in unshuffled for v in xs] == list(range(100))
 
 
@@ -101,9 +102,9 @@ def _record(x, y, x_val, y_val, epochs, **recorder_options):
     plan = plan_batches(10, False, 1, len(x))
     handed = []
     recorder = train.EpochRecorder(
-        train.evaluation_dataset(x, y), train.evaluation_dataset(x_val, y_val).map(lambda a, b: a), y_val,
+        pipelines.evaluation_dataset(x, y), pipelines.evaluation_dataset(x_val, y_val).map(lambda a, b: a), y_val,
         len(x), plan.global_batch_size, {"run_id": "s/0", "batch_size": 10}, handed.append, **recorder_options)
-    train.fit(model, train.training_dataset(x, y, plan, True, 0, epochs), plan, epochs, [recorder])
+    train.fit(model, pipelines.training_dataset(x, y, plan.global_batch_size, plan.steps_per_epoch, True, 0, epochs), plan, epochs, [recorder])
     return handed, recorder, model
 
 

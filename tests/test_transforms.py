@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from harness import transforms
+from harness.data import transforms
 
 
 def labelled(counts, seed=0):

@@ -6,8 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness import transforms, tuning
+from harness import tuning
 from harness.analysis import BATCH
+from harness.data import transforms
 from tests.conftest import TINY
 
 
@@ -32,7 +33,7 @@ GRID = [1e-4, 1e-3, 1e-2, 1e-1]
 def test_the_tuning_slice_is_stratified_seeded_and_never_overlaps_training_or_validation(compose):
     """On the real MNIST-1D arrays a run trains on: every sample held out is in neither the training rows the
     run fits nor the validation rows, and training + slice is exactly the training split (nothing lost)."""
-    from harness import data
+    from harness.data import registry as data
     from harness.run_inputs import prepare_data
 
     cfg = compose(*TINY, "tune_fraction=0.1")

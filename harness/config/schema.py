@@ -10,10 +10,11 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from harness import data as datasets
-from harness import models, transforms
+from harness import models
 from harness.config import batching
-from harness.data import DataConfig
+from harness.data import registry as datasets
+from harness.data import transforms
+from harness.data.registry import DataConfig
 from harness.fields import ConfigError, bool_value, check_keys, choice, float_value, int_value
 from harness.models import ModelConfig
 

@@ -9,7 +9,7 @@ from typing import Callable
 
 import numpy as np
 
-from harness.arrays import Arrays
+from harness.data.transforms import Arrays
 from harness.fields import ConfigError, float_value, int_value
 from harness.store.files import atomic_write
 

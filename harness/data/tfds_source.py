@@ -10,8 +10,8 @@ import os
 
 import numpy as np
 
-from harness.arrays import Arrays
-from harness.builtin_data import DataUnavailable
+from harness.data.builtin import DataUnavailable
+from harness.data.transforms import Arrays
 from harness.fields import ConfigError
 
 
@@ -45,7 +45,7 @@ def _data_dir(data_cfg) -> str:
 def load(data_cfg) -> Arrays:
     import tensorflow_datasets as tfds
 
-    from harness.sources import encode_labels
+    from harness.data.sources import encode_labels
 
     splits = [data_cfg.train_split_name, data_cfg.val_split_name]
     try:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.arrays import Arrays
+from harness.data.sources import path_value, split_indices, val_fraction
+from harness.data.transforms import Arrays
 from harness.fields import ConfigError, choice, int_value
-from harness.sources import path_value, split_indices, val_fraction
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif")  # what tf.io.decode_image reads
 

@@ -1,6 +1,6 @@
-"""The user's own data: an .npz file or a table (.csv / .parquet); a folder of images is in harness.images.
+"""The user's own data: an .npz file or a table (.csv / .parquet); a folder of images is in harness.data.images.
 
-Each source has three functions the data registry (harness.data) calls: `validate` (raw config -> typed values,
+Each source has three functions the data registry (harness.data.registry) calls: `validate` (raw config -> typed values,
 one-line ConfigError), `survey` (class counts and input shape, without loading TensorFlow) and `load` (the
 arrays a run trains on). Labels may be integers or strings; they become 0..K-1 in sorted order.
 """
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.arrays import Arrays
+from harness.data.transforms import Arrays
 from harness.fields import ConfigError, float_value, int_value
 
 NPZ_ARRAYS = (("x_train", "y_train", "x_val", "y_val"), ("x", "y"))

@@ -12,11 +12,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from harness import builtin_data, images, sources, tfds_source
-from harness.arrays import Arrays
-from harness.builtin_data import DataUnavailable, cache_dir  # noqa: F401  (the names runs and tests use)
+from harness.data import builtin, images, sources, tfds_source
+from harness.data.builtin import DataUnavailable, cache_dir  # noqa: F401  (the names runs and tests use)
+from harness.data.transforms import Arrays, fraction_counts, imbalanced_counts, tune_counts
 from harness.fields import ConfigError, RegistryEntry, check_keys
-from harness.transforms import fraction_counts, imbalanced_counts, tune_counts
 
 BUILTIN_KEYS = ("num_samples", "train_split", "data_seed")
 
@@ -55,18 +54,18 @@ class DatasetSpec:
 
 
 def _builtin(load, input_shape, generated=False, counts=None) -> DatasetSpec:
-    check = lambda cfg: builtin_data.validate(cfg, generated=generated, fixed=counts is not None)  # noqa: E731
+    check = lambda cfg: builtin.validate(cfg, generated=generated, fixed=counts is not None)  # noqa: E731
     return DatasetSpec(BUILTIN_KEYS, check, load, input_shape=input_shape, train_class_counts=counts)
 
 
 DATASETS: dict[str, DatasetSpec] = {
-    "mnist1d": _builtin(builtin_data.load_mnist1d, (40, 1), generated=True),
-    "digits": _builtin(builtin_data.load_digits, (8, 8, 1)),
-    "mnist": _builtin(builtin_data.keras_loader("mnist", "mnist.npz"), (28, 28, 1),
+    "mnist1d": _builtin(builtin.load_mnist1d, (40, 1), generated=True),
+    "digits": _builtin(builtin.load_digits, (8, 8, 1)),
+    "mnist": _builtin(builtin.keras_loader("mnist", "mnist.npz"), (28, 28, 1),
                       counts=(5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265, 5851, 5949)),
-    "fashion_mnist": _builtin(builtin_data.keras_loader("fashion_mnist", "fashion-mnist/*.gz"), (28, 28, 1),
+    "fashion_mnist": _builtin(builtin.keras_loader("fashion_mnist", "fashion-mnist/*.gz"), (28, 28, 1),
                               counts=(6000,) * 10),
-    "cifar10": _builtin(builtin_data.keras_loader("cifar10", "cifar-10-batches-py"), (32, 32, 3),
+    "cifar10": _builtin(builtin.keras_loader("cifar10", "cifar-10-batches-py"), (32, 32, 3),
                         counts=(5000,) * 10),
     "images": DatasetSpec(("path", "val_path", "val_fraction", "image_size", "color_mode", "data_seed"),
                           images.validate, images.load, images.survey),

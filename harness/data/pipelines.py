@@ -1,0 +1,91 @@
+"""The tf.data pipelines a run reads its arrays through: each epoch's sample order (stateless, so a resumed run
+sees the batches an uninterrupted one would), image files decoded per batch, training batches that never span
+two epochs, evaluation batches, and the fixed subsets the probes measure on. TensorFlow loads with this module:
+only run processes import it.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from harness.backend import tf
+
+EVAL_BATCH = 1024  # samples per inference-mode batch
+
+
+def epoch_order(train_size: int, shuffle: bool, seed: int, epoch) -> tf.Tensor:
+    """Sample order of one epoch: a permutation that depends only on (seed, epoch), or the given order.
+
+    Stateless, so a run resumed at epoch k sees exactly the batches an uninterrupted run would.
+    """
+    indices = tf.range(train_size, dtype=tf.int64)
+    if not shuffle:
+        return indices
+    seed_pair = tf.stack([tf.constant(seed, tf.int64), tf.cast(epoch, tf.int64)])
+    return tf.random.experimental.stateless_shuffle(indices, seed=seed_pair)
+
+
+def decoder(decode: tuple | None, transform: Callable | None = None) -> Callable | None:
+    """A function from a batch of x to model inputs: image files decoded (and resized, scaled to [0, 1]) per
+    batch, then `transform` (a validation mismatch); None when x already holds the inputs and nothing applies."""
+    if decode is None:
+        return transform
+    _, size, color_mode = decode
+    channels = 3 if color_mode == "rgb" else 1
+
+    def one(path):
+        # three channels first: TensorFlow decodes GIF and BMP files to 3 (or 4) channels only
+        image = tf.io.decode_image(tf.io.read_file(path), channels=3, expand_animations=False)
+        if channels == 1:
+            image = tf.image.rgb_to_grayscale(image)
+        return tf.image.resize(image, size) / 255.0  # resize as keras.utils.image_dataset_from_directory does
+
+    def batch(paths):
+        images = tf.map_fn(one, paths, fn_output_signature=tf.TensorSpec((*size, channels), tf.float32))
+        return images if transform is None else transform(images)
+
+    return batch
+
+
+def sample_std(x: np.ndarray, decode: tuple | None, samples: int = 512, seed: int = 0) -> float:
+    """The training inputs' standard deviation; for files on disk, over a seeded sample of `samples` of them."""
+    if decode is None:
+        return float(x.std())
+    chosen = np.random.default_rng(seed).permutation(len(x))[:samples]
+    return float(tf.math.reduce_std(decoder(decode)(tf.constant(x[np.sort(chosen)]))).numpy())
+
+
+def training_dataset(x: np.ndarray, y: np.ndarray, batch_size: int, steps_per_epoch: int, shuffle: bool, seed: int,
+                     epochs: int, initial_epoch: int = 0, total_steps: int | None = None,
+                     decode: Callable | None = None) -> tf.data.Dataset:
+    """Batches of `batch_size` (the global batch) for epochs [initial_epoch, epochs); no batch spans two epochs.
+
+    With `total_steps`, training stops after exactly that many batches overall (the last epoch cut short).
+    `decode` turns a batch of x (image paths) into inputs, in parallel with training.
+    """
+    x_all, y_all = tf.constant(x), tf.constant(y)
+    dataset = tf.data.Dataset.range(initial_epoch, epochs).flat_map(
+        lambda e: tf.data.Dataset.from_tensor_slices(epoch_order(len(x), shuffle, seed, e)).batch(batch_size)
+    )
+    if total_steps is not None:
+        dataset = dataset.take(total_steps - initial_epoch * steps_per_epoch)
+    dataset = dataset.map(lambda idx: (tf.gather(x_all, idx), tf.gather(y_all, idx)))
+    if decode is not None:
+        dataset = dataset.map(lambda x_batch, y_batch: (decode(x_batch), y_batch), num_parallel_calls=tf.data.AUTOTUNE)
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def evaluation_dataset(x: np.ndarray, y: np.ndarray, decode: Callable | None = None) -> tf.data.Dataset:
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(EVAL_BATCH)
+    if decode is not None:
+        dataset = dataset.map(lambda x_batch, y_batch: (decode(x_batch), y_batch), num_parallel_calls=tf.data.AUTOTUNE)
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def cached_dataset(x: np.ndarray, y: np.ndarray, batch: int, decode: Callable | None) -> tf.data.Dataset:
+    """(x, y) batches decoded once and kept: for measurements that pass over the same samples many times."""
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(batch)
+    if decode is not None:
+        dataset = dataset.map(lambda xb, yb: (decode(xb), yb))
+    return dataset.cache()
