@@ -27,26 +27,14 @@ from typing import Callable
 
 import numpy as np
 
-from harness.backend import keras, tf
+from harness.backend import tf
+from harness.models.layers import batch_norm_layers
 
 SUBSET = 1024        # training samples the statistics are recomputed on (and train accuracy measured on with them)
 BATCH = 1024         # samples per training-mode pass: the whole subset, so the statistics are exact layer by layer
 SUBSET_SEED = 1      # the subset depends on the training set only
 COLUMNS = ("train_eval_loss_precise_bn", "train_eval_acc_precise_bn", "val_loss_precise_bn", "val_acc_precise_bn",
            "bn_initial_weight")
-
-
-def batch_norm_layers(model) -> list:
-    """Every trainable BatchNormalization layer of `model` (ghost batch norm and nested models included); a frozen
-    layer keeps the statistics it has, so it is not among them."""
-    return [layer for layer in model._flatten_layers(include_self=False, recursive=True)
-            if isinstance(layer, keras.layers.BatchNormalization) and layer.trainable]
-
-
-def set_momentum(model, momentum: float) -> None:
-    """`model.bn_momentum`: every BatchNormalization layer's momentum, set after the model is built."""
-    for layer in batch_norm_layers(model):
-        layer.momentum = float(momentum)
 
 
 def initial_weight(layers: list, steps: int) -> float:

@@ -28,9 +28,10 @@ log = logging.getLogger("harness.probe")
 
 def interpolate(sweep_dir: Path, pair: interpolation.Pair, alphas=interpolation.ALPHAS) -> pd.DataFrame:
     """The pair's loss and accuracy along the line, one row per α."""
-    from harness import models, run_inputs, train
+    from harness import run_inputs, train
     from harness.backend import keras, tf
     from harness.config.compose import recorded_run_config
+    from harness.models import registry as models
 
     cfg = recorded_run_config(sweep_dir / pair.small_dir)
     data_in = run_inputs.prepare_data(cfg)

@@ -93,9 +93,10 @@ def _resume_point(run_dir: Path, previous: dict | None, damage: str | None) -> t
 def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, board: RunBoard,
            resume_epoch: int) -> tuple[float, bool]:
     placement = _place(cfg, record)  # TensorFlow loads from here on
-    from harness import models, train
+    from harness import train
     from harness.backend import keras, tf
     from harness.data.pipelines import decoder
+    from harness.models import registry as models
 
     data_in = prepare_data(cfg)
     if data_in.classes is not None:
@@ -180,7 +181,7 @@ def _probe_model(cfg: RunConfig, model, data_in: Arrays, replicas: int):
     variables the probes can move and differentiate twice outside the strategy."""
     if replicas < 2:
         return model
-    from harness import models
+    from harness.models import registry as models
 
     twin = models.build(cfg.model, data_in.input_shape, data_in.num_classes)
     twin.set_weights(model.get_weights())
@@ -190,8 +191,9 @@ def _probe_model(cfg: RunConfig, model, data_in: Arrays, replicas: int):
 def _place(cfg: RunConfig, record: RunRecord):
     """Load TensorFlow, choose the devices and the strategy, and record where the run trains."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from harness import devices, models
+    from harness import devices
     from harness.backend import keras, tf
+    from harness.models import registry as models
 
     # Under the harness launcher, CUDA_VISIBLE_DEVICES already holds exactly the GPUs `devices` names.
     explicit = None if os.environ.get("HARNESS_GPUS_ASSIGNED") else cfg.device.devices

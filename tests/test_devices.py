@@ -27,7 +27,7 @@ def test_asking_for_gpus_that_are_not_there_is_refused():
 
 
 def test_sync_batchnorm_builds_synchronized_layers(compose):
-    from harness import models
+    from harness.models import registry as models
 
     cfg = compose("model.batch_norm=true", "model.sync_batchnorm=true")
     model = models.build(cfg.model, (40, 1), 10)

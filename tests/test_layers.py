@@ -1,4 +1,4 @@
-"""Ghost batch normalisation (harness.layers) against a numpy reference: per-chunk statistics in training, the
+"""Ghost batch normalisation (harness.models.layers) against a numpy reference: per-chunk statistics in training, the
 moving statistics, inference, plain BatchNormalization as the one-chunk case, serialisation, and two replicas."""
 import json
 import subprocess
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from harness.backend import keras
-from harness.layers import GhostBatchNormalization
+from harness.models.layers import GhostBatchNormalization
 
 EPSILON = 1e-3
 
@@ -121,7 +121,7 @@ import json, numpy as np
 from harness.backend import keras, tf
 tf.config.set_logical_device_configuration(tf.config.list_physical_devices("CPU")[0],
                                            [tf.config.LogicalDeviceConfiguration()] * 2)
-from harness.layers import GhostBatchNormalization
+from harness.models.layers import GhostBatchNormalization
 strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
 x = np.load({path!r})
 batch = next(iter(strategy.experimental_distribute_dataset(tf.data.Dataset.from_tensor_slices(x).batch(len(x)))))

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from harness import models
 from harness.config.schema import ModelConfig
+from harness.models import registry as models
 
 
 @pytest.mark.parametrize("input_shape,conv", [((40, 1), "Conv1D"), ((8, 8, 1), "Conv2D"), ((32, 32, 3), "Conv2D")])
@@ -34,7 +34,7 @@ def test_mlp_builds_for_any_input_shape():
 @pytest.mark.parametrize("name,norms", [("convnet", 3), ("mlp", 2)])
 def test_ghost_batch_size_builds_ghost_batch_norm_that_trains(name, norms):
     from harness.backend import keras
-    from harness.layers import GhostBatchNormalization
+    from harness.models.layers import GhostBatchNormalization
 
     model_cfg = ModelConfig(name, 1.0, True, ghost_batch_size=4)
     model = models.build(model_cfg, (40, 1), 10)

@@ -7,8 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness import models, precise_bn, train
+from harness import precise_bn, train
 from harness.backend import keras
+from harness.models import registry as models
 from harness.run import run_experiment
 from tests.conftest import TINY, compose_config
 

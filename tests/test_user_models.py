@@ -1,4 +1,4 @@
-"""The user's own model (harness.user_models): keras.applications classes checked against the data before
+"""The user's own model (harness.models.user_models): keras.applications classes checked against the data before
 anything runs, and `model=custom` targets imported at validation."""
 import subprocess
 import sys
@@ -7,9 +7,9 @@ import textwrap
 import numpy as np
 import pytest
 
-from harness import user_models
 from harness.config.schema import ConfigError
-from harness.models import ModelConfig
+from harness.models import user_models
+from harness.models.registry import ModelConfig
 from tests.conftest import run_harness
 
 GOOD_MODULE = """
@@ -44,7 +44,7 @@ def test_applications_are_read_with_their_minimum_image_side_without_tensorflow(
     assert names["VGG19"] == 32 and names["InceptionV3"] == 75
     assert {"ResNet50", "MobileNetV2", "EfficientNetB0"} <= set(names)
     assert not [n for n in names if not n[0].isupper()]  # classes, not the modules' helper functions
-    probe = subprocess.run([sys.executable, "-c", "import sys; from harness import user_models; "
+    probe = subprocess.run([sys.executable, "-c", "import sys; from harness.models import user_models; "
                             "user_models.applications(); print('tensorflow' in sys.modules)"],
                            capture_output=True, text=True, timeout=120)
     assert probe.stdout.strip() == "False", probe.stderr[-2000:]

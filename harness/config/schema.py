@@ -10,13 +10,13 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from harness import models
 from harness.config import batching
 from harness.data import registry as datasets
 from harness.data import transforms
 from harness.data.registry import DataConfig
 from harness.fields import ConfigError, bool_value, check_keys, choice, float_value, int_value
-from harness.models import ModelConfig
+from harness.models import registry as models
+from harness.models.registry import ModelConfig
 
 # name -> (keras.optimizers class, its keyword arguments besides the learning rate)
 OPTIMIZERS: dict[str, tuple[str, dict[str, Any]]] = {

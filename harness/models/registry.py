@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from harness import user_models
 from harness.fields import ConfigError, RegistryEntry, bool_value, check_keys, float_value
+from harness.models import user_models
 
 
 def _units(base: int, width: float) -> int:
@@ -25,7 +25,7 @@ def _block(x, layer, batch_norm: bool, sync: bool = False, ghost_batch_size: int
 
     x = layer(x)
     if batch_norm and ghost_batch_size:
-        from harness.layers import GhostBatchNormalization
+        from harness.models.layers import GhostBatchNormalization
 
         x = GhostBatchNormalization(ghost_batch_size)(x)
     elif batch_norm:
@@ -169,7 +169,7 @@ def build(model_cfg: ModelConfig, input_shape: tuple[int, ...], num_classes: int
         model = user_models.build_custom(model_cfg.target, input_shape, num_classes, dict(model_cfg.options))
     user_models.check_outputs(model, model_cfg, num_classes)
     if model_cfg.bn_momentum is not None:
-        from harness.precise_bn import set_momentum
+        from harness.models.layers import set_momentum
 
         set_momentum(model, model_cfg.bn_momentum)
     return model

@@ -1,4 +1,5 @@
-"""Keras layers the built-in models use beyond Keras's own. Loads TensorFlow: only run processes import this.
+"""Keras layers the built-in models use beyond Keras's own, and the batch-norm layers of any model (to find them
+and set their momentum). Loads TensorFlow: only run processes import this.
 
 Ghost batch normalisation (Hoffer, Hubara & Soudry 2017, "Train longer, generalize better") normalises a large
 batch in small chunks ("ghost batches"), so each sample sees the noisier statistics of a small batch. Keras 3
@@ -72,3 +73,16 @@ class GhostBatchNormalization(keras.layers.BatchNormalization):
 def _per_sample(stats, chunk, x):
     """Chunk statistics (chunks, channels) spread to each sample of `x`, shaped to broadcast against it."""
     return tf.reshape(tf.gather(stats, chunk), [-1] + [1] * (len(x.shape) - 2) + [x.shape[-1]])
+
+
+def batch_norm_layers(model) -> list:
+    """Every trainable BatchNormalization layer of `model` (ghost batch norm and nested models included); a frozen
+    layer keeps the statistics it has, so it is not among them."""
+    return [layer for layer in model._flatten_layers(include_self=False, recursive=True)
+            if isinstance(layer, keras.layers.BatchNormalization) and layer.trainable]
+
+
+def set_momentum(model, momentum: float) -> None:
+    """`model.bn_momentum`: every BatchNormalization layer's momentum, set after the model is built."""
+    for layer in batch_norm_layers(model):
+        layer.momentum = float(momentum)
