@@ -2,7 +2,7 @@
 
 Keskar et al. 2017, Fig. 3: the training and validation loss and accuracy of f((1 − α)·w_small + α·w_large)
 for α from −1 to 2, between the smallest-batch and the largest-batch solution of each pair of runs that agree
-on everything else (harness.interpolation). Every weight is interpolated, batch-norm moving statistics too
+on everything else (harness.probes.interpolation). Every weight is interpolated, batch-norm moving statistics too
 (Li et al. 2018: the curve is wrong otherwise); an interpolated moving variance below 0 (α outside [0, 1]) is
 clipped to 0. Runs at the end of every multirun, in its own process (it loads TensorFlow; the report does not).
 """
@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness import interpolation
-from harness.probes import load_weights
+from harness.probes import interpolation
+from harness.probes.in_run import load_weights
 from harness.store import layout
 from harness.store.files import atomic_write
 from harness.store.layout import FINAL_WEIGHTS

@@ -8,11 +8,12 @@ import platform
 import time
 from pathlib import Path
 
-from harness import checkpoint, probes
+from harness import checkpoint
 from harness.config.batching import BatchPlan, Schedule, plan_batches, plan_schedule
 from harness.config.schema import RunConfig
 from harness.data import registry as data
 from harness.data.transforms import Arrays
+from harness.probes import in_run as probes
 from harness.run_inputs import prepare_data, training_inputs
 from harness.store import layout
 from harness.store.files import remove_partial_writes

@@ -17,7 +17,7 @@ def interpolate(sweep_dir: Path) -> None:
     """The sweep-level probes (the interpolation between batch sizes), in a process of their own since they load
     TensorFlow; skipped when the sweep has no pair of runs or its interpolation is newer than their weights. A
     failure is one line: the report is written without it."""
-    from harness import interpolation
+    from harness.probes import interpolation
 
     if not interpolation.needs_update(sweep_dir):
         return

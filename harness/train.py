@@ -66,7 +66,7 @@ class EpochRecorder(keras.callbacks.Callback):
         self.train_eval, self.train_size, self.columns, self.on_row = train_eval, train_size, columns, on_row
         self.global_batch_size = global_batch_size
         self.val_inputs, self.val_labels, self.target_train_loss = val_inputs, val_labels, target_train_loss
-        self.extra_columns = extra_columns  # more columns measured after the epoch (harness.probes), by epoch
+        self.extra_columns = extra_columns  # more columns measured after the epoch (harness.probes.in_run), by epoch
         self.diverged = False
         self.target_reached_at: int | None = None
         self.rows: list[dict[str, Any]] = list(rows or [])  # a resumed run starts with its earlier rows

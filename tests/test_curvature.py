@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from harness import curvature
+from harness.probes import curvature
 
 
 def _least_squares_hessian(seed: int = 0, n: int = 200, d: int = 30) -> np.ndarray:

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from harness import noise_scale
+from harness.probes import noise_scale
 
 G = np.array([0.3, -0.2, 0.1, 0.05] + [0.0] * 16)
 SIGMA = np.linspace(0.1, 1.0, 20)  # per-sample gradient standard deviation per coordinate

@@ -3,7 +3,7 @@ against softmax regression's closed forms, and the probes on it against numpy's 
 import numpy as np
 import pytest
 
-from harness import curvature, noise_scale
+from harness.probes import curvature, noise_scale
 
 N, D, K = 96, 6, 4
 
@@ -11,7 +11,7 @@ N, D, K = 96, 6, 4
 @pytest.fixture(scope="module")
 def softmax_regression():
     from harness.backend import keras, tf
-    from harness.objective import Objective
+    from harness.probes.objective import Objective
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((N, D)).astype(np.float32)
@@ -58,7 +58,7 @@ def test_top_eigenvalue_and_trace_of_the_model_match_numpy(softmax_regression):
 
 
 def test_sharpness_moves_the_weights_only_inside_the_box_and_they_are_restored(softmax_regression):
-    from harness.objective import restoring
+    from harness.probes.objective import restoring
 
     objective, x, y = softmax_regression
     before = objective.weights()
@@ -79,7 +79,7 @@ def test_sharpness_moves_the_weights_only_inside_the_box_and_they_are_restored(s
 def test_batch_gradients_feed_the_noise_scale(softmax_regression):
     """Per-batch gradients of equal batches average to the full gradient: the big batch's |G|²."""
     from harness.backend import tf
-    from harness.objective import Objective
+    from harness.probes.objective import Objective
 
     objective, x, y = softmax_regression
     equal = Objective(objective.model, tf.data.Dataset.from_tensor_slices((x.astype(np.float32), y)).batch(16))

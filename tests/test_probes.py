@@ -5,7 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness import interpolation, probes
+from harness.probes import in_run as probes
+from harness.probes import interpolation
 from harness.store import layout
 from tests.conftest import TINY, copy_sweep, run_harness
 

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from harness import curvature, noise_scale
+from harness.probes import curvature, noise_scale
 from harness.store.files import atomic_write, write_json
 from harness.store.layout import PROBES_FILE
 
@@ -69,7 +69,7 @@ class EpochProbes:
 
     def __call__(self, epoch: int) -> dict[str, float]:
         from harness.data import pipelines
-        from harness.objective import Objective
+        from harness.probes.objective import Objective
 
         chosen = np.random.default_rng([self.seed, epoch]).permutation(len(self.y))[:self.batches * self.small]
         batches = pipelines.cached_dataset(self.x[chosen], self.y[chosen], self.small, self.decode)
@@ -91,7 +91,7 @@ def final_probes(model, x: np.ndarray, y: np.ndarray, decode: Callable | None, s
     curvature.TRACE_TOLERANCE (at most TRACE_MAX_VECTORS), L-BFGS-B for SHARPNESS_ITERATIONS iterations.
     """
     from harness.data import pipelines
-    from harness.objective import Objective, restoring
+    from harness.probes.objective import Objective, restoring
 
     started = time.perf_counter()
     chosen = probe_indices(len(y), samples)

@@ -1,7 +1,7 @@
 """How sharp is a minimum: the Hessian's top eigenvalue and trace, and Keskar et al.'s sharpness (metric 2.1).
 
 Pure numpy and SciPy on callables over flat weight vectors, so each estimator is tested against closed-form
-answers without a model; harness.objective supplies the callables for a trained Keras model.
+answers without a model; harness.probes.objective supplies the callables for a trained Keras model.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A model's training loss on a fixed set of samples, as a function of its trainable weights.
 
-The probes (harness.curvature, harness.noise_scale) see a model only through this: the weights as one flat
+The probes (harness.probes.curvature, harness.probes.noise_scale) see a model only through this: the weights as one flat
 float64 vector, the loss, its gradient and Hessian-vector products (double backprop: a GradientTape inside a
 GradientTape). The loss is the one the model trains on (sparse categorical cross-entropy of its softmax
 outputs, plus any regularisation losses), evaluated in inference mode (dropout off, batch norm with its moving

@@ -1,7 +1,7 @@
 """The gradient noise scale B_simple = tr(Σ)/|G|² (McCandlish et al. 2018), from gradients at two batch sizes.
 
 |G_B|² of a batch of B samples has expectation |G|² + tr(Σ)/B, so squared gradient norms measured at a small
-and a big batch size give unbiased estimates of both terms. Pure numpy; harness.probes feeds it the gradients of
+and a big batch size give unbiased estimates of both terms. Pure numpy; harness.probes.in_run feeds it the gradients of
 consecutive small batches of training data, whose mean is the big batch's gradient (as gpt-neox does).
 """
 from __future__ import annotations
