@@ -1,12 +1,12 @@
 """What the recomputed batch-norm statistics cost: the main job's runs with model.batch_norm=true, each trained
-with the per-epoch measurement (harness.precise_bn) and without it, in the same process.
+with the per-epoch measurement (harness.run.precise_bn) and without it, in the same process.
 
     python -m benchmarks.bench_precise_bn                 # medians of 3, the two variants interleaved
     python -m benchmarks.bench_precise_bn --update-readme # also rewrite the README's table
     python -m benchmarks.bench_precise_bn --smoke         # one tiny round, to check the script works
 
 Every run of `python -m harness batch_size=8,32,64,128 model.batch_norm=true -m` (one seed, default epochs and
-probes) goes through harness.run.run_experiment twice per repeat, once as it is and once with the measurement
+probes) goes through harness.run.experiment.run_experiment twice per repeat, once as it is and once with the measurement
 switched off, alternating which goes first, after one unmeasured warm-up run. Two numbers per run: the share of
 its wall time spent in the measurement itself (timed around PreciseBatchNorm.columns, in the run that has it),
 and the ratio of the two runs' wall times (run.json's run_seconds: set-up to the end, data, probes and files
@@ -31,8 +31,9 @@ def run_seconds(overrides: list[str], run_dir: Path, measured: bool) -> tuple[fl
     seconds spent in the measurement."""
     from hydra import compose, initialize_config_dir
 
-    from harness import precise_bn, run
     from harness.config.compose import CONF_DIR, to_run_config
+    from harness.run import experiment as run
+    from harness.run import precise_bn
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = to_run_config(compose("config", overrides=overrides))

@@ -1,7 +1,7 @@
 """Stale batch-norm statistics: how much of a larger batch's lower val_acc the moving averages explain.
 
 Files in, numbers and sentences out (no TensorFlow). A run whose model has batch norm records after every epoch
-its accuracies with the statistics recomputed for the current weights (harness.precise_bn; the `*_precise_bn`
+its accuracies with the statistics recomputed for the current weights (harness.run.precise_bn; the `*_precise_bn`
 columns) and `bn_initial_weight`, momentum^steps. The drop in val_acc from the smallest to a larger batch splits
 in two that add up to it: the drop that remains with the statistics recomputed at both batch sizes, which the
 batch-size verdict's under-training and generalization-gap rules judge on the recomputed accuracies, and the

@@ -77,7 +77,7 @@ def output_folder_lock(folder: Path, key: str):
 def hydra_job(cfg: DictConfig) -> float | None:
     """One job (Hydra's task function): validate, train, and record a failure instead of ending the sweep; returns
     the run's final val_acc, the tracked metric a Hydra sweeper optimises (None when the run failed)."""
-    from harness.run import run_experiment
+    from harness.run.experiment import run_experiment
 
     run_cfg = to_run_config(cfg)
     hydra_cfg = HydraConfig.get()

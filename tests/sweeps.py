@@ -1,7 +1,7 @@
 """Constructed sweep folders: run.json and metrics.parquet written as the harness writes them.
 
 The config is the real composed default (`epochs=3`), as run.json records it, and every metrics row has the
-columns harness.run writes: the config columns (runlog.config_columns), the batch plan (batching.plan_batches),
+columns harness.run.experiment writes: the config columns (runlog.config_columns), the batch plan (batching.plan_batches),
 the peak learning rate (batching.plan_schedule) and the per-epoch metrics of train.EpochRecorder, with one
 `val_recall_<k>` per class. Only the numbers are made up.
 """
@@ -72,7 +72,7 @@ def _override(key: str, value) -> str:
 
 
 def metric_rows(run_id: str, cfg: dict, val, train_eval, tune=None, stale_bn: bool = False) -> list[dict]:
-    """The rows harness.run writes for a run of `cfg` whose epochs ended at these accuracies (`tune`: the
+    """The rows harness.run.experiment writes for a run of `cfg` whose epochs ended at these accuracies (`tune`: the
     tuning slice's, with tune_fraction > 0; by default val_acc's). `stale_bn`: a model with batch norm whose
     weights reach these accuracies (the `*_precise_bn` columns) while its moving statistics still carry
     bn_initial_weight = momentum^step of their start, pulling the accuracies measured with them towards chance."""

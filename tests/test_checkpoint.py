@@ -1,9 +1,9 @@
-"""checkpoint.npz (harness.checkpoint): weights, optimizer state and epoch, saved and restored on a tiny model."""
+"""checkpoint.npz (harness.run.checkpoint): weights, optimizer state and epoch, saved and restored on a tiny model."""
 import numpy as np
 import pytest
 
-from harness import checkpoint
 from harness.backend import keras
+from harness.run import checkpoint
 from harness.store import layout
 
 

@@ -104,7 +104,7 @@ def test_a_batch_larger_than_the_transformed_training_set_names_its_real_size(ba
     through the same transforms (imbalance subsamples the other classes, train_fraction every class, the tuning
     slice is held out)."""
     from harness.data import registry as data
-    from harness.run_inputs import prepare_data
+    from harness.run.inputs import prepare_data
 
     overrides = [f"{key}={value}" for key, value in settings.items()]
     cfg = compose(*overrides)  # the default batch size fits

@@ -11,7 +11,7 @@ from tests.conftest import TINY, run_harness
 def test_cpu_and_single_simulated_device_strategies():
     import tensorflow as tf
 
-    from harness.devices import make_strategy
+    from harness.run.devices import make_strategy
 
     cpu = make_strategy(0, None, False)
     assert cpu.replicas == 1 and cpu.strategy is tf.distribute.get_strategy()
@@ -20,7 +20,7 @@ def test_cpu_and_single_simulated_device_strategies():
 
 
 def test_asking_for_gpus_that_are_not_there_is_refused():
-    from harness.devices import DeviceError, make_strategy
+    from harness.run.devices import DeviceError, make_strategy
 
     with pytest.raises(DeviceError, match="simulate_devices=true"):
         make_strategy(2, None, False)

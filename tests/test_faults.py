@@ -167,8 +167,8 @@ def test_a_read_only_sweep_folder_is_one_line_and_exit_1(plain_sweep, tmp_path, 
 
 def test_a_requeue_by_submitit_records_interrupted_not_failed(tmp_path, compose, monkeypatch):
     """submitit's handler for SLURM's pre-timeout signal requeues the job by raising SystemExit in the run."""
-    from harness import train
-    from harness.run import run_experiment
+    from harness.run import train
+    from harness.run.experiment import run_experiment
 
     original = train.EpochRecorder.on_epoch_end
 

@@ -12,7 +12,7 @@ import pytest
 
 from harness.report import report_path
 from harness.resources import cpu_count
-from harness.tensorboard_log import TAGS
+from harness.run.tensorboard_log import TAGS
 from tests.conftest import run_harness
 from tests.test_faults import harness_processes
 from tests.test_tensorboard_log import assert_board_matches_metrics, read_board

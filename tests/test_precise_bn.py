@@ -1,4 +1,4 @@
-"""Batch-norm statistics recomputed for the current weights (harness.precise_bn): they recover what stale moving
+"""Batch-norm statistics recomputed for the current weights (harness.run.precise_bn): they recover what stale moving
 averages hide, they agree with recomputing each layer exactly in inference mode, they leave the model (and so
 training) exactly as it was, and only a model with batch norm pays for them."""
 import dataclasses
@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness import precise_bn, train
 from harness.backend import keras
 from harness.models import registry as models
-from harness.run import run_experiment
+from harness.run import precise_bn, train
+from harness.run.experiment import run_experiment
 from tests.conftest import TINY, compose_config
 
 PRECISE_COLUMNS = set(precise_bn.COLUMNS)
@@ -21,7 +21,7 @@ TIMING = ["epoch_seconds", "samples_per_second"]
 def stale():
     """The harness's convnet with batch norm after 50 steps of batch 64 at Keras's momentum 0.99 (0.99^50 = 0.61
     of the initial statistics left): its weights have learnt something, its moving averages have not."""
-    from harness.run_inputs import prepare_data
+    from harness.run.inputs import prepare_data
 
     cfg = compose_config("dataset.num_samples=2000", "model.batch_norm=true", "batch_size=64")
     data = prepare_data(cfg)
@@ -106,7 +106,7 @@ def test_bn_momentum_is_set_on_every_batch_norm_layer_of_any_model(compose):
 def test_a_run_with_batch_norm_records_recomputed_accuracies_and_trains_exactly_as_without(compose, tmp_path,
                                                                                           monkeypatch):
     """The measurement changes no training number; neither does model.bn_momentum (only the moving averages)."""
-    from harness import run
+    from harness.run import experiment as run
 
     traced = []
     original = precise_bn.PreciseBatchNorm._moments_function

@@ -69,7 +69,7 @@ def test_the_interpolation_starts_and_ends_at_the_two_runs_own_final_metrics(pro
 
 @pytest.mark.slow  # reads a shared real sweep
 def test_probe_command_recomputes_the_interpolation_and_refuses_a_missing_folder(probed_sweep, tmp_path):
-    from harness.probe import main
+    from harness.run.interpolation import main
 
     sweep = copy_sweep(probed_sweep[0], tmp_path / "smoke")  # the shared one stays as it was
     target = sweep / layout.INTERPOLATION_FILE
@@ -99,7 +99,7 @@ def test_probe_samples_below_two_is_refused_in_one_line(tmp_path):
 
 
 def test_a_failing_probe_is_recorded_and_the_run_still_completes(compose, tmp_path, monkeypatch):
-    from harness.run import run_experiment
+    from harness.run.experiment import run_experiment
 
     def broken(*args, **kwargs):
         raise RuntimeError("no second derivative for this op")

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.run import run_experiment
+from harness.run.experiment import run_experiment
 from harness.store import layout
 from tests.conftest import TINY
 
@@ -118,7 +118,7 @@ def test_a_failing_run_is_recorded_then_raised(compose, tmp_path, monkeypatch):
 
 
 def test_an_interrupted_run_resumes_from_its_checkpoint_with_identical_metrics(compose, tmp_path, monkeypatch):
-    from harness import checkpoint, train
+    from harness.run import checkpoint, train
 
     cfg = compose(*TINY, "epochs=3", "batch_size=32")
     run_experiment(cfg, tmp_path / "whole", run_id="s/0")
@@ -221,7 +221,7 @@ def test_a_run_whose_tensorflow_cannot_load_is_recorded_as_failed(tmp_path):
 
 
 def test_tiny_inputs_keep_one_intra_op_thread_whatever_the_launcher_allows(compose, monkeypatch):
-    from harness.run import cpu_threads
+    from harness.run.experiment import cpu_threads
 
     monkeypatch.delenv("HARNESS_THREADS", raising=False)
     assert cpu_threads(compose("dataset=mnist1d")) == (1, None)
@@ -234,7 +234,7 @@ def test_tiny_inputs_keep_one_intra_op_thread_whatever_the_launcher_allows(compo
 def test_throughput_counts_the_samples_of_an_epoch_cut_short_by_a_step_budget(compose, tmp_path, monkeypatch):
     from types import SimpleNamespace
 
-    from harness import train
+    from harness.run import train
 
     ticks = iter(range(10_000))
     monkeypatch.setattr(train, "time", SimpleNamespace(perf_counter=lambda: float(next(ticks))))  # 1 s per call

@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from harness.run.tensorboard_log import TAGS, hyperparameters, scalars
 from harness.store.layout import TB_DIR
-from harness.tensorboard_log import TAGS, hyperparameters, scalars
 from tests.conftest import TINY
 from tests.test_faults import record
 
@@ -79,7 +79,7 @@ def assert_board_matches_metrics(run_dir: Path) -> Board:
 
 
 def run_in_process(compose, run_dir: Path, *overrides: str) -> Path:
-    from harness.run import run_experiment
+    from harness.run.experiment import run_experiment
 
     run_experiment(compose(*overrides), run_dir, run_id=f"sweep/{run_dir.name}")
     return run_dir
@@ -87,7 +87,7 @@ def run_in_process(compose, run_dir: Path, *overrides: str) -> Path:
 
 def stop_after_epoch(monkeypatch, epoch: int, error: BaseException) -> None:
     """The run raises `error` right after epoch `epoch`'s metrics row, before that epoch's checkpoint."""
-    from harness import train
+    from harness.run import train
 
     original = train.EpochRecorder.on_epoch_end
 
@@ -129,7 +129,7 @@ def test_a_run_that_stops_early_ends_its_session_with_its_status(compose, tmp_pa
 
 
 def test_a_run_that_fails_before_its_first_epoch_is_still_a_failed_session(compose, tmp_path, monkeypatch):
-    from harness import run
+    from harness.run import experiment as run
 
     def broken(cfg):
         raise OSError("the data folder went away")

@@ -1,13 +1,13 @@
-"""Compile and fit pieces (harness.train): sample order, training batches, warm-up, optimizers, the epoch rows."""
+"""Compile and fit pieces (harness.run.train): sample order, training batches, warm-up, optimizers, the epoch rows."""
 import dataclasses
 
 import numpy as np
 import pytest
 
-from harness import train
 from harness.backend import keras
 from harness.config.batching import plan_batches, plan_schedule
 from harness.data import pipelines
+from harness.run import train
 
 
 def _order(train_size, shuffle, seed, epoch):

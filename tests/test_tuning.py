@@ -34,7 +34,7 @@ def test_the_tuning_slice_is_stratified_seeded_and_never_overlaps_training_or_va
     """On the real MNIST-1D arrays a run trains on: every sample held out is in neither the training rows the
     run fits nor the validation rows, and training + slice is exactly the training split (nothing lost)."""
     from harness.data import registry as data
-    from harness.run_inputs import prepare_data
+    from harness.run.inputs import prepare_data
 
     cfg = compose(*TINY, "tune_fraction=0.1")
     full = data.load(cfg.data)

@@ -1,6 +1,6 @@
 """`dataset=images`: one sub-folder per class, as keras.utils.image_dataset_from_directory reads it.
 
-Images stay on disk: a run's x holds file paths, decoded per batch by its input pipeline (harness.train), so a
+Images stay on disk: a run's x holds file paths, decoded per batch by its input pipeline (harness.data.pipelines), so a
 folder larger than memory trains, and the run's transforms (imbalance, train_fraction, class order) act on the
 list of files and labels. Counting files per class needs no decoding, so validation checks a batch size
 against the training set without reading an image.

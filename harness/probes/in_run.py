@@ -3,7 +3,7 @@
 Per epoch: the gradient noise scale on fresh training samples and the distance the weights travelled from their
 initial values. After the last epoch: the training loss's top Hessian eigenvalue and trace and Keskar's
 sharpness on a fixed probe subset of the training set, into probes.json; the initial and final weights are kept
-as plain .npz arrays so every probe can be recomputed later (harness.probe does, for the interpolation).
+as plain .npz arrays so every probe can be recomputed later (harness.run.interpolation does, for the interpolation).
 """
 from __future__ import annotations
 

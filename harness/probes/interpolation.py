@@ -1,7 +1,7 @@
 """Which runs of a sweep the 1-D interpolation (Keskar et al. 2017, Fig. 3) connects, read from files only.
 
 Each pair joins the smallest-batch and the largest-batch solution among completed runs that agree on every
-other config value (seed included). harness.probe evaluates the loss along the line between them.
+other config value (seed included). harness.run.interpolation evaluates the loss along the line between them.
 """
 from __future__ import annotations
 

@@ -61,7 +61,7 @@ class EpochRecorder(keras.callbacks.Callback):
                  extra_columns: Callable[[int], dict[str, Any]] | None = None,
                  tune_eval: tf.data.Dataset | None = None, precise_bn=None):
         super().__init__()
-        self.precise_bn = precise_bn  # harness.precise_bn.PreciseBatchNorm for a model with batch norm, else None
+        self.precise_bn = precise_bn  # harness.run.precise_bn.PreciseBatchNorm for a model with batch norm, else None
         self.tune_eval = tune_eval  # the held-out tuning slice (tune_fraction > 0): tune_loss and tune_acc
         self.train_eval, self.train_size, self.columns, self.on_row = train_eval, train_size, columns, on_row
         self.global_batch_size = global_batch_size

@@ -1,4 +1,4 @@
-"""One training run, composed from the stages: seed, devices, data (harness.run_inputs), model, fit, files."""
+"""One training run, composed from the stages: seed, devices, data (harness.run.inputs), model, fit, files."""
 from __future__ import annotations
 
 import logging
@@ -8,13 +8,14 @@ import platform
 import time
 from pathlib import Path
 
-from harness import checkpoint
 from harness.config.batching import BatchPlan, Schedule, plan_batches, plan_schedule
 from harness.config.schema import RunConfig
 from harness.data import registry as data
 from harness.data.transforms import Arrays
 from harness.probes import in_run as probes
-from harness.run_inputs import prepare_data, training_inputs
+from harness.run import checkpoint
+from harness.run.inputs import prepare_data, training_inputs
+from harness.run.tensorboard_log import RunBoard
 from harness.store import layout
 from harness.store.files import remove_partial_writes
 from harness.store.layout import METRICS_FILE
@@ -27,7 +28,6 @@ from harness.store.run_files import (
     inspect_run,
     recorded_config,
 )
-from harness.tensorboard_log import RunBoard
 
 log = logging.getLogger(__name__)
 
@@ -94,10 +94,10 @@ def _resume_point(run_dir: Path, previous: dict | None, damage: str | None) -> t
 def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, board: RunBoard,
            resume_epoch: int) -> tuple[float, bool]:
     placement = _place(cfg, record)  # TensorFlow loads from here on
-    from harness import train
     from harness.backend import keras, tf
     from harness.data.pipelines import decoder
     from harness.models import registry as models
+    from harness.run import train
 
     data_in = prepare_data(cfg)
     if data_in.classes is not None:
@@ -165,10 +165,10 @@ def _epoch_probes(cfg: RunConfig, run_dir: Path, model, data_in: Arrays, resume_
 
 
 def _precise_bn(cfg: RunConfig, model, data_in: Arrays, replicas: int):
-    """The batch-norm statistics recomputed after every epoch (harness.precise_bn), for a model with batch norm;
+    """The batch-norm statistics recomputed after every epoch (harness.run.precise_bn), for a model with batch norm;
     None for a model without, which gets no columns and pays nothing."""
-    from harness import precise_bn
     from harness.data.pipelines import decoder
+    from harness.run import precise_bn
 
     if not precise_bn.batch_norm_layers(model):
         return None
@@ -192,9 +192,9 @@ def _probe_model(cfg: RunConfig, model, data_in: Arrays, replicas: int):
 def _place(cfg: RunConfig, record: RunRecord):
     """Load TensorFlow, choose the devices and the strategy, and record where the run trains."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from harness import devices
     from harness.backend import keras, tf
     from harness.models import registry as models
+    from harness.run import devices
 
     # Under the harness launcher, CUDA_VISIBLE_DEVICES already holds exactly the GPUs `devices` names.
     explicit = None if os.environ.get("HARNESS_GPUS_ASSIGNED") else cfg.device.devices

@@ -1,0 +1,5 @@
+"""One training process: devices and distribution, inputs, compile and fit, checkpoints, TensorBoard, the
+recomputed batch-norm statistics, and the sweep's interpolation job.
+
+May import: harness.probes, harness.config, harness.data, harness.models, harness.store, harness.backend.
+"""

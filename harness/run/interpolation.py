@@ -1,0 +1,100 @@
+"""Sweep-level probes: `python -m harness.probe sweeps/<sweep-id>` writes the sweep's interpolation.parquet.
+
+Keskar et al. 2017, Fig. 3: the training and validation loss and accuracy of f((1 − α)·w_small + α·w_large)
+for α from −1 to 2, between the smallest-batch and the largest-batch solution of each pair of runs that agree
+on everything else (harness.probes.interpolation). Every weight is interpolated, batch-norm moving statistics too
+(Li et al. 2018: the curve is wrong otherwise); an interpolated moving variance below 0 (α outside [0, 1]) is
+clipped to 0. Runs at the end of every multirun, in its own process (it loads TensorFlow; the report does not).
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from harness.probes import interpolation
+from harness.probes.in_run import load_weights
+from harness.store import layout
+from harness.store.files import atomic_write
+from harness.store.layout import FINAL_WEIGHTS
+
+log = logging.getLogger("harness.run.interpolation")
+
+
+def interpolate(sweep_dir: Path, pair: interpolation.Pair, alphas=interpolation.ALPHAS) -> pd.DataFrame:
+    """The pair's loss and accuracy along the line, one row per α."""
+    from harness.backend import keras, tf
+    from harness.config.compose import recorded_run_config
+    from harness.models import registry as models
+    from harness.run import inputs, train
+
+    cfg = recorded_run_config(sweep_dir / pair.small_dir)
+    data_in = inputs.prepare_data(cfg)
+    train_eval, val_inputs = inputs.evaluation_inputs(cfg, data_in)
+    train_inputs = train_eval.map(lambda x, y: x).cache()
+    val_inputs = val_inputs.cache()  # decoded once, read at every α
+    keras.backend.clear_session()
+    model = models.build(cfg.model, data_in.input_shape, data_in.num_classes)
+    forward = tf.function(lambda x: model(x, training=False), reduce_retracing=True)
+
+    def probabilities(inputs) -> np.ndarray:
+        return np.concatenate([forward(x).numpy() for x in inputs])
+
+    small, _ = load_weights(sweep_dir / pair.small_dir / FINAL_WEIGHTS)
+    large, _ = load_weights(sweep_dir / pair.large_dir / FINAL_WEIGHTS)
+    variance = [w.path.endswith("moving_variance") for w in model.weights]
+    rows = []
+    for alpha in alphas:
+        mixed = [(1 - alpha) * s + alpha * l for s, l in zip(small, large)]
+        model.set_weights([np.maximum(m, 0) if v else m for m, v in zip(mixed, variance)])
+        train_loss, train_acc = train.classification_metrics(probabilities(train_inputs), data_in.y_train)
+        val_loss, val_acc = train.classification_metrics(probabilities(val_inputs), data_in.y_val)
+        rows.append({"alpha": float(alpha), "train_loss": train_loss, "train_acc": train_acc,
+                     "val_loss": val_loss, "val_acc": val_acc})
+    frame = pd.DataFrame(rows)
+    frame.insert(0, "pair", pair.label)
+    frame.insert(1, "small_run", pair.small["run_id"])
+    frame.insert(2, "large_run", pair.large["run_id"])
+    frame.insert(3, "small_batch", int(pair.small["config"][interpolation.PAIRED_BY]))
+    frame.insert(4, "large_batch", int(pair.large["config"][interpolation.PAIRED_BY]))
+    for key, value in pair.keys.items():
+        frame[key] = value
+    return frame
+
+
+def write_interpolation(sweep_dir: Path) -> Path | None:
+    """interpolation.parquet for every pair of the sweep; None (and no file) when the sweep has no pair."""
+    sweep_dir = Path(sweep_dir)
+    found = interpolation.pairs(sweep_dir)
+    if not found:
+        return None
+    frame = pd.concat([interpolate(sweep_dir, pair) for pair in found], ignore_index=True)
+    target = sweep_dir / layout.INTERPOLATION_FILE
+    atomic_write(target, lambda tmp: frame.to_parquet(tmp, index=False))
+    return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.probe", description=__doc__.splitlines()[0])
+    parser.add_argument("sweep_dir", type=Path, help="a sweep folder, e.g. sweeps/2026-11-30_12-00-00")
+    args = parser.parse_args(argv)
+    if not args.sweep_dir.is_dir():
+        print(f"harness.probe: error: sweep_dir={str(args.sweep_dir)!r} is not a folder", file=sys.stderr)
+        return 2
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
+    if not interpolation.pairs(args.sweep_dir):
+        print(f"harness.probe: {args.sweep_dir}: no pair of completed runs with kept weights that differ only in "
+              f"batch size: no interpolation", file=sys.stderr)
+        return 0
+    print(write_interpolation(args.sweep_dir))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
