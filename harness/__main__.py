@@ -4,7 +4,7 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ info and warnings drown the progress lines
 
-from harness.cli import main  # noqa: E402
+from harness.launch.cli import main  # noqa: E402
 
 code = main()
 # Everything is written by now (files closed, logs flushed just below). With TensorFlow loaded, the interpreter's

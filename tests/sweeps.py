@@ -205,7 +205,7 @@ def _tune(cfg: dict, val: list[float]) -> list[float] | None:
 def planned(overrides: tuple[str, ...]) -> tuple[tuple[tuple[str, ...], ...], tuple]:
     """(each job's overrides, each job's RunConfig) as `python -m harness OVERRIDES -m` plans them, once per test
     process: planning composes every job with Hydra, seconds for the larger studies."""
-    from harness.cli import plan_command
+    from harness.launch.cli import plan_command
 
     plan = plan_command(list(overrides), multirun=True)
     return tuple(tuple(job) for job in plan.jobs), tuple(plan.run_configs)

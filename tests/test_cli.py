@@ -1,4 +1,4 @@
-"""The command line (harness.cli): expanding and checking a command's jobs, the output-folder lock, argument
+"""The command line (harness.launch.cli): expanding and checking a command's jobs, the output-folder lock, argument
 parsing, and end to end, real `python -m harness` processes writing into tmp_path (slow)."""
 import json
 import os
@@ -7,10 +7,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness import cli, report
-from harness.cli import main, plan_command
+from harness import report
 from harness.config import compose
 from harness.config.schema import ConfigError
+from harness.launch import cli
+from harness.launch.cli import main, plan_command
 from harness.store.layout import LOCK_FILE
 from tests.conftest import TINY, run_harness
 
@@ -122,7 +123,7 @@ def test_multirun_sweeps_batch_size_and_writes_every_run_and_the_report(smoke_sw
 def test_the_same_run_gives_identical_metrics_in_another_process(plain_sweep, tmp_path):
     """A single-run command in a fresh process against the shared sweep's run of the same config (batch 16, run in
     a warm worker of the launcher, whose thread setting the single run is given)."""
-    from harness.resources import cpu_count
+    from harness.launch.resources import cpu_count
 
     proc = run_harness(*TINY, "batch_size=16", f"hydra.run.dir={tmp_path / 'single'}", cwd=tmp_path,
                        env={"HARNESS_THREADS": str(cpu_count())})

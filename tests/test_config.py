@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from harness.cli import main
+from harness.launch.cli import main
 
 
 def test_defaults_compose_to_the_documented_values(compose):
@@ -87,7 +87,7 @@ def test_bad_input_exits_2_with_one_line_naming_key_value_and_allowed(argv, name
 
 def test_bad_input_is_rejected_before_tensorflow_loads(tmp_path):
     code = (
-        "import sys; from harness.cli import main; rc = main(['-m', 'batch_size=8,0']); "
+        "import sys; from harness.launch.cli import main; rc = main(['-m', 'batch_size=8,0']); "
         "assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules, 'TF loaded'; sys.exit(rc)"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)

@@ -10,8 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from harness.launch.resources import cpu_count
 from harness.report import report_path
-from harness.resources import cpu_count
 from harness.run.tensorboard_log import TAGS
 from tests.conftest import run_harness
 from tests.test_faults import harness_processes

@@ -1,11 +1,11 @@
-"""Checks on a command's whole list of runs before any starts (harness.preflight): GPUs, and folders to resume."""
+"""Checks on a command's whole list of runs before any starts (harness.launch.preflight): GPUs, and folders to resume."""
 import json
 
 import pytest
 
-from harness.cli import plan_command
 from harness.config.schema import ConfigError
-from harness.preflight import check_devices, check_existing_runs
+from harness.launch.cli import plan_command
+from harness.launch.preflight import check_devices, check_existing_runs
 from harness.store.layout import RUN_FILE
 from harness.store.run_files import recorded_config
 

@@ -1,7 +1,7 @@
-"""The sweep's progress line on a terminal and in a log (harness.progress)."""
+"""The sweep's progress line on a terminal and in a log (harness.launch.progress)."""
 import io
 
-from harness.progress import clock, terminal_progress
+from harness.launch.progress import clock, terminal_progress
 
 
 def test_clock_is_minutes_and_seconds():

@@ -1,11 +1,11 @@
-"""What this machine offers a sweep (harness.resources): GPU ids, the GPU pool, cores and default parallelism."""
+"""What this machine offers a sweep (harness.launch.resources): GPU ids, the GPU pool, cores and default parallelism."""
 import os
 
 import pytest
 
-from harness import resources
-from harness.resources import GpuPool
-from harness.scheduler import Job
+from harness.launch import resources
+from harness.launch.resources import GpuPool
+from harness.launch.scheduler import Job
 
 
 def test_gpu_pool_hands_out_ids_no_running_job_holds():

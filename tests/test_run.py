@@ -176,7 +176,7 @@ RUN_IN_FRESH_PROCESS = """
 import json, sys
 from pathlib import Path
 {setup}
-from harness.cli import main
+from harness.launch.cli import main
 code = main(["dataset.num_samples=600", "epochs=1", "hydra.run.dir=" + sys.argv[1]])
 heavy = ["sklearn", "matplotlib", "h5py", "scipy.stats"]
 print(json.dumps({{"code": code, "loaded": [name for name in heavy if name in sys.modules]}}))

@@ -2,7 +2,7 @@
 import json
 import sys
 
-from harness.scheduler import Job, Scheduler
+from harness.launch.scheduler import Job, Scheduler
 
 RECORD_ENV = (
     "import json, os, sys, time; start = time.time(); time.sleep({sleep}); "
@@ -38,7 +38,7 @@ def test_cpu_jobs_run_in_parallel_with_the_cores_split(tmp_path):
     Scheduler(jobs, n_jobs=2, gpu_ids=[], poll_seconds=0.05).run()
     a, b = seen(tmp_path, 0), seen(tmp_path, 1)
     assert a["start"] < b["end"] and b["start"] < a["end"]  # overlapped
-    from harness.resources import cpu_count
+    from harness.launch.resources import cpu_count
 
     assert a["threads"] == str(max(1, cpu_count() // 2))
 
@@ -71,7 +71,7 @@ def test_progress_reports_counts_and_eta(tmp_path):
 
 def test_a_run_refused_before_it_started_leaves_the_files_it_found_alone(tmp_path):
     """Exit 2: its folder is another command's (or its config is invalid); that command's run.json is not ours."""
-    from harness.scheduler import REFUSED
+    from harness.launch.scheduler import REFUSED
 
     job = stand_in(tmp_path, 0, sleep=0.0, code=REFUSED)
     job.run_dir.mkdir(parents=True)

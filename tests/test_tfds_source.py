@@ -64,7 +64,7 @@ def test_in_process_tfds_sweep_with_mock_data_completes(tmp_path, monkeypatch):
     import tensorflow_datasets as tfds
     from hydra.core.global_hydra import GlobalHydra
 
-    from harness import cli
+    from harness.launch import cli
 
     monkeypatch.chdir(tmp_path)
     sweep = tmp_path / "sw"

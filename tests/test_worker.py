@@ -1,4 +1,4 @@
-"""Warm worker processes (harness.worker): CPU jobs of a sweep run one after another in one process per slot,
+"""Warm worker processes (harness.launch.worker): CPU jobs of a sweep run one after another in one process per slot,
 with exactly the metrics a fresh process gives, and a worker that dies loses nothing but its run."""
 import os
 import signal
@@ -9,8 +9,8 @@ import time
 import pandas as pd
 import pytest
 
-from harness import worker as worker_module
-from harness.worker import Worker
+from harness.launch import worker as worker_module
+from harness.launch.worker import Worker
 from tests.conftest import PLAIN_SWEEP, REPO, run_harness
 from tests.test_faults import NOT_COMPARED, harness_processes, record, wait_for_epochs
 

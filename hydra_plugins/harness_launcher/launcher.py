@@ -4,7 +4,7 @@ Why not Hydra's own: the basic launcher runs jobs in one process (TensorFlow's d
 between runs), joblib reuses worker processes, submitit_local gives every job the same GPUs, and none resumes.
 The job is an ordinary single run with `hydra.run.dir` set to the job's sweep folder, so it writes the same
 files, and resumes the same way, as a run started by any other launcher. CPU jobs run one after another in warm
-processes (harness.worker) that import TensorFlow once, with the same metrics; `reuse_processes: false` gives
+processes (harness.launch.worker) that import TensorFlow once, with the same metrics; `reuse_processes: false` gives
 every job a fresh process, as GPU jobs and simulated devices always get.
 """
 
@@ -39,8 +39,7 @@ ConfigStore.instance().store(group="hydra/launcher", name="harness", node=Harnes
 def _expected_epochs(run_cfg) -> int:
     """Epochs the run will train (a step budget decides them from the batch size), for the progress ETA."""
     from harness.config.batching import plan_batches, plan_schedule
-
-    from harness.data import expected_train_size
+    from harness.data.registry import expected_train_size
 
     train = run_cfg.train
     try:
@@ -65,7 +64,7 @@ class HarnessLauncher(Launcher):
 
     def _job(self, num: int, overrides: List[str]) -> tuple:
         from harness.config.compose import quote_override, to_run_config
-        from harness.scheduler import Job
+        from harness.launch.scheduler import Job
 
         sweep_config = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
         with open_dict(sweep_config):
@@ -86,9 +85,9 @@ class HarnessLauncher(Launcher):
                    config=run_cfg.flat(), worker_args=args if warm else None), sweep_config
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
-        from harness.progress import terminal_progress
-        from harness.resources import default_parallelism, visible_gpus
-        from harness.scheduler import Scheduler
+        from harness.launch.progress import terminal_progress
+        from harness.launch.resources import default_parallelism, visible_gpus
+        from harness.launch.scheduler import Scheduler
         from harness.store.run_files import run_result
 
         setup_globals()

@@ -20,9 +20,10 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
-from harness import analysis, preflight, signals, sweep_end
+from harness import analysis
 from harness.config import schema
 from harness.config.compose import CONF_DIR, CONFIG_NAME, compose_jobs, one_line, quote_override, to_run_config
+from harness.launch import preflight, signals, sweep_end
 from harness.store import files, layout
 from harness.store.layout import SWEEP_FILE
 
@@ -42,7 +43,7 @@ class CommandPlan:
 
 def plan_command(overrides: list[str], multirun: bool, config_name: str = CONFIG_NAME) -> CommandPlan:
     """Compose and validate every job of the command; raises ConfigError or a Hydra error on the first bad one."""
-    from harness.resources import visible_gpus
+    from harness.launch.resources import visible_gpus
 
     preflight.check_searchpath(re.findall(r"file://[^'\],]+", " ".join(o for o in overrides if "searchpath" in o)))
     jobs, output_dir, launcher_cfg, run_configs = compose_jobs(overrides, multirun, config_name)
@@ -138,7 +139,7 @@ def _run(parser, args, plan: CommandPlan) -> int:
     """Hand the validated command to Hydra; the exit code from what the runs' files say."""
     try:
         _run_hydra(parser, args)
-    except KeyboardInterrupt as err:  # Ctrl-C, SIGTERM, SIGUSR2 (harness.signals)
+    except KeyboardInterrupt as err:  # Ctrl-C, SIGTERM, SIGUSR2 (harness.launch.signals)
         code, name = signals.exit_code(err)
         print(f"harness: interrupted ({name}); the same command resumes the sweep", file=sys.stderr)
         if args.multirun and plan.output_dir.exists():

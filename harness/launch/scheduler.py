@@ -1,7 +1,7 @@
 """Run a sweep's jobs in processes of their own, several at once, each on GPUs no other running job holds.
 
 A GPU job gets a fresh process; CPU jobs that allow it (`Job.worker_args`) run one after another in warm worker
-processes (harness.worker), one per slot, which import TensorFlow once. Plain Python (no Hydra, no TensorFlow):
+processes (harness.launch.worker), one per slot, which import TensorFlow once. Plain Python (no Hydra, no TensorFlow):
 the launcher plugin in hydra_plugins/ turns Hydra's job list into `Job`s and hands them here. The run's own files (run.json, metrics.parquet) are the record; this module only
 starts, watches and stops processes, and writes run.json itself when a process died without doing so.
 """
@@ -18,16 +18,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, TextIO
 
-from harness.progress import clock
-from harness.resources import GpuPool, cpu_count
+from harness.launch.progress import clock
+from harness.launch.resources import GpuPool, cpu_count
+from harness.launch.worker import Worker
 from harness.store import layout
 from harness.store.files import write_json
 from harness.store.layout import RUN_FILE
 from harness.store.run_files import inspect_run, is_finished, now_iso
-from harness.worker import Worker
 
 log = logging.getLogger(__name__)
-REFUSED = 2  # a run's exit code when its command was refused before anything ran (harness.cli.EXIT_INVALID)
+REFUSED = 2  # a run's exit code when its command was refused before anything ran (harness.launch.cli.EXIT_INVALID)
 
 
 @dataclass
