@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
-from harness.analysis import BATCH, facet_order
+from harness.assess.analysis import BATCH, facet_order
 
 CURVES = [("train_acc", "train_acc (running, during epoch)", ":"),
           ("train_eval_acc", "train_eval_acc (after epoch)", "--"),

@@ -15,8 +15,9 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from harness import analysis, index, report_figures, summary
-from harness.assessment import assess
+from harness import index, report_figures, summary
+from harness.assess import analysis
+from harness.assess.assessment import assess
 from harness.store import files, layout
 
 SIMULATED_NOTE = (

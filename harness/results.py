@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.analysis import RUN_COLUMNS, config_keys, load_sweep
+from harness.assess.analysis import RUN_COLUMNS, config_keys, load_sweep
 from harness.store import layout
 from harness.store.files import DamagedFile, read_json
 from harness.store.layout import PROBES_FILE, RUN_FILE

@@ -7,10 +7,10 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
-from harness.analysis import BATCH
+from harness.assess.analysis import BATCH
+from harness.assess.tuning import RULES, Tuning
+from harness.assess.tuning import format_lr as _lr
 from harness.plots import LEGEND_ROW, _mean_sd, legend_below, log2_axis
-from harness.tuning import RULES, Tuning
-from harness.tuning import format_lr as _lr
 
 
 def selection_heatmap(tuning: Tuning) -> Figure:

@@ -10,7 +10,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
-from harness.analysis import BATCH, facet_order
+from harness.assess.analysis import BATCH, facet_order
+from harness.assess.why import EMA_BETA, Why
 from harness.plots import (
     LEGEND_ROW,
     _colors,
@@ -22,7 +23,6 @@ from harness.plots import (
     metric_vs_steps,
     wrap,
 )
-from harness.why import EMA_BETA, Why
 
 CURVATURE = [("sharpness", "sharpness (ε = 1e-3, %)"), ("hessian_top_eigenvalue", "top Hessian eigenvalue"),
              ("hessian_trace", "Hessian trace")]

@@ -21,7 +21,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from harness.assessment import assess
+from harness.assess.assessment import assess
 
 
 def _wall_minutes(sweep_dir: Path) -> float:
@@ -66,7 +66,7 @@ SEED_BATCH, SEED_EPOCH, SEED_MOMENTUM = 64, 2, 0.99  # the seed note: batch 64, 
 def seed_case(sweep_dir: Path) -> str | None:
     """The seed note's case from a +study=batchnorm sweep: its symptom at batch 64, epoch 2 (momentum 0.99), what
     the harness says caused it and what the lower momentum did; None for another sweep."""
-    from harness import batchnorm
+    from harness.assess import batchnorm
 
     a = assess(sweep_dir)
     finding = next((f for f in a.findings if f.subject == "Batch-norm statistics"), None)

@@ -1,10 +1,10 @@
-"""Reading a sweep's files into one frame and the tables and keys the report uses (harness.analysis)."""
+"""Reading a sweep's files into one frame and the tables and keys the report uses (harness.assess.analysis)."""
 import json
 import math
 
 import pytest
 
-from harness import analysis
+from harness.assess import analysis
 from tests.sweeps import make_run
 
 

@@ -1,5 +1,5 @@
-"""What a sweep's data say (harness.assessment): a batch-size verdict per facet, confounded batch sizes, findings."""
-from harness.assessment import assess
+"""What a sweep's data say (harness.assess.assessment): a batch-size verdict per facet, confounded batch sizes, findings."""
+from harness.assess.assessment import assess
 from tests.sweeps import batch_sweep, make_run
 
 

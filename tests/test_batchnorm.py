@@ -1,10 +1,11 @@
-"""What the report says of stale batch-norm statistics (harness.batchnorm): the split of a large batch's val_acc
+"""What the report says of stale batch-norm statistics (harness.assess.batchnorm): the split of a large batch's val_acc
 drop, the verdict that names the cause instead of under-training, the finding and figure of +study=batchnorm."""
 import pandas as pd
 import pytest
 
-from harness import analysis, batchnorm, report
-from harness.assessment import assess
+from harness import report
+from harness.assess import analysis, batchnorm
+from harness.assess.assessment import assess
 from tests.sweeps import make_run
 
 

@@ -1,8 +1,8 @@
-"""Each finding (harness.findings) from constructed sweeps, and every study end to end."""
+"""Each finding (harness.assess.findings) from constructed sweeps, and every study end to end."""
 import pandas as pd
 import pytest
 
-from harness import analysis, batch_controls, findings
+from harness.assess import analysis, batch_controls, findings
 from tests.sweeps import make_run
 
 
@@ -100,7 +100,7 @@ def test_controls_finding_says_how_much_of_the_drop_remains(tmp_path):
 
 def _hoffer_final(val: dict[str, float]) -> pd.DataFrame:
     """Final rows of a +study=hoffer sweep: two seeds per arm, the arm's val_acc ± 0.005."""
-    from harness.analysis import BATCH
+    from harness.assess.analysis import BATCH
 
     rows = []
     for arm, acc in val.items():
@@ -112,7 +112,7 @@ def _hoffer_final(val: dict[str, float]) -> pd.DataFrame:
 
 @pytest.mark.parametrize("full, outcome", [(0.93, "reproduced"), (0.80, "not reproduced")])
 def test_hoffer_finding_says_whether_the_whole_recipe_closes_the_gap(full, outcome):
-    from harness.batch_controls import hoffer_finding
+    from harness.assess.batch_controls import hoffer_finding
 
     final = _hoffer_final({"small": 0.93, "large": 0.80, "large_steps": 0.90, "large_steps_sqrt_ghost": full})
     found = hoffer_finding(final, ["global_batch_size", "seed"])
@@ -123,7 +123,7 @@ def test_hoffer_finding_says_whether_the_whole_recipe_closes_the_gap(full, outco
 
 
 def test_hoffer_finding_without_a_gap_to_close_is_inconclusive_and_other_sweeps_have_none():
-    from harness.batch_controls import hoffer_finding
+    from harness.assess.batch_controls import hoffer_finding
 
     final = _hoffer_final({"small": 0.93, "large": 0.93, "large_steps_sqrt_ghost": 0.93})
     assert hoffer_finding(final, []).outcome == "inconclusive"

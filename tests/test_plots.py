@@ -4,8 +4,8 @@ import pytest
 from matplotlib.figure import Figure
 
 from harness import plots
-from harness.assessment import assess
-from harness.verdicts import CLAIM
+from harness.assess.assessment import assess
+from harness.assess.verdicts import CLAIM
 from tests.sweeps import batch_sweep, make_run
 
 FINALS = {8: [0.90, 0.92], 128: [0.80, 0.84]}

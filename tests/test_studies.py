@@ -6,7 +6,7 @@ import json
 import pandas as pd
 import pytest
 
-from harness import analysis
+from harness.assess import analysis
 from harness.config import batching
 from tests.sweeps import planned
 

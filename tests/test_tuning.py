@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness import tuning
-from harness.analysis import BATCH
+from harness.assess import tuning
+from harness.assess.analysis import BATCH
 from harness.data import transforms
 from tests.conftest import TINY
 
@@ -108,7 +108,7 @@ def test_the_study_as_planned_reports_choices_rules_and_both_verdicts(tmp_path):
     sqrt(batch / 8): the report names each batch size's winner, the √ rule, the tuned verdict beside the untuned
     one, and both figures."""
     from harness import report
-    from harness.assessment import assess
+    from harness.assess.assessment import assess
     from tests.sweeps import study_sweep
 
     sweep = study_sweep(tmp_path / "tuned", "+study=tuned", "seed=0,1")
@@ -135,7 +135,7 @@ def test_the_study_as_planned_reports_choices_rules_and_both_verdicts(tmp_path):
 
 def test_a_winner_at_the_edge_makes_the_tuned_verdict_inconclusive(tmp_path):
     """Narrow the grid so batch 128's best learning rate lies beyond it: the verdict refuses to claim a result."""
-    from harness.assessment import assess
+    from harness.assess.assessment import assess
     from tests.sweeps import study_sweep
 
     sweep = study_sweep(tmp_path / "narrow", "+study=tuned", "lr_factor=0.3,1,3", "seed=0,1")
@@ -151,7 +151,7 @@ def test_a_partly_run_grid_gives_no_tuned_claim_and_the_untuned_arm_keeps_its_di
     verdict says the choice may change; the untuned arm is lr_factor=1 even where it diverged."""
     import json
 
-    from harness.assessment import assess
+    from harness.assess.assessment import assess
     from tests.sweeps import make_run
 
     sweep, job, jobs = tmp_path / "partial", 0, []
@@ -181,7 +181,7 @@ def test_a_partly_run_grid_gives_no_tuned_claim_and_the_untuned_arm_keeps_its_di
 
 
 def test_a_grid_is_tuned_within_each_other_varied_key_and_controls_are_not_a_grid(tmp_path):
-    from harness.assessment import assess
+    from harness.assess.assessment import assess
     from tests.sweeps import study_sweep
 
     a = assess(study_sweep(tmp_path / "two", "+study=tuned", "lr_factor=0.464,1,2.15", "batch_size=8,32", "seed=0",
@@ -194,7 +194,7 @@ def test_a_grid_is_tuned_within_each_other_varied_key_and_controls_are_not_a_gri
 
 
 def test_other_sweeps_have_no_tuning_section(tmp_path):
-    from harness.assessment import assess
+    from harness.assess.assessment import assess
     from tests.sweeps import batch_sweep
 
     a = assess(batch_sweep(tmp_path / "s", {8: [0.9, 0.91], 128: [0.8, 0.81]}))

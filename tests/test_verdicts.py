@@ -1,11 +1,11 @@
 """Batch-size verdicts on constructed sweeps: outcomes, intervals, divergence, runs at chance, target_train_loss,
-missing results (harness.verdicts)."""
+missing results (harness.assess.verdicts)."""
 import json
 
 import numpy as np
 import pytest
 
-from harness import analysis, intervals, verdicts
+from harness.assess import analysis, intervals, verdicts
 from tests.sweeps import batch_sweep, make_run
 
 

@@ -1,4 +1,4 @@
-"""The report's Why section (harness.why, harness.why_plots) on constructed sweeps with made-up probe files."""
+"""The report's Why section (harness.assess.why, harness.why_plots) on constructed sweeps with made-up probe files."""
 import json
 import math
 
@@ -6,9 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness import report, why, why_plots
-from harness.analysis import BATCH
-from harness.assessment import assess
+from harness import report, why_plots
+from harness.assess import why
+from harness.assess.analysis import BATCH
+from harness.assess.assessment import assess
 from tests import layout
 from tests.sweeps import add_probes, batch_sweep, make_run, probe_values, study_sweep
 

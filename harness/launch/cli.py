@@ -20,7 +20,7 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
-from harness import analysis
+from harness.assess import analysis
 from harness.config import schema
 from harness.config.compose import CONF_DIR, CONFIG_NAME, compose_jobs, one_line, quote_override, to_run_config
 from harness.launch import preflight, signals, sweep_end

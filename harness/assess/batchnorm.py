@@ -9,7 +9,7 @@ part stale statistics explain, the rest: the larger batch's staleness (val_acc_p
 less the smallest batch's (close to 0 once its averages have converged). Batch-norm statistics are named
 as a cause when their part is at least SHARE of the drop and its 95% interval excludes 0 (with one seed, when it
 is at least SINGLE_SEED_EFFECT: indicative only). Shuffled data only: class-sorted batches are another artefact,
-with its own finding (harness.findings.shuffle_finding), and recomputed statistics do not rescue them.
+with its own finding (harness.assess.findings.shuffle_finding), and recomputed statistics do not rescue them.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from harness.intervals import t_interval, welch_interval
+from harness.assess.intervals import t_interval, welch_interval
 
 PRECISE = {"train_eval_acc": "train_eval_acc_precise_bn", "train_eval_loss": "train_eval_loss_precise_bn",
            "val_acc": "val_acc_precise_bn", "val_loss": "val_loss_precise_bn"}

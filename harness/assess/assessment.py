@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness import analysis, tuning, verdicts, why
-from harness.batch_controls import controls_finding, hoffer_finding
-from harness.findings import (
+from harness.assess import analysis, tuning, verdicts, why
+from harness.assess.batch_controls import controls_finding, hoffer_finding
+from harness.assess.findings import (
     Finding,
     batchnorm_finding,
     capacity_finding,

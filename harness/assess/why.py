@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.analysis import BATCH, facet_order, read_run_records
-from harness.intervals import welch_p
+from harness.assess.analysis import BATCH, facet_order, read_run_records
+from harness.assess.intervals import welch_p
 from harness.store.files import DamagedFile, read_json
 from harness.store.layout import INTERPOLATION_FILE, PROBES_FILE
 

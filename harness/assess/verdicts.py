@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 import pandas as pd
 from scipy import stats
 
-from harness import batchnorm
-from harness.analysis import BATCH, num_classes
-from harness.intervals import welch_interval
+from harness.assess import batchnorm
+from harness.assess.analysis import BATCH, num_classes
+from harness.assess.intervals import welch_interval
 
 MIN_EFFECT = 0.01
 EQUIVALENCE_MARGIN = 0.02

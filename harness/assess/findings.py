@@ -3,7 +3,7 @@
 Each function returns a Finding, or None when the sweep does not vary what it looks at. A treated run is
 compared with the runs that differ from it only in the key under study (seeds averaged); a finding says
 "reproduced" only when the data show the effect, and gives its numbers either way. The controls of the
-batch-size study are in harness.batch_controls.
+batch-size study are in harness.assess.batch_controls.
 """
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from harness import batchnorm
-from harness.analysis import BATCH, num_classes
-from harness.verdicts import CHANCE_MARGIN, MIN_EFFECT, Verdict, accuracy_reading
+from harness.assess import batchnorm
+from harness.assess.analysis import BATCH, num_classes
+from harness.assess.verdicts import CHANCE_MARGIN, MIN_EFFECT, Verdict, accuracy_reading
 
 Finding = Verdict  # `subject` names the suspect
 
@@ -203,7 +203,7 @@ def capacity_finding(final: pd.DataFrame, varied: list[str]) -> Finding | None:
 
 def batchnorm_finding(df: pd.DataFrame, varied: list[str]) -> Finding | None:
     """Stale batch-norm statistics: at epoch 2 and the last epoch, how much of each larger batch's val_acc drop
-    from the smallest batch do the moving averages explain (harness.batchnorm)? Shuffled runs of models with
+    from the smallest batch do the moving averages explain (harness.assess.batchnorm)? Shuffled runs of models with
     batch norm only."""
     epochs = df[df["epoch"].notna() & (df["status"] == "completed")]
     if "shuffle" in epochs.columns:

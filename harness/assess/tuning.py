@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from harness import analysis, verdicts
-from harness.analysis import BATCH
-from harness.verdicts import BatchVerdict
+from harness.assess import analysis, verdicts
+from harness.assess.analysis import BATCH
+from harness.assess.verdicts import BatchVerdict
 
 # What the choice may read: a run's identity, its learning rate and the tuning slice's final metrics
 SELECTION_COLUMNS = ["run_id", BATCH, "peak_lr", "seed", "status", "tune_acc", "tune_loss"]

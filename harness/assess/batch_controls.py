@@ -1,14 +1,14 @@
 """Findings on the controls of the batch-size study, each computed from the sweep's data: how much of the
 epochs-matched large-batch drop remains with matched steps and a scaled learning rate (+study=controls), and
-whether Hoffer et al.'s recipe closes it (+study=hoffer). Same conventions as harness.findings.
+whether Hoffer et al.'s recipe closes it (+study=hoffer). Same conventions as harness.assess.findings.
 """
 from __future__ import annotations
 
 import pandas as pd
 
-from harness.analysis import BATCH
-from harness.findings import Finding, compare
-from harness.verdicts import MIN_EFFECT
+from harness.assess.analysis import BATCH
+from harness.assess.findings import Finding, compare
+from harness.assess.verdicts import MIN_EFFECT
 
 
 def controls_finding(final: pd.DataFrame, varied: list[str]) -> Finding | None:
