@@ -3,9 +3,9 @@ drop, the verdict that names the cause instead of under-training, the finding an
 import pandas as pd
 import pytest
 
-from harness import report
 from harness.assess import analysis, batchnorm
 from harness.assess.assessment import assess
+from harness.report import html as report
 from tests.sweeps import make_run
 
 
@@ -90,7 +90,7 @@ def test_the_finding_reads_epoch_2_and_the_last_and_tables_every_batch_size(tmp_
 def test_the_study_as_planned_reports_the_finding_its_table_and_figure(tmp_path):
     """+study=batchnorm planned for real (18 jobs: batch 8/64/256 x momentum 0.99/0.9 x 3 seeds, 10 epochs),
     with made-up accuracies whose moving statistics lag by momentum^step."""
-    from harness.report_figures import figures
+    from harness.report.figures import figures
     from tests import layout
     from tests.sweeps import study_sweep
 

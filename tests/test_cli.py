@@ -7,11 +7,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness import report
 from harness.config import compose
 from harness.config.schema import ConfigError
 from harness.launch import cli
 from harness.launch.cli import main, plan_command
+from harness.report import html as report
 from harness.store.layout import LOCK_FILE
 from tests.conftest import TINY, run_harness
 

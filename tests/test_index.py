@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import index, report, summary
+from harness.report import html as report
+from harness.report import index, summary
 from tests.sweeps import batch_sweep, make_run
 
 REPRODUCED = "Larger batches gave lower validation accuracy: reproduced."
@@ -141,7 +142,7 @@ def test_the_index_never_assesses_a_sweep(reported, monkeypatch):
 def test_index_command_rebuilds_it_and_exits_0(reported):
     target = reported / "reports" / "index.html"
     target.unlink()
-    code = ("import sys; from harness import report; rc = report.main(sys.argv[1:]); "
+    code = ("import sys; from harness.report import html as report; rc = report.main(sys.argv[1:]); "
             "assert 'tensorflow' not in sys.modules; sys.exit(rc)")
     proc = subprocess.run([sys.executable, "-c", code, "--index"], cwd=reported, capture_output=True, text=True,
                           timeout=120)

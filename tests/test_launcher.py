@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from harness.launch.resources import cpu_count
-from harness.report import report_path
+from harness.report.html import report_path
 from harness.run.tensorboard_log import TAGS
 from tests.conftest import run_harness
 from tests.test_faults import harness_processes

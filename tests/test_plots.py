@@ -1,11 +1,11 @@
-"""Each plot function (harness.plots) on a small constructed sweep: a Figure with the expected axes and data."""
+"""Each plot function (harness.report.plots.sweep) on a small constructed sweep: a Figure with the expected axes and data."""
 import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from harness import plots
 from harness.assess.assessment import assess
 from harness.assess.verdicts import CLAIM
+from harness.report.plots import sweep as plots
 from tests.sweeps import batch_sweep, make_run
 
 FINALS = {8: [0.90, 0.92], 128: [0.80, 0.84]}
@@ -141,7 +141,7 @@ def test_every_figure_of_every_study_report_is_laid_out_legibly(study, tmp_path)
     """Each figure the report draws for the main job and every study preset (from a constructed sweep of the
     preset's real jobs): every text inside the figure, no two texts overlapping, no legend over a plot; and the
     section the study is for is there (tests/test_tuning.py does +study=tuned)."""
-    from harness.report_figures import figures
+    from harness.report.figures import figures
     from tests import layout
     from tests.sweeps import study_sweep
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import report
+from harness.report import html as report
 from tests.sweeps import batch_sweep, make_run
 
 
@@ -93,7 +93,7 @@ def test_runs_not_started_are_counted_and_a_stale_running_run_has_no_clock_time(
 def test_report_command_prints_the_path_last_and_never_loads_tensorflow(tmp_path):
     sweep = batch_sweep(tmp_path / "s1", {8: [0.9], 64: [0.85]})
     code = (
-        "import sys; from harness import report; rc = report.main(sys.argv[1:]); "
+        "import sys; from harness.report import html as report; rc = report.main(sys.argv[1:]); "
         "assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules; sys.exit(rc)"
     )
     proc = subprocess.run([sys.executable, "-c", code, str(sweep), "--out", str(tmp_path / "out")],

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness import results
+from harness.report import results
 from tests.sweeps import add_probes, batch_sweep, make_run
 
 
@@ -85,7 +85,7 @@ def test_csv_and_parquet_round_trip(two_sweeps, tmp_path, capsys):
 
 
 def test_the_command_reads_every_sweep_under_sweeps_by_default_and_never_loads_tensorflow(two_sweeps, tmp_path):
-    code = ("import sys; from harness import results; rc = results.main(); "
+    code = ("import sys; from harness.report import results; rc = results.main(); "
             "assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules; sys.exit(rc)")
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

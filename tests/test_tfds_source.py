@@ -10,7 +10,7 @@ from harness.config.schema import ConfigError
 from harness.data import registry as datasets
 from harness.data import tfds_source
 from harness.data.builtin import DataUnavailable
-from harness.report import report_path
+from harness.report.html import report_path
 from tests.conftest import run_harness
 
 

@@ -107,8 +107,8 @@ def test_the_study_as_planned_reports_choices_rules_and_both_verdicts(tmp_path):
     """`+study=tuned` planned for real (2 of its 3 seeds: 42 jobs), with made-up accuracies best at lr x
     sqrt(batch / 8): the report names each batch size's winner, the √ rule, the tuned verdict beside the untuned
     one, and both figures."""
-    from harness import report
     from harness.assess.assessment import assess
+    from harness.report import html as report
     from tests.sweeps import study_sweep
 
     sweep = study_sweep(tmp_path / "tuned", "+study=tuned", "seed=0,1")
@@ -121,10 +121,11 @@ def test_the_study_as_planned_reports_choices_rules_and_both_verdicts(tmp_path):
     tuned, untuned = a.batch_verdicts
     assert tuned.effect < untuned.effect and tuned.n_seeds == 2
     assert tuned_grid.exponent == pytest.approx(0.55, abs=0.05) and tuned_grid.tune_size == 399
-    from harness import report_figures, tuning_plots
+    from harness.report import figures
+    from harness.report.plots import tuning as tuning_plots
     from tests import layout
 
-    for title, fig in [*report_figures.figures(a), *((t, f) for t, f, _ in tuning_plots.figures(a.tunings))]:
+    for title, fig in [*figures.figures(a), *((t, f) for t, f, _ in tuning_plots.figures(a.tunings))]:
         assert layout.problems(fig) == [], title  # every text inside its figure, none overlapping
     text = report.build_report(sweep)
     for words in ("Learning rate tuned per batch size", "never the validation set", "nearest √ rule (k = 0.5)",

@@ -1,4 +1,4 @@
-"""The report's Why section (harness.assess.why, harness.why_plots) on constructed sweeps with made-up probe files."""
+"""The report's Why section (harness.assess.why, harness.report.plots.why) on constructed sweeps with made-up probe files."""
 import json
 import math
 
@@ -6,10 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness import report, why_plots
 from harness.assess import why
 from harness.assess.analysis import BATCH
 from harness.assess.assessment import assess
+from harness.report import html as report
+from harness.report.plots import why as why_plots
 from tests import layout
 from tests.sweeps import add_probes, batch_sweep, make_run, probe_values, study_sweep
 

@@ -33,6 +33,6 @@ def interpolate(sweep_dir: Path) -> None:
 
 
 def write_report(sweep_dir: Path) -> None:
-    from harness.report import publish
+    from harness.report.html import publish
 
     publish(sweep_dir, REPORTS_DIR)

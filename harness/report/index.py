@@ -20,10 +20,10 @@ from urllib.parse import quote
 
 import jinja2
 
+from harness.report.summary import earliest, parse_time, read_summary, report_file_name, runs_digest
 from harness.store import files, layout
 from harness.store.layout import INDEX_FILE, LATEST_FILE, RUN_FILE, SWEEP_FILE
 from harness.store.run_files import config_columns
-from harness.summary import earliest, parse_time, read_summary, report_file_name, runs_digest
 
 STATUS_ORDER = ("completed", "diverged", "failed", "interrupted", "running", "damaged", "not started")
 SHOWN_VERDICTS = 3  # a sweep with more facets than this says how many more its report holds
@@ -214,7 +214,7 @@ def rows(reports_dir: Path, sweeps_dir: Path | None = None) -> list[Row]:
 def build_index(reports_dir: Path, sweeps_dir: Path | None = None) -> str:
     """The index page's HTML."""
     template = jinja2.Environment(
-        loader=jinja2.PackageLoader("harness", "templates"), autoescape=True, undefined=jinja2.StrictUndefined
+        loader=jinja2.PackageLoader("harness.report", "templates"), autoescape=True, undefined=jinja2.StrictUndefined
     ).get_template("index.html.j2")
     sweeps_dir = default_sweeps_dir(reports_dir) if sweeps_dir is None else Path(sweeps_dir)
     return template.render(rows=rows(reports_dir, sweeps_dir), sweeps_dir=_shown(sweeps_dir),

@@ -2,7 +2,7 @@
 
 Reads metrics.parquet and run.json files only (never TensorFlow), plots with pure functions, renders with
 Jinja2 (autoescape on, so no config string can inject markup) and embeds every image, so the page works offline.
-Every report rewrites the reports folder's index.html (harness.index); `--index` rebuilds it alone.
+Every report rewrites the reports folder's index.html (harness.report.index); `--index` rebuilds it alone.
 """
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from harness import index, report_figures, summary
 from harness.assess import analysis
 from harness.assess.assessment import assess
+from harness.report import figures, index, summary
 from harness.store import files, layout
 
 SIMULATED_NOTE = (
@@ -97,7 +97,7 @@ def build_report(sweep_dir: Path) -> str:
     digest = summary.runs_digest(sweep_dir)  # before reading: a run that changes meanwhile makes the report stale
     a = assess(sweep_dir)
     per_run = a.df.drop_duplicates("run_id")
-    drawn, why_drawn, tuning_drawn = report_figures.sections(a)
+    drawn, why_drawn, tuning_drawn = figures.sections(a)
     simulated = "simulate_devices" in per_run.columns and per_run["simulate_devices"].astype(bool).any()
     not_started = analysis.not_started_jobs(sweep_dir)
     status_counts = per_run["status"].value_counts()
@@ -111,7 +111,7 @@ def build_report(sweep_dir: Path) -> str:
         notes.append(DAMAGED_NOTE.format(n=status_counts[analysis.DAMAGED]))
     notes += [f"A run whose files cannot be read at all, left out: {line}" for line in a.df.attrs.get("unreadable", [])]
     template = jinja2.Environment(
-        loader=jinja2.PackageLoader("harness", "templates"), autoescape=True, undefined=jinja2.StrictUndefined
+        loader=jinja2.PackageLoader("harness.report", "templates"), autoescape=True, undefined=jinja2.StrictUndefined
     ).get_template("report.html.j2")
     generated_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     varied = [(k, ", ".join(map(str, _sorted_values(per_run[k])))) for k in a.varied]

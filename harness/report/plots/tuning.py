@@ -1,5 +1,5 @@
 """The figures of the report's "Learning rate tuned per batch size" section (+study=tuned): pure functions, a
-Tuning in, a matplotlib Figure out. Same conventions as harness.plots: legends below, every batch size a tick."""
+Tuning in, a matplotlib Figure out. Same conventions as harness.report.plots.sweep: legends below, every batch size a tick."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,7 +10,7 @@ from matplotlib.patches import Rectangle
 from harness.assess.analysis import BATCH
 from harness.assess.tuning import RULES, Tuning
 from harness.assess.tuning import format_lr as _lr
-from harness.plots import LEGEND_ROW, _mean_sd, legend_below, log2_axis
+from harness.report.plots.sweep import LEGEND_ROW, _mean_sd, legend_below, log2_axis
 
 
 def selection_heatmap(tuning: Tuning) -> Figure:

@@ -1,6 +1,6 @@
 """The figures of the report's "Why" section: pure functions, a DataFrame in, a matplotlib Figure out.
 
-Same conventions as harness.plots: mean ± sd over seeds, never over a facet; legends below the plots; wrapped
+Same conventions as harness.report.plots.sweep: mean ± sd over seeds, never over a facet; legends below the plots; wrapped
 titles; every swept batch size a tick on a log2 axis. `figures` picks those whose data exist.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from matplotlib.ticker import MaxNLocator
 
 from harness.assess.analysis import BATCH, facet_order
 from harness.assess.why import EMA_BETA, Why
-from harness.plots import (
+from harness.report.plots.sweep import (
     LEGEND_ROW,
     _colors,
     _legend_rows,

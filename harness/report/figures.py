@@ -7,8 +7,10 @@ import io
 
 import pandas as pd
 
-from harness import plots, tuning_plots, why_plots
-from harness.findings_plot import findings_figure
+from harness.report.plots import sweep as plots
+from harness.report.plots import tuning as tuning_plots
+from harness.report.plots import why as why_plots
+from harness.report.plots.findings import findings_figure
 
 
 def _always(df: pd.DataFrame) -> bool:

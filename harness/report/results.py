@@ -1,0 +1,139 @@
+"""One table of every run's final metrics and config, across sweeps: `python -m harness.results [SWEEP ...]`.
+
+One row per run: its sweep, run_id, status, every config key, its last epoch's metrics row (with the gap
+train_eval_acc - val_acc and the best epoch's val_acc), its probes.json values, and its timing. Printed as a table of
+the columns that tell runs apart, or written whole with `--out results.csv` / `--out results.parquet`. Files only:
+no TensorFlow.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from harness.assess.analysis import RUN_COLUMNS, config_keys, load_sweep
+from harness.store import layout
+from harness.store.files import DamagedFile, read_json
+from harness.store.layout import PROBES_FILE, RUN_FILE
+
+FINAL_METRICS = ["epoch", "step", "train_loss", "train_acc", "train_eval_loss", "train_eval_acc", "val_loss", "val_acc",
+                 "gap", "best_val_acc", "best_epoch"]
+# probes.json key -> column; every table has these columns, empty for runs without the file
+PROBE_COLUMNS = {"hessian_top_eigenvalue": "hessian_top_eigenvalue", "hessian_trace": "hessian_trace",
+                 "sharpness": "sharpness", "sharpness_5e-4": "sharpness_5e-4", "probe_loss": "probe_loss",
+                 "eigen_converged": "eigen_converged", "trace_converged": "trace_converged", "error": "probe_error"}
+PROBE_TYPES = {column: "boolean" if column.endswith("_converged") else "object" if column == "probe_error" else float
+               for column in PROBE_COLUMNS.values()}  # one type per column, whichever runs have the file
+PRINTED_METRICS = ["epoch", "train_acc", "train_eval_acc", "val_acc", "gap", "val_loss", "hessian_top_eigenvalue",
+                   "sharpness"]
+OUT_SUFFIXES = (".csv", ".parquet")
+
+
+def sweep_results(sweep_dir: Path) -> pd.DataFrame:
+    """One row per run of the sweep (see the module's docstring); raises FileNotFoundError without runs."""
+    sweep_dir = Path(sweep_dir)
+    epochs = load_sweep(sweep_dir)
+    order = epochs.drop_duplicates("run_id")["run_id"]
+    last = epochs.sort_values("epoch", kind="stable").groupby("run_id", sort=False).tail(1).set_index("run_id")
+    table = last.loc[order].reset_index()
+    for column in ("epoch", "step", "train_loss", "train_acc", "train_eval_loss", "train_eval_acc", "val_loss",
+                   "val_acc"):  # a sweep where no run finished an epoch has none of them
+        if column not in table.columns:
+            table[column] = float("nan")
+    table["gap"] = table["train_eval_acc"] - table["val_acc"]
+    table = table.merge(_best_epochs(epochs), on="run_id", how="left")
+    probes = pd.DataFrame([_probes(sweep_dir / job) for job in table["job"]], index=table.index).astype(PROBE_TYPES)
+    table = pd.concat([table, probes], axis=1)
+    table.insert(0, "sweep", sweep_dir.name)
+    keys = [k for k in config_keys(sweep_dir) if k in table.columns]
+    first = ["sweep", "run_id", "job", "status", *keys, *[c for c in FINAL_METRICS if c in table.columns]]
+    last_columns = [*PROBE_COLUMNS.values(), *[c for c in RUN_COLUMNS if c not in first]]
+    middle = [c for c in table.columns if c not in first and c not in last_columns]
+    return table[[*first, *middle, *last_columns]]
+
+
+def _best_epochs(epochs: pd.DataFrame) -> pd.DataFrame:
+    """run_id, best_val_acc and best_epoch (the first epoch with it) of every run with a validated epoch."""
+    if "val_acc" not in epochs.columns:
+        return pd.DataFrame(columns=["run_id", "best_val_acc", "best_epoch"])
+    measured = epochs[epochs["val_acc"].notna()].sort_values(["run_id", "epoch"], kind="stable")
+    best = measured.loc[measured.groupby("run_id", sort=False)["val_acc"].idxmax()]
+    return best[["run_id", "val_acc", "epoch"]].rename(columns={"val_acc": "best_val_acc", "epoch": "best_epoch"})
+
+
+def _probes(run_dir: Path) -> dict:
+    """The run's probes.json values by column; empty values without the file (probes=false, or a run that did not
+    finish) and a note in `probe_error` when it cannot be read."""
+    values = dict.fromkeys(PROBE_COLUMNS.values())
+    try:
+        found = read_json(run_dir / PROBES_FILE)
+    except DamagedFile as err:
+        return {**values, "probe_error": str(err)}
+    for key, column in PROBE_COLUMNS.items():
+        values[column] = (found or {}).get(key)
+    return values
+
+
+def results(sweep_dirs: list[Path]) -> pd.DataFrame:
+    """The runs of every sweep, one table: config keys a sweep lacks are empty for its runs."""
+    return pd.concat([sweep_results(path) for path in sweep_dirs], ignore_index=True)
+
+
+def find_sweeps(folder: Path) -> list[Path]:
+    """`folder` itself when it holds runs, else its sub-folders that do (`sweeps/`), by name (their start time)."""
+    if layout.is_sweep(folder):
+        return [folder]
+    return sorted((p for p in folder.iterdir() if p.is_dir() and layout.is_sweep(p)), key=lambda p: p.name)
+
+
+def printable(table: pd.DataFrame, keys: list[str]) -> str:
+    """The columns that tell the runs apart: sweep, job, status, the config `keys` whose value differs between
+    runs, the final accuracies, gap and validation loss, and the curvature probes when there are any."""
+    varied = [k for k in dict.fromkeys(keys) if k in table.columns and table[k].astype(str).nunique() > 1]
+    metrics = [c for c in PRINTED_METRICS if table[c].notna().any()]
+    shown = table[["sweep", "job", "status", *varied, *metrics]]
+    return shown.to_string(index=False, na_rep="-", float_format=lambda v: f"{v:.4g}")
+
+
+def _fail(message: str) -> int:
+    print(f"harness.results: error: {message}", file=sys.stderr)
+    return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.results", description=__doc__.splitlines()[0])
+    parser.add_argument("sweep_dirs", type=Path, nargs="*",
+                        help="sweep folders, or folders of sweeps (default: every sweep under ./sweeps)")
+    parser.add_argument("--out", type=Path, help="write the whole table to this .csv or .parquet file")
+    args = parser.parse_args(argv)
+    if args.out is not None and args.out.suffix not in OUT_SUFFIXES:
+        return _fail(f"--out={str(args.out)!r}: the file name must end in .csv or .parquet")
+    sweeps = []
+    for folder in args.sweep_dirs or [Path("sweeps")]:
+        if not folder.is_dir():
+            return _fail(f"sweep_dir={str(folder)!r}{'' if args.sweep_dirs else ' (the default)'} is not a folder")
+        found = find_sweeps(folder)
+        if not found:
+            return _fail(f"sweep_dir={str(folder)!r}: no sweep found (no run folder with {RUN_FILE})")
+        sweeps += found
+    try:
+        table = results(sweeps)
+    except FileNotFoundError as err:  # runs whose files cannot be read, not even their config
+        return _fail(str(err))
+    if args.out is None:
+        print(printable(table, [k for sweep in sweeps for k in config_keys(sweep)]))
+        print(f"{len(table)} run(s) in {len(sweeps)} sweep(s); every column with --out results.csv", file=sys.stderr)
+        return 0
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    if args.out.suffix == ".csv":
+        table.to_csv(args.out, index=False)
+    else:
+        table.to_parquet(args.out, index=False)
+    print(args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
