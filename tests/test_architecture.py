@@ -1,0 +1,80 @@
+"""The package's shape: the wings' import rules (import-linter's contracts in pyproject.toml), what each wing loads
+at run time, where every module sits and how long it is. One file for the whole package, not one per module."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
+WINGS = {"store", "config", "data", "models", "probes", "run", "launch", "assess", "report"}
+# modules that stay at the top, each for its reason
+TOP = {
+    "__init__.py": "the package",
+    "__main__.py": "`python -m harness`",
+    "probe.py": "`python -m harness.probe`, the command users type (harness.run.interpolation)",
+    "results.py": "`python -m harness.results`, the command users type (harness.report.results)",
+    "worker.py": "`python -m harness.worker`, the name the warm workers run under (harness.launch.worker)",
+    "backend.py": "TensorFlow and Keras for a run process: every wing that runs a model imports them from here",
+    "fields.py": "ConfigError and the value readers every wing's config group is parsed with",
+}
+
+
+def _lint(cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(LINT_IMPORTS), "--no-cache"], cwd=cwd, capture_output=True, text=True, timeout=120,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(cwd)})
+
+
+def test_every_wing_rule_is_kept():
+    linted = _lint(REPO)
+    assert linted.returncode == 0, linted.stdout[-3000:] + linted.stderr[-3000:]
+    assert "0 broken" in linted.stdout
+
+
+def test_a_wrong_import_breaks_a_contract(tmp_path):
+    """The report may not load a backend: a copy of the package whose report imports harness.backend fails."""
+    shutil.copytree(REPO / "harness", tmp_path / "harness", ignore=shutil.ignore_patterns("__pycache__", "conf"))
+    shutil.copy(REPO / "pyproject.toml", tmp_path)
+    html = tmp_path / "harness" / "report" / "html.py"
+    html.write_text(html.read_text() + "\nfrom harness.backend import tf  # noqa: E402\n")
+    linted = _lint(tmp_path)
+    assert linted.returncode == 1, linted.stdout[-3000:]
+    assert "harness.report is not allowed to import harness.backend" in linted.stdout
+    assert "harness.report.html -> harness.backend" in linted.stdout
+
+
+def test_what_each_wing_loads_when_imported():
+    """import-linter reads imports inside functions too; these rules are about what importing a module loads."""
+    light = ["harness.data.registry", "harness.models.registry", "harness.config.schema", "harness.config.compose",
+             *(f"harness.{wing}.{path.stem}" for wing in ("launch", "assess", "report", "store")
+               for path in sorted((REPO / "harness" / wing).glob("*.py")) if path.stem != "__main__"),
+             "harness.probes.curvature", "harness.probes.noise_scale", "harness.probes.interpolation"]
+    code = ("import importlib, json, sys\n"
+            f"for name in {light!r}:\n"
+            "    importlib.import_module(name)\n"
+            "print(json.dumps([m for m in ('tensorflow', 'keras', 'jax') if m in sys.modules]))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().splitlines()[-1] == "[]", f"a backend loaded with {light}"
+
+
+def test_every_module_sits_in_a_wing_or_says_why_it_is_at_the_top():
+    package = REPO / "harness"
+    folders = {p.name for p in package.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert folders == WINGS
+    assert {p.name for p in package.glob("*.py")} == set(TOP)
+    for wing in WINGS:
+        doc = (package / wing / "__init__.py").read_text()
+        assert doc.startswith('"""') and "May import" in doc, f"{wing}/__init__.py says what it may import"
+        assert "import " not in doc.split('"""', 2)[2], f"{wing}/__init__.py re-exports nothing"
+
+
+@pytest.mark.parametrize("wing", sorted(WINGS))
+def test_a_module_reads_in_one_sitting(wing):
+    for path in sorted((REPO / "harness" / wing).rglob("*.py")):
+        lines = len(path.read_text().splitlines())
+        assert lines <= 300, f"{path.relative_to(REPO)}: {lines} lines"
