@@ -2,9 +2,7 @@ import logging
 import os
 import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ info and warnings drown the progress lines
-
-from harness.launch.cli import main  # noqa: E402
+from harness.launch.cli import main
 
 code = main()
 # Everything is written by now (files closed, logs flushed just below). With TensorFlow loaded, the interpreter's

@@ -12,12 +12,15 @@ here in code that runs in a run process.
 """
 from __future__ import annotations
 
+import os
 import sys
 
 UNUSED_IN_A_RUN = ("sklearn", "matplotlib", "h5py")
 
 
 def _load():
+    # TensorFlow's C++ info and warnings drown the progress lines; read once, when the library loads
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     hidden = [name for name in UNUSED_IN_A_RUN if name not in sys.modules]
     for name in hidden:
         sys.modules[name] = None  # `import name` raises ImportError while this is here

@@ -101,7 +101,7 @@ def test_the_study_as_planned_reports_the_finding_its_table_and_figure(tmp_path)
     assert sorted(runs.groupby(["global_batch_size", "model.bn_momentum"]).size().items()) == [
         ((b, m), 3) for b in (8, 64, 256) for m in (0.9, 0.99)]
     assert [f for f in a.findings if f.subject == "Batch-norm statistics"][0].outcome == "reproduced"
-    drawn = dict(figures(a))
+    drawn = {title: fig for title, fig, _ in figures(a)}
     fig = drawn["Batch-norm statistics: val_acc with moving vs recomputed statistics"]
     assert [ax.get_title() for ax in fig.axes if ax.get_visible()] == ["model.bn_momentum=0.9", "model.bn_momentum=0.99"]
     assert layout.problems(fig) == []

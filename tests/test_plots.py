@@ -147,9 +147,9 @@ def test_every_figure_of_every_study_report_is_laid_out_legibly(study, tmp_path)
 
     sweep = study_sweep(tmp_path / study, *(["batch_size=8,32,64,128"] if study == "main" else [f"+study={study}"]))
     a = assess(sweep)
-    drawn = figures(a)
+    drawn = [figure for section in ("main", "why", "tuned") for figure in figures(a, section)]
     assert len(drawn) >= 4
-    for title, fig in drawn:
+    for title, fig, _ in drawn:
         assert layout.problems(fig) == [], title
     if SECTIONS[study] == "batch size":
         assert a.batch_verdicts and all(v.headline.startswith(CLAIM) for v in a.batch_verdicts)

@@ -125,7 +125,7 @@ def test_the_study_as_planned_reports_choices_rules_and_both_verdicts(tmp_path):
     from harness.report.plots import tuning as tuning_plots
     from tests import layout
 
-    for title, fig in [*figures.figures(a), *((t, f) for t, f, _ in tuning_plots.figures(a.tunings))]:
+    for title, fig, _ in [*figures.figures(a), *tuning_plots.figures(a)]:
         assert layout.problems(fig) == [], title  # every text inside its figure, none overlapping
     text = report.build_report(sweep)
     for words in ("Learning rate tuned per batch size", "never the validation set", "nearest √ rule (k = 0.5)",

@@ -108,7 +108,7 @@ def test_a_damaged_or_failed_probe_is_left_out_with_a_note_not_a_crash(tmp_path)
 
 
 def figures_are_legible(sweep) -> list[str]:
-    drawn = why_plots.figures(assess(sweep).why)
+    drawn = why_plots.figures(assess(sweep))
     for title, fig, _ in drawn:
         assert layout.problems(fig) == [], title
     return [title for title, _, _ in drawn]
@@ -128,7 +128,7 @@ def test_every_why_figure_of_a_faceted_study_is_laid_out_legibly_and_says_what_i
     assert figures_are_legible(sweep) == ALL
     readings = assess(sweep).why.readings
     assert [r.subject for r in readings] == ["shuffle=False", "shuffle=True"]
-    captions = {title: caption for title, _, caption in why_plots.figures(assess(sweep).why)}
+    captions = {title: caption for title, _, caption in why_plots.figures(assess(sweep))}
     assert "4 of 6 pairs are drawn, taking each facet in turn." in captions["Between the two solutions"]
     # jobs are seed-major (the default seed sweep comes first), so the pairs are labelled seed first, as the real
     # interpolation's alphabetical labels are

@@ -18,13 +18,13 @@ import pandas as pd
 from harness.assess import analysis, verdicts
 from harness.assess.analysis import BATCH
 from harness.assess.verdicts import BatchVerdict
+from harness.store.run_files import FINISHED
 
 # What the choice may read: a run's identity, its learning rate and the tuning slice's final metrics
 SELECTION_COLUMNS = ["run_id", BATCH, "peak_lr", "seed", "status", "tune_acc", "tune_loss"]
 GRID_KEYS = ("lr_factor", "base_lr")  # the keys a learning-rate grid varies (base_lr: `lr` as a column)
 RULES = {"linear": 1.0, "√": 0.5}     # lr ∝ batch^k (Goyal et al. 2017; Hoffer et al. 2017)
 NEAREST = {"no scaling (k = 0)": 0.0, "√ rule (k = 0.5)": 0.5, "linear rule (k = 1)": 1.0}
-RESULT = ("completed", "diverged")
 
 
 @dataclass
@@ -57,7 +57,7 @@ class Tuning:
 
 def last_rows(df: pd.DataFrame) -> pd.DataFrame:
     """The final epoch of every completed or diverged run, SELECTION_COLUMNS only."""
-    done = df[df["status"].isin(RESULT) & df["epoch"].notna()]
+    done = df[df["status"].isin(FINISHED) & df["epoch"].notna()]
     last = done.sort_values("epoch").groupby("run_id", sort=False).tail(1)
     return last[SELECTION_COLUMNS].reset_index(drop=True)
 
@@ -135,7 +135,7 @@ def _assess_group(group: str, df: pd.DataFrame, final: pd.DataFrame, not_started
     tuning = Tuning(group, scores, choices, scaling_exponent(choices), int(sizes.iloc[0]) if len(sizes) else None,
                     pd.concat([tuned_final, untuned_final], ignore_index=True), untuned)
     runs = analysis.runs_table(df).merge(per_run[["run_id", "peak_lr"]], on="run_id")
-    missing = runs[~runs["status"].isin(RESULT)]
+    missing = runs[~runs["status"].isin(FINISHED)]
     prefix = f" · {group}" if group else ""
     tuning.tuned_verdict = _tuned_verdict(
         tuned_final, pd.concat([runs[at_chosen(runs)], missing]), f"tuned{prefix}: every batch size at the learning "

@@ -25,6 +25,7 @@ from scipy import stats
 from harness.assess import batchnorm
 from harness.assess.analysis import BATCH, num_classes
 from harness.assess.intervals import welch_interval
+from harness.store.run_files import FINISHED
 
 MIN_EFFECT = 0.01
 EQUIVALENCE_MARGIN = 0.02
@@ -200,7 +201,7 @@ def _chance_lines(final: pd.DataFrame, chance: float, k: int) -> list[str]:
 
 def _unfinished_note(runs: pd.DataFrame) -> str:
     """'batch 16: 1 failed (URLError), ...' for the runs that are neither completed nor diverged."""
-    rest = runs[~runs["status"].isin(["completed", "diverged"])]
+    rest = runs[~runs["status"].isin(FINISHED)]
     parts = []
     for (size, status), group in rest.groupby([BATCH, "status"]):
         errors = group["error_type"].dropna()

@@ -22,11 +22,12 @@ import pandas as pd
 
 from harness.assess.analysis import BATCH, facet_order, read_run_records
 from harness.assess.intervals import welch_p
-from harness.store.files import DamagedFile, read_json
-from harness.store.layout import INTERPOLATION_FILE, PROBES_FILE
+from harness.store import probes_file
+from harness.store.files import DamagedFile
+from harness.store.layout import INTERPOLATION_FILE
 
 EPOCH_PROBES = ["noise_scale", "grad_norm_sq", "grad_trace_cov", "weight_distance"]
-FINAL_PROBES = ["hessian_top_eigenvalue", "hessian_trace", "sharpness", "sharpness_5e-4"]
+FINAL_PROBES = list(probes_file.MEASURES)
 INTERPOLATION_COLUMNS = ["pair", "small_run", "small_batch", "large_batch", "alpha", "train_loss", "train_acc",
                          "val_loss", "val_acc"]
 # Smoothing of tr(Σ) and |G|² across a run's epochs, each on its own, as gpt-neox does across steps (β = 0.99
@@ -83,7 +84,7 @@ def read_probes(sweep_dir: Path, df: pd.DataFrame) -> tuple[pd.DataFrame, list[s
     for record in read_run_records(sweep_dir):
         run_id = record["run_id"]
         try:
-            probes = read_json(Path(sweep_dir) / record["job"] / PROBES_FILE)
+            probes = probes_file.read(Path(sweep_dir) / record["job"])
         except DamagedFile as err:
             notes.append(f"Left out: {err}.")
             continue

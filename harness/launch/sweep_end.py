@@ -2,7 +2,6 @@
 they load TensorFlow) and the report, written even when the sweep was interrupted."""
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -24,7 +23,7 @@ def interpolate(sweep_dir: Path) -> None:
     log_path = sweep_dir / layout.INTERPOLATION_LOG  # TensorFlow's start-up chatter and any traceback, off the console
     with open(log_path, "w") as log:
         done = subprocess.run([sys.executable, "-m", "harness.probe", str(sweep_dir)], stdout=log,
-                              stderr=subprocess.STDOUT, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+                              stderr=subprocess.STDOUT)
     if done.returncode == -signal.SIGINT or done.returncode == 128 + signal.SIGINT:
         raise KeyboardInterrupt
     if done.returncode != 0:

@@ -137,7 +137,6 @@ class Worker:
 def run_as_command() -> None:
     """`python -m harness.worker`: serve, then leave without the interpreter's teardown of TensorFlow (about 1 s),
     as harness/__main__.py does."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # as `python -m harness` does
     code = main()
     sys.stderr.flush()
     os._exit(code)

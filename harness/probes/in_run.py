@@ -15,8 +15,8 @@ from typing import Any, Callable
 import numpy as np
 
 from harness.probes import curvature, noise_scale
-from harness.store.files import atomic_write, write_json
-from harness.store.layout import PROBES_FILE
+from harness.store import probes_file
+from harness.store.files import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +129,6 @@ def write_final_probes(run_dir: Path, model, x: np.ndarray, y: np.ndarray, decod
     except Exception as err:  # a user model without second derivatives, memory, ...
         log.warning("probes failed: %s: %s", type(err).__name__, err)
         values = {"probe_samples": samples, "error": f"{type(err).__name__}: {err}".splitlines()[0]}
-    write_json(Path(run_dir) / PROBES_FILE, values)
+    probes_file.write(run_dir, values)
     log.info("probes: %s", ", ".join(f"{k} {v:.4g}" for k, v in values.items()
                                       if isinstance(v, float) and k != "seconds"))

@@ -12,13 +12,13 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-import jinja2
 import pandas as pd
 
 from harness.assess import analysis
 from harness.assess.assessment import assess
-from harness.report import figures, index, summary
+from harness.report import figures, index, pages, summary
 from harness.store import files, layout
+from harness.store.run_files import FINISHED
 
 SIMULATED_NOTE = (
     "Simulated devices (simulate_devices=true) split one CPU into logical devices that share the same cores: "
@@ -44,14 +44,6 @@ def _fmt(value, digits: int = 3) -> str:
     if isinstance(value, float):
         return f"{value:.{digits}f}"
     return str(value)
-
-
-def _sorted_values(column: pd.Series) -> list:
-    values = column.dropna().unique().tolist()
-    try:
-        return sorted(values)
-    except TypeError:
-        return sorted(values, key=str)
 
 
 def _runs_rows(df: pd.DataFrame, sweep_id: str, not_started: list[str]) -> list[dict]:
@@ -103,18 +95,16 @@ def build_report(sweep_dir: Path) -> str:
     status_counts = per_run["status"].value_counts()
     if not_started:
         status_counts[analysis.NOT_STARTED] = len(not_started)
-    unfinished = [f"{n} {s}" for s, n in status_counts.items() if s not in ("completed", "diverged")]
+    unfinished = [f"{n} {s}" for s, n in status_counts.items() if s not in FINISHED]
     notes = [SIMULATED_NOTE] if simulated else []
     if "running" in status_counts:
         notes.append(RUNNING_NOTE.format(n=status_counts["running"]))
     if analysis.DAMAGED in status_counts:
         notes.append(DAMAGED_NOTE.format(n=status_counts[analysis.DAMAGED]))
     notes += [f"A run whose files cannot be read at all, left out: {line}" for line in a.df.attrs.get("unreadable", [])]
-    template = jinja2.Environment(
-        loader=jinja2.PackageLoader("harness.report", "templates"), autoescape=True, undefined=jinja2.StrictUndefined
-    ).get_template("report.html.j2")
+    template = pages.template("report.html.j2")
     generated_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    varied = [(k, ", ".join(map(str, _sorted_values(per_run[k])))) for k in a.varied]
+    varied = [(k, pages.listed(per_run[k].tolist())) for k in a.varied]
     found = summary.summary(sweep_dir, started_at=summary.earliest(per_run["started_at"].tolist()),
                             counts=status_counts.to_dict(), varied=varied, verdicts=a.batch_verdicts,
                             findings=a.findings, generated_at=generated_at, digest=digest)

@@ -18,8 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import quote
 
-import jinja2
-
+from harness.report import pages
 from harness.report.summary import earliest, parse_time, read_summary, report_file_name, runs_digest
 from harness.store import files, layout
 from harness.store.layout import INDEX_FILE, LATEST_FILE, RUN_FILE, SWEEP_FILE
@@ -100,15 +99,6 @@ def _row_from_summary(found: dict, report: Path) -> Row:
     return row
 
 
-def _sorted_values(values: list) -> str:
-    unique = list(dict.fromkeys(v for v in values if v is not None))
-    try:
-        unique.sort()
-    except TypeError:
-        unique.sort(key=str)
-    return ", ".join(map(str, unique))
-
-
 def _row_from_files(sweep_dir: Path) -> Row:
     """A row from the sweep's run.json and sweep.json alone (no metrics read): for a sweep without a report."""
     row = Row(sweep_dir.name, _shown(sweep_dir), None, [], [], [])
@@ -133,7 +123,7 @@ def _row_from_files(sweep_dir: Path) -> Row:
     except OSError as err:
         row.notes.append(f"Cannot be read: {err}")
     keys = list(dict.fromkeys(k for cfg in configs for k in cfg))
-    row.varied = [(k, _sorted_values([cfg.get(k) for cfg in configs])) for k in keys
+    row.varied = [(k, pages.listed([cfg.get(k) for cfg in configs])) for k in keys
                   if len({str(cfg.get(k)) for cfg in configs}) > 1]
     row.runs = _ordered_counts(counts)
     row.started = parse_time(earliest(started)) or _folder_time(sweep_dir)
@@ -213,9 +203,7 @@ def rows(reports_dir: Path, sweeps_dir: Path | None = None) -> list[Row]:
 
 def build_index(reports_dir: Path, sweeps_dir: Path | None = None) -> str:
     """The index page's HTML."""
-    template = jinja2.Environment(
-        loader=jinja2.PackageLoader("harness.report", "templates"), autoescape=True, undefined=jinja2.StrictUndefined
-    ).get_template("index.html.j2")
+    template = pages.template("index.html.j2")
     sweeps_dir = default_sweeps_dir(reports_dir) if sweeps_dir is None else Path(sweeps_dir)
     return template.render(rows=rows(reports_dir, sweeps_dir), sweeps_dir=_shown(sweeps_dir),
                            generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), quote=quote)

@@ -14,16 +14,16 @@ from pathlib import Path
 import pandas as pd
 
 from harness.assess.analysis import RUN_COLUMNS, config_keys, load_sweep
-from harness.store import layout
-from harness.store.files import DamagedFile, read_json
-from harness.store.layout import PROBES_FILE, RUN_FILE
+from harness.store import layout, probes_file
+from harness.store.files import DamagedFile
+from harness.store.layout import RUN_FILE
 
 FINAL_METRICS = ["epoch", "step", "train_loss", "train_acc", "train_eval_loss", "train_eval_acc", "val_loss", "val_acc",
                  "gap", "best_val_acc", "best_epoch"]
 # probes.json key -> column; every table has these columns, empty for runs without the file
-PROBE_COLUMNS = {"hessian_top_eigenvalue": "hessian_top_eigenvalue", "hessian_trace": "hessian_trace",
-                 "sharpness": "sharpness", "sharpness_5e-4": "sharpness_5e-4", "probe_loss": "probe_loss",
-                 "eigen_converged": "eigen_converged", "trace_converged": "trace_converged", "error": "probe_error"}
+# probes.json field -> its column in the table
+PROBE_COLUMNS = {**{field: field for field in (*probes_file.MEASURES, "probe_loss", *probes_file.CONVERGED)},
+                 "error": "probe_error"}
 PROBE_TYPES = {column: "boolean" if column.endswith("_converged") else "object" if column == "probe_error" else float
                for column in PROBE_COLUMNS.values()}  # one type per column, whichever runs have the file
 PRINTED_METRICS = ["epoch", "train_acc", "train_eval_acc", "val_acc", "gap", "val_loss", "hessian_top_eigenvalue",
@@ -68,7 +68,7 @@ def _probes(run_dir: Path) -> dict:
     finish) and a note in `probe_error` when it cannot be read."""
     values = dict.fromkeys(PROBE_COLUMNS.values())
     try:
-        found = read_json(run_dir / PROBES_FILE)
+        found = probes_file.read(run_dir)
     except DamagedFile as err:
         return {**values, "probe_error": str(err)}
     for key, column in PROBE_COLUMNS.items():

@@ -191,7 +191,6 @@ def _probe_model(cfg: RunConfig, model, data_in: Arrays, replicas: int):
 
 def _place(cfg: RunConfig, record: RunRecord):
     """Load TensorFlow, choose the devices and the strategy, and record where the run trains."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     from harness.backend import keras, tf
     from harness.models import registry as models
     from harness.run import devices

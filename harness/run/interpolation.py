@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from pathlib import Path
 
@@ -86,7 +85,6 @@ def main(argv: list[str] | None = None) -> int:
     if not args.sweep_dir.is_dir():
         print(f"harness.probe: error: sweep_dir={str(args.sweep_dir)!r} is not a folder", file=sys.stderr)
         return 2
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
     if not interpolation.pairs(args.sweep_dir):
         print(f"harness.probe: {args.sweep_dir}: no pair of completed runs with kept weights that differ only in "

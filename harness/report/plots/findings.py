@@ -9,23 +9,17 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from harness.report.plots.sweep import grid, legend_below, wrap
+from harness.report.plots.style import grid, legend_below, mean_sd, wrap
 
 STYLES = {"train_acc": ("running train_acc", "#9ecae1", ".."), "train_eval_acc": ("train_eval_acc", "#3182bd", ""),
           "val_acc": ("val_acc", "#222222", ""),
           "val_acc_precise_bn": ("val_acc, recomputed BN statistics", "#888888", "//")}
 
 
-def _mean_sd(values: list[float]) -> tuple[float, float]:
-    if not values:
-        return float("nan"), 0.0
-    return float(np.mean(values)), float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
-
-
 def _gap(metrics: dict, side: int) -> str:
     if "train_eval_acc" not in metrics or not metrics["val_acc"][side]:
         return ""
-    gap = _mean_sd(metrics["train_eval_acc"][side])[0] - _mean_sd(metrics["val_acc"][side])[0]
+    gap = mean_sd(metrics["train_eval_acc"][side])[0] - mean_sd(metrics["val_acc"][side])[0]
     return f"gap {gap:+.2f}"
 
 
@@ -42,7 +36,7 @@ def findings_figure(findings) -> Figure | None:
     for ax, (finding, comparison), title in zip(axes, panels, titles):
         for i, metric in enumerate(m for m in metrics if m in comparison.metrics):
             label, color, hatch = STYLES[metric]
-            stats = [_mean_sd(comparison.metrics[metric][side]) for side in (0, 1)]
+            stats = [mean_sd(comparison.metrics[metric][side]) for side in (0, 1)]
             ax.bar(np.arange(2) + (i - (len(metrics) - 1) / 2) * width, [s[0] for s in stats], width,
                    yerr=[s[1] for s in stats], color=color, hatch=hatch, capsize=2, edgecolor="white", label=label)
         for side in (0, 1):
@@ -56,3 +50,11 @@ def findings_figure(findings) -> Figure | None:
     legend_below(fig, [Patch(facecolor=STYLES[m][1], hatch=STYLES[m][2], edgecolor="white") for m in metrics],
                  [STYLES[m][0] for m in metrics], columns=3)
     return fig
+
+
+def figures(a) -> list[tuple[str, Figure, str]]:
+    """(title, Figure, caption) of the suspects' figure, when some finding has a comparison."""
+    fig = findings_figure(a.findings) if not a.final.empty else None
+    return [] if fig is None else [("Suspects: each treated group beside its reference", fig, ("For every finding under Other suspects: train accuracy and val_acc of the reference runs (left of each "
+        "panel) and of the treated runs (right), mean ± sd over runs; the gap train_eval_acc - val_acc above each "
+        "side."))]

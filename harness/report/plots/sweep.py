@@ -8,73 +8,26 @@ fixed number of columns).
 """
 from __future__ import annotations
 
-import math
-import textwrap
-
-import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
 from harness.assess.analysis import BATCH, facet_order
+from harness.report.plots.style import (
+    LEGEND_ROW,
+    colors_for,
+    grid,
+    legend_below,
+    legend_rows,
+    log2_axis,
+    mean_sd_by,
+    wrap,
+)
 
 CURVES = [("train_acc", "train_acc (running, during epoch)", ":"),
           ("train_eval_acc", "train_eval_acc (after epoch)", "--"),
           ("val_acc", "val_acc", "-")]
-PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
-PANEL_W, PANEL_H = 3.3, 2.6  # inches per panel of a grid
-LEGEND_ROW = 0.28            # inches of figure height per row of a legend below the plots
-
-
-def wrap(label: str, width: int = 34) -> str:
-    return textwrap.fill(str(label), width=width, break_long_words=True)
-
-
-def _colors(labels) -> dict:
-    return {label: PALETTE[i % len(PALETTE)] for i, label in enumerate(labels)}
-
-
-def _mean_sd(frame: pd.DataFrame, x: str, y: str) -> pd.DataFrame:
-    summary = frame.groupby(x)[y].agg(["mean", "std", "count"]).reset_index()
-    summary["std"] = summary["std"].fillna(0.0)
-    return summary
-
-
-def log2_axis(ax, sizes) -> None:
-    """Every swept batch size as a tick on a log2 axis; labels turn when there are many, so none overlap."""
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(sizes)
-    ax.set_xticklabels([str(s) for s in sizes], rotation=45 if len(sizes) > 6 else 0)
-    ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.minorticks_off()
-    if len(sizes) == 1:  # a single size: a little room either side
-        ax.set_xlim(sizes[0] / 2, sizes[0] * 2)
-
-
-def legend_below(fig: Figure, handles, labels, columns: int = 4) -> None:
-    if handles:
-        fig.legend(handles, [wrap(label, 40) for label in labels], loc="outside lower center", fontsize=8,
-                   ncols=min(columns, len(handles)))
-
-
-def _legend_rows(entries: int, columns: int = 4) -> int:
-    return math.ceil(entries / columns) if entries else 0
-
-
-def grid(fig_width_panels: int, count: int, *, legend_entries: int = 0, extra_height: float = 0.0,
-         panel=(PANEL_W, PANEL_H), sharey=True, title_lines: int = 1):
-    """A figure with `count` panels in rows of at most `fig_width_panels`; unused cells hidden."""
-    columns = max(1, min(fig_width_panels, count))
-    rows = max(1, math.ceil(count / columns))
-    height = (panel[1] + 0.16 * (title_lines - 1)) * rows + LEGEND_ROW * _legend_rows(legend_entries) + 0.4
-    fig = Figure(figsize=(max(panel[0] * columns, 5.0), height + extra_height), layout="constrained")
-    axes = np.atleast_1d(fig.subplots(rows, columns, sharey=sharey, squeeze=False)).ravel()
-    for ax in axes[count:]:
-        ax.set_visible(False)
-    return fig, list(axes[:count])
-
-
 def learning_curves(df: pd.DataFrame) -> Figure:
     """Running train, post-epoch train and validation accuracy per epoch: a panel per (facet, batch size)."""
     epochs = df[df["epoch"].notna()]
@@ -87,7 +40,7 @@ def learning_curves(df: pd.DataFrame) -> Figure:
     for ax, (facet, size), title in zip(axes, cells, titles):
         cell = epochs[(epochs["facet"] == facet) & (epochs[BATCH] == size)]
         for column, label, style in CURVES:
-            stats = _mean_sd(cell, "epoch", column)
+            stats = mean_sd_by(cell, "epoch", column)
             ax.plot(stats["epoch"], stats["mean"], style, color="black" if column == "val_acc" else "#1f77b4",
                     label=label)
             ax.fill_between(stats["epoch"], stats["mean"] - stats["std"], stats["mean"] + stats["std"],
@@ -105,17 +58,17 @@ def learning_curves(df: pd.DataFrame) -> Figure:
 def accuracy_vs_batch(final: pd.DataFrame) -> Figure:
     """Final and best val_acc vs batch size, and the gap train_eval_acc - val_acc, mean ± sd over seeds."""
     facets = facet_order(final["facet"])
-    colors = _colors(facets)
+    colors = colors_for(facets)
     entries = 2 + (len(facets) if len(facets) > 1 else 0)
-    fig = Figure(figsize=(10, 3.8 + LEGEND_ROW * _legend_rows(entries)), layout="constrained")
+    fig = Figure(figsize=(10, 3.8 + LEGEND_ROW * legend_rows(entries)), layout="constrained")
     acc_ax, gap_ax = fig.subplots(1, 2)
     for facet, frame in final.groupby("facet"):
         for column, style in [("val_acc", "-o"), ("best_val_acc", "--s")]:
-            s = _mean_sd(frame, BATCH, column)
+            s = mean_sd_by(frame, BATCH, column)
             name = {"val_acc": "final val_acc", "best_val_acc": "best-epoch val_acc"}[column]
             acc_ax.errorbar(s[BATCH], s["mean"], yerr=s["std"], fmt=style, color=colors[facet], capsize=3,
                             label=f"{name} | {facet}" if len(facets) > 1 else name)
-        s = _mean_sd(frame, BATCH, "gap")
+        s = mean_sd_by(frame, BATCH, "gap")
         gap_ax.errorbar(s[BATCH], s["mean"], yerr=s["std"], fmt="-o", color=colors[facet], capsize=3, label=facet)
     acc_ax.set(xlabel="global batch size", ylabel="validation accuracy", title="val_acc vs batch size")
     gap_ax.set(xlabel="global batch size", ylabel="train_eval_acc - val_acc", title="generalization gap")
@@ -144,14 +97,14 @@ def metric_vs_steps(epochs: pd.DataFrame, column: str, ylabel: str, title: str, 
     `band`), a panel per facet; `title` names the single panel of a sweep without facets."""
     facets = facet_order(epochs["facet"])
     sizes = sorted(epochs[BATCH].unique())
-    colors = _colors(sizes)
+    colors = colors_for(sizes)
     lines = max((wrap(f, 44).count("\n") + 1 for f in facets), default=1)
     fig, axes = grid(3, len(facets), legend_entries=len(sizes), panel=(4.2, 3.0), title_lines=lines)
     for ax, facet in zip(axes, facets):
         for size in sizes:
             cell = epochs[(epochs["facet"] == facet) & (epochs[BATCH] == size)]
             if not cell.empty:
-                s = _mean_sd(cell, "step", column)
+                s = mean_sd_by(cell, "step", column)
                 ax.plot(s["step"], s["mean"], "-o", ms=2.5, color=colors[size], label=f"batch {size}")
                 if band:
                     ax.fill_between(s["step"], s["mean"] - s["std"], s["mean"] + s["std"], color=colors[size],
@@ -176,7 +129,7 @@ def batchnorm_val_vs_steps(df: pd.DataFrame) -> Figure:
     epochs = df[df["epoch"].notna() & df["val_acc_precise_bn"].notna()]
     facets = facet_order(epochs["facet"])
     sizes = sorted(epochs[BATCH].unique())
-    colors = _colors(sizes)
+    colors = colors_for(sizes)
     lines = max((wrap(f, 44).count("\n") + 1 for f in facets), default=1)
     fig, axes = grid(3, len(facets), legend_entries=len(sizes) + 2, panel=(4.2, 3.0), title_lines=lines)
     for ax, facet in zip(axes, facets):
@@ -184,7 +137,7 @@ def batchnorm_val_vs_steps(df: pd.DataFrame) -> Figure:
             cell = epochs[(epochs["facet"] == facet) & (epochs[BATCH] == size)]
             for column, style in (("val_acc", "-o"), ("val_acc_precise_bn", "--s")):
                 if not cell.empty:
-                    s = _mean_sd(cell, "step", column)
+                    s = mean_sd_by(cell, "step", column)
                     ax.plot(s["step"], s["mean"], style, ms=2.5, color=colors[size])
         ax.set_xscale("log")
         ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
@@ -214,12 +167,12 @@ def throughput_vs_batch(df: pd.DataFrame) -> Figure:
     """Training samples per second (median over a run's epochs after the first) vs batch size."""
     per_run = _throughput_per_run(df, "facet")
     facets = facet_order(per_run["facet"])
-    colors = _colors(facets)
+    colors = colors_for(facets)
     entries = len(facets) if len(facets) > 1 else 0
-    fig = Figure(figsize=(6.5, 3.8 + LEGEND_ROW * _legend_rows(entries, 2)), layout="constrained")
+    fig = Figure(figsize=(6.5, 3.8 + LEGEND_ROW * legend_rows(entries, 2)), layout="constrained")
     ax = fig.subplots()
     for facet, frame in per_run.groupby("facet"):
-        s = _mean_sd(frame, BATCH, "samples_per_second")
+        s = mean_sd_by(frame, BATCH, "samples_per_second")
         ax.errorbar(s[BATCH], s["mean"], yerr=s["std"], fmt="-o", color=colors[facet], capsize=3, label=facet)
     sizes = sorted(per_run[BATCH].unique())
     if sizes:
@@ -236,11 +189,11 @@ def throughput_vs_replicas(df: pd.DataFrame) -> Figure:
     """Training samples per second vs replica count, one line per global batch size."""
     per_run = _throughput_per_run(df, "replicas")
     sizes = sorted(per_run[BATCH].unique())
-    colors = _colors(sizes)
-    fig = Figure(figsize=(6.5, 3.8 + LEGEND_ROW * _legend_rows(len(sizes), 6)), layout="constrained")
+    colors = colors_for(sizes)
+    fig = Figure(figsize=(6.5, 3.8 + LEGEND_ROW * legend_rows(len(sizes), 6)), layout="constrained")
     ax = fig.subplots()
     for size, frame in per_run.groupby(BATCH):
-        s = _mean_sd(frame, "replicas", "samples_per_second")
+        s = mean_sd_by(frame, "replicas", "samples_per_second")
         ax.errorbar(s["replicas"], s["mean"], yerr=s["std"], fmt="-o", color=colors[size], capsize=3,
                     label=f"batch {size}")
     log2_axis(ax, sorted(per_run["replicas"].unique()))
@@ -249,3 +202,58 @@ def throughput_vs_replicas(df: pd.DataFrame) -> Figure:
     legend_below(fig, [Line2D([], [], color=colors[s], marker="o") for s in sizes], [f"batch {s}" for s in sizes],
                  columns=6)
     return fig
+
+
+def _always(df: pd.DataFrame) -> bool:
+    return True
+
+
+def _has_batch_norm(df: pd.DataFrame) -> bool:
+    return "val_acc_precise_bn" in df.columns and df["val_acc_precise_bn"].notna().any()
+
+
+def _replicas_vary(df: pd.DataFrame) -> bool:
+    return "replicas" in df.columns and df["replicas"].nunique() > 1
+
+
+# (title, plot, data: "epochs" (every row) or "final" (one row per completed run), shown when)
+FIGURES = [
+    ("Learning curves", learning_curves, "epochs", _always),
+    ("Validation accuracy and gap vs batch size", accuracy_vs_batch, "final", _always),
+    ("Validation accuracy vs optimizer steps", val_vs_steps, "epochs", _always),
+    ("Batch-norm statistics: val_acc with moving vs recomputed statistics", batchnorm_val_vs_steps, "epochs",
+     _has_batch_norm),
+    ("Throughput", throughput_vs_batch, "epochs", _always),
+    ("Throughput vs replicas", throughput_vs_replicas, "epochs", _replicas_vary),
+]
+CAPTIONS = {  # under each figure, for the reader
+    "Learning curves": (
+        "Running train accuracy (dotted), post-epoch train accuracy (dashed) and validation accuracy (solid) per "
+        "epoch; mean over seeds, grey band ±1 sd."),
+    "Validation accuracy and gap vs batch size": (
+        "Left: final and best-epoch val_acc; right: train_eval_acc - val_acc at the final epoch. Mean ± sd over "
+        "seeds; completed runs only."),
+    "Validation accuracy vs optimizer steps": (
+        "The same runs against updates instead of epochs: where the curves overlap, a large batch is only behind "
+        "in steps, not worse."),
+    "Batch-norm statistics: val_acc with moving vs recomputed statistics": (
+        "Solid: val_acc as the model is evaluated, with its batch-norm layers' moving averages; dashed: with the "
+        "statistics recomputed on 1,024 training samples for the current weights. Where dashed is far above solid "
+        "the moving averages lag the weights (few steps, a high momentum); mean over seeds."),
+    "Throughput": "Training samples per second, median over each run's epochs after the first.",
+    "Throughput vs replicas": "Training samples per second against the number of data-parallel replicas "
+                              "(MirroredStrategy).",
+}
+
+
+def figures(a) -> list[tuple[str, Figure, str]]:
+    """(title, Figure, caption) of every sweep-wide figure whose data exist, in reading order."""
+    drawn = []
+    for title, plot, source, shown in FIGURES:
+        data = a.final if source == "final" else a.df[a.df["epoch"].notna()]
+        if data.empty or not shown(data):
+            continue
+        fig = plot(data)
+        if fig is not None:
+            drawn.append((title, fig, CAPTIONS[title]))
+    return drawn

@@ -10,7 +10,7 @@ from matplotlib.patches import Rectangle
 from harness.assess.analysis import BATCH
 from harness.assess.tuning import RULES, Tuning
 from harness.assess.tuning import format_lr as _lr
-from harness.report.plots.sweep import LEGEND_ROW, _mean_sd, legend_below, log2_axis
+from harness.report.plots.style import LEGEND_ROW, legend_below, log2_axis, mean_sd_by
 
 
 def selection_heatmap(tuning: Tuning) -> Figure:
@@ -62,7 +62,7 @@ def chosen_lr_vs_batch(tuning: Tuning) -> Figure:
     lr_ax.set(xlabel="global batch size", ylabel="learning rate", title="chosen learning rate vs batch size")
     colors = {"tuned": "#d62728", "untuned": "#1f77b4"}
     for arm, frame in tuning.final.groupby("arm"):
-        s = _mean_sd(frame, BATCH, "val_acc")
+        s = mean_sd_by(frame, BATCH, "val_acc")
         acc_ax.errorbar(s[BATCH], s["mean"], yerr=s["std"], fmt="-o", color=colors[arm], capsize=3)
     acc_ax.set(xlabel="global batch size", ylabel="final val_acc", title="val_acc at the tuned and untuned lr")
     for ax in (lr_ax, acc_ax):
@@ -78,10 +78,10 @@ def chosen_lr_vs_batch(tuning: Tuning) -> Figure:
     return fig
 
 
-def figures(tunings: list[Tuning]) -> list[tuple[str, Figure, str]]:
+def figures(a) -> list[tuple[str, Figure, str]]:
     """(title, Figure, caption) of the tuned study's figures, for each grid tuned; none for another sweep."""
     drawn = []
-    for tuning in tunings:
+    for tuning in a.tunings:
         where = f" ({tuning.group})" if tuning.group else ""
         drawn += [(f"{title}{where}", fig, caption) for title, fig, caption in _figures(tuning)]
     return drawn

@@ -12,17 +12,17 @@ from matplotlib.ticker import MaxNLocator
 
 from harness.assess.analysis import BATCH, facet_order
 from harness.assess.why import EMA_BETA, Why
-from harness.report.plots.sweep import (
+from harness.report.plots.style import (
     LEGEND_ROW,
-    _colors,
-    _legend_rows,
-    _mean_sd,
+    colors_for,
     grid,
     legend_below,
+    legend_rows,
     log2_axis,
-    metric_vs_steps,
+    mean_sd_by,
     wrap,
 )
+from harness.report.plots.sweep import metric_vs_steps
 
 CURVATURE = [("sharpness", "sharpness (ε = 1e-3, %)"), ("hessian_top_eigenvalue", "top Hessian eigenvalue"),
              ("hessian_trace", "Hessian trace")]
@@ -40,13 +40,13 @@ def curvature_vs_batch(probes: pd.DataFrame) -> Figure:
     """Sharpness, top Hessian eigenvalue and Hessian trace of the final weights vs batch size, a line per facet."""
     shown = [(c, label) for c, label in CURVATURE if probes[c].notna().any()]
     facets = facet_order(probes["facet"])
-    colors = _colors(facets)
+    colors = colors_for(facets)
     fig, axes = grid(3, len(shown), legend_entries=len(facets) if len(facets) > 1 else 0, sharey=False,
                      panel=(3.6, 2.9))
     sizes = sorted(probes[BATCH].unique())
     for ax, (column, label) in zip(axes, shown):
         for facet, frame in probes.groupby("facet"):
-            s = _mean_sd(frame.dropna(subset=[column]), BATCH, column)
+            s = mean_sd_by(frame.dropna(subset=[column]), BATCH, column)
             ax.errorbar(s[BATCH], s["mean"], yerr=s["std"], fmt="-o", ms=4, color=colors[facet], capsize=3)
         log2_axis(ax, sizes)
         _log_if_wide(ax, probes[column])
@@ -83,8 +83,8 @@ def interpolation(frame: pd.DataFrame) -> Figure:
     """Loss and accuracy along the line from the small-batch (α = 0) to the large-batch solution (α = 1), train
     solid and validation dashed, a colour per pair (at most MAX_PAIRS, see first_pairs)."""
     pairs = first_pairs(frame)
-    colors = _colors(pairs)
-    fig = Figure(figsize=(10, 3.9 + LEGEND_ROW * _legend_rows(len(pairs) + 2, 3)), layout="constrained")
+    colors = colors_for(pairs)
+    fig = Figure(figsize=(10, 3.9 + LEGEND_ROW * legend_rows(len(pairs) + 2, 3)), layout="constrained")
     loss_ax, acc_ax = fig.subplots(1, 2)
     for pair in pairs:
         curve = frame[frame["pair"] == pair]
@@ -112,7 +112,7 @@ def noise_scale_over_training(epochs: pd.DataFrame) -> Figure:
     epochs = epochs[epochs["noise_scale_smoothed"] > 0]
     facets = facet_order(epochs["facet"])
     sizes = sorted(epochs[BATCH].unique())
-    colors = _colors(sizes)
+    colors = colors_for(sizes)
     lines = max((wrap(f, 44).count("\n") + 1 for f in facets), default=1)
     fig, axes = grid(3, len(facets), legend_entries=len(sizes), panel=(4.2, 3.2), title_lines=lines)
     for ax, facet in zip(axes, facets):
@@ -146,8 +146,9 @@ def distance_vs_steps(epochs: pd.DataFrame) -> Figure:
                            "distance from initialisation", band=True)
 
 
-def figures(why: Why) -> list[tuple[str, Figure, str]]:
+def figures(a) -> list[tuple[str, Figure, str]]:
     """(title, Figure, caption) for each Why figure whose data exist, in reading order."""
+    why: Why = a.why
     drawn = []
     if not why.probes.empty:
         drawn.append(("Sharpness of the final minimum vs batch size", curvature_vs_batch(why.probes), (

@@ -1,0 +1,24 @@
+"""What the two HTML pages (a sweep's report and the reports index) share: the Jinja environment they render
+with (autoescaped, undefined names an error) and how they list a key's values."""
+from __future__ import annotations
+
+import math
+
+import jinja2
+
+_ENVIRONMENT = jinja2.Environment(loader=jinja2.PackageLoader("harness.report", "templates"), autoescape=True,
+                                  undefined=jinja2.StrictUndefined)
+
+
+def template(name: str) -> jinja2.Template:
+    return _ENVIRONMENT.get_template(name)
+
+
+def listed(values) -> str:
+    """A key's distinct values, sorted (as text where they do not compare), missing ones left out: "8, 32, 64"."""
+    unique = list(dict.fromkeys(v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))))
+    try:
+        unique.sort()
+    except TypeError:
+        unique.sort(key=str)
+    return ", ".join(map(str, unique))
