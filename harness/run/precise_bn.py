@@ -12,7 +12,7 @@ mode over the subset in batches of BATCH, each layer's momentum set to 0 so that
 own mean and variance in its averages, and the per-batch values are combined exactly (mean of the batch means;
 mean of variance + mean², minus the mean squared). The subset is one batch, so every layer is normalised with the
 subset's own statistics of its inputs while the layers after it are measured: exactly what inference with the
-recomputed statistics does, in one pass instead of one per layer (tests/test_precise_bn.py checks it against
+recomputed statistics does, in one pass instead of one per layer (tests/run/test_precise_bn.py checks it against
 recomputing layer by layer in inference mode). Ghost batch norm normalises chunks in training mode, and dropout is
 active in it, as in fvcore's pass. With those statistics the model is evaluated on the subset (train_eval_*_
 precise_bn: a fixed sample of the training set, the same in every epoch and run) and on the whole validation set

@@ -1,0 +1,1 @@
+"""Tests of harness.assess, one file per module."""

@@ -1,0 +1,1 @@
+"""Tests of harness.data, one file per module."""

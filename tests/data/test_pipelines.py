@@ -1,0 +1,55 @@
+"""The tf.data pipelines (harness.data.pipelines): stateless epoch orders, batches that never span two epochs,
+step budgets and resumed runs."""
+import numpy as np
+
+from harness.config.batching import plan_batches
+from harness.data import pipelines
+
+
+def _data(n=100):
+    x = np.arange(n, dtype=np.float32)[:, None]
+    return x, np.arange(n, dtype=np.int64) % 10
+
+
+def _order(train_size, shuffle, seed, epoch):
+    return pipelines.epoch_order(train_size, shuffle, seed, epoch).numpy().tolist()
+
+
+def test_epoch_order_is_a_permutation_that_depends_only_on_seed_and_epoch():
+    first = _order(100, True, 3, 2)
+    assert sorted(first) == list(range(100)) and first != list(range(100))
+    pipelines.epoch_order(100, True, 99, 0)  # other draws in between change nothing: the order is stateless
+    assert _order(100, True, 3, 2) == first
+    assert _order(100, True, 3, 3) != first  # another epoch
+    assert _order(100, True, 4, 2) != first  # another seed
+
+
+def test_epoch_order_without_shuffle_is_the_given_order_every_epoch():
+    assert _order(50, False, 3, 0) == list(range(50)) == _order(50, False, 7, 9)
+
+
+def _batches(dataset):
+    return [(x.numpy()[:, 0].tolist(), y.numpy().tolist()) for x, y in dataset]
+
+
+def test_training_batches_cover_each_epoch_once_and_never_span_two():
+    x, y = _data()
+    plan = plan_batches(16, False, 1, len(x))  # 7 steps: six of 16, one of 4
+    batches = _batches(pipelines.training_dataset(x, y, plan.global_batch_size, plan.steps_per_epoch, True, 0, epochs=3))
+    assert [len(b[0]) for b in batches] == [16] * 6 + [4] + [16] * 6 + [4] + [16] * 6 + [4]
+    for epoch in range(3):
+        seen = [v for xs, _ in batches[7 * epoch: 7 * (epoch + 1)] for v in xs]
+        assert sorted(seen) == list(range(100))
+        assert seen == _order(100, True, 0, epoch)
+    assert all(np.array_equal(np.array(xs, dtype=np.int64) % 10, ys) for xs, ys in batches)  # labels follow
+
+
+def test_a_step_budget_gives_exactly_that_many_batches_and_a_resumed_run_the_same_ones():
+    x, y = _data()
+    plan = plan_batches(16, False, 1, len(x))  # 7 steps per epoch
+    whole = _batches(pipelines.training_dataset(x, y, plan.global_batch_size, plan.steps_per_epoch, True, 5, epochs=2, total_steps=10))
+    assert len(whole) == 10 and [len(b[0]) for b in whole[7:]] == [16, 16, 16]  # the last epoch cut short
+    resumed = _batches(pipelines.training_dataset(x, y, plan.global_batch_size, plan.steps_per_epoch, True, 5, epochs=2, initial_epoch=1, total_steps=10))
+    assert resumed == whole[7:]
+    unshuffled = _batches(pipelines.training_dataset(x, y, plan.global_batch_size, plan.steps_per_epoch, False, 5, epochs=1))
+    assert [v for xs, _ in unshuffled for v in xs] == list(range(100))

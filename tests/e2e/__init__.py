@@ -1,0 +1,1 @@
+"""End-to-end tests: real sweeps through the command line, faults, the installed wheel, the benchmarks' smoke runs."""

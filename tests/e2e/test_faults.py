@@ -1,0 +1,217 @@
+"""Faults of the real world, each caused as a user would meet it: SIGTERM mid-sweep, damaged files, a full disk,
+a read-only folder. Nothing is lost, nothing crashes, the same command resumes."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests import conftest
+from tests.conftest import PLAIN_SWEEP, REPO, copy_sweep, run_harness
+from tests.helpers.runs import harness_processes, metrics, record, wait_for_epochs
+
+pytestmark = pytest.mark.slow
+TINY = ["dataset.num_samples=600", "seed=0", "probe_samples=64"]  # probes on, their end-of-run part small
+
+
+
+
+
+
+
+
+
+
+def test_sigterm_mid_sweep_records_interrupted_writes_a_report_and_the_same_command_resumes(tmp_path):
+    sweep = tmp_path / "sweep"
+    # probes on: their per-epoch columns must come out of a resume as they would without one
+    command = [*TINY, "probes=true", "epochs=8", "batch_size=16", f"hydra.sweep.dir={sweep}", "-m"]
+    proc = subprocess.Popen([sys.executable, "-m", "harness", *command], cwd=tmp_path, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    wait_for_epochs(sweep / "0", 2)
+    proc.send_signal(signal.SIGTERM)  # what SLURM's preemption, scancel and `timeout` send
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err[-3000:]
+    assert "interrupted (SIGTERM); the same command resumes the sweep" in err
+    interrupted = record(sweep / "0")
+    assert interrupted["status"] == "interrupted" and 2 <= interrupted["epochs_completed"] < 8
+    assert (tmp_path / out.strip().splitlines()[-1]).exists()  # the partial report
+    assert not harness_processes(str(sweep))  # no orphaned run process
+    resumed = run_harness(*command, cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    done = record(sweep / "0")
+    # the checkpoint follows the epoch's metrics row: a signal between the two resumes one epoch earlier
+    assert done["status"] == "completed"
+    assert done["resumed_from_epoch"] in (interrupted["epochs_completed"], interrupted["epochs_completed"] - 1)
+    straight = run_harness(*command[:-2], f"hydra.run.dir={tmp_path / 'straight'}", cwd=tmp_path)
+    assert straight.returncode == 0, straight.stderr[-3000:]
+    pd.testing.assert_frame_equal(metrics(sweep / "0"), metrics(tmp_path / "straight"), check_exact=True)
+
+
+def test_sigterm_to_a_single_run_records_it_interrupted(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "harness", *TINY, "epochs=30", f"hydra.run.dir={run_dir}"],
+                            cwd=tmp_path, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    wait_for_epochs(run_dir, 1)
+    # the checkpoint follows the epoch's metrics row: wait for it, or a signal between the two leaves none yet
+    deadline = time.monotonic() + 120
+    while not (run_dir / "checkpoint.npz").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=120)
+    assert proc.returncode == 143
+    assert record(run_dir)["status"] == "interrupted" and (run_dir / "checkpoint.npz").exists()
+
+
+def test_damaged_checkpoint_parquet_and_run_json_are_run_again_and_the_report_lists_them(plain_sweep, tmp_path):
+    sweep = copy_sweep(plain_sweep[0] / "sweeps" / "plain", tmp_path / "sweep")  # three completed runs
+    command = [*PLAIN_SWEEP, f"hydra.sweep.dir={sweep}", "-m"]
+    # run 0: killed mid-epoch, then its checkpoint and metrics truncated (a crash during a copy, a full disk)
+    killed = record(sweep / "0") | {"status": "running"}
+    (sweep / "0" / "run.json").write_text(json.dumps(killed))
+    table = (sweep / "0" / "metrics.parquet").read_bytes()
+    (sweep / "0" / "metrics.parquet").write_bytes(table[: len(table) // 2])
+    (sweep / "0" / "checkpoint.npz").write_bytes(b"PK\x03\x04 cut short")
+    (sweep / "1" / "run.json").write_text('{"run_id": "sweep/1", "stat')  # run 1: garbage run.json
+    intact = (sweep / "2" / "metrics.parquet").stat().st_mtime_ns
+
+    report = subprocess.run([sys.executable, "-m", "harness.report", str(sweep), "--out", str(tmp_path / "r")],
+                            capture_output=True, text=True, timeout=300)
+    assert report.returncode == 0 and "Traceback" not in report.stderr, report.stderr[-3000:]
+    html = Path(report.stdout.strip().splitlines()[-1]).read_text()
+    assert "2 run(s) damaged" in html and "cannot be read" in html
+
+    resumed = run_harness(*command, cwd=tmp_path)
+    assert resumed.returncode == 0 and "Traceback" not in resumed.stderr, resumed.stderr[-3000:]
+    for job in ("0", "1"):
+        again = record(sweep / job)
+        assert again["status"] == "completed" and again["resumed_from_epoch"] is None
+        assert "the run started again from epoch 0" in again["notes"][0]
+        assert metrics(sweep / job)["epoch"].tolist() == [1, 2]  # the stale rows are gone
+    assert (sweep / "2" / "metrics.parquet").stat().st_mtime_ns == intact  # an intact run is never touched
+
+
+def _tmpfs(path: Path, size: str) -> None:
+    """A small tmpfs at `path` (root only); skips, with the reason, where it cannot be mounted."""
+    path.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("a tmpfs needs root (CI runs as root)")
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    disk = tmp_path / "disk"
+    _tmpfs(disk, "4m")  # two tiny runs: checkpoints, kept weights (probes) and their atomic rewrites
+    yield disk
+    subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_a_full_disk_is_one_line_per_run_no_crash_no_temp_files_and_the_same_command_resumes(tmp_path, small_disk):
+    filler = small_disk / "filler"
+    filler.write_bytes(b"\0" * (4 * 1024 * 1024 - 60 * 1024))  # 60 KB left: run.json fits, the metrics do not
+    # two runs of one batch size: no pair to interpolate, whose process adds nothing to what a full disk tests
+    command = [*(o for o in TINY if not o.startswith("seed=")), "epochs=2", "batch_size=16", "seed=0,1",
+               "hydra.launcher.n_jobs=1", f"hydra.sweep.dir={small_disk / 'sweep'}", "-m"]
+    full = run_harness(*command, cwd=tmp_path)
+    assert full.returncode == 1 and "Traceback" not in full.stdout + full.stderr, full.stderr[-3000:]
+    assert "No space left on device" in full.stdout + full.stderr
+    assert not list(small_disk.rglob("*.tmp"))  # nothing half-written left behind
+    filler.unlink()
+    freed = run_harness(*command, cwd=tmp_path)
+    assert freed.returncode == 0, freed.stderr[-3000:]
+    assert [record(small_disk / "sweep" / j)["status"] for j in ("0", "1")] == ["completed", "completed"]
+
+
+def test_a_read_only_sweep_folder_is_one_line_and_exit_1(plain_sweep, tmp_path, small_disk):
+    sweep = copy_sweep(plain_sweep[0] / "sweeps" / "plain", small_disk / "sweep")  # a finished sweep on the disk
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    more = [*conftest.TINY, "batch_size=16,64,32,8", "hydra.launcher.n_jobs=1"]  # one run more than the shared sweep
+    refused = run_harness(*more, f"hydra.sweep.dir={sweep}", "-m", cwd=tmp_path)
+    assert refused.returncode == 1, refused.stderr[-3000:]
+    assert refused.stderr.strip().splitlines()[-1].endswith("Read-only file system")
+    assert "Traceback" not in refused.stderr
+
+
+def test_a_requeue_by_submitit_records_interrupted_not_failed(tmp_path, compose, monkeypatch):
+    """submitit's handler for SLURM's pre-timeout signal requeues the job by raising SystemExit in the run."""
+    from harness.run import train
+    from harness.run.experiment import run_experiment
+
+    original = train.EpochRecorder.on_epoch_end
+
+    def requeue_after_first_epoch(self, epoch, logs=None):
+        original(self, epoch, logs)
+        if epoch == 0:
+            raise SystemExit(-1)
+
+    monkeypatch.setattr(train.EpochRecorder, "on_epoch_end", requeue_after_first_epoch)
+    with pytest.raises(SystemExit):
+        run_experiment(compose(*TINY, "epochs=3", "batch_size=32"), tmp_path / "run", run_id="s/0")
+    requeued = record(tmp_path / "run")
+    assert requeued["status"] == "interrupted" and requeued["error"]["type"] == "SystemExit"
+
+
+
+
+def test_a_slurm_time_limit_records_interrupted_requeues_and_resumes_to_the_same_metrics(tmp_path):
+    """On a real one-node SLURM (scripts/slurm_local.sh): submitit asks for SIGUSR2 30 s before a 1-minute limit,
+    requeues the job, and the run resumes from its last epoch. slurm_local.sh sets cred_expire=10 s, the wait of a
+    requeued job before it starts again (SLURM's default is 120 s), and the scheduler's passes to every 2 s."""
+    script = REPO / "scripts" / "slurm_local.sh"
+    started = subprocess.run(["bash", str(script), "start"], capture_output=True, text=True, timeout=600)
+    if started.returncode == 3:
+        pytest.skip(started.stderr.strip())
+    assert started.returncode == 0, started.stderr
+    sweep = tmp_path / "sweep"
+    # ~35 s of training on this 2-core machine (4000 samples, batch 16, ~1 s an epoch): past the signal 30 s into
+    # the job (about 22 s of training), and done in the attempt after it
+    run = ["dataset.num_samples=5000", "epochs=35", "batch_size=16", "seed=0", "probes=false"]
+    command = ["hydra/launcher=slurm", "hydra.launcher.partition=debug", "hydra.launcher.cpus_per_task=1",
+               "hydra.launcher.mem_gb=2", "hydra.launcher.timeout_min=1", "hydra.launcher.signal_delay_s=30",
+               "hydra.launcher.max_num_timeout=5", *run, f"hydra.sweep.dir={sweep}", "-m"]
+    statuses: list[tuple[float, str]] = []  # (when, status) each time the run's status changes
+    # the uninterrupted run to compare with trains meanwhile (the SLURM job spends a while queued and held)
+    straight = subprocess.Popen([sys.executable, "-m", "harness", *run, f"hydra.run.dir={tmp_path / 'straight'}"],
+                                cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        log = open(tmp_path / "command.log", "w")  # not a pipe: submitit's polling would fill it and block
+        proc = subprocess.Popen([sys.executable, "-m", "harness", *command], cwd=tmp_path, text=True,
+                                stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 420
+        while proc.poll() is None and time.monotonic() < deadline:  # every status between the attempts
+            try:
+                status = record(sweep / "0")["status"]
+                if not statuses or statuses[-1][1] != status:
+                    statuses.append((time.monotonic(), status))
+            except (OSError, ValueError, KeyError):
+                pass
+            time.sleep(0.2)
+        if proc.poll() is None:
+            proc.kill()
+            straight.kill()
+            controller = Path(os.environ.get("SLURM_LOCAL_STATE", "/tmp/harness-slurm")) / "slurmctld.log"
+            pytest.fail(f"no result after 420 s; statuses {statuses}; slurmctld.log ends:\n"
+                        + (controller.read_text()[-3000:] if controller.exists() else "(none)"))
+        log.close()
+        assert proc.returncode == 0, (tmp_path / "command.log").read_text()[-3000:]
+    finally:
+        subprocess.run(["bash", str(script), "stop"], capture_output=True, timeout=60)
+    seen = [status for _, status in statuses]
+    done = record(sweep / "0")
+    assert "interrupted" in seen and "failed" not in seen, f"{seen}: the run ended before the time limit's signal"
+    held = next(t2 - t1 for (t1, s1), (t2, s2) in zip(statuses, statuses[1:]) if s1 == "interrupted")
+    assert held < 45, f"the requeued job waited {held:.0f} s to start again ({statuses})"
+    assert done["status"] == "completed" and done["resumed_from_epoch"], done
+    assert "Requeued job" in (sweep / "0" / "train.log").read_text()
+    _, errors = straight.communicate(timeout=300)
+    assert straight.returncode == 0, errors[-3000:]
+    pd.testing.assert_frame_equal(metrics(sweep / "0"), metrics(tmp_path / "straight"), check_exact=True)

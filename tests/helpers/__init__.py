@@ -1,0 +1,1 @@
+"""What the tests share: constructed sweeps, the figures' layout check, the browser."""

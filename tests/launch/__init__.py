@@ -1,0 +1,1 @@
+"""Tests of harness.launch, one file per module."""

@@ -1,0 +1,1 @@
+"""Tests of harness.models, one file per module."""

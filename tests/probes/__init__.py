@@ -1,0 +1,1 @@
+"""Tests of harness.probes, one file per module."""

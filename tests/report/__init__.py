@@ -1,0 +1,1 @@
+"""Tests of harness.report, one file per module."""

@@ -1,0 +1,1 @@
+"""Tests of harness.run, one file per module."""

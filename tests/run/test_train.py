@@ -1,0 +1,107 @@
+"""Compile and fit (harness.run.train): warm-up, optimizers, the epoch rows, divergence and target stops."""
+import dataclasses
+
+import numpy as np
+import pytest
+
+from harness.backend import keras
+from harness.config.batching import plan_batches, plan_schedule
+from harness.data import pipelines
+from harness.run import train
+
+
+def _data(n=100):
+    x = np.arange(n, dtype=np.float32)[:, None]
+    return x, np.arange(n, dtype=np.int64) % 10
+
+
+
+
+
+
+def test_warmup_rises_linearly_to_the_peak_then_holds(compose):
+    plan = plan_batches(8, False, 1, 4000)  # 500 steps per epoch
+    config = dataclasses.replace(compose().train, lr=0.001, lr_scaling="linear", base_batch_size=8,
+                                 warmup_epochs=2.0)
+    schedule = plan_schedule(plan, config)
+    assert schedule.warmup_steps == 1000 and schedule.peak_lr == pytest.approx(0.001)
+    warmup = train.WarmupSchedule(schedule.peak_lr, schedule.warmup_steps)
+    values = [float(warmup(step)) for step in (0, 499, 999, 1000, 5000)]
+    assert values == pytest.approx([0.001 / 1000, 0.001 * 500 / 1000, 0.001, 0.001, 0.001])
+    assert train.WarmupSchedule.from_config(warmup.get_config()).get_config() == {"peak": 0.001,
+                                                                                  "warmup_steps": 1000}
+
+
+def test_learning_rate_is_a_plain_number_without_warmup():
+    assert train.learning_rate(0.01, 0) == 0.01
+    schedule = train.learning_rate(0.01, 20)
+    assert isinstance(schedule, train.WarmupSchedule) and (schedule.peak, schedule.warmup_steps) == (0.01, 20)
+
+
+def _tiny_model(inputs=4, classes=3):
+    keras.utils.set_random_seed(0)
+    return keras.Sequential([keras.Input((inputs,)), keras.layers.Dense(classes, activation="softmax")])
+
+
+@pytest.mark.parametrize("name,cls,momentum", [("adam", "Adam", None), ("sgd", "SGD", 0.0),
+                                               ("momentum", "SGD", 0.9), ("rmsprop", "RMSprop", None)])
+def test_each_optimizer_name_compiles_its_keras_optimizer(name, cls, momentum):
+    model = _tiny_model()
+    train.compile_model(model, name, 0.05, steps_per_execution=4)
+    assert type(model.optimizer).__name__ == cls
+    assert float(model.optimizer.learning_rate.numpy()) == pytest.approx(0.05)
+    if momentum is not None:
+        assert model.optimizer.momentum == momentum
+    assert model.steps_per_execution == 4
+
+
+def _record(x, y, x_val, y_val, epochs, **recorder_options):
+    """Fit a tiny model through train.fit with an EpochRecorder; returns (rows handed on, recorder)."""
+    model = _tiny_model(x.shape[1], 3)
+    train.compile_model(model, "sgd", 0.1)
+    plan = plan_batches(10, False, 1, len(x))
+    handed = []
+    recorder = train.EpochRecorder(
+        pipelines.evaluation_dataset(x, y), pipelines.evaluation_dataset(x_val, y_val).map(lambda a, b: a), y_val,
+        len(x), plan.global_batch_size, {"run_id": "s/0", "batch_size": 10}, handed.append, **recorder_options)
+    train.fit(model, pipelines.training_dataset(x, y, plan.global_batch_size, plan.steps_per_epoch, True, 0, epochs), plan, epochs, [recorder])
+    return handed, recorder, model
+
+
+def _three_classes(n, seed):
+    rng = np.random.default_rng(seed)
+    y = np.arange(n, dtype=np.int64) % 3
+    x = (rng.normal(size=(n, 4)) + 2.0 * np.eye(4)[y]).astype(np.float32)
+    return x, y
+
+
+def test_every_epoch_becomes_one_row_with_validation_and_per_class_recall():
+    x, y = _three_classes(60, 0)
+    x_val, y_val = _three_classes(30, 1)
+    rows, recorder, model = _record(x, y, x_val, y_val, epochs=2)
+    assert rows == recorder.rows and [r["epoch"] for r in rows] == [1, 2] and [r["step"] for r in rows] == [6, 12]
+    assert list(rows[0]) == ["run_id", "batch_size", "epoch", "step", "train_loss", "train_acc", "train_eval_loss",
+                             "train_eval_acc", "val_loss", "val_acc", "val_recall_0", "val_recall_1",
+                             "val_recall_2", "lr", "epoch_seconds", "samples_per_second"]
+    last = rows[-1]
+    predicted = model.predict(x_val, verbose=0).argmax(axis=1)  # the model as it is after the last epoch
+    assert last["val_acc"] == pytest.approx(np.mean(predicted == y_val))
+    for k in range(3):
+        assert last[f"val_recall_{k}"] == pytest.approx(np.mean(predicted[y_val == k] == k))
+    evaluated = model.evaluate(x_val, y_val, verbose=0, return_dict=True)
+    assert last["val_loss"] == pytest.approx(evaluated["loss"], rel=1e-4)
+    assert last["lr"] == pytest.approx(0.1) and last["samples_per_second"] > 0
+    assert not recorder.diverged and recorder.target_reached_at is None
+
+
+def test_a_nan_loss_stops_training_as_diverged():
+    x, y = _three_classes(60, 0)
+    x[0, 0] = np.nan
+    rows, recorder, _ = _record(x, y, *_three_classes(30, 1), epochs=3)
+    assert recorder.diverged and len(rows) == 1
+
+
+def test_reaching_the_target_training_loss_stops_training():
+    x, y = _three_classes(60, 0)
+    rows, recorder, _ = _record(x, y, *_three_classes(30, 1), epochs=3, target_train_loss=100.0)
+    assert recorder.target_reached_at == 1 and len(rows) == 1 and not recorder.diverged

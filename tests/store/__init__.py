@@ -1,0 +1,1 @@
+"""Tests of harness.store, one file per module."""
