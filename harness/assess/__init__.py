@@ -1,6 +1,5 @@
 """Files in, numbers and sentences out: the sweep as a frame, the verdicts, findings, why, tuning and batch-norm
 readings, with their intervals.
 
-May import: harness.probes (pairs and estimators' results), harness.store; never a backend, matplotlib, Jinja or
-Hydra.
+May import: harness.store; never a backend, matplotlib, Jinja or Hydra.
 """

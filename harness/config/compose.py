@@ -15,7 +15,8 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from harness.config import schema
 from harness.store import layout
 
-CONF_DIR = Path(__file__).resolve().parent.parent / "conf"  # installed with the package; the repository links conf/ to it
+# installed with the package; the repository links conf/ to it
+CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 CONFIG_NAME = "config"
 
 

@@ -1,9 +1,10 @@
 """Run a sweep's jobs in processes of their own, several at once, each on GPUs no other running job holds.
 
 A GPU job gets a fresh process; CPU jobs that allow it (`Job.worker_args`) run one after another in warm worker
-processes (harness.launch.worker), one per slot, which import TensorFlow once. Plain Python (no Hydra, no TensorFlow):
-the launcher plugin in hydra_plugins/ turns Hydra's job list into `Job`s and hands them here. The run's own files (run.json, metrics.parquet) are the record; this module only
-starts, watches and stops processes, and writes run.json itself when a process died without doing so.
+processes (harness.launch.worker), one per slot, which import TensorFlow once. Plain Python (no Hydra, no
+TensorFlow): the launcher plugin in hydra_plugins/ turns Hydra's job list into `Job`s and hands them here. The run's
+own files (run.json, metrics.parquet) are the record; this module only starts, watches and stops processes, and
+writes run.json itself when a process died without doing so.
 """
 from __future__ import annotations
 

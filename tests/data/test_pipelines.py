@@ -28,6 +28,10 @@ def test_epoch_order_without_shuffle_is_the_given_order_every_epoch():
     assert _order(50, False, 3, 0) == list(range(50)) == _order(50, False, 7, 9)
 
 
+def _dataset(x, y, plan, *args, **kwargs):
+    return pipelines.training_dataset(x, y, plan.global_batch_size, plan.steps_per_epoch, *args, **kwargs)
+
+
 def _batches(dataset):
     return [(x.numpy()[:, 0].tolist(), y.numpy().tolist()) for x, y in dataset]
 
@@ -35,7 +39,7 @@ def _batches(dataset):
 def test_training_batches_cover_each_epoch_once_and_never_span_two():
     x, y = _data()
     plan = plan_batches(16, False, 1, len(x))  # 7 steps: six of 16, one of 4
-    batches = _batches(pipelines.training_dataset(x, y, plan.global_batch_size, plan.steps_per_epoch, True, 0, epochs=3))
+    batches = _batches(_dataset(x, y, plan, True, 0, epochs=3))
     assert [len(b[0]) for b in batches] == [16] * 6 + [4] + [16] * 6 + [4] + [16] * 6 + [4]
     for epoch in range(3):
         seen = [v for xs, _ in batches[7 * epoch: 7 * (epoch + 1)] for v in xs]
@@ -47,9 +51,9 @@ def test_training_batches_cover_each_epoch_once_and_never_span_two():
 def test_a_step_budget_gives_exactly_that_many_batches_and_a_resumed_run_the_same_ones():
     x, y = _data()
     plan = plan_batches(16, False, 1, len(x))  # 7 steps per epoch
-    whole = _batches(pipelines.training_dataset(x, y, plan.global_batch_size, plan.steps_per_epoch, True, 5, epochs=2, total_steps=10))
+    whole = _batches(_dataset(x, y, plan, True, 5, epochs=2, total_steps=10))
     assert len(whole) == 10 and [len(b[0]) for b in whole[7:]] == [16, 16, 16]  # the last epoch cut short
-    resumed = _batches(pipelines.training_dataset(x, y, plan.global_batch_size, plan.steps_per_epoch, True, 5, epochs=2, initial_epoch=1, total_steps=10))
+    resumed = _batches(_dataset(x, y, plan, True, 5, epochs=2, initial_epoch=1, total_steps=10))
     assert resumed == whole[7:]
-    unshuffled = _batches(pipelines.training_dataset(x, y, plan.global_batch_size, plan.steps_per_epoch, False, 5, epochs=1))
+    unshuffled = _batches(_dataset(x, y, plan, False, 5, epochs=1))
     assert [v for xs, _ in unshuffled for v in xs] == list(range(100))

@@ -64,7 +64,8 @@ def _record(x, y, x_val, y_val, epochs, **recorder_options):
     recorder = train.EpochRecorder(
         pipelines.evaluation_dataset(x, y), pipelines.evaluation_dataset(x_val, y_val).map(lambda a, b: a), y_val,
         len(x), plan.global_batch_size, {"run_id": "s/0", "batch_size": 10}, handed.append, **recorder_options)
-    train.fit(model, pipelines.training_dataset(x, y, plan.global_batch_size, plan.steps_per_epoch, True, 0, epochs), plan, epochs, [recorder])
+    batches = pipelines.training_dataset(x, y, plan.global_batch_size, plan.steps_per_epoch, True, 0, epochs)
+    train.fit(model, batches, plan, epochs, [recorder])
     return handed, recorder, model
 
 

@@ -55,6 +55,8 @@ def findings_figure(findings) -> Figure | None:
 def figures(a) -> list[tuple[str, Figure, str]]:
     """(title, Figure, caption) of the suspects' figure, when some finding has a comparison."""
     fig = findings_figure(a.findings) if not a.final.empty else None
-    return [] if fig is None else [("Suspects: each treated group beside its reference", fig, ("For every finding under Other suspects: train accuracy and val_acc of the reference runs (left of each "
+    caption = (
+        "For every finding under Other suspects: train accuracy and val_acc of the reference runs (left of each "
         "panel) and of the treated runs (right), mean ± sd over runs; the gap train_eval_acc - val_acc above each "
-        "side."))]
+        "side.")
+    return [] if fig is None else [("Suspects: each treated group beside its reference", fig, caption)]

@@ -2,8 +2,8 @@
 
 Frames carry a `facet` column (one short label per combination of varied keys, or the study arm's name); lines
 are averaged over seeds only, never over a facet, and spread bands or error bars span ±1 standard deviation
-over seeds. Layout rules, checked by tests/report/test_figures.py with matplotlib's own renderer: long labels wrap, never
-cut; legends sit below the plots, never over them; figures grow with their content (a grid of panels with a
+over seeds. Layout rules, checked by tests/report/test_figures.py with matplotlib's own renderer: long labels
+wrap, never cut; legends sit below the plots, never over them; figures grow with their content (a grid of panels with a
 fixed number of columns).
 """
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """The figures of the report's "Learning rate tuned per batch size" section (+study=tuned): pure functions, a
-Tuning in, a matplotlib Figure out. Same conventions as harness.report.plots.sweep: legends below, every batch size a tick."""
+Tuning in, a matplotlib Figure out. Same conventions as harness.report.plots.sweep: legends below, every batch
+size a tick."""
 from __future__ import annotations
 
 import numpy as np

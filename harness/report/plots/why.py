@@ -1,7 +1,7 @@
 """The figures of the report's "Why" section: pure functions, a DataFrame in, a matplotlib Figure out.
 
-Same conventions as harness.report.plots.sweep: mean ± sd over seeds, never over a facet; legends below the plots; wrapped
-titles; every swept batch size a tick on a log2 axis. `figures` picks those whose data exist.
+Same conventions as harness.report.plots.sweep: mean ± sd over seeds, never over a facet; legends below the
+plots; wrapped titles; every swept batch size a tick on a log2 axis. `figures` picks those whose data exist.
 """
 from __future__ import annotations
 
@@ -12,16 +12,7 @@ from matplotlib.ticker import MaxNLocator
 
 from harness.assess.analysis import BATCH, facet_order
 from harness.assess.why import EMA_BETA, Why
-from harness.report.plots.style import (
-    LEGEND_ROW,
-    colors_for,
-    grid,
-    legend_below,
-    legend_rows,
-    log2_axis,
-    mean_sd_by,
-    wrap,
-)
+from harness.report.plots import style
 from harness.report.plots.sweep import metric_vs_steps
 
 CURVATURE = [("sharpness", "sharpness (ε = 1e-3, %)"), ("hessian_top_eigenvalue", "top Hessian eigenvalue"),
@@ -40,21 +31,21 @@ def curvature_vs_batch(probes: pd.DataFrame) -> Figure:
     """Sharpness, top Hessian eigenvalue and Hessian trace of the final weights vs batch size, a line per facet."""
     shown = [(c, label) for c, label in CURVATURE if probes[c].notna().any()]
     facets = facet_order(probes["facet"])
-    colors = colors_for(facets)
-    fig, axes = grid(3, len(shown), legend_entries=len(facets) if len(facets) > 1 else 0, sharey=False,
+    colors = style.colors_for(facets)
+    fig, axes = style.grid(3, len(shown), legend_entries=len(facets) if len(facets) > 1 else 0, sharey=False,
                      panel=(3.6, 2.9))
     sizes = sorted(probes[BATCH].unique())
     for ax, (column, label) in zip(axes, shown):
         for facet, frame in probes.groupby("facet"):
-            s = mean_sd_by(frame.dropna(subset=[column]), BATCH, column)
+            s = style.mean_sd_by(frame.dropna(subset=[column]), BATCH, column)
             ax.errorbar(s[BATCH], s["mean"], yerr=s["std"], fmt="-o", ms=4, color=colors[facet], capsize=3)
-        log2_axis(ax, sizes)
+        style.log2_axis(ax, sizes)
         _log_if_wide(ax, probes[column])
-        ax.set_title(wrap(label, 40), fontsize=9)
+        ax.set_title(style.wrap(label, 40), fontsize=9)
         ax.set_xlabel("global batch size", fontsize=8)
         ax.grid(alpha=0.3)
     if len(facets) > 1:
-        legend_below(fig, [Line2D([], [], color=colors[f], marker="o") for f in facets], facets, columns=3)
+        style.legend_below(fig, [Line2D([], [], color=colors[f], marker="o") for f in facets], facets, columns=3)
     return fig
 
 
@@ -83,8 +74,8 @@ def interpolation(frame: pd.DataFrame) -> Figure:
     """Loss and accuracy along the line from the small-batch (α = 0) to the large-batch solution (α = 1), train
     solid and validation dashed, a colour per pair (at most MAX_PAIRS, see first_pairs)."""
     pairs = first_pairs(frame)
-    colors = colors_for(pairs)
-    fig = Figure(figsize=(10, 3.9 + LEGEND_ROW * legend_rows(len(pairs) + 2, 3)), layout="constrained")
+    colors = style.colors_for(pairs)
+    fig = Figure(figsize=(10, 3.9 + style.LEGEND_ROW * style.legend_rows(len(pairs) + 2, 3)), layout="constrained")
     loss_ax, acc_ax = fig.subplots(1, 2)
     for pair in pairs:
         curve = frame[frame["pair"] == pair]
@@ -102,7 +93,7 @@ def interpolation(frame: pd.DataFrame) -> Figure:
     acc_ax.set_ylabel("accuracy")
     handles = [Line2D([], [], color="black", ls="-"), Line2D([], [], color="black", ls="--")]
     handles += [Line2D([], [], color=colors[p], lw=3) for p in pairs]
-    legend_below(fig, handles, ["train", "validation", *pairs], columns=3)
+    style.legend_below(fig, handles, ["train", "validation", *pairs], columns=3)
     return fig
 
 
@@ -112,9 +103,9 @@ def noise_scale_over_training(epochs: pd.DataFrame) -> Figure:
     epochs = epochs[epochs["noise_scale_smoothed"] > 0]
     facets = facet_order(epochs["facet"])
     sizes = sorted(epochs[BATCH].unique())
-    colors = colors_for(sizes)
-    lines = max((wrap(f, 44).count("\n") + 1 for f in facets), default=1)
-    fig, axes = grid(3, len(facets), legend_entries=len(sizes), panel=(4.2, 3.2), title_lines=lines)
+    colors = style.colors_for(sizes)
+    lines = max((style.wrap(f, 44).count("\n") + 1 for f in facets), default=1)
+    fig, axes = style.grid(3, len(facets), legend_entries=len(sizes), panel=(4.2, 3.2), title_lines=lines)
     for ax, facet in zip(axes, facets):
         cell = epochs[epochs["facet"] == facet]
         for size in sizes:
@@ -132,10 +123,10 @@ def noise_scale_over_training(epochs: pd.DataFrame) -> Figure:
                     fontsize=7, color=colors[size], clip_on=False)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=6))
         ax.set_xlabel("epoch", fontsize=8)
-        ax.set_title(wrap(facet, 44) if len(facets) > 1 else "noise scale over training", fontsize=9)
+        ax.set_title(style.wrap(facet, 44) if len(facets) > 1 else "noise scale over training", fontsize=9)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("B_simple = tr(Σ) / |G|²")
-    legend_below(fig, [Line2D([], [], color=colors[s], marker="o") for s in sizes], [f"batch {s}" for s in sizes],
+    style.legend_below(fig, [Line2D([], [], color=colors[s], marker="o") for s in sizes], [f"batch {s}" for s in sizes],
                  columns=6)
     return fig
 
