@@ -70,16 +70,17 @@ def _image_shape(data_cfg) -> tuple[int, int, int]:
     return (*data_cfg.image_size, 3 if data_cfg.color_mode == "rgb" else 1)
 
 
-def survey(data_cfg):
-    _, y_train, _, _, names = _image_lists(data_cfg)
-    return np.bincount(y_train, minlength=len(names)), _image_shape(data_cfg)
+def listed(data_cfg) -> Arrays:
+    """The folder's images as a run reads them (paths, decoded per batch), without opening a file."""
+    x_train, y_train, x_val, y_val, names = _image_lists(data_cfg)
+    return Arrays(x_train, y_train, x_val, y_val, len(names), classes=names, input_shape=_image_shape(data_cfg),
+                  decode=("image", data_cfg.image_size, data_cfg.color_mode))
 
 
 def load(data_cfg):
-    x_train, y_train, x_val, y_val, names = _image_lists(data_cfg)
-    check_images(np.concatenate([x_train, x_val]))
-    return Arrays(x_train, y_train, x_val, y_val, len(names), classes=names, input_shape=_image_shape(data_cfg),
-                  decode=("image", data_cfg.image_size, data_cfg.color_mode))
+    arrays = listed(data_cfg)
+    check_images(np.concatenate([arrays.x_train, arrays.x_val]))
+    return arrays
 
 
 class CorruptImage(ValueError):

@@ -1,8 +1,9 @@
 """Data sets by name: one dict registry for the built-in data and the user's own (`dataset=<name>`).
 
-Each entry says which `dataset.*` keys it takes, how to check them, how to survey the data without loading
-TensorFlow (training samples per class and one sample's shape: what validation needs to check a batch size or
-a model before anything runs) and how to load it. Importing this module does not import TensorFlow.
+Each entry says which `dataset.*` keys it takes, how to check them, how to read the data without TensorFlow
+(what validation needs before anything runs: the data's checks (harness.data.checks), training samples per
+class to check a batch size, one sample's shape to check a model) and how to load it. Importing this module does
+not import TensorFlow.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from harness.data import builtin, images, sources, tfds_source
+from harness.data import builtin, checks, images, sources, tfds_source
 from harness.data.builtin import DataUnavailable, cache_dir  # noqa: F401  (the names runs and tests use)
 from harness.data.transforms import Arrays, fraction_counts, imbalanced_counts, tune_counts
 from harness.fields import ConfigError, RegistryEntry, check_keys
@@ -47,15 +48,17 @@ class DatasetSpec:
     keys: tuple[str, ...]                  # its dataset.* keys besides `name`
     validate: Callable[[dict], dict]       # raw dataset.* values -> typed DataConfig fields; raises ConfigError
     load: Callable[[Any], Arrays]          # DataConfig -> Arrays
-    # DataConfig -> (training samples per class, one sample's shape), without TensorFlow; None: unknown until loaded
-    survey: Callable[[Any], tuple[np.ndarray, tuple[int, ...]]] | None = None
+    # DataConfig -> the Arrays a run gets, without TensorFlow (images as paths, unopened); None: only a run can load
+    # it (TFDS, Keras's downloads), and a run checks it then
+    read: Callable[[Any], Arrays] | None = None
     input_shape: tuple[int, ...] | None = None        # built-in data: one sample's shape, known in advance
     train_class_counts: tuple[int, ...] | None = None  # built-in fixed splits: the published counts
 
 
 def _builtin(load, input_shape, generated=False, counts=None) -> DatasetSpec:
     check = lambda cfg: builtin.validate(cfg, generated=generated, fixed=counts is not None)  # noqa: E731
-    return DatasetSpec(BUILTIN_KEYS, check, load, input_shape=input_shape, train_class_counts=counts)
+    return DatasetSpec(BUILTIN_KEYS, check, load, read=load if counts is None else None, input_shape=input_shape,
+                       train_class_counts=counts)
 
 
 DATASETS: dict[str, DatasetSpec] = {
@@ -68,11 +71,11 @@ DATASETS: dict[str, DatasetSpec] = {
     "cifar10": _builtin(builtin.keras_loader("cifar10", "cifar-10-batches-py"), (32, 32, 3),
                         counts=(5000,) * 10),
     "images": DatasetSpec(("path", "val_path", "val_fraction", "image_size", "color_mode", "data_seed"),
-                          images.validate, images.load, images.survey),
+                          images.validate, images.load, images.listed),
     "npz": DatasetSpec(("path", "val_fraction", "data_seed"), sources.validate_npz, sources.load_npz,
-                       sources.survey_npz),
+                       sources.load_npz),
     "table": DatasetSpec(("path", "label", "val_fraction", "data_seed"), sources.validate_table,
-                         sources.load_table, sources.survey_table),
+                         sources.load_table, sources.load_table),
     "tfds": DatasetSpec(("train_split_name", "val_split_name", "data_dir"), tfds_source.validate,
                         tfds_source.load),
 }
@@ -99,29 +102,43 @@ def config_from_dict(cfg: Any) -> DataConfig:
     return data_cfg
 
 
+def _checked(data_cfg, data: Arrays) -> str | None:
+    """harness.data.checks on what a source returned, its errors naming the file (or the data set)."""
+    key, where = ("dataset.path", data_cfg.path) if data_cfg.path else ("dataset", data_cfg.name)
+    return checks.arrays(data, key, where)
+
+
 def load(data_cfg) -> Arrays:
-    """Load the data set `data_cfg` (a DataConfig) describes."""
-    return DATASETS[data_cfg.source].load(data_cfg)
+    """Load the data set `data_cfg` (a DataConfig) describes, checked (harness.data.checks)."""
+    data = DATASETS[data_cfg.source].load(data_cfg)
+    _checked(data_cfg, data)
+    return data
 
 
 @functools.lru_cache(maxsize=None)
-def _survey(data_cfg) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
+def _survey(data_cfg) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None, str | None]:
+    """(training samples per class, one sample's shape, a note on the inputs' scale), with the data checked;
+    None where only a run can load the data."""
     spec = DATASETS[data_cfg.source]
     if spec.train_class_counts is not None:
-        return spec.train_class_counts, spec.input_shape
-    if spec.input_shape is not None:  # built-in data split here: generated MNIST-1D from the cache, digits
-        arrays = spec.load(data_cfg)
-        return tuple(int(n) for n in np.bincount(arrays.y_train, minlength=arrays.num_classes)), spec.input_shape
-    if spec.survey is None:
-        return None, None
-    counts, shape = spec.survey(data_cfg)
-    return tuple(int(n) for n in counts), tuple(int(n) for n in shape)
+        return spec.train_class_counts, spec.input_shape, None
+    if spec.read is None:
+        return None, None, None
+    data = spec.read(data_cfg)
+    note = _checked(data_cfg, data)
+    counts = tuple(int(n) for n in np.bincount(data.y_train, minlength=data.num_classes))
+    return counts, tuple(int(n) for n in (spec.input_shape or data.input_shape)), note
+
+
+def input_note(data_cfg) -> str | None:
+    """What the command warns of and a run records about its inputs (their scale), or None."""
+    return _survey(data_cfg)[2]
 
 
 def train_class_counts(data_cfg) -> np.ndarray | None:
     """Training samples per class before any transform, without downloading or loading TensorFlow (None when
     only loading can tell, as for TFDS data)."""
-    counts, _ = _survey(data_cfg)
+    counts, _, _ = _survey(data_cfg)
     return None if counts is None else np.array(counts, dtype=np.int64)
 
 

@@ -1,8 +1,9 @@
 """The user's own data: an .npz file or a table (.csv / .parquet); a folder of images is in harness.data.images.
 
-Each source has three functions the data registry (harness.data.registry) calls: `validate` (raw config -> typed values,
-one-line ConfigError), `survey` (class counts and input shape, without loading TensorFlow) and `load` (the
-arrays a run trains on). Labels may be integers or strings; they become 0..K-1 in sorted order.
+Each source has two functions the data registry (harness.data.registry) calls: `validate` (raw config -> typed
+values, one-line ConfigError) and `load` (the arrays a run trains on, without TensorFlow, so the command checks
+them too). Labels may be integers, strings or whole-number floats (harness.data.checks); they become 0..K-1 in
+sorted order.
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from harness.data import checks
 from harness.data.transforms import Arrays
 from harness.fields import ConfigError, float_value, int_value
 
@@ -77,13 +79,19 @@ def validate_npz(cfg: dict) -> dict:
 
 def _npz_labels(data_cfg) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray | None, np.ndarray | None]:
     """(y_train, y_val, classes, train rows, val rows); the rows index x, y when the file needs splitting."""
-    with np.load(data_cfg.path, allow_pickle=False) as arrays:
-        if "x_train" in arrays.files:
-            (y_train, y_val), classes = encode_labels(arrays["y_train"], arrays["y_val"])
-            return y_train, y_val, classes, None, None
-        (y,), classes = encode_labels(arrays["y"])
-    train_idx, val_idx = split_indices(y, data_cfg.val_fraction, data_cfg.data_seed)
-    return y[train_idx], y[val_idx], classes, train_idx, val_idx
+    where = data_cfg.path
+    with np.load(where, allow_pickle=False) as arrays:
+        pairs = (("x_train", "y_train"), ("x_val", "y_val")) if "x_train" in arrays.files else (("x", "y"),)
+        labels = []
+        for x_name, y_name in pairs:
+            y = checks.label_values(arrays[y_name], "dataset.path", where, y_name)
+            checks.same_length(_array_shape(where, x_name)[0], len(y), "dataset.path", where, (x_name, y_name))
+            labels.append(y)
+    encoded, classes = encode_labels(*labels)
+    if len(encoded) == 2:
+        return encoded[0], encoded[1], classes, None, None
+    train_idx, val_idx = split_indices(encoded[0], data_cfg.val_fraction, data_cfg.data_seed)
+    return encoded[0][train_idx], encoded[0][val_idx], classes, train_idx, val_idx
 
 
 def _with_channel(x: np.ndarray) -> np.ndarray:
@@ -92,34 +100,33 @@ def _with_channel(x: np.ndarray) -> np.ndarray:
     return x.reshape(len(x), -1, 1) if x.ndim <= 2 else x
 
 
-def _npz_shape(path: str) -> tuple[int, ...]:
-    """A sample's shape from the array's header, without reading the array."""
+def _array_shape(path: str, name: str) -> tuple[int, ...]:
+    """An array's shape from its header in the .npz, without reading the array."""
     with zipfile.ZipFile(path) as archive:
-        name = "x_train.npy" if "x_train.npy" in archive.namelist() else "x.npy"
-        with archive.open(name) as f:
+        with archive.open(f"{name}.npy") as f:
             version = np.lib.format.read_magic(f)
             readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
             if version in readers:
-                shape = readers[version](f)[0]
-            else:  # a newer header format: read the array itself
-                with np.load(path, allow_pickle=False) as arrays:
-                    shape = arrays[Path(name).stem].shape
+                return tuple(readers[version](f)[0])
+    with np.load(path, allow_pickle=False) as arrays:  # a newer header format: read the array itself
+        return tuple(arrays[name].shape)
+
+
+def _npz_shape(path: str) -> tuple[int, ...]:
+    """A sample's shape as the model sees it, from the header of x_train (or x)."""
+    with zipfile.ZipFile(path) as archive:
+        name = "x_train" if "x_train.npy" in archive.namelist() else "x"
+    shape = _array_shape(path, name)
     return (*shape[1:], 1) if len(shape) <= 2 else tuple(shape[1:])
-
-
-def survey_npz(data_cfg):
-    y_train, _, classes, _, _ = _npz_labels(data_cfg)
-    return np.bincount(y_train, minlength=len(classes)), _npz_shape(data_cfg.path)
 
 
 def load_npz(data_cfg):
     y_train, y_val, classes, train_idx, val_idx = _npz_labels(data_cfg)
     with np.load(data_cfg.path, allow_pickle=False) as arrays:
-        if train_idx is None:
-            x_train, x_val = arrays["x_train"], arrays["x_val"]
-        else:
-            x = arrays["x"]
-            x_train, x_val = x[train_idx], x[val_idx]
+        raw = {name: arrays[name] for name in (("x_train", "x_val") if train_idx is None else ("x",))}
+    for name, x in raw.items():  # before any split, so a bad value is named by its sample in the file
+        checks.finite(x, "dataset.path", data_cfg.path, name)
+    x_train, x_val = (raw["x_train"], raw["x_val"]) if train_idx is None else (raw["x"][train_idx], raw["x"][val_idx])
     as_samples = lambda x: _with_channel(np.asarray(x, dtype=np.float32))  # noqa: E731
     return Arrays(as_samples(x_train), y_train, as_samples(x_val), y_val, len(classes), classes=classes,
                   input_shape=_npz_shape(data_cfg.path))
@@ -153,6 +160,10 @@ def _read_table(path: str, label: str):
                               f"'{column}' is {features[column].dtype} (encode it, or drop it)")
         if features[column].isna().any():
             raise ConfigError("dataset.path", path, f"a table without missing values; column '{column}' has some")
+        infinite = int(np.isinf(features[column].to_numpy(np.float64)).sum())
+        if infinite:
+            raise ConfigError("dataset.path", path, f"a table of finite values; column '{column}' has {infinite} "
+                              "infinite value(s)")
     if len(features.columns) == 0:
         raise ConfigError("dataset.path", path, f"a table with feature columns besides '{label}'")
     return features.to_numpy(np.float32), table[label].to_numpy()
@@ -160,14 +171,10 @@ def _read_table(path: str, label: str):
 
 def _table_split(data_cfg):
     x, raw_labels = _read_table(data_cfg.path, data_cfg.label)
-    (y,), classes = encode_labels(raw_labels)
+    labels = checks.label_values(raw_labels, "dataset.label", data_cfg.label, f"column '{data_cfg.label}'")
+    (y,), classes = encode_labels(labels)
     train_idx, val_idx = split_indices(y, data_cfg.val_fraction, data_cfg.data_seed)
     return x, y, train_idx, val_idx, classes
-
-
-def survey_table(data_cfg):
-    x, y, train_idx, _, classes = _table_split(data_cfg)
-    return np.bincount(y[train_idx], minlength=len(classes)), (x.shape[1], 1)
 
 
 def load_table(data_cfg):

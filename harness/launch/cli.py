@@ -23,6 +23,7 @@ from omegaconf.errors import OmegaConfBaseException
 from harness.assess import analysis
 from harness.config import schema
 from harness.config.compose import CONF_DIR, CONFIG_NAME, compose_jobs, one_line, quote_override, to_run_config
+from harness.data import registry as datasets
 from harness.launch import preflight, signals, sweep_end
 from harness.store import files, layout
 from harness.store.layout import SWEEP_FILE
@@ -110,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     with ExitStack() as held:
         try:
             plan = plan_command(args.overrides, args.multirun, args.config_name or CONFIG_NAME)
+            for note in dict.fromkeys(filter(None, (datasets.input_note(c.data) for c in plan.run_configs))):
+                print(f"harness: warning: {note}", file=sys.stderr)
             held.enter_context(output_folder_lock(plan.output_dir, folder_key))
             if args.multirun:  # what the report needs to know which runs have not started
                 files.write_json(plan.output_dir / SWEEP_FILE, {"jobs": [{"job": str(num), "overrides": job}

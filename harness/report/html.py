@@ -102,6 +102,7 @@ def build_report(sweep_dir: Path) -> str:
     if analysis.DAMAGED in status_counts:
         notes.append(DAMAGED_NOTE.format(n=status_counts[analysis.DAMAGED]))
     notes += [f"A run whose files cannot be read at all, left out: {line}" for line in a.df.attrs.get("unreadable", [])]
+    notes += sorted({f"Inputs: {r['inputs']}" for r in analysis.read_run_records(sweep_dir) if r.get("inputs")})
     template = pages.template("report.html.j2")
     generated_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     varied = [(k, pages.listed(per_run[k].tolist())) for k in a.varied]

@@ -11,6 +11,7 @@ from pathlib import Path
 from harness.config.batching import BatchPlan, Schedule, plan_batches, plan_schedule
 from harness.config.schema import RunConfig
 from harness.data import registry as data
+from harness.data import registry as datasets
 from harness.data.transforms import Arrays
 from harness.probes import in_run as probes
 from harness.run import checkpoint
@@ -55,6 +56,9 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
     resume_epoch, notes = _resume_point(run_dir, previous, damage)
     record = RunRecord(run_dir, run_id, config, list(overrides),
                        resumed_from_epoch=resume_epoch or None, previous=previous, notes=notes)
+    inputs_note = datasets.input_note(cfg.data)  # the inputs' scale, when it is suspect (harness.data.checks)
+    if inputs_note:
+        record.update(inputs=inputs_note)
     board = RunBoard(run_dir, run_id, config_columns(cfg.flat()))  # TensorBoard's view of the same run, in tb/
     record.set_environment(pid=os.getpid(), earlier_runs_in_process=len(_runs_in_process))
     _runs_in_process.append(str(run_dir))

@@ -78,11 +78,11 @@ def test_npz_with_string_labels_loads_split_and_encoded(tmp_path, compose):
 def test_npz_with_its_own_validation_arrays_is_not_split(tmp_path, compose):
     rng = np.random.default_rng(0)
     np.savez(tmp_path / "d.npz", x_train=rng.normal(size=(12, 5, 5)), y_train=np.repeat([1, 3], 6),
-             x_val=rng.normal(size=(4, 5, 5)), y_val=np.array([3, 3, 1, 5]))
+             x_val=rng.normal(size=(4, 5, 5)), y_val=np.array([3, 3, 1, 3]))
     cfg = compose("dataset=npz", f"dataset.path={tmp_path / 'd.npz'}", "batch_size=12")
     arrays = datasets.load(cfg.data)
-    assert arrays.classes == ["1", "3", "5"]  # a class only the validation set has still counts
-    assert arrays.y_train.tolist() == [0] * 6 + [1] * 6 and arrays.y_val.tolist() == [1, 1, 0, 2]
+    assert arrays.classes == ["1", "3"]  # a class only the validation set has is refused (tests/data/test_checks.py)
+    assert arrays.y_train.tolist() == [0] * 6 + [1] * 6 and arrays.y_val.tolist() == [1, 1, 0, 1]
     assert arrays.x_train.shape == (12, 5, 5) and arrays.x_val.dtype == np.float32
     assert datasets.input_shape(cfg.data) == (5, 5)
     with pytest.raises(ConfigError, match=r"batch_size=13 .*training-set size 12"):
