@@ -76,8 +76,22 @@ def training_dataset(x: np.ndarray, y: np.ndarray, batch_size: int, steps_per_ep
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
-def evaluation_dataset(x: np.ndarray, y: np.ndarray, decode: Callable | None = None) -> tf.data.Dataset:
-    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(EVAL_BATCH)
+def evaluation_batch(samples: int, replicas: int = 1) -> int:
+    """Samples per evaluation batch: EVAL_BATCH, or with data parallelism a multiple of the replicas whose last
+    batch still gives every replica a sample. tf.distribute fails on a lone batch that does not split evenly
+    ("AddN ... must have the same size and shape", e.g. 301 samples on 2 replicas), and a convolution on a
+    replica's empty slice of a last batch smaller than the replicas."""
+    if replicas <= 1:
+        return EVAL_BATCH
+    batch = max(replicas, min(EVAL_BATCH, samples) // replicas * replicas)
+    if samples % batch and samples % batch < replicas and batch - replicas >= replicas:
+        batch -= replicas
+    return batch
+
+
+def evaluation_dataset(x: np.ndarray, y: np.ndarray, decode: Callable | None = None,
+                       replicas: int = 1) -> tf.data.Dataset:
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(evaluation_batch(len(x), replicas))
     if decode is not None:
         dataset = dataset.map(lambda x_batch, y_batch: (decode(x_batch), y_batch), num_parallel_calls=tf.data.AUTOTUNE)
     return dataset.prefetch(tf.data.AUTOTUNE)

@@ -32,22 +32,24 @@ def training_inputs(cfg: RunConfig, data_in: Arrays, plan: BatchPlan, schedule: 
     files are decoded per batch, and a preprocessing mismatch is applied to the validation inputs only."""
     from harness.data.pipelines import decoder, evaluation_dataset, training_dataset
 
-    train_eval, val_inputs = evaluation_inputs(cfg, data_in)
+    train_eval, val_inputs = evaluation_inputs(cfg, data_in, plan.replicas)
     decode = decoder(data_in.decode)
     batches = training_dataset(data_in.x_train, data_in.y_train, plan.global_batch_size, plan.steps_per_epoch,
                                cfg.train.shuffle, cfg.train.seed, schedule.epochs, initial_epoch=resume_epoch,
                                total_steps=schedule.total_steps, decode=decode)
-    tune_eval = None if data_in.x_tune is None else evaluation_dataset(data_in.x_tune, data_in.y_tune, decode)
+    tune_eval = (None if data_in.x_tune is None
+                 else evaluation_dataset(data_in.x_tune, data_in.y_tune, decode, plan.replicas))
     return train_eval, val_inputs, batches, tune_eval
 
 
-def evaluation_inputs(cfg: RunConfig, data_in: Arrays):
-    """(training (x, y) batches to evaluate, validation inputs) as the run measures them after each epoch."""
+def evaluation_inputs(cfg: RunConfig, data_in: Arrays, replicas: int = 1):
+    """(training (x, y) batches to evaluate, validation inputs) as the run measures them after each epoch, in
+    batches that split over `replicas`."""
     from harness.data.pipelines import decoder, evaluation_dataset, sample_std
 
     decode = decoder(data_in.decode)
     train_std = sample_std(data_in.x_train, data_in.decode) if cfg.train.preprocess_mismatch == "shifted" else None
     val_decode = decoder(data_in.decode, transforms.mismatch_function(cfg.train.preprocess_mismatch, train_std))
-    train_eval = evaluation_dataset(data_in.x_train, data_in.y_train, decode)
-    val_inputs = evaluation_dataset(data_in.x_val, data_in.y_val, val_decode).map(lambda x, y: x)
+    train_eval = evaluation_dataset(data_in.x_train, data_in.y_train, decode, replicas)
+    val_inputs = evaluation_dataset(data_in.x_val, data_in.y_val, val_decode, replicas).map(lambda x, y: x)
     return train_eval, val_inputs

@@ -1,6 +1,7 @@
 """The tf.data pipelines (harness.data.pipelines): stateless epoch orders, batches that never span two epochs,
 step budgets and resumed runs."""
 import numpy as np
+import pytest
 
 from harness.config.batching import plan_batches
 from harness.data import pipelines
@@ -57,3 +58,12 @@ def test_a_step_budget_gives_exactly_that_many_batches_and_a_resumed_run_the_sam
     assert resumed == whole[7:]
     unshuffled = _batches(_dataset(x, y, plan, False, 5, epochs=1))
     assert [v for xs, _ in unshuffled for v in xs] == list(range(100))
+
+
+@pytest.mark.parametrize("samples", [301, 302, 299, 1025, 1501, 4000])
+@pytest.mark.parametrize("replicas", [2, 4])
+def test_evaluation_batches_split_over_the_replicas_with_a_sample_for_each_in_the_last(samples, replicas):
+    batch = pipelines.evaluation_batch(samples, replicas)
+    assert batch % replicas == 0 and batch <= pipelines.EVAL_BATCH
+    assert samples % batch == 0 or samples % batch >= replicas
+    assert pipelines.evaluation_batch(samples) == pipelines.EVAL_BATCH  # one device: batches as ever

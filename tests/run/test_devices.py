@@ -74,3 +74,15 @@ def test_sweeping_simulated_gpus_shows_replicas_in_the_report(tmp_path):
     html = (tmp_path / proc.stdout.strip().splitlines()[-1]).read_text()
     assert "Throughput vs replicas" in html and "says nothing about real GPUs" in html
     assert "gpus=2" in html and "gpus=4" in html  # one verdict/facet per device count
+
+
+@pytest.mark.slow  # a process of its own: simulated devices are set once per process
+def test_a_training_set_smaller_than_an_evaluation_batch_that_does_not_split_evenly_runs_mirrored(tmp_path):
+    """301 training samples on 2 replicas: one uneven evaluation batch failed in Keras's evaluate ("AddN ... must
+    have the same size and shape"); evaluation batches now split evenly (pipelines.evaluation_batch)."""
+    proc = run_harness("dataset=digits", "train_fraction=0.21", "model=mlp", "gpus=2", "simulate_devices=true",
+                       "epochs=1", "probes=false", "hydra.run.dir=run", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    frame = pd.read_parquet(tmp_path / "run" / "metrics.parquet")
+    assert frame["train_size"].tolist() == [301] and frame["replicas"].tolist() == [2]
+    assert frame["train_eval_acc"].between(0, 1).all() and frame["val_acc"].between(0, 1).all()
