@@ -69,3 +69,16 @@ def test_precise_bn_benchmark_smoke_prints_its_table():
     assert 0 < share < 100 and min(without, with_bn) > 0 and abs(ratio - with_bn / without) < 0.01
     assert re.search(r"\| the main job's 1 runs together \| [\d.]+% \| [\d.]+ s \| [\d.]+ s \| [\d.]+x \|",
                      proc.stdout)
+
+
+@pytest.mark.slow
+def test_data_checks_benchmark_smoke_prints_its_table():
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_data_checks", "--smoke"],
+                          capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = re.findall(r"\| (MNIST-1D \(600 samples\)|a folder of 200 images) \| ([\d.]+) s \| ([\d.]+) ms "
+                      r"\((\d+) calls\) \| ([\d.]+)% \|", proc.stdout)
+    assert [row[0] for row in rows] == ["MNIST-1D (600 samples)", "a folder of 200 images"], proc.stdout
+    for _, wall, spent, calls, share in rows:
+        assert float(wall) > 0 and int(calls) >= 2  # the command's check and the run's
+        assert abs(float(share) - 100 * float(spent) / 1000 / float(wall)) < 0.05
