@@ -54,17 +54,22 @@ EOF
   pgrep -x slurmctld >/dev/null || slurmctld
   pgrep -x slurmd >/dev/null || slurmd
   for _ in $(seq 1 60); do
-    sinfo -h -o %t 2>/dev/null | grep -qx idle && { echo "slurm_local: one node up ($host, $cpus CPUs)"; return; }
-    scontrol update nodename="$host" state=resume >/dev/null 2>&1 || true
+    timeout 5 sinfo -h -o %t 2>/dev/null | grep -qx idle && { echo "slurm_local: one node up ($host, $cpus CPUs)"; return; }
+    timeout 5 scontrol update nodename="$host" state=resume >/dev/null 2>&1 || true
     sleep 1
   done
   echo "slurm_local: the node did not come up" >&2; sinfo >&2 || true; exit 3
 }
 
+# Waits until the daemons have exited: a start right after a stop would otherwise find a controller still
+# shutting down, start none, and ask it for the node until every client call timed out.
 stop() {
-  pkill -x slurmd || true
-  pkill -x slurmctld || true
-  pkill -x munged || true
+  local daemon
+  for daemon in slurmd slurmctld munged; do
+    pkill -x "$daemon" || true
+    for _ in $(seq 1 50); do pgrep -x "$daemon" >/dev/null || break; sleep 0.2; done
+    pkill -9 -x "$daemon" 2>/dev/null || true
+  done
 }
 
 case "${1:-}" in

@@ -5,13 +5,15 @@ import logging
 import math
 import os
 import platform
+import signal
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from harness.config.batching import BatchPlan, Schedule, plan_batches, plan_schedule
 from harness.config.schema import RunConfig
 from harness.data import registry as data
-from harness.data import registry as datasets
 from harness.data.transforms import Arrays
 from harness.probes import in_run as probes
 from harness.run import checkpoint
@@ -56,7 +58,7 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
     resume_epoch, notes = _resume_point(run_dir, previous, damage)
     record = RunRecord(run_dir, run_id, config, list(overrides),
                        resumed_from_epoch=resume_epoch or None, previous=previous, notes=notes)
-    inputs_note = datasets.input_note(cfg.data)  # the inputs' scale, when it is suspect (harness.data.checks)
+    inputs_note = data.input_note(cfg.data)  # the inputs' scale, when it is suspect (harness.data.checks)
     if inputs_note:
         record.update(inputs=inputs_note)
     board = RunBoard(run_dir, run_id, config_columns(cfg.flat()))  # TensorBoard's view of the same run, in tb/
@@ -64,11 +66,14 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
     _runs_in_process.append(str(run_dir))
     status, error = "failed", None
     try:
-        result, diverged = _train(cfg, run_dir, run_id, record, board, resume_epoch)
+        with _slurm_preemption(record):
+            result, diverged = _train(cfg, run_dir, run_id, record, board, resume_epoch)
         status = "diverged" if diverged else "completed"
         return result
     except (KeyboardInterrupt, SystemExit) as err:  # Ctrl-C, SIGTERM, or submitit's requeue before a time limit
         status, error = "interrupted", err
+        if isinstance(err, SystemExit) and os.environ.get("SLURM_JOB_ID"):
+            record.data.setdefault("notes", []).append(REQUEUED)
         raise
     except BaseException as err:
         error = err
@@ -76,6 +81,33 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
     finally:
         record.finish(status, error)
         board.finish(status)
+
+
+PREEMPTED = ("SLURM sent SIGTERM (a preemption or a cancellation): the job is ending and awaits its requeue, "
+             "whose attempt resumes from the last complete epoch")
+REQUEUED = "SLURM's warning before the time limit: the job was requeued and resumes from its last complete epoch"
+
+
+@contextmanager
+def _slurm_preemption(record: RunRecord):
+    """Under SLURM, SIGTERM is a preemption or a cancellation: submitit lets the process run on until SLURM kills
+    it, so run.json says `interrupted` (with PREEMPTED) the moment the signal arrives, not `running` until a
+    requeued attempt starts. Elsewhere SIGTERM is harness.launch.signals' to handle."""
+    if not os.environ.get("SLURM_JOB_ID") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def preempted(signum, frame):
+        record.update(status="interrupted", notes=[*record.data.get("notes", []), PREEMPTED])
+        if callable(previous):
+            previous(signum, frame)
+
+    signal.signal(signal.SIGTERM, preempted)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _resume_point(run_dir: Path, previous: dict | None, damage: str | None) -> tuple[int, list[str]]:

@@ -162,6 +162,7 @@ def test_a_requeue_by_submitit_records_interrupted_not_failed(tmp_path, compose,
 
 
 
+@pytest.mark.xdist_group("slurm")  # one local SLURM: the SLURM tests take turns on one worker
 def test_a_slurm_time_limit_records_interrupted_requeues_and_resumes_to_the_same_metrics(tmp_path):
     """On a real one-node SLURM (scripts/slurm_local.sh): submitit asks for SIGUSR2 30 s before a 1-minute limit,
     requeues the job, and the run resumes from its last epoch. slurm_local.sh sets cred_expire=10 s, the wait of a
@@ -215,3 +216,51 @@ def test_a_slurm_time_limit_records_interrupted_requeues_and_resumes_to_the_same
     _, errors = straight.communicate(timeout=300)
     assert straight.returncode == 0, errors[-3000:]
     pd.testing.assert_frame_equal(metrics(sweep / "0"), metrics(tmp_path / "straight"), check_exact=True)
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("slurm")
+def test_a_slurm_preemption_records_interrupted_the_moment_its_sigterm_arrives(tmp_path):
+    """SLURM preempts (or cancels) a job with SIGTERM, which submitit lets pass while the job runs on until SLURM
+    kills it: run.json must say `interrupted`, awaiting requeue, while the job is still running, not `running`."""
+    from harness.run.experiment import PREEMPTED
+
+    script = REPO / "scripts" / "slurm_local.sh"
+    started = subprocess.run(["bash", str(script), "start"], capture_output=True, text=True, timeout=600)
+    if started.returncode == 3:
+        pytest.skip(started.stderr.strip())
+    assert started.returncode == 0, started.stderr
+    sweep = tmp_path / "sweep"
+    command = ["hydra/launcher=slurm", "hydra.launcher.partition=debug", "hydra.launcher.cpus_per_task=1",
+               "hydra.launcher.mem_gb=2", "hydra.launcher.timeout_min=5", "dataset.num_samples=5000", "epochs=40",
+               "batch_size=16", "seed=0", "probes=false", f"hydra.sweep.dir={sweep}", "-m"]
+    log = open(tmp_path / "command.log", "w")
+    proc = subprocess.Popen([sys.executable, "-m", "harness", *command], cwd=tmp_path, text=True, stdout=log,
+                            stderr=subprocess.STDOUT)
+    job = None
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                if record(sweep / "0")["epochs_completed"] >= 1:
+                    break
+            except (OSError, ValueError, KeyError):
+                pass
+            time.sleep(0.2)
+        assert proc.poll() is None, (tmp_path / "command.log").read_text()[-3000:]
+        job = subprocess.run(["squeue", "-h", "-o", "%A"], capture_output=True, text=True).stdout.split()[0]
+        assert subprocess.run(["scancel", "--signal=TERM", job]).returncode == 0
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and record(sweep / "0")["status"] != "interrupted":
+            time.sleep(0.1)
+        state = subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True, text=True).stdout
+        done = record(sweep / "0")
+        assert done["status"] == "interrupted" and PREEMPTED in done["notes"], done
+        assert state.strip() == "RUNNING", state  # recorded while SLURM still runs the job
+    finally:
+        if job:
+            subprocess.run(["scancel", job])
+        proc.kill()
+        proc.wait(timeout=60)
+        log.close()
+        subprocess.run(["bash", str(script), "stop"], capture_output=True, timeout=60)
