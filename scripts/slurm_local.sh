@@ -51,7 +51,8 @@ SelectTypeParameters=CR_Core_Memory
 NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN
 PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP
 EOF
-  pgrep -x slurmctld >/dev/null || slurmctld
+  # a fresh cluster each start: no job of an earlier start is left to hold the node
+  pgrep -x slurmctld >/dev/null || { rm -rf "$STATE"/ctld/* "$STATE"/d/*; slurmctld; }
   pgrep -x slurmd >/dev/null || slurmd
   for _ in $(seq 1 60); do
     timeout 5 sinfo -h -o %t 2>/dev/null | grep -qx idle && { echo "slurm_local: one node up ($host, $cpus CPUs)"; return; }

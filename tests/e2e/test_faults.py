@@ -162,50 +162,58 @@ def test_a_requeue_by_submitit_records_interrupted_not_failed(tmp_path, compose,
 
 
 
-@pytest.mark.xdist_group("slurm")  # one local SLURM: the SLURM tests take turns on one worker
-def test_a_slurm_time_limit_records_interrupted_requeues_and_resumes_to_the_same_metrics(tmp_path):
-    """On a real one-node SLURM (scripts/slurm_local.sh): submitit asks for SIGUSR2 30 s before a 1-minute limit,
-    requeues the job, and the run resumes from its last epoch. slurm_local.sh sets cred_expire=10 s, the wait of a
-    requeued job before it starts again (SLURM's default is 120 s), and the scheduler's passes to every 2 s."""
+SLURM = ["hydra/launcher=slurm", "hydra.launcher.partition=debug", "hydra.launcher.cpus_per_task=1",
+         "hydra.launcher.mem_gb=2"]  # one run per job on the local node
+
+
+@pytest.fixture
+def local_slurm():
+    """A real one-node SLURM (scripts/slurm_local.sh) for the test, stopped after it; skipped where it cannot run
+    (not root, no packages)."""
     script = REPO / "scripts" / "slurm_local.sh"
     started = subprocess.run(["bash", str(script), "start"], capture_output=True, text=True, timeout=600)
     if started.returncode == 3:
         pytest.skip(started.stderr.strip())
     assert started.returncode == 0, started.stderr
+    yield
+    subprocess.run(["bash", str(script), "stop"], capture_output=True, timeout=60)
+
+
+@pytest.mark.xdist_group("slurm")  # one local SLURM: the SLURM tests take turns on one worker
+def test_a_slurm_time_limit_records_interrupted_requeues_and_resumes_to_the_same_metrics(tmp_path, local_slurm):
+    """On a real one-node SLURM (scripts/slurm_local.sh): submitit asks for SIGUSR2 30 s before a 1-minute limit,
+    requeues the job, and the run resumes from its last epoch. slurm_local.sh sets cred_expire=10 s, the wait of a
+    requeued job before it starts again (SLURM's default is 120 s), and the scheduler's passes to every 2 s."""
     sweep = tmp_path / "sweep"
     # ~35 s of training on this 2-core machine (4000 samples, batch 16, ~1 s an epoch): past the signal 30 s into
     # the job (about 22 s of training), and done in the attempt after it
     run = ["dataset.num_samples=5000", "epochs=35", "batch_size=16", "seed=0", "probes=false"]
-    command = ["hydra/launcher=slurm", "hydra.launcher.partition=debug", "hydra.launcher.cpus_per_task=1",
-               "hydra.launcher.mem_gb=2", "hydra.launcher.timeout_min=1", "hydra.launcher.signal_delay_s=30",
+    command = [*SLURM, "hydra.launcher.timeout_min=1", "hydra.launcher.signal_delay_s=30",
                "hydra.launcher.max_num_timeout=5", *run, f"hydra.sweep.dir={sweep}", "-m"]
     statuses: list[tuple[float, str]] = []  # (when, status) each time the run's status changes
     # the uninterrupted run to compare with trains meanwhile (the SLURM job spends a while queued and held)
     straight = subprocess.Popen([sys.executable, "-m", "harness", *run, f"hydra.run.dir={tmp_path / 'straight'}"],
                                 cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        log = open(tmp_path / "command.log", "w")  # not a pipe: submitit's polling would fill it and block
-        proc = subprocess.Popen([sys.executable, "-m", "harness", *command], cwd=tmp_path, text=True,
-                                stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 420
-        while proc.poll() is None and time.monotonic() < deadline:  # every status between the attempts
-            try:
-                status = record(sweep / "0")["status"]
-                if not statuses or statuses[-1][1] != status:
-                    statuses.append((time.monotonic(), status))
-            except (OSError, ValueError, KeyError):
-                pass
-            time.sleep(0.2)
-        if proc.poll() is None:
-            proc.kill()
-            straight.kill()
-            controller = Path(os.environ.get("SLURM_LOCAL_STATE", "/tmp/harness-slurm")) / "slurmctld.log"
-            pytest.fail(f"no result after 420 s; statuses {statuses}; slurmctld.log ends:\n"
-                        + (controller.read_text()[-3000:] if controller.exists() else "(none)"))
-        log.close()
-        assert proc.returncode == 0, (tmp_path / "command.log").read_text()[-3000:]
-    finally:
-        subprocess.run(["bash", str(script), "stop"], capture_output=True, timeout=60)
+    log = open(tmp_path / "command.log", "w")  # not a pipe: submitit's polling would fill it and block
+    proc = subprocess.Popen([sys.executable, "-m", "harness", *command], cwd=tmp_path, text=True,
+                            stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 420
+    while proc.poll() is None and time.monotonic() < deadline:  # every status between the attempts
+        try:
+            status = record(sweep / "0")["status"]
+            if not statuses or statuses[-1][1] != status:
+                statuses.append((time.monotonic(), status))
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.2)
+    if proc.poll() is None:
+        proc.kill()
+        straight.kill()
+        controller = Path(os.environ.get("SLURM_LOCAL_STATE", "/tmp/harness-slurm")) / "slurmctld.log"
+        pytest.fail(f"no result after 420 s; statuses {statuses}; slurmctld.log ends:\n"
+                    + (controller.read_text()[-3000:] if controller.exists() else "(none)"))
+    log.close()
+    assert proc.returncode == 0, (tmp_path / "command.log").read_text()[-3000:]
     seen = [status for _, status in statuses]
     done = record(sweep / "0")
     assert "interrupted" in seen and "failed" not in seen, f"{seen}: the run ended before the time limit's signal"
@@ -220,20 +228,14 @@ def test_a_slurm_time_limit_records_interrupted_requeues_and_resumes_to_the_same
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("slurm")
-def test_a_slurm_preemption_records_interrupted_the_moment_its_sigterm_arrives(tmp_path):
+def test_a_slurm_preemption_records_interrupted_the_moment_its_sigterm_arrives(tmp_path, local_slurm):
     """SLURM preempts (or cancels) a job with SIGTERM, which submitit lets pass while the job runs on until SLURM
     kills it: run.json must say `interrupted`, awaiting requeue, while the job is still running, not `running`."""
     from harness.run.experiment import PREEMPTED
 
-    script = REPO / "scripts" / "slurm_local.sh"
-    started = subprocess.run(["bash", str(script), "start"], capture_output=True, text=True, timeout=600)
-    if started.returncode == 3:
-        pytest.skip(started.stderr.strip())
-    assert started.returncode == 0, started.stderr
     sweep = tmp_path / "sweep"
-    command = ["hydra/launcher=slurm", "hydra.launcher.partition=debug", "hydra.launcher.cpus_per_task=1",
-               "hydra.launcher.mem_gb=2", "hydra.launcher.timeout_min=5", "dataset.num_samples=5000", "epochs=40",
-               "batch_size=16", "seed=0", "probes=false", f"hydra.sweep.dir={sweep}", "-m"]
+    command = [*SLURM, "hydra.launcher.timeout_min=5", "dataset.num_samples=5000", "epochs=40", "batch_size=16",
+               "seed=0", "probes=false", f"hydra.sweep.dir={sweep}", "-m"]
     log = open(tmp_path / "command.log", "w")
     proc = subprocess.Popen([sys.executable, "-m", "harness", *command], cwd=tmp_path, text=True, stdout=log,
                             stderr=subprocess.STDOUT)
@@ -257,10 +259,15 @@ def test_a_slurm_preemption_records_interrupted_the_moment_its_sigterm_arrives(t
         done = record(sweep / "0")
         assert done["status"] == "interrupted" and PREEMPTED in done["notes"], done
         assert state.strip() == "RUNNING", state  # recorded while SLURM still runs the job
-    finally:
+    finally:  # the job's run ignores SIGTERM (submitit's): kill it, so it takes no core from the tests after
         if job:
+            subprocess.run(["scancel", "--signal=KILL", "--full", job])
             subprocess.run(["scancel", job])
         proc.kill()
         proc.wait(timeout=60)
         log.close()
-        subprocess.run(["bash", str(script), "stop"], capture_output=True, timeout=60)
+        deadline = time.monotonic() + 60
+        while harness_processes(str(sweep)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        for pid in harness_processes(str(sweep)):
+            os.kill(pid, signal.SIGKILL)
