@@ -109,22 +109,10 @@ def _checked(data_cfg, data: Arrays) -> str | None:
 
 
 def load(data_cfg) -> Arrays:
-    """Load the data set `data_cfg` (a DataConfig) describes, checked (harness.data.checks). Where validating
-    the config already read it the same way (the run's own validation, in the same process), that read is used."""
-    spec = DATASETS[data_cfg.source]
-    if spec.read is spec.load:
-        _survey(data_cfg)  # checked there
-        return _read(data_cfg)
-    data = spec.load(data_cfg)
+    """Load the data set `data_cfg` (a DataConfig) describes, checked (harness.data.checks)."""
+    data = DATASETS[data_cfg.source].load(data_cfg)
     _checked(data_cfg, data)
     return data
-
-
-@functools.lru_cache(maxsize=1)
-def _read(data_cfg) -> Arrays:
-    """The last data set read without TensorFlow, kept for the run that validated its config a moment ago
-    (nothing changes Arrays in place: the transforms make new arrays)."""
-    return DATASETS[data_cfg.source].read(data_cfg)
 
 
 @functools.lru_cache(maxsize=None)
@@ -136,7 +124,7 @@ def _survey(data_cfg) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None, s
         return spec.train_class_counts, spec.input_shape, None
     if spec.read is None:
         return None, None, None
-    data = _read(data_cfg)
+    data = spec.read(data_cfg)
     note = _checked(data_cfg, data)
     counts = tuple(int(n) for n in np.bincount(data.y_train, minlength=data.num_classes))
     return counts, tuple(int(n) for n in (spec.input_shape or data.input_shape)), note

@@ -102,8 +102,7 @@ def test_the_run_path_checks_too(tmp_path, compose):
     _npz(tmp_path / "d.npz", x=x, y=y)
     cfg = compose("dataset=npz", f"dataset.path={tmp_path / 'd.npz'}", "model=mlp", "batch_size=8")
     np.savez(tmp_path / "d.npz", x=_nan(x), y=y)  # the file changed after the command checked it
-    datasets._survey.cache_clear()  # as in a run process of its own
-    datasets._read.cache_clear()
+    datasets._survey.cache_clear()
     with pytest.raises(ConfigError, match="x has 1 NaN"):
         datasets.load(cfg.data)
 

@@ -8,17 +8,11 @@ import pytest
 from tests.conftest import REPO
 
 
-def _smoke(benchmark: str) -> subprocess.CompletedProcess:
-    """`python -m benchmarks.BENCHMARK --smoke`, which must succeed."""
-    proc = subprocess.run([sys.executable, "-m", f"benchmarks.{benchmark}", "--smoke"], capture_output=True,
-                          text=True, timeout=900, cwd=REPO)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc
-
-
 @pytest.mark.slow
 def test_speed_benchmark_smoke_prints_its_table():
-    proc = _smoke("bench_speed")
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_speed", "--smoke"],
+                          capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.strip().splitlines()
     assert lines[2].startswith("| batch | training s: baseline / harness / floor | harness ÷ baseline")
     row = re.fullmatch(r"\| 32 \| ([\d.]+) / ([\d.]+) / ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) / ([\d.]+) \| "
@@ -30,7 +24,9 @@ def test_speed_benchmark_smoke_prints_its_table():
 
 @pytest.mark.slow
 def test_sweep_benchmark_smoke_prints_its_table():
-    proc = _smoke("bench_sweep")
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_sweep", "--smoke"],
+                          capture_output=True, text=True, timeout=900, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-3000:]
     text = proc.stdout
     # the smoke round sweeps batch 16 only: 3 runs with the default 3 seeds, 1 with seed=0
     three = re.search(r"\| main job `python -m harness batch_size=8,32,64,128 -m` \(3 seeds, 3 runs\), wall time "
@@ -51,7 +47,9 @@ def test_sweep_benchmark_smoke_prints_its_table():
 
 @pytest.mark.slow
 def test_probes_benchmark_smoke_prints_its_table():
-    proc = _smoke("bench_probes")
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_probes", "--smoke"],
+                          capture_output=True, text=True, timeout=900, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-3000:]
     off = re.search(r"\| main job with `probes=false`, wall time \| ([\d.]+) s \|", proc.stdout)
     on = re.search(r"\| main job with the default probes, wall time \| ([\d.]+) s \|", proc.stdout)
     ratio = re.search(r"\| ratio, probes on ÷ off \| ([\d.]+)x \|", proc.stdout)
@@ -62,7 +60,9 @@ def test_probes_benchmark_smoke_prints_its_table():
 
 @pytest.mark.slow
 def test_precise_bn_benchmark_smoke_prints_its_table():
-    proc = _smoke("bench_precise_bn")
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_precise_bn", "--smoke"],
+                          capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-3000:]
     row = re.search(r"\| batch 32 \| ([\d.]+)% \| ([\d.]+) s \| ([\d.]+) s \| ([\d.]+)x \|", proc.stdout)
     assert row, proc.stdout
     share, without, with_bn, ratio = (float(row.group(i)) for i in (1, 2, 3, 4))
@@ -73,7 +73,9 @@ def test_precise_bn_benchmark_smoke_prints_its_table():
 
 @pytest.mark.slow
 def test_data_checks_benchmark_smoke_prints_its_table():
-    proc = _smoke("bench_data_checks")
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_data_checks", "--smoke"],
+                          capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-3000:]
     rows = re.findall(r"\| (MNIST-1D \(600 samples\)|a folder of 200 images) \| ([\d.]+) s \| ([\d.]+) ms "
                       r"\((\d+) calls\) \| ([\d.]+)% \|", proc.stdout)
     assert [row[0] for row in rows] == ["MNIST-1D (600 samples)", "a folder of 200 images"], proc.stdout
