@@ -51,6 +51,9 @@ class DatasetSpec:
     # DataConfig -> the Arrays a run gets, without TensorFlow (images as paths, unopened); None: only a run can load
     # it (TFDS, Keras's downloads), and a run checks it then
     read: Callable[[Any], Arrays] | None = None
+    # DataConfig -> (training samples per class or None, one sample's shape or None) from the data's metadata,
+    # checked, where the data itself cannot be read without TensorFlow (TFDS)
+    metadata: Callable[[Any], tuple] | None = None
     input_shape: tuple[int, ...] | None = None        # built-in data: one sample's shape, known in advance
     train_class_counts: tuple[int, ...] | None = None  # built-in fixed splits: the published counts
 
@@ -77,7 +80,7 @@ DATASETS: dict[str, DatasetSpec] = {
     "table": DatasetSpec(("path", "label", "val_fraction", "data_seed"), sources.validate_table,
                          sources.load_table, sources.load_table),
     "tfds": DatasetSpec(("train_split_name", "val_split_name", "data_dir"), tfds_source.validate,
-                        tfds_source.load),
+                        tfds_source.load, metadata=tfds_source.metadata),
 }
 ALL_KEYS = {"name", "source"} | {key for spec in DATASETS.values() for key in spec.keys}
 
@@ -123,7 +126,7 @@ def _survey(data_cfg) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None, s
     if spec.train_class_counts is not None:
         return spec.train_class_counts, spec.input_shape, None
     if spec.read is None:
-        return None, None, None
+        return (*spec.metadata(data_cfg), None) if spec.metadata else (None, None, None)
     data = spec.read(data_cfg)
     note = _checked(data_cfg, data)
     counts = tuple(int(n) for n in np.bincount(data.y_train, minlength=data.num_classes))

@@ -3,10 +3,19 @@
 The harness never downloads at run time: with the data set missing from the cache (offline, empty cache) the
 run is recorded failed with a message saying how to get the files, as for the Keras data sets. The splits are
 loaded into memory (as_supervised: image or features, label), so every transform works as on built-in data.
+
+Before anything runs, the command checks a prepared data set from the files TFDS wrote beside its shards
+(dataset_info.json, features.json: JSON, so no TensorFlow in the command): the splits exist and hold examples,
+every shard file is there, the data is supervised, the labels are one class per example with at least two
+classes, and the inputs are numbers of one fixed shape. Values (finite, classes present in both splits) need the
+records decoded, so a run checks those once it has loaded them (harness.data.checks), as for every source.
 """
 from __future__ import annotations
 
+import glob
+import json
 import os
+import re
 
 import numpy as np
 
@@ -40,6 +49,77 @@ def _arrays(examples) -> tuple[np.ndarray, np.ndarray]:
 
 def _data_dir(data_cfg) -> str:
     return data_cfg.data_dir or os.environ.get("TFDS_DATA_DIR", os.path.expanduser("~/tensorflow_datasets"))
+
+
+def _info_dir(data_cfg) -> str | None:
+    """The folder of the prepared data set `dataset.name` (`name`, `name/config`, `name:version`) names: the
+    given version, else the highest one prepared; None if none is."""
+    name, _, version = data_cfg.name.partition(":")
+    root = os.path.join(_data_dir(data_cfg), *name.split("/"))
+    found = [os.path.dirname(f) for f in glob.glob(os.path.join(root, version or "*", "dataset_info.json"))]
+    numeric = lambda folder: tuple(int(p) for p in re.findall(r"\d+", os.path.basename(folder)))  # noqa: E731
+    return max(found, key=numeric) if found else None
+
+
+def _split_names(expression: str) -> list[str]:
+    """The splits a TFDS split expression reads: `train`, `train[:80%]`, `train+test`."""
+    return [part.split("[")[0].strip() for part in expression.split("+")]
+
+
+def _feature(features: dict, key: str) -> tuple[str, dict]:
+    """(kind, its description) of feature `key` in features.json: kind is classLabel, image, tensor, ..."""
+    spec = features.get("featuresDict", {}).get("features", {}).get(key, {})
+    kinds = [k for k in spec if k not in ("pythonClassName", "description", "docUrls", "valueRange")]
+    return (kinds[0], spec[kinds[0]]) if kinds else ("", {})
+
+
+def metadata(data_cfg) -> tuple[None, tuple[int, ...] | None]:
+    """(None: class counts need the records, one sample's shape or None) from a prepared data set's files, the
+    checks above made; (None, None) when the data set is not prepared here (the run then says how to get it)."""
+    folder = _info_dir(data_cfg)
+    if folder is None:
+        return None, None
+    info_path = os.path.join(folder, "dataset_info.json")
+    try:
+        with open(info_path) as f:
+            info = json.load(f)
+        with open(os.path.join(folder, "features.json")) as f:
+            features = json.load(f)
+    except (OSError, ValueError) as err:
+        raise ConfigError("dataset.name", data_cfg.name, f"a prepared TFDS data set; {folder} has no readable "
+                          f"dataset_info.json and features.json ({type(err).__name__}: {err})") from None
+    splits = {s["name"]: s for s in info.get("splits", [])}
+    for key in ("train_split_name", "val_split_name"):
+        for split in _split_names(getattr(data_cfg, key)):
+            if split not in splits:
+                raise ConfigError(f"dataset.{key}", split, f"a split of {info_path}: {', '.join(splits) or 'none'}")
+            lengths = [int(n) for n in splits[split].get("shardLengths", [])]
+            if not sum(lengths):
+                raise ConfigError(f"dataset.{key}", split, f"a split with examples; {info_path} lists none in it")
+            shards = glob.glob(os.path.join(folder, f"{info.get('name', '*')}-{split}.*-of-*"))
+            if len(shards) < len(lengths):
+                raise ConfigError(f"dataset.{key}", split, f"a split whose {len(lengths)} shard file(s) are all "
+                                  f"in {folder}; {len(shards)} found (copy the whole folder)")
+    keys = [item.get("featureKey") for item in info.get("supervisedKeys", {}).get("tuple", {}).get("items", [])]
+    if len(keys) != 2:
+        raise ConfigError("dataset.name", data_cfg.name, f"a supervised data set (input, label); {info_path} "
+                          "declares no supervised keys")
+    kind, label = _feature(features, keys[1])
+    if kind == "classLabel" and int(label.get("numClasses", 0)) < 2:
+        raise ConfigError("dataset.name", data_cfg.name, f"labels of at least two classes; {info_path}'s label "
+                          f"{keys[1]!r} has {int(label.get('numClasses', 0))} class(es)")
+    if kind == "tensor" and label.get("shape", {}).get("dimensions"):
+        raise ConfigError("dataset.name", data_cfg.name, f"labels with one value per sample; label {keys[1]!r} "
+                          f"has shape {tuple(int(d) for d in label['shape']['dimensions'])}")
+    kind, inputs = _feature(features, keys[0])
+    if kind not in ("image", "tensor") or inputs.get("dtype") in ("string", "bool"):
+        raise ConfigError("dataset.name", data_cfg.name, f"numeric inputs (an image or a tensor); input "
+                          f"{keys[0]!r} is {kind or 'unknown'} of {inputs.get('dtype', 'unknown')} values")
+    shape = tuple(int(d) for d in inputs.get("shape", {}).get("dimensions", []))
+    if any(d < 0 for d in shape):
+        raise ConfigError("dataset.name", data_cfg.name, f"inputs of one fixed shape (a batch stacks them); input "
+                          f"{keys[0]!r} has shape {tuple(d if d >= 0 else None for d in shape)}")
+    return None, shape or None
 
 
 def load(data_cfg) -> Arrays:
