@@ -97,12 +97,39 @@ def read_probes(sweep_dir: Path, df: pd.DataFrame) -> tuple[pd.DataFrame, list[s
     frame = pd.DataFrame(rows)
     for column in FINAL_PROBES:
         frame[column] = pd.to_numeric(frame[column], errors="coerce") if column in frame else math.nan
-    if "eigen_converged" in frame:
-        unconverged = frame.loc[frame["eigen_converged"] == False, "run_id"].tolist()  # noqa: E712 (NaN is neither)
-        if unconverged:
-            notes.append(f"Power iteration stopped at its cap before converging for {', '.join(unconverged)}: "
-                         "their top eigenvalue is an estimate of lower precision.")
-    return frame, notes
+    if "trace_stderr" in frame:
+        frame["trace_stderr"] = pd.to_numeric(frame["trace_stderr"], errors="coerce")
+    return frame, notes + estimate_notes(frame)
+
+
+def _runs(frame: pd.DataFrame, mask: pd.Series) -> str:
+    chosen = frame.loc[mask, "run_id"].tolist()
+    return f"{len(chosen)} of {len(frame)} runs ({', '.join(chosen)})"
+
+
+def estimate_notes(probes: pd.DataFrame) -> list[str]:
+    """What the report must say about estimates that did not reach their tolerance or cannot be read: never
+    clamped, never dropped without a word."""
+    notes = []
+    if "eigen_converged" in probes:
+        unconverged = probes["eigen_converged"] == False  # noqa: E712 (NaN, an older file's, is neither)
+        if unconverged.any():
+            notes.append(f"The top eigenvalue's error bound stayed above 1e-3 of it for {_runs(probes, unconverged)}: "
+                         "an estimate of lower precision (a lower bound).")
+    if "trace_converged" in probes:
+        unconverged = probes["trace_converged"] == False  # noqa: E712
+        if unconverged.any():
+            worst = (probes.loc[unconverged, "trace_stderr"] / probes.loc[unconverged, "hessian_trace"].abs()).max()
+            notes.append(f"The Hessian trace did not reach a standard error of 5% within its cap of Hessian-vector "
+                         f"products for {_runs(probes, unconverged)} (up to {worst:.0%}).")
+    if "trace_stderr" in probes:
+        spans = probes["hessian_trace"].abs() < 1.96 * probes["trace_stderr"]
+        if spans.any():
+            shown = "; ".join(f"{r.run_id}: {number(r.hessian_trace)} ± {number(1.96 * r.trace_stderr)}"
+                              for r in probes[spans].itertuples())
+            notes.append(f"The Hessian trace is inconclusive for {_runs(probes, spans)}: its 95% interval spans zero "
+                         f"({shown}).")
+    return notes
 
 
 def read_interpolation(sweep_dir: Path) -> tuple[pd.DataFrame | None, list[str]]:
@@ -196,12 +223,21 @@ def sharpness_sentence(probes: pd.DataFrame) -> str | None:
 
 
 def noise_scale_sentence(epochs: pd.DataFrame) -> str | None:
-    """The last epoch's smoothed noise scale (mean over runs) against the swept batch sizes."""
+    """The last epoch's smoothed noise scale (mean over runs) against the swept batch sizes. A run whose smoothed
+    |G|² is not positive there has no noise scale to read: said, with the count, never averaged in."""
     if "noise_scale_smoothed" not in epochs:
         return None
-    last = epochs.sort_values("epoch").groupby("run_id").tail(1)["noise_scale_smoothed"].dropna()
-    if last.empty:
+    final = epochs.sort_values("epoch").groupby("run_id").tail(1)
+    final = final[final["grad_norm_sq"].notna()] if "grad_norm_sq" in final else final
+    if final.empty:
         return None
+    last = final["noise_scale_smoothed"].dropna()
+    unreadable = len(final) - len(last)
+    caveat = (f" For {unreadable} of {len(final)} runs the smoothed |G|² came out zero or negative at the last epoch "
+              "(the mean gradient smaller than the small batches' noise can resolve): their noise scale is "
+              "inconclusive and not in the mean." if unreadable else "")
+    if last.empty:
+        return "Gradient noise scale at the last epoch: inconclusive." + caveat
     noise = last.mean()
     sizes = sorted(epochs[BATCH].unique())
     above = [s for s in sizes if s > noise]
@@ -209,7 +245,7 @@ def noise_scale_sentence(epochs: pd.DataFrame) -> str | None:
              else f"every swept batch size ({', '.join(map(str, sizes))}) lies below it")
     return (f"Gradient noise scale at the last epoch: B_simple ≈ {number(noise)} (tr(Σ) and |G|² smoothed across "
             f"epochs, mean over {len(last)} runs); {where}. Batches above ~B_noise gain little per step: "
-            "McCandlish et al.'s critical batch size, which B_simple roughly estimates.")
+            "McCandlish et al.'s critical batch size, which B_simple roughly estimates." + caveat)
 
 
 def distance_sentence(epochs: pd.DataFrame) -> str | None:

@@ -85,6 +85,7 @@ class Scheduler:
         self.exit_codes: dict[int, int] = {}
         self.skipped: list[Job] = []
         self.idle: list[Worker] = []  # warm workers waiting for their next job
+        self.keep = 0  # idle workers kept once no job needs them (one for the interpolation)
 
     def _env(self, job: Job, gpu_ids: list[int]) -> dict[str, str]:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -129,17 +130,34 @@ class Scheduler:
         if record is None or record.get("status") == "running":
             _record_lost_run(running.job, record, code, interrupted)
 
-    def run(self) -> dict[int, int]:
+    def run(self, then: Callable[[Worker | None], None] | None = None) -> dict[int, int]:
+        """Run the jobs; then `then` (the sweep's interpolation) with a warm worker kept from the last runs, or
+        None when no run left one."""
         pending = []
         for job in self.jobs:  # finished runs with intact files are left alone; damaged ones run again
             (self.skipped if is_finished(job.run_dir) else pending).append(job)
         running: list[_Running] = []
         started = time.monotonic()
+        self.keep = 1 if then is not None else 0
         try:
             self._loop(pending, running, started)
+            if then is not None:
+                self._then(then)
         finally:
             self._close_idle()
         return self.exit_codes
+
+    def _then(self, then: Callable[[Worker | None], None]) -> None:
+        worker = self._idle_worker()
+        try:
+            then(worker)
+        except BaseException:  # Ctrl-C during it: the worker (a session of its own) is stopped as a run would be
+            if worker is not None:
+                _signal_group(worker.process, signal.SIGINT)
+            raise
+        finally:
+            if worker is not None:
+                worker.close()
 
     def _loop(self, pending: list[Job], running: list[_Running], started: float) -> None:
         try:
@@ -162,7 +180,7 @@ class Scheduler:
                         running.remove(r)
                         self._finish(r, code)
                 if not any(job.worker_args is not None for job in pending):
-                    self._close_idle()
+                    self._close_idle(keep=self.keep)
                 self.progress(self._status_line(pending, running, started), False)
                 if pending or running:
                     time.sleep(self.poll_seconds)
@@ -180,8 +198,8 @@ class Scheduler:
             worker.close()  # it died while it waited
         return None
 
-    def _close_idle(self) -> None:
-        while self.idle:
+    def _close_idle(self, keep: int = 0) -> None:
+        while len(self.idle) > keep:
             self.idle.pop().close()
 
     def _stop(self, running: list[_Running]) -> None:

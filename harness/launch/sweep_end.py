@@ -1,5 +1,5 @@
-"""What follows a multirun, in the command's process: the sweep-level probes (in a process of their own, since
-they load TensorFlow) and the report, written even when the sweep was interrupted."""
+"""What follows a multirun, in the command's process: the sweep-level probes (in a warm worker or a process of
+their own, since they load TensorFlow) and the report, written even when the sweep was interrupted."""
 from __future__ import annotations
 
 import signal
@@ -10,24 +10,32 @@ from pathlib import Path
 from harness.store import layout
 
 REPORTS_DIR = Path("reports")  # like sweeps/, relative to where the command runs
+WARM, FRESH = "# in a warm run process", "# in a process of its own"  # interpolation.log's first line: where it ran
 
 
-def interpolate(sweep_dir: Path) -> None:
-    """The sweep-level probes (the interpolation between batch sizes), in a process of their own since they load
-    TensorFlow; skipped when the sweep has no pair of runs or its interpolation is newer than their weights. A
-    failure is one line: the report is written without it."""
+def interpolate(sweep_dir: Path, worker=None) -> None:
+    """The sweep-level probes (the interpolation between batch sizes), in `worker` (a warm harness.launch.worker
+    left by the last runs, TensorFlow loaded) or a process of their own, never in the command's (the report does
+    not load TensorFlow); skipped when the sweep has no pair of runs or its interpolation is newer than their
+    weights. A failure is one line: the report is written without it."""
     from harness.probes import interpolation
 
     if not interpolation.needs_update(sweep_dir):
         return
     log_path = sweep_dir / layout.INTERPOLATION_LOG  # TensorFlow's start-up chatter and any traceback, off the console
-    with open(log_path, "w") as log:
-        done = subprocess.run([sys.executable, "-m", "harness.probe", str(sweep_dir)], stdout=log,
-                              stderr=subprocess.STDOUT)
-    if done.returncode == -signal.SIGINT or done.returncode == 128 + signal.SIGINT:
+    if worker is not None:
+        log_path.write_text(f"{WARM} (pid {worker.process.pid})\n")
+        code = worker.interpolate(sweep_dir, log_path)
+    else:
+        with open(log_path, "w") as log:
+            log.write(f"{FRESH}\n")
+            log.flush()
+            code = subprocess.run([sys.executable, "-m", "harness.probe", str(sweep_dir)], stdout=log,
+                                  stderr=subprocess.STDOUT).returncode
+    if code == -signal.SIGINT or code == 128 + signal.SIGINT:
         raise KeyboardInterrupt
-    if done.returncode != 0:
-        print(f"harness: the interpolation failed (exit {done.returncode}, see {log_path}); the report has none. "
+    if code != 0:
+        print(f"harness: the interpolation failed (exit {code}, see {log_path}); the report has none. "
               f"Retry: python -m harness.probe {sweep_dir}", file=sys.stderr)
 
 

@@ -8,8 +8,10 @@ and starts from a cleared Keras session and its own seed, so its metrics are bit
 (tested). GPU jobs and simulated devices keep a fresh process each: TensorFlow's device setup is fixed for the
 life of a process.
 
-Protocol: the scheduler writes one JSON line per job on the worker's stdin ({"args": [...], "log": "..."}); the
-worker answers each with a JSON line on stdout: the job's exit code and whether it takes another job. An
+Protocol: the scheduler writes one JSON line per job on the worker's stdin ({"args": [...], "log": "..."}; or
+{"probe": SWEEP_DIR, "log": "..."} for the sweep's interpolation, `python -m harness.probe SWEEP_DIR` in the warm
+process, which saves its start-up); the worker answers each with a JSON line on stdout: the job's exit code and
+whether it takes another job. An
 interrupted job (exit code 128 + the signal) or one that ended abnormally (Hydra's sys.exit, an exception)
 ends the worker with the same code, so no later job runs in a process whose state is in doubt.
 """
@@ -30,8 +32,9 @@ INTERRUPTED = 128  # exit codes from 128 up: the job was stopped by a signal
 MAX_RUNS = 10
 
 
-def _run_job(args: list[str], log_path: Path) -> tuple[int, bool]:
-    """(exit code, whether the process is still fit for another job); stdout and stderr go to the job's log."""
+def _run_job(args: list[str], log_path: Path, probe: bool = False) -> tuple[int, bool]:
+    """(exit code, whether the process is still fit for another job); stdout and stderr go to the job's log.
+    `probe`: args is [SWEEP_DIR] for harness.run.interpolation instead of a run's overrides."""
     from harness.launch import cli, signals
 
     sys.stdout.flush()
@@ -40,7 +43,12 @@ def _run_job(args: list[str], log_path: Path) -> tuple[int, bool]:
         os.dup2(log.fileno(), 1)
         os.dup2(log.fileno(), 2)
     try:
-        code = cli.main(args)
+        if probe:
+            from harness.run import interpolation
+
+            code = interpolation.main(args)
+        else:
+            code = cli.main(args)
         return code, code < INTERRUPTED
     except SystemExit as exit_:  # Hydra ends a job it cannot run with sys.exit
         code = exit_.code if isinstance(exit_.code, int) else 1
@@ -62,7 +70,8 @@ def serve(requests: IO[str], replies: IO[str]) -> int:
     """Run each requested job in turn; the exit code is the last job's when it retired the worker, else 0."""
     for line in requests:
         job = json.loads(line)
-        code, fit = _run_job(list(job["args"]), Path(job["log"]))
+        probe = "probe" in job
+        code, fit = _run_job([job["probe"]] if probe else list(job["args"]), Path(job["log"]), probe)
         replies.write(json.dumps({"code": code, "reusable": fit}) + "\n")
         replies.flush()
         if not fit:
@@ -98,9 +107,19 @@ class Worker:
         )
 
     def send(self, args: list[str], log_path: Path) -> None:
-        self.process.stdin.write(json.dumps({"args": args, "log": str(log_path)}) + "\n")
-        self.process.stdin.flush()
+        self._request({"args": args, "log": str(log_path)})
         self.runs += 1
+
+    def interpolate(self, sweep_dir: Path, log_path: Path) -> int:
+        """The sweep's interpolation in this warm process; its exit code once done (the worker's own if it died)."""
+        self._request({"probe": str(sweep_dir), "log": str(log_path)})
+        while (code := self.result()) is None:
+            select.select([self.process.stdout], [], [], 1.0)
+        return code
+
+    def _request(self, request: dict) -> None:
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
 
     def result(self) -> int | None:
         """The running job's exit code once it has ended (the worker's own, if it died during the job)."""

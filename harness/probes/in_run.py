@@ -86,9 +86,10 @@ class EpochProbes:
 def final_probes(model, x: np.ndarray, y: np.ndarray, decode: Callable | None, samples: int) -> dict[str, Any]:
     """Top Hessian eigenvalue, Hessian trace and sharpness at both ε of the training loss on the probe subset.
 
-    The model's weights are put back afterwards. Stated tolerances: power iteration to a relative change of
-    curvature.EIGEN_TOLERANCE (at most EIGEN_MAX_ITERATIONS), Hutchinson to a relative change of
-    curvature.TRACE_TOLERANCE (at most TRACE_MAX_VECTORS), L-BFGS-B for SHARPNESS_ITERATIONS iterations.
+    The model's weights are put back afterwards. The eigenvalue and the trace come from one Lanczos sketch and
+    Hutchinson on its remainder (curvature.spectrum: the eigenvalue to an error bound of
+    curvature.EIGEN_TOLERANCE, the trace to a standard error of curvature.TRACE_ERROR, each recorded as
+    converged or not); the sharpness from L-BFGS-B stopped on convergence (at most SHARPNESS_ITERATIONS).
     """
     from harness.data import pipelines
     from harness.probes.objective import Objective, restoring
@@ -98,8 +99,8 @@ def final_probes(model, x: np.ndarray, y: np.ndarray, decode: Callable | None, s
     objective = Objective(model, pipelines.cached_dataset(x[chosen], y[chosen], PROBE_BATCH, decode))
     restore = restoring(objective)
     weights = objective.weights()
-    eigen = curvature.top_eigenvalue(objective.hessian_vector, objective.size)
-    trace = curvature.hutchinson_trace(objective.hessian_vector, objective.size)
+    found = curvature.spectrum(objective.hessian_vector, objective.size)
+    eigen, trace = found.eigenvalue, found.trace
 
     def loss_and_gradient(w: np.ndarray) -> tuple[float, np.ndarray]:
         objective.assign(w)
@@ -112,10 +113,13 @@ def final_probes(model, x: np.ndarray, y: np.ndarray, decode: Callable | None, s
     return {
         "probe_samples": int(len(chosen)),
         "probe_loss": objective.loss(),
-        "hessian_top_eigenvalue": eigen.value, "eigen_iterations": eigen.iterations, "eigen_converged": eigen.converged,
+        "hessian_top_eigenvalue": eigen.value, "eigen_error": eigen.stderr, "eigen_iterations": eigen.iterations,
+        "eigen_converged": eigen.converged,
         "hessian_trace": trace.value, "trace_stderr": trace.stderr, "trace_vectors": trace.iterations,
-        "trace_converged": trace.converged,
-        "sharpness": sharp[1e-3], "sharpness_5e-4": sharp[5e-4],
+        "trace_sketch": found.sketch, "trace_converged": trace.converged, "hessian_products": found.products,
+        "sharpness": sharp[1e-3].value, "sharpness_5e-4": sharp[5e-4].value,
+        "sharpness_iterations": sharp[1e-3].iterations, "sharpness_5e-4_iterations": sharp[5e-4].iterations,
+        "sharpness_converged": sharp[1e-3].converged and sharp[5e-4].converged,
         "seconds": time.perf_counter() - started,
     }
 

@@ -11,16 +11,22 @@ from harness.store.layout import PROBES_FILE
 FIELDS = {
     "probe_samples": "training samples the probes measured on (the fixed probe subset)",
     "probe_loss": "the training loss on that subset",
-    "hessian_top_eigenvalue": "the Hessian's largest eigenvalue (power iteration)",
-    "eigen_iterations": "power iterations run", "eigen_converged": "whether the eigenvalue converged",
-    "hessian_trace": "the Hessian's trace (Hutchinson)", "trace_stderr": "its standard error",
-    "trace_vectors": "probe vectors used", "trace_converged": "whether the trace converged",
+    "hessian_top_eigenvalue": "the Hessian's eigenvalue of largest magnitude (Lanczos, Rayleigh-Ritz)",
+    "eigen_error": "its error bound (an eigenvalue lies this close)", "eigen_iterations": "Lanczos steps run",
+    "eigen_converged": "whether the error bound reached 1e-3 of the eigenvalue",
+    "hessian_trace": "the Hessian's trace (the Lanczos sketch's, exact, plus Hutchinson on the rest)",
+    "trace_stderr": "its standard error", "trace_vectors": "Hutchinson vectors on the rest",
+    "trace_sketch": "the sketch's rank (Lanczos steps)",
+    "trace_converged": "whether the standard error reached 5% of the trace",
+    "hessian_products": "Hessian-vector products in all",
     "sharpness": "Keskar et al.'s sharpness at epsilon 1e-3", "sharpness_5e-4": "the same at epsilon 5e-4",
+    "sharpness_iterations": "L-BFGS-B iterations at epsilon 1e-3", "sharpness_5e-4_iterations": "at 5e-4",
+    "sharpness_converged": "whether both searches stopped on convergence, not their 10-iteration cap",
     "seconds": "the probes' time",
     "error": "null, or why the probes failed (the run stays completed)",
 }
 MEASURES = ("hessian_top_eigenvalue", "hessian_trace", "sharpness", "sharpness_5e-4")  # compared across batch sizes
-CONVERGED = ("eigen_converged", "trace_converged")
+CONVERGED = ("eigen_converged", "trace_converged", "sharpness_converged")
 
 
 def write(run_dir: Path, values: dict[str, Any]) -> None:

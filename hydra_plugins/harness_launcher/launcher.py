@@ -85,6 +85,7 @@ class HarnessLauncher(Launcher):
                    config=run_cfg.flat(), worker_args=args if warm else None), sweep_config
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        from harness.launch import sweep_end
         from harness.launch.progress import terminal_progress
         from harness.launch.resources import default_parallelism, visible_gpus
         from harness.launch.scheduler import Scheduler
@@ -105,7 +106,7 @@ class HarnessLauncher(Launcher):
             log.info(f"\t#{job.num} : {' '.join(filter_overrides(job.overrides))}")
         scheduler = Scheduler(list(jobs), n_jobs, gpu_ids, poll_seconds=self.poll_seconds,
                               stop_timeout=self.stop_timeout_s, progress=terminal_progress())
-        scheduler.run()
+        scheduler.run(then=lambda worker: sweep_end.interpolate(sweep_dir, worker))  # TensorFlow already loaded
         # Failures are in each run's run.json, which decides the exit code; a FAILED JobReturn would make
         # Hydra 1.3 raise here and skip the end-of-sweep report. The return value is the run's final val_acc,
         # what the task function returns in-process, so a sweeper that optimises it gets the metric.

@@ -82,6 +82,45 @@ def test_ema_and_the_smoothed_noise_scale_by_hand():
     assert np.allclose(why.smoothed_noise_scale(run, 0.5), [2.0, np.nan, 4.25 / 0.375], equal_nan=True)
 
 
+def test_a_negative_gradient_norm_is_an_inconclusive_noise_scale_with_its_count_never_averaged_in():
+    epochs = pd.DataFrame({"run_id": ["a", "a", "b", "b"], "epoch": [1, 2, 1, 2], BATCH: [8, 8, 128, 128],
+                           "grad_norm_sq": [1.0, 0.5, 1.0, -3.0],
+                           "noise_scale_smoothed": [10.0, 40.0, 12.0, float("nan")]})  # b: |G|² smoothed below 0
+    line = why.noise_scale_sentence(epochs)
+    assert "B_simple ≈ 40" in line and "mean over 1 runs" in line
+    assert "For 1 of 2 runs the smoothed |G|² came out zero or negative at the last epoch" in line
+    assert "inconclusive and not in the mean" in line
+    none = why.noise_scale_sentence(epochs.assign(noise_scale_smoothed=float("nan")))
+    assert none.startswith("Gradient noise scale at the last epoch: inconclusive.") and "For 2 of 2 runs" in none
+
+
+def test_a_trace_that_missed_its_error_or_spans_zero_is_reported_not_hidden(tmp_path):
+    def probes(batch, seed):
+        values = probe_values(batch, seed)
+        if batch == 128 and seed == 0:  # stopped at its cap with a 30% error
+            values.update(hessian_trace=10.0, trace_stderr=3.0, trace_converged=False)
+        if batch == 128 and seed == 1:  # an indefinite Hessian whose trace is zero within its error
+            values.update(hessian_trace=1.0, trace_stderr=2.0, trace_converged=False)
+        if batch == 8 and seed == 1:
+            values.update(eigen_converged=False)
+        return values
+
+    sweep = add_probes(batch_sweep(tmp_path / "s", {8: [0.9, 0.91], 128: [0.8, 0.81]}), probes)
+    notes = " ".join(assess(sweep).why.notes)
+    assert ("The Hessian trace did not reach a standard error of 5% within its cap of Hessian-vector products for 2 "
+            "of 4 runs (s/2, s/3) (up to 200%).") in notes
+    assert "The Hessian trace is inconclusive for 1 of 4 runs (s/3): its 95% interval spans zero (s/3: " in notes
+    assert "The top eigenvalue's error bound stayed above 1e-3 of it for 1 of 4 runs (s/1)" in notes
+    html = report.build_report(sweep)
+    assert "its 95% interval spans zero" in html and "did not reach a standard error of 5%" in html
+    # the figure draws every run's trace with its interval: one dot per run, hollow where it did not converge
+    figure = why_plots.curvature_vs_batch(assess(sweep).why.probes)
+    trace_axes = [ax for ax in figure.axes if ax.get_title() == "Hessian trace"][0]
+    [dots] = [c for c in trace_axes.collections if c.get_offsets().shape[0] == 4]
+    hollow = [face[3] == 0 for face in dots.get_facecolors()]
+    assert sum(hollow) == 2
+
+
 def test_a_sweep_without_probes_says_so_in_one_line(tmp_path):
     sweep = batch_sweep(tmp_path / "s", {8: [0.9], 128: [0.8]}, probes=False)
     result = assess(sweep).why

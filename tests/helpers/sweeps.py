@@ -238,9 +238,11 @@ def probe_values(batch: int, seed: int) -> dict:
     sharper one, as Keskar et al. report."""
     eigenvalue = 20.0 * (batch / 8) ** 0.5 + seed
     return {"probe_samples": 2048, "hessian_top_eigenvalue": eigenvalue, "hessian_trace": 15.0 * eigenvalue,
-            "sharpness": eigenvalue / 2, "sharpness_5e-4": eigenvalue / 4, "eigen_iterations": 30,
-            "eigen_converged": True, "trace_vectors": 40, "trace_converged": True, "probe_loss": 0.05,
-            "seconds": 9.0, "error": None}
+            "trace_stderr": 0.3 * eigenvalue, "sharpness": eigenvalue / 2, "sharpness_5e-4": eigenvalue / 4,
+            "eigen_error": 1e-6, "eigen_iterations": 15, "eigen_converged": True, "trace_vectors": 8,
+            "trace_sketch": 15, "trace_converged": True, "hessian_products": 23, "sharpness_iterations": 5,
+            "sharpness_5e-4_iterations": 4, "sharpness_converged": True, "probe_loss": 0.05, "seconds": 9.0,
+            "error": None}
 
 
 def _interpolation_curve(pair: str, small: tuple[str, int], large: tuple[str, int], alphas: int,

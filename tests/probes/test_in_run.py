@@ -68,9 +68,13 @@ def test_the_interpolation_starts_and_ends_at_the_two_runs_own_final_metrics(pro
 
 
 @pytest.mark.slow  # reads a shared real sweep
-def test_probe_command_recomputes_the_interpolation_and_refuses_a_missing_folder(probed_sweep, tmp_path):
+def test_the_interpolation_runs_warm_and_the_probe_command_recomputes_it_and_refuses_a_missing_folder(probed_sweep, tmp_path):
+    from harness.launch.sweep_end import WARM
     from harness.run.interpolation import main
 
+    # the sweep made it in a run process its runs had left warm, without a start-up of its own; the command
+    # recomputes the same curve in a fresh one
+    assert (probed_sweep[0] / layout.INTERPOLATION_LOG).read_text().startswith(WARM)
     sweep = copy_sweep(probed_sweep[0], tmp_path / "smoke")  # the shared one stays as it was
     target = sweep / layout.INTERPOLATION_FILE
     before = pd.read_parquet(target)

@@ -39,6 +39,8 @@ def curvature_vs_batch(probes: pd.DataFrame) -> Figure:
         for facet, frame in probes.groupby("facet"):
             s = style.mean_sd_by(frame.dropna(subset=[column]), BATCH, column)
             ax.errorbar(s[BATCH], s["mean"], yerr=s["std"], fmt="-o", ms=4, color=colors[facet], capsize=3)
+            if column == "hessian_trace" and "trace_stderr" in frame:
+                _runs_with_intervals(ax, frame, colors[facet])
         style.log2_axis(ax, sizes)
         _log_if_wide(ax, probes[column])
         ax.set_title(style.wrap(label, 40), fontsize=9)
@@ -47,6 +49,20 @@ def curvature_vs_batch(probes: pd.DataFrame) -> Figure:
     if len(facets) > 1:
         style.legend_below(fig, [Line2D([], [], color=colors[f], marker="o") for f in facets], facets, columns=3)
     return fig
+
+
+def _runs_with_intervals(ax, frame: pd.DataFrame, color) -> None:
+    """Each run's trace beside the seed mean, with its 95% interval (±1.96 standard errors); hollow where the
+    estimate stopped at its cap before reaching its tolerance."""
+    runs = frame.dropna(subset=["hessian_trace", "trace_stderr"])
+    if runs.empty:
+        return
+    x = runs[BATCH] * 1.12  # just right of the mean on the log2 axis
+    ax.errorbar(x, runs["hessian_trace"], yerr=1.96 * runs["trace_stderr"], fmt="none", ecolor=color, alpha=0.45,
+                elinewidth=1, capsize=0)
+    converged = runs["trace_converged"].fillna(True).astype(bool) if "trace_converged" in runs else True
+    ax.scatter(x, runs["hessian_trace"], s=9, edgecolors=color, linewidths=0.8,
+               facecolors=[color if c else "none" for c in pd.Series(converged, index=runs.index)])
 
 
 def _solution(frame: pd.DataFrame, side: str) -> str:
@@ -144,8 +160,10 @@ def figures(a) -> list[tuple[str, Figure, str]]:
     if not why.probes.empty:
         drawn.append(("Sharpness of the final minimum vs batch size", curvature_vs_batch(why.probes), (
             "Keskar et al.'s sharpness (metric 2.1: the largest loss increase, in percent, within a box of relative "
-            "size ε = 1e-3 around the final weights), the Hessian's top eigenvalue (power iteration) and its trace "
-            "(Hutchinson), on the training loss of the final weights; mean ± sd over seeds.")))
+            "size ε = 1e-3 around the final weights), the Hessian's top eigenvalue and its trace (a Lanczos sketch, "
+            "Rayleigh-Ritz for the eigenvalue, Hutchinson on the rest of the trace), on the training loss of the "
+            "final weights; lines: mean ± sd over seeds. Trace dots: each run's estimate with its 95% interval "
+            "(±1.96 standard errors), hollow where it stopped at its cap above a 5% standard error.")))
     if why.interpolation is not None and not why.interpolation.empty:
         count = why.interpolation["pair"].nunique()
         shown = "" if count <= MAX_PAIRS else f" {MAX_PAIRS} of {count} pairs are drawn, taking each facet in turn."
