@@ -131,7 +131,7 @@ def sharpness(loss_and_gradient: Callable[[Vector], tuple[float, Vector]], weigh
     The search is a lower bound of the true maximum, as in the paper; `loss_and_gradient` takes the full weight
     vector and may move the model's weights (the caller restores them).
     """
-    from scipy.optimize import minimize  # here, not at the top: a run without probes never loads it (~0.5 s)
+    from scipy.optimize import Bounds, minimize  # here, not at the top: a run without probes never loads it
 
     base, _ = loss_and_gradient(weights)
     bound = epsilon * (np.abs(weights) + 1.0)
@@ -153,6 +153,6 @@ def sharpness(loss_and_gradient: Callable[[Vector], tuple[float, Vector]], weigh
             raise StopIteration
 
     result = minimize(negative, np.zeros_like(weights), jac=True, method="L-BFGS-B", callback=after_iteration,
-                      bounds=np.stack([-bound, bound], axis=1), options={"maxiter": iterations})
+                      bounds=Bounds(-bound, bound), options={"maxiter": iterations})  # not pairs: a slow loop
     converged = stopped[0] or (result.status == 0 and result.nit < iterations)
     return Estimate(scale * (highest[0] - base), int(result.nit), converged)
