@@ -1,10 +1,11 @@
 """A model's training loss on a fixed set of samples, as a function of its trainable weights.
 
-The probes (harness.probes.curvature, harness.probes.noise_scale) see a model only through this: the weights as one flat
-float64 vector, the loss, its gradient and Hessian-vector products (double backprop: a GradientTape inside a
-GradientTape). The loss is the one the model trains on (sparse categorical cross-entropy of its softmax
-outputs, plus any regularisation losses), evaluated in inference mode (dropout off, batch norm with its moving
-statistics), as a mean over all the samples.
+The probes (harness.probes.curvature, harness.probes.noise_scale) see a model only through this: the weights as
+one flat float64 vector, the loss, its gradient and Hessian-vector products (double backprop: a GradientTape
+inside a GradientTape), functions of the weights' values traced once per model structure and process. The loss
+is the one the model trains on (sparse categorical cross-entropy of its softmax outputs, plus any regularisation
+losses), evaluated in inference mode (dropout off, batch norm with its moving statistics), as a mean over all
+the samples.
 """
 from __future__ import annotations
 
@@ -15,47 +16,84 @@ import numpy as np
 from harness.backend import keras, tf
 
 
-class Objective:
-    """f(w) = mean training loss of `model` over `batches` (a finite tf.data.Dataset of (x, y) batches).
+class _Traced:
+    """The summed loss, its gradient and Hessian-vector products of one model structure as tf.functions of the
+    weights' values (the model called in a keras.StatelessScope on them), traced on the first model of that
+    structure in the process and reused by every later one: a warm worker's runs and a run's two objectives
+    trace them once, not per model."""
 
-    The compiled functions are traced once per model: `use` points the same objective at other samples.
-    """
+    def __init__(self, template: keras.Model):
+        trainable, fixed = list(template.trainable_variables), list(template.non_trainable_variables)
+        self.sizes = [int(np.prod(v.shape)) for v in trainable]
 
-    def __init__(self, model: keras.Model, batches: tf.data.Dataset):
-        self.model = model
-        self.variables = list(model.trainable_variables)
-        self.sizes = [int(np.prod(v.shape)) for v in self.variables]
-        self.size = sum(self.sizes)
-        self.use(batches)
-        variables = self.variables
-
-        def summed_loss(x, y):
-            probabilities = model(x, training=False)
+        def summed_loss(values, fixed_values, x, y):
+            mapping = [*zip(trainable, values), *zip(fixed, fixed_values)]
+            with keras.StatelessScope(state_mapping=mapping):
+                probabilities = template(x, training=False)
+                losses = template.losses
             data_loss = tf.reduce_sum(keras.losses.sparse_categorical_crossentropy(y, probabilities))
-            regularisation = tf.add_n(model.losses) if model.losses else 0.0
+            regularisation = tf.add_n(losses) if losses else 0.0
             return data_loss + regularisation * tf.cast(tf.shape(y)[0], data_loss.dtype)
 
         def flat(tensors):
             return tf.concat([tf.reshape(t, [-1]) for t in tensors], axis=0)
 
-        @tf.function(reduce_retracing=True)
-        def loss_and_gradient(x, y):
+        def loss_and_gradient(values, fixed_values, x, y):
             with tf.GradientTape() as tape:
-                loss = summed_loss(x, y)
-            return loss, flat(tape.gradient(loss, variables))
+                tape.watch(values)
+                loss = summed_loss(values, fixed_values, x, y)
+            return loss, flat(tape.gradient(loss, values))
 
-        @tf.function(reduce_retracing=True)
-        def hessian_vector(x, y, vector):
+        def hessian_vector(values, fixed_values, x, y, vector):
             parts = tf.split(vector, self.sizes)
             with tf.GradientTape() as outer:
+                outer.watch(values)
                 with tf.GradientTape() as inner:
-                    loss = summed_loss(x, y)
-                gradient = inner.gradient(loss, variables)
+                    inner.watch(values)
+                    loss = summed_loss(values, fixed_values, x, y)
+                gradient = inner.gradient(loss, values)
                 projected = tf.add_n([tf.reduce_sum(g * tf.reshape(p, tf.shape(g))) for g, p in zip(gradient, parts)])
-            return flat(outer.gradient(projected, variables))
+            return flat(outer.gradient(projected, values))
 
-        self._loss_and_gradient, self._hessian_vector = loss_and_gradient, hessian_vector
-        self._summed_loss = tf.function(summed_loss, reduce_retracing=True)
+        self.summed_loss = tf.function(summed_loss, reduce_retracing=True)
+        self.loss_and_gradient = tf.function(loss_and_gradient, reduce_retracing=True)
+        self.hessian_vector = tf.function(hessian_vector, reduce_retracing=True)
+
+
+_TRACED: dict[str, _Traced] = {}  # a model structure (its JSON config) -> its functions, for this process
+
+
+def _traced(model: keras.Model) -> _Traced:
+    """The functions for `model`'s structure: traced on its first model, or on this one for a model without a
+    JSON config (a subclassed user model), whose functions are then its own."""
+    try:
+        key = model.to_json()
+    except Exception:  # not serialisable: no structure to share
+        return _Traced(model)
+    if key not in _TRACED:
+        _TRACED[key] = _Traced(model)
+    return _TRACED[key]
+
+
+class Objective:
+    """f(w) = mean training loss of `model` over `batches` (a finite tf.data.Dataset of (x, y) batches).
+
+    The functions are traced once per model structure and process (_Traced); `use` points the same objective
+    at other samples.
+    """
+
+    def __init__(self, model: keras.Model, batches: tf.data.Dataset):
+        self.model = model
+        self.variables = list(model.trainable_variables)
+        self.fixed = list(model.non_trainable_variables)
+        self.sizes = [int(np.prod(v.shape)) for v in self.variables]
+        self.size = sum(self.sizes)
+        self.use(batches)
+        self.traced = _traced(model)
+
+    def _values(self) -> tuple[list, list]:
+        """The weights' current values, what the traced functions take."""
+        return [tf.convert_to_tensor(v) for v in self.variables], [tf.convert_to_tensor(v) for v in self.fixed]
 
     def use(self, batches: tf.data.Dataset) -> None:
         """Measure on `batches` from now on; they are read once and kept in memory as tensors (iterating a
@@ -71,26 +109,30 @@ class Objective:
             variable.assign(np.asarray(part.reshape(variable.shape), dtype=variable.dtype))
 
     def loss(self) -> float:
-        return float(sum(self._summed_loss(x, y) for x, y in self.batches)) / self.samples
+        values, fixed = self._values()
+        return float(sum(self.traced.summed_loss(values, fixed, x, y) for x, y in self.batches)) / self.samples
 
     def loss_and_gradient(self) -> tuple[float, np.ndarray]:
+        values, fixed = self._values()
         total, gradient = 0.0, np.zeros(self.size)
         for x, y in self.batches:
-            loss, grad = self._loss_and_gradient(x, y)
+            loss, grad = self.traced.loss_and_gradient(values, fixed, x, y)
             total += float(loss)
             gradient += grad.numpy()
         return total / self.samples, gradient / self.samples
 
     def batch_gradients(self) -> list[np.ndarray]:
         """The gradient of the mean loss of each batch, in order."""
+        values, fixed = self._values()
         return [grad.numpy() / float(tf.shape(y)[0]) for x, y in self.batches
-                for _, grad in [self._loss_and_gradient(x, y)]]
+                for _, grad in [self.traced.loss_and_gradient(values, fixed, x, y)]]
 
     def hessian_vector(self, vector: np.ndarray) -> np.ndarray:
+        values, fixed = self._values()
         v = tf.constant(vector, tf.float32)
         product = np.zeros(self.size)
         for x, y in self.batches:
-            product += self._hessian_vector(x, y, v).numpy()
+            product += self.traced.hessian_vector(values, fixed, x, y, v).numpy()
         return product / self.samples
 
 

@@ -51,6 +51,19 @@ def test_probes_json_holds_curvature_and_sharpness_and_the_weights_are_kept(prob
 
 
 @pytest.mark.slow  # reads a shared real sweep
+def test_each_runs_eigenvalue_matches_scipys_lanczos_and_its_trace_states_its_error(probed_sweep):
+    """On the same trained weights and probe samples, SciPy's eigsh (ARPACK) is the reference."""
+    from benchmarks import probe_accuracy
+
+    rows = probe_accuracy.accuracy(probed_sweep[0])
+    assert [r["batch_size"] for r in rows] == [16, 64]
+    for row in rows:
+        assert row["eigen_converged"] and row["eigen_difference"] < 0.01, row
+        assert row["trace_relative_error"] <= 0.05 or not row["trace_converged"], row
+    assert "Largest eigenvalue difference from eigsh" in probe_accuracy.table(probed_sweep[0], rows)
+
+
+@pytest.mark.slow  # reads a shared real sweep
 def test_the_interpolation_starts_and_ends_at_the_two_runs_own_final_metrics(probed_sweep):
     sweep, proc = probed_sweep
     curve = pd.read_parquet(sweep / layout.INTERPOLATION_FILE)

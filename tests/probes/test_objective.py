@@ -94,3 +94,30 @@ def test_batch_gradients_feed_the_noise_scale(softmax_regression):
     np.testing.assert_allclose(np.mean(gradients, axis=0), full, atol=1e-6)
     estimate = noise_scale.from_batch_gradients(gradients, 16)
     assert estimate.grad_trace_cov > 0
+
+
+def test_a_second_model_of_the_same_structure_reuses_the_traced_functions_with_its_own_weights():
+    """A warm worker's runs build a new model each: the double-backprop function is traced once, and each
+    model's products are its own (the functions take the weights' values, never a model's variables)."""
+    from harness.backend import keras, tf
+    from harness.probes.objective import Objective
+
+    rng = np.random.default_rng(4)
+    x, y = rng.standard_normal((N, D)).astype(np.float32), rng.integers(0, K, N)
+    objectives = []
+    for scale in (0.3, 1.0):
+        keras.backend.clear_session()  # as each run in a worker starts
+        inputs = keras.Input((D,))
+        model = keras.Model(inputs, keras.layers.Dense(K, activation="softmax", use_bias=False)(inputs))
+        model.layers[-1].kernel.assign(rng.standard_normal((D, K)).astype(np.float32) * scale)
+        objectives.append(Objective(model, tf.data.Dataset.from_tensor_slices((x, y)).batch(N)))
+    first, second = objectives
+    assert first.traced is second.traced
+    v = rng.standard_normal(D * K)
+    products = [first.hessian_vector(v)]
+    traced = first.traced.hessian_vector.experimental_get_tracing_count()
+    products.append(second.hessian_vector(v))
+    assert first.traced.hessian_vector.experimental_get_tracing_count() == traced  # the second model traced nothing
+    for objective, product in zip(objectives, products):
+        _, _, hessian = _closed_form(objective, x.astype(np.float64), y)
+        np.testing.assert_allclose(product, hessian @ v, rtol=1e-4, atol=1e-6)
