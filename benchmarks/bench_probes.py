@@ -36,12 +36,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--smoke", action="store_true",
-                        help="600 samples, 1 epoch, batch 16 and 64 in one worker, 1 repeat")
+                        help="600 samples, 1 epoch, batch 16 and 64 in one worker, 64 probe samples, 1 repeat")
     parser.add_argument("--update-readme", action="store_true")
     parser.add_argument("--extra", nargs="*", default=[], help="more overrides for both variants")
     args = parser.parse_args(argv)
     # smoke: two batch sizes (one pair for the interpolation) of tiny data, to check the script, not to measure
-    extra = ["dataset.num_samples=600", "epochs=1", "batch_size=16,64", "hydra.launcher.n_jobs=1"] if args.smoke else []
+    extra = (["dataset.num_samples=600", "epochs=1", "batch_size=16,64", "hydra.launcher.n_jobs=1", "probe_samples=64"]
+             if args.smoke else [])
     extra += args.extra
     repeats = 1 if args.smoke else args.repeats
     on, off, final_probes, interpolation = [], [], [], []

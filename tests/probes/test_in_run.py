@@ -81,7 +81,7 @@ def test_the_interpolation_starts_and_ends_at_the_two_runs_own_final_metrics(pro
 
 
 @pytest.mark.slow  # reads a shared real sweep
-def test_the_interpolation_runs_warm_and_the_probe_command_recomputes_it_and_refuses_a_missing_folder(probed_sweep, tmp_path):
+def test_the_interpolation_runs_warm_and_harness_probe_recomputes_it(probed_sweep, tmp_path):
     from harness.launch.sweep_end import WARM
     from harness.run.interpolation import main
 
