@@ -79,8 +79,8 @@ def table(sweep_dir: Path, rows: list[dict]) -> str:
                      f"{r['products']} |")
     worst = max(r["eigen_difference"] for r in rows)
     unconverged = sum(not r["trace_converged"] for r in rows)
-    lines += ["", f"Largest eigenvalue difference from eigsh: {worst:.2e}; traces above a 5% standard error: "
-              f"{unconverged} of {len(rows)} (each marked not converged)."]
+    lines += ["", f"Largest relative eigenvalue difference from eigsh: {worst:.2e}; traces that stopped above a 5% "
+              f"standard error (marked not converged): {unconverged} of {len(rows)}."]
     return "\n".join(lines)
 
 

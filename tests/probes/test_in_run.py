@@ -60,7 +60,7 @@ def test_each_runs_eigenvalue_matches_scipys_lanczos_and_its_trace_states_its_er
     for row in rows:
         assert row["eigen_converged"] and row["eigen_difference"] < 0.01, row
         assert row["trace_relative_error"] <= 0.05 or not row["trace_converged"], row
-    assert "Largest eigenvalue difference from eigsh" in probe_accuracy.table(probed_sweep[0], rows)
+    assert "Largest relative eigenvalue difference from eigsh" in probe_accuracy.table(probed_sweep[0], rows)
 
 
 @pytest.mark.slow  # reads a shared real sweep
