@@ -38,6 +38,9 @@ SlurmdLogFile=$STATE/slurmd.log
 # 10 s is enough for a job step's credential on one local node. The main scheduling loop runs every 2 s.
 AuthInfo=cred_expire=10
 SchedulerParameters=sched_interval=2,bf_interval=2
+# A cancelled job's processes get SIGKILL this many seconds after SIGTERM (default 30; submitit's runs ignore
+# SIGTERM, so a cancel took 30 s).
+KillWait=2
 SlurmdPidFile=$STATE/slurmd.pid
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
