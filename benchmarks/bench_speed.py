@@ -3,13 +3,16 @@
     python -m benchmarks.bench_speed                   # batch 8, 32, 128; 5 epochs; medians of 3 runs
     python -m benchmarks.bench_speed --update-readme   # also rewrite the README's Performance table
     python -m benchmarks.bench_speed --smoke           # one tiny round, to check the script works
+    python -m benchmarks.bench_speed --batch-sizes 8 --probes --update-readme   # the harness as it runs by default
 
 Every measurement is a fresh process started from here (same process tree, same machine, one at a time):
   baseline  the seed articles' way: MNIST-1D from mnist1d.make_dataset as numpy arrays, a Sequential CNN,
             model.fit(x, y, batch_size, epochs, validation_data) with Keras defaults;
   harness   `python -m harness batch_size=B epochs=E probes=false` (validation, post-epoch train accuracy,
             metrics files, TensorBoard events and checkpoints included; its data cache warmed once before
-            timing; what the probes add is benchmarks/bench_probes.py's to measure);
+            timing; what the probes add to a sweep is benchmarks/bench_probes.py's to measure); with --probes,
+            the harness's default probes on (per-epoch noise scale and distance, end-of-run curvature and
+            sharpness: one run as a user gets it by default);
   floor     the same model trained by one tf.function per epoch looping over pre-batched tensors, plus a
             validation pass per epoch, with the harness's thread setting (one intra-op thread for MNIST-1D):
             the per-step overhead a Python framework cannot go below.
@@ -113,12 +116,13 @@ def _timed(command: list[str], env: dict | None = None) -> tuple[float, subproce
     return seconds, proc
 
 
-def measure(kind: str, batch_size: int, epochs: int, num_samples: int, workdir: Path) -> dict:
+def measure(kind: str, batch_size: int, epochs: int, num_samples: int, workdir: Path, probes: bool = False) -> dict:
     """One fresh process of `kind`; returns its training and whole-process seconds."""
     if kind == "harness":
         run_dir = workdir / f"harness-{batch_size}-{time.monotonic_ns()}"
-        seconds, _ = _timed([sys.executable, "-m", "harness", f"batch_size={batch_size}", f"epochs={epochs}", "probes=false",
-                             f"dataset.num_samples={num_samples}", f"hydra.run.dir={run_dir}"])
+        seconds, _ = _timed([sys.executable, "-m", "harness", f"batch_size={batch_size}", f"epochs={epochs}",
+                             f"probes={str(probes).lower()}", f"dataset.num_samples={num_samples}",
+                             f"hydra.run.dir={run_dir}"])
         record = json.loads((run_dir / "run.json").read_text())
         import pandas as pd
 
@@ -130,12 +134,12 @@ def measure(kind: str, batch_size: int, epochs: int, num_samples: int, workdir: 
     return {**result, "process_seconds": seconds}
 
 
-def table(results: dict, batch_sizes: list[int], epochs: int, repeats: int) -> str:
+def table(results: dict, batch_sizes: list[int], epochs: int, repeats: int, probes: bool = False) -> str:
     med = {key: statistics.median(values) for key, values in results.items()}
     lines = [
         f"MNIST-1D convnet, {epochs} epochs, median of {repeats} fresh processes each "
         f"({os.cpu_count()} CPU cores; baseline with TensorFlow's default threads, harness and floor with one "
-        "intra-op thread).",
+        f"intra-op thread; the harness with {'its default probes on' if probes else 'probes=false'}).",
         "",
         "| batch | training s: baseline / harness / floor | harness ÷ baseline | harness ÷ floor "
         "| process s: baseline / harness | harness ÷ baseline |",
@@ -156,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--num-samples", type=int, default=5000)
     parser.add_argument("--smoke", action="store_true", help="batch 32, 1 epoch, 600 samples, 1 repeat")
+    parser.add_argument("--probes", action="store_true", help="the harness with its default probes on")
     parser.add_argument("--update-readme", action="store_true")
     parser.add_argument("--child", choices=["baseline", "floor"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -176,18 +181,18 @@ def main(argv: list[str] | None = None) -> int:
         for repeat in range(args.repeats):
             for b in batch_sizes:
                 for kind in ("baseline", "harness", "floor"):
-                    result = measure(kind, b, args.epochs, args.num_samples, workdir)
+                    result = measure(kind, b, args.epochs, args.num_samples, workdir, args.probes)
                     for key, value in result.items():
                         results.setdefault((kind, b, key), []).append(value)
                     print(f"# repeat {repeat + 1} batch {b} {kind}: train {result['train_seconds']:.2f} s, "
                           f"process {result['process_seconds']:.1f} s, val_acc {result['val_acc']:.3f}",
                           file=sys.stderr, flush=True)
-    text = table(results, batch_sizes, args.epochs, args.repeats)
+    text = table(results, batch_sizes, args.epochs, args.repeats, args.probes)
     print(text)
     if args.update_readme:
         from benchmarks.readme_section import replace_section
 
-        replace_section("performance", text)
+        replace_section("performance-with-probes" if args.probes else "performance", text)
     return 0
 
 
