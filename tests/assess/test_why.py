@@ -119,6 +119,7 @@ def test_a_trace_that_missed_its_error_or_spans_zero_is_reported_not_hidden(tmp_
     [dots] = [c for c in trace_axes.collections if c.get_offsets().shape[0] == 4]
     hollow = [face[3] == 0 for face in dots.get_facecolors()]
     assert sum(hollow) == 2
+    assert trace_axes.get_yscale() == "linear"  # a log axis would hide the interval that reaches below zero
 
 
 def test_a_sweep_without_probes_says_so_in_one_line(tmp_path):

@@ -42,7 +42,10 @@ def curvature_vs_batch(probes: pd.DataFrame) -> Figure:
             if column == "hessian_trace" and "trace_stderr" in frame:
                 _runs_with_intervals(ax, frame, colors[facet])
         style.log2_axis(ax, sizes)
-        _log_if_wide(ax, probes[column])
+        shown_values = probes[column]
+        if column == "hessian_trace" and "trace_stderr" in probes:  # an interval reaching 0 keeps a linear axis
+            shown_values = pd.concat([shown_values, probes[column] - 1.96 * probes["trace_stderr"]])
+        _log_if_wide(ax, shown_values)
         ax.set_title(style.wrap(label, 40), fontsize=9)
         ax.set_xlabel("global batch size", fontsize=8)
         ax.grid(alpha=0.3)
