@@ -22,6 +22,7 @@ import pandas as pd
 
 from harness.assess.analysis import BATCH, facet_order, read_run_records
 from harness.assess.intervals import welch_p
+from harness.probes import curvature
 from harness.store import probes_file
 from harness.store.files import DamagedFile
 from harness.store.layout import INTERPOLATION_FILE
@@ -114,14 +115,14 @@ def estimate_notes(probes: pd.DataFrame) -> list[str]:
     if "eigen_converged" in probes:
         unconverged = probes["eigen_converged"] == False  # noqa: E712 (NaN, an older file's, is neither)
         if unconverged.any():
-            notes.append(f"The top eigenvalue's error bound stayed above 1e-3 of it for {_runs(probes, unconverged)}: "
-                         "an estimate of lower precision (a lower bound).")
+            notes.append(f"The top eigenvalue's error bound stayed above {curvature.EIGEN_TOLERANCE:g} of it for "
+                         f"{_runs(probes, unconverged)}: an estimate of lower precision (a lower bound).")
     if "trace_converged" in probes:
         unconverged = probes["trace_converged"] == False  # noqa: E712
         if unconverged.any():
             worst = (probes.loc[unconverged, "trace_stderr"] / probes.loc[unconverged, "hessian_trace"].abs()).max()
-            notes.append(f"The Hessian trace did not reach a standard error of 5% within its cap of Hessian-vector "
-                         f"products for {_runs(probes, unconverged)} (up to {worst:.0%}).")
+            notes.append(f"The Hessian trace did not reach a standard error of {curvature.TRACE_ERROR:.0%} within its "
+                         f"cap of Hessian-vector products for {_runs(probes, unconverged)} (up to {worst:.0%}).")
     if "trace_stderr" in probes:
         spans = probes["hessian_trace"].abs() < 1.96 * probes["trace_stderr"]
         if spans.any():

@@ -110,7 +110,7 @@ def test_a_trace_that_missed_its_error_or_spans_zero_is_reported_not_hidden(tmp_
     assert ("The Hessian trace did not reach a standard error of 5% within its cap of Hessian-vector products for 2 "
             "of 4 runs (s/2, s/3) (up to 200%).") in notes
     assert "The Hessian trace is inconclusive for 1 of 4 runs (s/3): its 95% interval spans zero (s/3: " in notes
-    assert "The top eigenvalue's error bound stayed above 1e-3 of it for 1 of 4 runs (s/1)" in notes
+    assert "The top eigenvalue's error bound stayed above 0.001 of it for 1 of 4 runs (s/1)" in notes
     html = report.build_report(sweep)
     assert "its 95% interval spans zero" in html and "did not reach a standard error of 5%" in html
     # the figure draws every run's trace with its interval: one dot per run, hollow where it did not converge
