@@ -9,7 +9,8 @@ the samples.
 """
 from __future__ import annotations
 
-from typing import Callable
+import json
+from typing import Any, Callable
 
 import numpy as np
 
@@ -60,14 +61,33 @@ class _Traced:
         self.hessian_vector = tf.function(hessian_vector, reduce_retracing=True)
 
 
-_TRACED: dict[str, _Traced] = {}  # a model structure (its JSON config) -> its functions, for this process
+_TRACED: dict[str, _Traced] = {}  # a model structure (structure_key) -> its functions, for this process
+
+
+def structure_key(model: keras.Model) -> str:
+    """`model`'s JSON config with its own and its layers' names replaced by their positions: Keras numbers the
+    names of every model a process builds (conv1d, conv1d_1, ...), so two models of one structure, a warm
+    worker's consecutive runs, differ only there. Raises for a model without a JSON config."""
+    names = {layer.name: f"#{i}" for i, layer in enumerate(model.layers)}
+    names[model.name] = "#model"
+
+    def canonical(value: Any) -> Any:
+        if isinstance(value, str):
+            return names.get(value, value)
+        if isinstance(value, list):
+            return [canonical(v) for v in value]
+        if isinstance(value, dict):
+            return {k: canonical(v) for k, v in value.items()}
+        return value
+
+    return json.dumps(canonical(json.loads(model.to_json())), sort_keys=True)
 
 
 def _traced(model: keras.Model) -> _Traced:
     """The functions for `model`'s structure: traced on its first model, or on this one for a model without a
     JSON config (a subclassed user model), whose functions are then its own."""
     try:
-        key = model.to_json()
+        key = structure_key(model)
     except Exception:  # not serialisable: no structure to share
         return _Traced(model)
     if key not in _TRACED:

@@ -104,9 +104,9 @@ def test_a_second_model_of_the_same_structure_reuses_the_traced_functions_with_i
 
     rng = np.random.default_rng(4)
     x, y = rng.standard_normal((N, D)).astype(np.float32), rng.integers(0, K, N)
+    keras.backend.clear_session()
     objectives = []
-    for scale in (0.3, 1.0):
-        keras.backend.clear_session()  # as each run in a worker starts
+    for scale in (0.3, 1.0):  # no clear_session between: the second model's layers are named dense_1, ...
         inputs = keras.Input((D,))
         model = keras.Model(inputs, keras.layers.Dense(K, activation="softmax", use_bias=False)(inputs))
         model.layers[-1].kernel.assign(rng.standard_normal((D, K)).astype(np.float32) * scale)
@@ -121,3 +121,6 @@ def test_a_second_model_of_the_same_structure_reuses_the_traced_functions_with_i
     for objective, product in zip(objectives, products):
         _, _, hessian = _closed_form(objective, x.astype(np.float64), y)
         np.testing.assert_allclose(product, hessian @ v, rtol=1e-4, atol=1e-6)
+    inputs = keras.Input((D,))  # another structure: a bias, so its own functions
+    other = keras.Model(inputs, keras.layers.Dense(K, activation="softmax")(inputs))
+    assert Objective(other, tf.data.Dataset.from_tensor_slices((x, y)).batch(N)).traced is not first.traced
