@@ -29,14 +29,18 @@ class BatchPlan:
         )
 
 
+TARGET_CHUNK = 10  # at most this many steps per compiled call when a target is checked within epochs
+
+
 def plan_batches(batch_size: int, per_replica_batch: bool, replicas: int, train_size: int,
-                 steps_per_execution: int = 0) -> BatchPlan:
+                 steps_per_execution: int = 0, check_target: bool = False) -> BatchPlan:
     """Global and per-replica batch, steps per epoch and steps per compiled call; raises ConfigError.
 
     A global batch that does not divide by the replica count is refused rather than split unevenly, so every
     replica always sees the same number of samples per step. steps_per_execution 0 is automatic: a whole epoch
     per call on one replica, one step per call under MirroredStrategy, where Keras 3's multi-step loop fails
-    ("must feed a value for placeholder").
+    ("must feed a value for placeholder"). With `check_target` (target_tune_acc), automatic is the largest divisor
+    of the epoch up to TARGET_CHUNK steps: the target can only be checked between compiled calls.
     """
     if replicas < 1:
         raise ValueError(f"replicas must be >= 1, got {replicas}")
@@ -58,6 +62,8 @@ def plan_batches(batch_size: int, per_replica_batch: bool, replicas: int, train_
         raise ConfigError("steps_per_execution", steps_per_execution, f"0 (a whole epoch per call) or a divisor of "
                         f"the {steps_per_epoch} steps per epoch")
     automatic = steps_per_epoch if replicas == 1 else 1
+    if check_target and replicas == 1:
+        automatic = max(k for k in range(1, min(TARGET_CHUNK, steps_per_epoch) + 1) if steps_per_epoch % k == 0)
     return BatchPlan(
         batch_size=batch_size,
         global_batch_size=global_batch,
@@ -67,6 +73,12 @@ def plan_batches(batch_size: int, per_replica_batch: bool, replicas: int, train_
         steps_per_epoch=steps_per_epoch,
         steps_per_execution=steps_per_execution or automatic,
     )
+
+
+def samples_seen(plan: BatchPlan, steps: int) -> int:
+    """Training samples in the first `steps` updates: every epoch's last batch holds what is left of the epoch."""
+    epochs, within = divmod(steps, plan.steps_per_epoch)
+    return epochs * plan.train_size + min(within * plan.global_batch_size, plan.train_size)
 
 
 @dataclass(frozen=True)

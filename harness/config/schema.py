@@ -53,6 +53,7 @@ class TrainConfig:
     probe_samples: int = 512      # the fixed training subset the end-of-run probes measure on
     lr_factor: float = 1.0        # the learning rate is lr x lr_factor (before lr_scaling): +study=tuned sweeps it
     tune_fraction: float = 0.0    # a stratified slice of the training split held out to choose the learning rate
+    target_tune_acc: float | None = None  # stop once the tuning slice's accuracy reaches this (checked within epochs)
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ TOP_KEYS = {
     "batch_size", "per_replica_batch", "gpus", "devices", "simulate_devices", "shuffle", "imbalance",
     "epochs", "lr", "optimizer", "seed", "dataset", "model", "steps_per_execution", "train_fraction",
     "preprocess_mismatch", "budget", "budget_steps", "lr_scaling", "base_batch_size", "warmup_epochs",
-    "target_train_loss", "probes", "probe_samples", "lr_factor", "tune_fraction",
+    "target_train_loss", "probes", "probe_samples", "lr_factor", "tune_fraction", "target_tune_acc",
 }
 DATA_KEYS = datasets.ALL_KEYS
 MODEL_KEYS = models.ALL_KEYS
@@ -127,6 +128,16 @@ def _study_keys(cfg: dict) -> dict[str, Any]:
     target = cfg["target_train_loss"]
     if target is not None and (float_value(cfg, "target_train_loss") <= 0):
         raise ConfigError("target_train_loss", target, "null or a number > 0")
+    tune_target = cfg["target_tune_acc"]
+    if tune_target is not None:
+        if not 0.0 < float_value(cfg, "target_tune_acc") <= 1.0:
+            raise ConfigError("target_tune_acc", tune_target, "null or a number in (0, 1]")
+        if tune <= 0:
+            raise ConfigError("target_tune_acc", tune_target, "null unless tune_fraction > 0 (the accuracy is "
+                              "measured on the tuning slice)")
+        if target is not None:
+            raise ConfigError("target_tune_acc", tune_target, f"null when target_train_loss={target} is set (one "
+                              "target per run)")
     return {
         "train_fraction": fraction,
         "preprocess_mismatch": choice(cfg, "preprocess_mismatch", PREPROCESS_MISMATCHES),
@@ -138,6 +149,7 @@ def _study_keys(cfg: dict) -> dict[str, Any]:
         "target_train_loss": None if target is None else float(target),
         "lr_factor": float(cfg["lr_factor"]),
         "tune_fraction": tune,
+        "target_tune_acc": None if tune_target is None else float(tune_target),
     }
 
 
@@ -185,6 +197,6 @@ def from_dict(cfg: dict[str, Any]) -> RunConfig:
         return run
     # the planner a run uses raises the same one-line error, naming the key, now instead of at run time
     plan = batching.plan_batches(train.batch_size, train.per_replica_batch, max(device.gpus, 1), train_size,
-                                 train.steps_per_execution)
+                                 train.steps_per_execution, check_target=train.target_tune_acc is not None)
     batching.plan_schedule(plan, train)
     return run

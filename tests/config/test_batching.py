@@ -102,3 +102,26 @@ def test_epoch_budget_runs_the_configured_epochs_with_warmup_in_steps(train):
     plan = plan_batches(8, False, 1, 4000)  # 500 steps per epoch
     schedule = plan_schedule(plan, train(epochs=15, warmup_epochs=1.5))
     assert (schedule.epochs, schedule.total_steps, schedule.warmup_steps) == (15, None, 750)
+
+
+def test_a_target_checked_within_epochs_compiles_chunks_of_at_most_ten_steps_that_divide_the_epoch():
+    from harness.config.batching import TARGET_CHUNK
+
+    assert plan_batches(8, False, 1, 3600, check_target=True).steps_per_execution == 10   # 450 steps
+    assert plan_batches(64, False, 1, 3600, check_target=True).steps_per_execution == 3   # 57 steps: 1, 3, 19
+    assert plan_batches(2048, False, 1, 3600, check_target=True).steps_per_execution == 2  # 2 steps
+    assert plan_batches(13, False, 1, 3600, check_target=True).steps_per_execution == 1   # 277 steps: a prime
+    assert plan_batches(8, False, 1, 3600, steps_per_execution=50, check_target=True).steps_per_execution == 50
+    assert plan_batches(64, False, 2, 4000, check_target=True).steps_per_execution == 1
+    for batch in (8, 16, 32, 100, 256, 1000):
+        plan = plan_batches(batch, False, 1, 3600, check_target=True)
+        assert plan.steps_per_execution <= TARGET_CHUNK and plan.steps_per_epoch % plan.steps_per_execution == 0
+
+
+def test_samples_seen_counts_each_epochs_last_partial_batch_as_what_it_holds():
+    from harness.config.batching import samples_seen
+
+    plan = plan_batches(2048, False, 1, 3600)  # epochs of 2048 + 1552
+    assert [samples_seen(plan, s) for s in (0, 1, 2, 3, 4, 5)] == [0, 2048, 3600, 5648, 7200, 9248]
+    plan = plan_batches(8, False, 1, 3600)  # 450 full batches
+    assert samples_seen(plan, 451) == 3608 and samples_seen(plan, 900) == 7200

@@ -86,7 +86,7 @@ def metric_rows(run_id: str, cfg: dict, val, train_eval, tune=None, stale_bn: bo
                            _override("train_fraction", cfg["train_fraction"]))
     train_size = _train_size((*data_and_transforms, _override("tune_fraction", cfg["tune_fraction"])))
     plan = plan_batches(cfg["batch_size"], cfg["per_replica_batch"], max(cfg["gpus"], 1), train_size,
-                        cfg["steps_per_execution"])
+                        cfg["steps_per_execution"], check_target=cfg.get("target_tune_acc") is not None)
     schedule = plan_schedule(plan, _train_config(cfg))
     columns = {"run_id": run_id, **config_columns(cfg), "peak_lr": schedule.peak_lr, **plan.as_columns()}
     if cfg["tune_fraction"] > 0:
