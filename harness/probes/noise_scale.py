@@ -42,3 +42,26 @@ def from_batch_gradients(gradients: list[np.ndarray], small: int) -> NoiseScale:
     small_sq = float(np.mean([g @ g for g in gradients]))
     big = np.mean(gradients, axis=0)
     return two_batch_estimate(small_sq, float(big @ big), small, small * len(gradients))
+
+
+def gram(gradients: list[np.ndarray]) -> np.ndarray:
+    """The k x k inner products g_i·g_j of k batch gradients: all `from_gram` and `resampled` need."""
+    stacked = np.asarray(gradients, dtype=np.float64)
+    return stacked @ stacked.T
+
+
+def from_gram(products: np.ndarray, small: int) -> NoiseScale:
+    """from_batch_gradients from the k batches' Gram matrix: |G_small|² is the mean of its diagonal, |G_big|² the
+    mean of all its entries (the squared norm of the gradients' mean)."""
+    products = np.asarray(products, dtype=np.float64)
+    return two_batch_estimate(float(np.mean(np.diag(products))), float(np.mean(products)), small,
+                              small * len(products))
+
+
+def resampled(estimates: list[NoiseScale], rng: np.random.Generator) -> tuple[float, float]:
+    """(|G|², tr(Σ)) of one bootstrap replicate of several runs' estimates: the runs drawn with replacement and
+    their unbiased estimators averaged. (Drawing a run's batches with replacement instead would bias |G|² up:
+    a batch drawn twice is perfectly correlated with itself.)"""
+    drawn = rng.integers(0, len(estimates), len(estimates))
+    return (float(np.mean([estimates[i].grad_norm_sq for i in drawn])),
+            float(np.mean([estimates[i].grad_trace_cov for i in drawn])))

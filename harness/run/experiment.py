@@ -133,7 +133,7 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, board:
     from harness.backend import keras, tf
     from harness.data.pipelines import decoder
     from harness.models import registry as models
-    from harness.run import train
+    from harness.run import target, train
 
     data_in = prepare_data(cfg)
     if data_in.classes is not None:
@@ -143,7 +143,7 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, board:
     keras.utils.set_random_seed(cfg.train.seed)
     tf.config.experimental.enable_op_determinism()
     plan = plan_batches(cfg.train.batch_size, cfg.train.per_replica_batch, placement.replicas, len(data_in.y_train),
-                        cfg.train.steps_per_execution)
+                        cfg.train.steps_per_execution, check_target=cfg.train.target_tune_acc is not None)
     schedule = plan_schedule(plan, cfg.train)
     _log_plan(run_id, plan, schedule, resume_epoch)
 
@@ -172,10 +172,14 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, board:
     recorder = train.EpochRecorder(train_eval, val_inputs, data_in.y_val, len(data_in.y_train), plan.global_batch_size,
                                    columns, on_row, rows=table.rows, target_train_loss=cfg.train.target_train_loss,
                                    extra_columns=epoch_probes, tune_eval=tune_eval, precise_bn=precise)
+    monitor = _target_monitor(cfg, model, data_in, plan, tune_eval, val_inputs)
     fit_started = time.perf_counter()
-    train.fit(model, batches, plan, schedule.epochs, [recorder, checkpoint.callback(run_dir, model)],
+    train.fit(model, batches, plan, schedule.epochs,
+              [*([monitor] if monitor else []), recorder, checkpoint.callback(run_dir, model)],
               initial_epoch=resume_epoch)
     record.update(fit_seconds=time.perf_counter() - fit_started, target_reached_at_epoch=recorder.target_reached_at)
+    if monitor is not None:
+        record.update(**target.write(run_dir, monitor))
     if cfg.train.probes and not recorder.diverged:
         probes.save_weights(run_dir / layout.FINAL_WEIGHTS, model)
         probes.write_final_probes(run_dir, _probe_model(cfg, model, data_in, placement.replicas), data_in.x_train,
@@ -198,6 +202,18 @@ def _epoch_probes(cfg: RunConfig, run_dir: Path, model, data_in: Arrays, resume_
     initial = [w for w, t in zip(weights, trainable) if t]
     return probes.EpochProbes(model, data_in.x_train, data_in.y_train, decoder(data_in.decode),
                               cfg.train.seed, initial)
+
+
+def _target_monitor(cfg: RunConfig, model, data_in: Arrays, plan, tune_eval, val_inputs):
+    """The within-epoch check of target_tune_acc (harness.run.target), or None without a target."""
+    if cfg.train.target_tune_acc is None:
+        return None
+    from harness.data.pipelines import decoder
+    from harness.run import target, train
+
+    at_target = target.measure_at_target(model, lambda: train.validation_metrics(model, val_inputs, data_in.y_val),
+                                         data_in.x_train, data_in.y_train, decoder(data_in.decode), cfg.train.seed)
+    return target.TargetMonitor(cfg.train.target_tune_acc, tune_eval, plan, at_target)
 
 
 def _precise_bn(cfg: RunConfig, model, data_in: Arrays, replicas: int):

@@ -2,7 +2,8 @@
 
     sweeps/<sweep-id>/                 sweep.json, multirun.yaml, interpolation.parquet (+ .log), .harness.lock
     sweeps/<sweep-id>/<job>/           run.json, metrics.parquet, train.log, checkpoint.npz (while it trains),
-                                       probes.json, initial.weights.npz, final.weights.npz, tb/, .hydra/
+                                       probes.json, target.json, initial.weights.npz, final.weights.npz, tb/,
+                                       .hydra/
     reports/                           <sweep-id>-<hash>.html, latest.html, index.html
 
 Readers and writers ask this module for a name, never a string of their own.
@@ -23,6 +24,7 @@ METRICS_FILE = "metrics.parquet"             # one row per completed epoch
 TRAIN_LOG = "train.log"                      # the run's log
 CHECKPOINT = "checkpoint.npz"                # while the run trains; removed when it ends
 PROBES_FILE = "probes.json"                  # the end-of-run probes
+TARGET_FILE = "target.json"                  # with target_tune_acc: where the target was reached, and what then
 INITIAL_WEIGHTS, FINAL_WEIGHTS = "initial.weights.npz", "final.weights.npz"
 TB_DIR = "tb"                                # TensorBoard event files
 HYDRA_DIR = ".hydra"                         # Hydra's own record: config.yaml, overrides.yaml

@@ -1,0 +1,106 @@
+"""Steps to a target (target_tune_acc): the tuning slice's accuracy checked between compiled calls of a few steps,
+the run stopped the first time it reaches the target, and what the run measures there (target.json).
+
+An epoch is too coarse a clock at small batches (450 steps at batch 8), and evaluating after every call too
+costly, so the checks are spaced geometrically: at the end of the first call whose step count is CHECK_SPACING
+past the last check's. The crossing then lies between two checks at most about 5% apart (plus one call of at
+most batching.TARGET_CHUNK steps); target_resolution records the spacing reached. At the target the run also
+measures the gradient noise scale on NOISE_BATCHES fresh small batches, kept as their Gram matrix so that a
+study can bootstrap it (harness.probes.noise_scale.from_gram).
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from harness.backend import keras, tf
+from harness.config.batching import BatchPlan, samples_seen
+from harness.probes import noise_scale
+
+log = logging.getLogger(__name__)
+
+CHECK_SPACING = 0.05  # check once the steps since the last check are this fraction of the step count
+NOISE_BATCHES = 32    # small batches of noise_scale.SMALL_BATCH for the noise scale at the target
+NOISE_SEED = 7919     # with the run's seed: which training samples those batches hold
+
+
+class TargetMonitor(keras.callbacks.Callback):
+    """Stops training the first time the tuning slice's accuracy reaches `target`; `found` then holds what
+    target.json records (still None when the budget ran out first)."""
+
+    def __init__(self, target: float, tune: tf.data.Dataset, plan: BatchPlan,
+                 at_target: Callable[[], dict]):
+        super().__init__()
+        self.target, self.plan, self.at_target = target, plan, at_target
+        self.batches = [(tf.convert_to_tensor(x), np.asarray(y)) for x, y in tune]
+        self.last_checked = 0
+        self.checks = 0
+        self.found: dict | None = None
+        self.forward = None
+
+    def on_train_begin(self, logs=None):
+        self.last_checked = int(self.model.optimizer.iterations.numpy())  # a resumed run checks from where it is
+        model = self.model
+        self.forward = tf.function(lambda x: model(x, training=False), reduce_retracing=True)
+
+    def tune_acc(self) -> float:
+        right = sum(int(np.sum(np.argmax(self.forward(x).numpy(), axis=1) == y)) for x, y in self.batches)
+        return right / sum(len(y) for _, y in self.batches)
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = int(self.model.optimizer.iterations.numpy())
+        if self.found is not None or step - self.last_checked < max(1.0, CHECK_SPACING * step):
+            return
+        accuracy = self.tune_acc()
+        self.checks += 1
+        before, self.last_checked = self.last_checked, step
+        if accuracy < self.target:
+            return
+        self.found = {"target_tune_acc": self.target, "steps_to_target": step,
+                      "samples_to_target": samples_seen(self.plan, step),
+                      "target_resolution": (step - before) / step, "target_checks": self.checks,
+                      "tune_acc_at_target": accuracy, **self.at_target()}
+        self.model.stop_training = True
+        log.info("tune_acc %.4f reached the target %.4f at step %d (%d samples; checked %d steps before): stopping",
+                 accuracy, self.target, step, self.found["samples_to_target"], step - before)
+
+    def record(self) -> dict:
+        """target.json's values: the point found, or the target not reached within the budget."""
+        if self.found is not None:
+            return self.found
+        return {"target_tune_acc": self.target, "steps_to_target": None, "samples_to_target": None,
+                "target_resolution": None, "target_checks": self.checks}
+
+
+def measure_at_target(model, val_metrics: Callable[[], dict], x: np.ndarray, y: np.ndarray,
+                      decode: Callable | None, seed: int) -> Callable[[], dict]:
+    """What the run measures where it reaches the target: validation loss and accuracy, and the gradient noise
+    scale from NOISE_BATCHES small batches of training samples (drawn from the run's seed)."""
+
+    def measure() -> dict:
+        from harness.data import pipelines
+        from harness.probes.objective import Objective
+
+        small = min(noise_scale.SMALL_BATCH, len(y) // NOISE_BATCHES)
+        chosen = np.random.default_rng([seed, NOISE_SEED]).permutation(len(y))[:NOISE_BATCHES * small]
+        objective = Objective(model, pipelines.cached_dataset(x[chosen], y[chosen], small, decode))
+        products = noise_scale.gram(objective.batch_gradients())
+        estimate = noise_scale.from_gram(products, small)
+        validation = val_metrics()
+        return {"val_acc_at_target": validation["val_acc"], "val_loss_at_target": validation["val_loss"],
+                "noise_batch": small, "noise_gram": products.tolist(),
+                "noise_scale_at_target": None if np.isnan(estimate.noise_scale) else estimate.noise_scale}
+
+    return measure
+
+
+def write(run_dir: Path, monitor: TargetMonitor) -> dict:
+    """target.json from the monitor; returns run.json's share of it (steps_to_target, samples_to_target)."""
+    from harness.store import target_file
+
+    values = monitor.record()
+    target_file.write(run_dir, values)
+    return {k: values.get(k) for k in target_file.RUN_FIELDS}

@@ -1,0 +1,38 @@
+"""target.json, where a run with target_tune_acc reached its target and what it measured there: its fields named
+once, for the writer (harness.run.target) and the readers (harness.assess.scaling, harness.report.results)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness.store.files import read_json, write_json
+from harness.store.layout import TARGET_FILE
+
+FIELDS = {
+    "target_tune_acc": "the target",
+    "steps_to_target": "the first checked step at which tune_acc reached it (null: never, within the budget)",
+    "samples_to_target": "training samples in those steps (an epoch's last, partial batch counts what it holds)",
+    "target_resolution": "steps since the check before, over steps_to_target: how finely the crossing is located",
+    "target_checks": "checks of the tuning slice's accuracy made",
+    "tune_acc_at_target": "the tuning slice's accuracy then", "val_acc_at_target": "the validation accuracy then",
+    "val_loss_at_target": "the validation loss then",
+    "noise_batch": "samples per small batch of the noise scale there",
+    "noise_gram": "the Gram matrix g_i·g_j of that many batches' mean-loss gradients (the noise scale and its "
+                  "bootstrap, harness.probes.noise_scale.from_gram)",
+    "noise_scale_at_target": "B_simple = tr(Σ)/|G|² from them (null when |G|² is not positive)",
+}
+RUN_FIELDS = ("steps_to_target", "samples_to_target")  # also in run.json
+# the scalars a run's row in harness.results adds (the target itself is a config column already)
+COLUMNS = tuple(k for k in FIELDS if k not in ("noise_gram", "target_tune_acc"))
+
+
+def write(run_dir: Path, values: dict[str, Any]) -> None:
+    unknown = sorted(set(values) - set(FIELDS))
+    if unknown:
+        raise ValueError(f"target.json has no field {unknown[0]!r}; its fields are {', '.join(FIELDS)}")
+    write_json(Path(run_dir) / TARGET_FILE, values)
+
+
+def read(run_dir: Path) -> dict[str, Any] | None:
+    """The run's target.json, or None without one; raises DamagedFile when it cannot be read."""
+    return read_json(Path(run_dir) / TARGET_FILE)

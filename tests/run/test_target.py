@@ -1,0 +1,60 @@
+"""The within-epoch target (harness.run.target): a run stops at the first check whose tuning accuracy reaches
+target_tune_acc, counts its steps and samples, checks geometrically, and records a miss as null."""
+import numpy as np
+import pytest
+
+from harness.backend import keras
+from harness.config.batching import plan_batches, samples_seen
+from harness.data import pipelines
+from harness.run import target, train
+
+
+def _three_classes(n, seed):
+    rng = np.random.default_rng(seed)
+    y = np.arange(n, dtype=np.int64) % 3
+    x = (rng.normal(size=(n, 4)) + 1.5 * np.eye(4)[y]).astype(np.float32)
+    return x, y
+
+
+def _fit_to(goal: float, epochs: int = 6, tune_labels=None):
+    """A softmax regression on 3 classes, batch 4 (25 steps an epoch, calls of 5), checked against `goal`."""
+    x, y = _three_classes(100, 0)
+    x_tune, y_tune = _three_classes(60, 1)
+    if tune_labels is not None:
+        y_tune = tune_labels
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, activation="softmax")])
+    plan = plan_batches(4, False, 1, len(x), check_target=True)
+    train.compile_model(model, "sgd", 0.3, plan.steps_per_execution)
+    seen = []
+
+    def at_target():
+        seen.append(int(model.optimizer.iterations.numpy()))
+        return {"val_acc_at_target": 0.5, "val_loss_at_target": 1.0}
+
+    monitor = target.TargetMonitor(goal, pipelines.evaluation_dataset(x_tune, y_tune), plan, at_target)
+    batches = pipelines.training_dataset(x, y, plan.global_batch_size, plan.steps_per_epoch, True, 0, epochs)
+    train.fit(model, batches, plan, epochs, [monitor])
+    return monitor, model, plan, seen, (x_tune, y_tune)
+
+
+def test_the_run_stops_within_its_epoch_at_the_first_check_that_reaches_the_target():
+    monitor, model, plan, seen, (x_tune, y_tune) = _fit_to(0.75)
+    found = monitor.record()
+    steps = found["steps_to_target"]
+    assert plan.steps_per_execution == 5 and steps % 5 == 0
+    assert steps < 6 * plan.steps_per_epoch and int(model.optimizer.iterations.numpy()) == steps == seen[0]
+    assert found["samples_to_target"] == samples_seen(plan, steps)
+    accuracy = float(np.mean(np.argmax(model.predict(x_tune, verbose=0), axis=1) == y_tune))
+    assert found["tune_acc_at_target"] == pytest.approx(accuracy) and accuracy >= 0.75
+    assert 0 < found["target_resolution"] <= 1 and found["val_acc_at_target"] == 0.5
+
+
+def test_checks_are_spaced_geometrically_not_at_every_call():
+    monitor, _, plan, _, _ = _fit_to(0.99, epochs=8, tune_labels=np.zeros(60, dtype=np.int64) + 2 * (
+        np.arange(60) % 2))  # half the slice labelled 0, half 2: never 0.99
+    found = monitor.record()
+    calls = 8 * plan.steps_per_epoch // plan.steps_per_execution
+    assert found["steps_to_target"] is None and found["samples_to_target"] is None
+    # every call until the step count passes 1 / CHECK_SPACING calls' worth, then 5% of the count apart
+    assert 10 <= found["target_checks"] < calls
