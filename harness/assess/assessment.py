@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.assess import analysis, tuning, verdicts, why
+from harness.assess import analysis, scaling, tuning, verdicts, why
 from harness.assess.batch_controls import controls_finding, hoffer_finding
 from harness.assess.findings import (
     Finding,
@@ -35,6 +35,7 @@ class Assessment:
     findings: list[Finding]
     why: why.Why                 # the probes: sharpness, noise scale, distance travelled
     tunings: list[tuning.Tuning]  # +study=tuned: the learning rate chosen per batch size, and its verdicts
+    scaling: scaling.Scaling | None = None  # +study=scaling (target_tune_acc): steps to target and the critical batch
 
 
 def assess(sweep_dir: Path) -> Assessment:
@@ -53,6 +54,9 @@ def assess(sweep_dir: Path) -> Assessment:
     found = all_findings(df, final, varied) if not final.empty else []
     if found and df[analysis.BATCH].nunique() < 2:
         batch_verdicts = []  # a study of another suspect at one batch size: its findings are the verdicts
+    scaled = scaling.assess(sweep_dir, df)
+    if scaled is not None:  # runs stopped at a target: steps to it are the measure, not the last epoch's val_acc
+        return Assessment(df, final, keys, varied, facets, [], found, why.explain(sweep_dir, df), [], scaled)
     tunings = tuning.assess(df, final, facets, len(analysis.not_started_jobs(sweep_dir)))
     if tunings:  # one verdict at the tuned learning rates and one untuned, not one per point of the grid
         batch_verdicts = [v for t in tunings for v in t.verdicts]
