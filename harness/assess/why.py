@@ -246,7 +246,9 @@ def noise_scale_sentence(epochs: pd.DataFrame) -> str | None:
              else f"every swept batch size ({', '.join(map(str, sizes))}) lies below it")
     return (f"Gradient noise scale at the last epoch: B_simple ≈ {number(noise)} (tr(Σ) and |G|² smoothed across "
             f"epochs, mean over {len(last)} runs); {where}. Batches above ~B_noise gain little per step: "
-            "McCandlish et al.'s critical batch size, which B_simple roughly estimates." + caveat)
+            "McCandlish et al.'s critical batch size, which B_simple roughly estimates. To measure the critical "
+            "batch size itself (steps to a target at every batch size, and the prediction checked): "
+            "python -m harness +study=scaling -m." + caveat)
 
 
 def distance_sentence(epochs: pd.DataFrame) -> str | None:

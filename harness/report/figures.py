@@ -6,12 +6,13 @@ from __future__ import annotations
 import base64
 import io
 
-from harness.report.plots import findings, sweep, tuning, why
+from harness.report.plots import findings, scaling, sweep, tuning, why
 
 SECTIONS = {  # section -> the modules whose figures it shows, in order
     "main": (findings, sweep),
     "why": (why,),
     "tuned": (tuning,),
+    "scaling": (scaling,),
 }
 
 
@@ -27,8 +28,8 @@ def png(fig) -> str:
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def sections(a) -> tuple[list[dict], list[dict], list[dict]]:
-    """The embedded figures ({title, png, caption}) of the main part, the Why section and the tuned study's
-    section, for an assessment."""
+def sections(a) -> tuple[list[dict], ...]:
+    """The embedded figures ({title, png, caption}) of every section in SECTIONS' order (the main part, the Why
+    section, the tuned study's and the scaling study's), for an assessment."""
     return tuple([{"title": title, "png": png(fig), "caption": caption} for title, fig, caption in figures(a, name)]
                  for name in SECTIONS)

@@ -83,13 +83,29 @@ def _environment(sweep_dir: Path) -> list[tuple[str, str]]:
     return [(key, ", ".join(map(str, v)) if isinstance(v, list) else str(v)) for key, v in found.items()]
 
 
+def scaling_rows(s) -> list[list[str]]:
+    """The scaling section's table: one row per batch size."""
+    from harness.assess.scaling import fmt
+
+    if s is None:
+        return []
+    rows = []
+    for p in s.points:
+        val = "–" if p.val_acc is None else f"{p.val_acc:.3f}" + (
+            "" if p.val_interval is None else f" ± {(p.val_interval[1] - p.val_interval[0]) / 2:.3f}")
+        rows.append([str(p.batch), "none reached" if p.lr is None else fmt(p.lr) + (f" ({p.edge})" if p.edge else ""),
+                     fmt(p.steps), fmt(p.samples), "–" if p.ratio is None else f"{p.ratio:.2f}", p.regime or "–",
+                     "–" if p.resolution is None else f"{100 * p.resolution:.1f}%", val, fmt(p.noise)])
+    return rows
+
+
 def build_report(sweep_dir: Path) -> str:
     """The report's HTML for the sweep in `sweep_dir` (complete or partial)."""
     sweep_dir = Path(sweep_dir)
     digest = summary.runs_digest(sweep_dir)  # before reading: a run that changes meanwhile makes the report stale
     a = assess(sweep_dir)
     per_run = a.df.drop_duplicates("run_id")
-    drawn, why_drawn, tuning_drawn = figures.sections(a)
+    drawn, why_drawn, tuning_drawn, scaling_drawn = figures.sections(a)
     simulated = "simulate_devices" in per_run.columns and per_run["simulate_devices"].astype(bool).any()
     not_started = analysis.not_started_jobs(sweep_dir)
     status_counts = per_run["status"].value_counts()
@@ -121,6 +137,9 @@ def build_report(sweep_dir: Path) -> str:
         why_figures=why_drawn,
         tunings=a.tunings,
         tuning_figures=tuning_drawn,
+        scaling=a.scaling,
+        scaling_table=scaling_rows(a.scaling),
+        scaling_figures=scaling_drawn,
         varied=varied,
         facets=a.facets,
         constant=[(k, _fmt(per_run[k].iloc[0])) for k in a.keys if k in per_run.columns and k not in a.varied],

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness.assess.analysis import RUN_COLUMNS, config_keys, load_sweep
-from harness.store import layout, probes_file
+from harness.store import layout, probes_file, target_file
 from harness.store.files import DamagedFile
 from harness.store.layout import RUN_FILE
 
@@ -26,8 +26,9 @@ PROBE_COLUMNS = {**{field: field for field in (*probes_file.MEASURES, "probe_los
                  "error": "probe_error"}
 PROBE_TYPES = {column: "boolean" if column.endswith("_converged") else "object" if column == "probe_error" else float
                for column in PROBE_COLUMNS.values()}  # one type per column, whichever runs have the file
+TARGET_COLUMNS = target_file.COLUMNS  # target.json's scalars (target_tune_acc runs), empty for other runs
 PRINTED_METRICS = ["epoch", "train_acc", "train_eval_acc", "val_acc", "gap", "val_loss", "hessian_top_eigenvalue",
-                   "sharpness"]
+                   "sharpness", "steps_to_target", "samples_to_target"]
 OUT_SUFFIXES = (".csv", ".parquet")
 
 
@@ -45,11 +46,13 @@ def sweep_results(sweep_dir: Path) -> pd.DataFrame:
     table["gap"] = table["train_eval_acc"] - table["val_acc"]
     table = table.merge(_best_epochs(epochs), on="run_id", how="left")
     probes = pd.DataFrame([_probes(sweep_dir / job) for job in table["job"]], index=table.index).astype(PROBE_TYPES)
-    table = pd.concat([table, probes], axis=1)
+    targets = pd.DataFrame([_target(sweep_dir / job) for job in table["job"]], index=table.index,
+                           columns=list(TARGET_COLUMNS)).astype(float)
+    table = pd.concat([table, probes, targets], axis=1)
     table.insert(0, "sweep", sweep_dir.name)
     keys = [k for k in config_keys(sweep_dir) if k in table.columns]
     first = ["sweep", "run_id", "job", "status", *keys, *[c for c in FINAL_METRICS if c in table.columns]]
-    last_columns = [*PROBE_COLUMNS.values(), *[c for c in RUN_COLUMNS if c not in first]]
+    last_columns = [*PROBE_COLUMNS.values(), *TARGET_COLUMNS, *[c for c in RUN_COLUMNS if c not in first]]
     middle = [c for c in table.columns if c not in first and c not in last_columns]
     return table[[*first, *middle, *last_columns]]
 
@@ -74,6 +77,16 @@ def _probes(run_dir: Path) -> dict:
     for key, column in PROBE_COLUMNS.items():
         values[column] = (found or {}).get(key)
     return values
+
+
+def _target(run_dir: Path) -> dict:
+    """The run's target.json scalars by column; empty without the file (no target_tune_acc, or not finished) or
+    when it cannot be read."""
+    try:
+        found = target_file.read(run_dir) or {}
+    except DamagedFile:
+        found = {}
+    return {column: found.get(column) for column in TARGET_COLUMNS}
 
 
 def results(sweep_dirs: list[Path]) -> pd.DataFrame:
