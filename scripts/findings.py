@@ -54,10 +54,26 @@ def summarize(sweep_dir: Path) -> str:
         lines.append(f"- {prefix}{verdict.headline}")
         lines += [f"  - {detail}" for detail in verdict.details]
     lines += [f"- {line}" for t in a.tunings for line in t.lines]
+    if a.scaling is not None:
+        lines += _scaling(a.scaling)
     for finding in a.findings:
         lines.append(f"- {finding.subject}: {finding.headline}")
         lines += [f"  - {detail}" for detail in finding.details]
     return "\n".join(lines)
+
+
+def _scaling(s) -> list[str]:
+    """+study=scaling: its headline and reading, and its points as a table."""
+    from harness.assess.scaling import fmt
+
+    lines = [f"- **{s.headline}**", *[f"- {line}" for line in s.lines], "",
+             "| batch | chosen lr | steps to target | samples to target | regime | val_acc at target |",
+             "| ---: | ---: | ---: | ---: | --- | ---: |"]
+    for p in s.points:
+        val = "–" if p.val_acc is None else f"{p.val_acc:.3f}"
+        lines.append(f"| {p.batch} | {'none reached' if p.lr is None else fmt(p.lr)} | {fmt(p.steps)} | "
+                     f"{fmt(p.samples)} | {p.regime or '–'} | {val} |")
+    return lines
 
 
 SEED_BATCH, SEED_EPOCH, SEED_MOMENTUM = 64, 2, 0.99  # the seed note: batch 64, "second epoch"; Keras's momentum

@@ -24,6 +24,10 @@ SWEPT = {
     "batchnorm": ({"batch_size": [8, 64, 256], "model.bn_momentum": [0.99, 0.9], "seed": [0, 1, 2]},
                   {"model.batch_norm": True, "epochs": 10, "probes": False}),
     "smoke": ({"batch_size": [16, 64], "seed": [0]}, {"epochs": 2, "dataset.num_samples": 600}),
+    "scaling": ({"batch_size": [2 ** k for k in range(3, 12)], "lr_factor": [0.125, 0.354, 1.0, 2.83, 8.0],
+                 "seed": [0, 1, 2]},
+                {"budget": "epochs", "epochs": 50, "tune_fraction": 0.1, "target_tune_acc": 0.8, "lr": 0.002,
+                 "lr_scaling": "sqrt", "base_batch_size": 8, "warmup_epochs": 0.0, "probes": False}),
 }
 
 

@@ -1,0 +1,45 @@
+"""+study=scaling shrunken end to end (slow): runs stop within an epoch at the target, record steps and samples to
+it in run.json, target.json and the results table, and the report has its section."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.config.batching import plan_batches, samples_seen
+
+
+@pytest.mark.slow
+def test_the_scaling_study_stops_each_run_at_its_target_and_reports_how_far_the_batch_scales(tmp_path):
+    from tests.conftest import run_harness
+
+    sweep = tmp_path / "sweep"
+    proc = run_harness("+study=scaling", "dataset.num_samples=1000", "batch_size=16,64,256", "lr_factor=1,4",
+                       "seed=0", "epochs=20", "target_tune_acc=0.5", f"hydra.sweep.dir={sweep}", "-m",
+                       cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    runs = sorted(sweep.glob("*/run.json"))
+    assert len(runs) == 6
+    for path in runs:
+        record, found = json.loads(path.read_text()), json.loads((path.parent / "target.json").read_text())
+        metrics = pd.read_parquet(path.parent / "metrics.parquet")
+        last = metrics.iloc[-1]
+        steps = record["steps_to_target"]
+        assert record["status"] == "completed" and steps == found["steps_to_target"] == last["step"]
+        plan = plan_batches(int(last["global_batch_size"]), False, 1, int(last["train_size"]))
+        assert record["samples_to_target"] == found["samples_to_target"] == samples_seen(plan, steps)
+        # stopped at the check that saw the target: the epoch's own evaluation of the tuning slice agrees
+        assert found["tune_acc_at_target"] >= 0.5 and last["tune_acc"] == pytest.approx(found["tune_acc_at_target"])
+        assert last["val_acc"] == pytest.approx(found["val_acc_at_target"])
+        assert 0 < found["target_resolution"] <= 1 and found["target_checks"] >= 1
+        gram = np.array(found["noise_gram"])
+        assert gram.shape == (32, 32) and np.allclose(gram, gram.T)
+    out = tmp_path / "results.csv"
+    subprocess.run([sys.executable, "-m", "harness.results", str(sweep), "--out", str(out)], check=True)
+    results = pd.read_csv(out)
+    assert results["steps_to_target"].notna().all() and (results["samples_to_target"] > 0).all()
+    html = (tmp_path / proc.stdout.strip().splitlines()[-1]).read_text()
+    assert '<h2 id="scaling">How far does the batch scale?</h2>' in html
+    assert "Steps and samples to the target vs batch size" in html and "Validation accuracy at the target" in html
