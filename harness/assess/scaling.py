@@ -1,13 +1,11 @@
 """How far does the batch scale (+study=scaling; McCandlish et al. 2018, Shallue et al. 2019): steps to a target
 S(B) at each batch size's best learning rate, McCandlish's S = S_min(1 + B_crit/B) fitted to them with a bootstrap
 interval, the regime of every batch size, and the gradient noise scale measured at the target against the fit.
-Files only: run.json and target.json of runs with target_tune_acc.
+Files only: run.json and target.json of runs with target_tune_acc; the fit and the pooled noise scale are
+harness.assess.mccandlish's.
 
 The learning rate of a batch size is the one whose seeds all reach the target, in the fewest steps on average: the
-target is the tuning slice's accuracy, so validation plays no part in the choice. The fit minimises relative
-errors, Σ((S_i − S_min − S_min·B_crit/B_i)/S_i)², with S_min and S_min·B_crit ≥ 0 (a linear least squares,
-scipy.optimize.nnls); its interval comes from BOOTSTRAP replicates that resample every (batch, learning rate)
-cell's seeds and choose the learning rates again.
+target is the tuning slice's accuracy, so validation plays no part in the choice.
 """
 from __future__ import annotations
 
@@ -18,19 +16,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from harness.assess import mccandlish
 from harness.assess.analysis import BATCH
 from harness.assess.intervals import t_interval
+from harness.assess.mccandlish import BOOTSTRAP, FIT_TOLERANCE, LEVEL, Fit, Noise, noise_at_target
 from harness.probes import noise_scale
 from harness.store import target_file
 from harness.store.files import DamagedFile
 
-BOOTSTRAP = 1000
-LEVEL = 0.95
 PERFECT = 0.2         # "perfect scaling": S(2B) within 20% of S(B)/2
 NO_GAIN = 0.2         # "no gain": S(2B) within 20% of S(B) or above
-FIT_TOLERANCE = 0.25  # the model follows the curve when every measured S lies within 25% of the fitted one
 RESOLUTION = 0.1      # steps to target resolved to 10% of their value
-SEED = 0              # the bootstrap's generator: the same report from the same files
 
 
 @dataclass
@@ -49,28 +45,6 @@ class Point:
     ratio: float | None = None    # S(B) / S(previous batch size)
     regime: str | None = None     # "perfect scaling", "diminishing returns" or "no gain"; None for the first
     edge: str | None = None       # "smallest" or "largest" when the chosen learning rate is at that end of the grid
-
-
-@dataclass
-class Fit:
-    s_min: float
-    b_crit: float                 # inf when S_min is 0 (S fell as 1/B throughout)
-    s_min_interval: tuple[float, float]
-    b_crit_interval: tuple[float, float]
-    worst: tuple[int, float]      # the batch size furthest from the curve, and its relative deviation
-    follows: bool                 # every batch size within FIT_TOLERANCE of the curve, both parameters > 0
-    replicates: int               # bootstrap replicates with enough batch sizes to fit
-
-    def steps(self, batch) -> np.ndarray:
-        return self.s_min * (1 + self.b_crit / np.asarray(batch, dtype=float))
-
-
-@dataclass
-class Noise:
-    value: float | None           # B_simple pooled over the runs at the target; None when |G|² is not positive
-    interval: tuple[float, float] | None
-    runs: int
-    non_positive: int = 0         # bootstrap replicates whose |G|² was not positive (counted as B = ∞)
 
 
 @dataclass
@@ -101,7 +75,8 @@ class Scaling:
         if not fit.follows:
             return (f"Steps to tune_acc {self.target:g} went from {fmt(measured[0].steps)} at batch "
                     f"{measured[0].batch} to {fmt(measured[-1].steps)} at batch {measured[-1].batch} ({where}); "
-                    "the curve does not follow McCandlish's model, so no critical batch size is claimed.")
+                    f"the curve does not follow McCandlish's model within {FIT_TOLERANCE:.0%} ({_why_not(fit)}), "
+                    "so no critical batch size is claimed.")
         predicted = ""
         if noise.value is not None:
             factor = max(noise.value / fit.b_crit, fit.b_crit / noise.value)
@@ -211,84 +186,10 @@ def _regimes(points: list[Point]) -> None:
             point.regime = "diminishing returns"
 
 
-def fit_curve(batches, steps) -> tuple[float, float]:
-    """(S_min, B_crit) of S = S_min(1 + B_crit/B) by relative least squares with both terms ≥ 0; B_crit is inf
-    when the fit has no constant term (S fell as 1/B everywhere) and 0 when it has no 1/B term."""
-    from scipy.optimize import nnls
-
-    batches, steps = np.asarray(batches, dtype=float), np.asarray(steps, dtype=float)
-    design = np.column_stack([1 / steps, 1 / (batches * steps)])
-    (s_min, product), _ = nnls(design, np.ones(len(steps)))
-    if s_min <= 0:
-        return 0.0, math.inf
-    return float(s_min), float(product / s_min)
-
-
-def _quantiles(values: np.ndarray) -> tuple[float, float]:
-    alpha = (1 - LEVEL) / 2
-    low, high = np.quantile(values, [alpha, 1 - alpha], method="inverted_cdf")
-    return float(low), float(high)
-
-
-def fit_bootstrap(runs: pd.DataFrame, points: list[Point], replicates: int = BOOTSTRAP) -> Fit | None:
-    """The fit to the measured points with its bootstrap interval; None with fewer than three batch sizes
-    measured (two parameters)."""
+def fit_bootstrap(runs: pd.DataFrame, points: list[Point], replicates: int = mccandlish.BOOTSTRAP) -> Fit | None:
+    """McCandlish's curve fitted to the measured points, its interval from the runs' seeds (mccandlish.fit)."""
     measured = [p for p in points if p.steps is not None]
-    if len(measured) < 3:
-        return None
-    batches = [p.batch for p in measured]
-    s_min, b_crit = fit_curve(batches, [p.steps for p in measured])
-    fitted = s_min * (1 + b_crit / np.asarray(batches, dtype=float)) if math.isfinite(b_crit) else None
-    if fitted is None:  # S_min 0: the 1/B term alone
-        from scipy.optimize import nnls
-
-        steps = np.array([p.steps for p in measured])
-        (c,), _ = nnls((1 / (np.asarray(batches) * steps))[:, None], np.ones(len(steps)))
-        fitted = c / np.asarray(batches, dtype=float)
-    deviations = np.array([p.steps for p in measured]) / fitted - 1
-    worst = int(np.argmax(np.abs(deviations)))
-    rng = np.random.default_rng(SEED)
-    cells = _cells(runs)
-    if max(len(steps) for by_lr in cells.values() for steps in by_lr.values()) < 2:
-        replicates = 0  # one seed per cell: resampling it changes nothing, so there is no interval
-    drawn_s, drawn_b = [], []
-    for _ in range(replicates):
-        xs, ys = [], []
-        for batch, by_lr in sorted(cells.items()):
-            means = [np.mean(steps[rng.integers(0, len(steps), len(steps))]) for steps in by_lr.values()]
-            best = min(means)
-            if math.isfinite(best):
-                xs.append(batch)
-                ys.append(best)
-        if len(xs) >= 3:
-            s, b = fit_curve(xs, ys)
-            drawn_s.append(s)
-            drawn_b.append(b)
-    follows = bool(np.all(np.abs(deviations) <= FIT_TOLERANCE)) and s_min > 0 and 0 < b_crit < math.inf
-    return Fit(s_min, b_crit, _quantiles(np.array(drawn_s)) if drawn_s else (math.nan, math.nan),
-               _quantiles(np.array(drawn_b)) if drawn_b else (math.nan, math.nan),
-               (batches[worst], float(deviations[worst])), follows, len(drawn_b))
-
-
-def noise_at_target(grams: list[np.ndarray], small: int, bootstrap: int = BOOTSTRAP) -> Noise:
-    """B_simple = tr(Σ)/|G|² with both unbiased estimators averaged over the runs (each from its own batches'
-    Gram matrix), and a bootstrap interval over the runs (none for a single run); a replicate whose |G|² is not
-    positive counts as B = ∞, and the point estimate is None (inconclusive) when its own |G|² is not positive."""
-    if not grams:
-        return Noise(None, None, 0)
-    estimates = [noise_scale.from_gram(g, small) for g in grams]
-    g2 = float(np.mean([e.grad_norm_sq for e in estimates]))
-    trace = float(np.mean([e.grad_trace_cov for e in estimates]))
-    value = trace / g2 if g2 > 0 else None
-    if not bootstrap or len(grams) < 2:
-        return Noise(value, None, len(grams))
-    rng = np.random.default_rng(SEED)
-    drawn = []
-    for _ in range(bootstrap):
-        g2_r, trace_r = noise_scale.resampled(estimates, rng)
-        drawn.append(trace_r / g2_r if g2_r > 0 else math.inf)
-    drawn = np.array(drawn)
-    return Noise(value, _quantiles(drawn), len(grams), int(np.sum(~np.isfinite(drawn))))
+    return mccandlish.fit(_cells(runs), [p.batch for p in measured], [p.steps for p in measured], replicates)
 
 
 def fmt(value: float | None, digits: int = 3) -> str:
@@ -315,15 +216,16 @@ def _lines(s: Scaling) -> list[str]:
              "the tuning slice, never on validation)."]
     if missing:
         lines.append(f"Batch {', '.join(str(p.batch) for p in missing)}: no learning rate tried got every seed to "
-                     "the target within budget_steps, so it has no point on the curve.")
+                     "the target within the run's budget, so it has no point on the curve.")
     if not measured:
         return lines
     coarse = [p for p in measured if p.resolution is not None and p.resolution > RESOLUTION]
     worst = max((p.resolution for p in measured if p.resolution is not None), default=None)
+    where = (f" (coarser than {RESOLUTION:.0%} at batch {', '.join(str(p.batch) for p in coarse)}, where one compiled "
+             "call of the epoch is a large share of the steps to target)." if coarse
+             else f", within {RESOLUTION:.0%} at every batch size.")
     lines.append(f"Resolution: consecutive checks at most {fmt(100 * worst, 2)}% of the steps apart at the crossing"
-                 + (f" (coarser than {RESOLUTION:.0%} at batch {', '.join(str(p.batch) for p in coarse)}: there the "
-                    "target came within a few compiled calls)." if coarse else f", within {RESOLUTION:.0%} at every "
-                    "batch size."))
+                 f"{where}")
     edges = [p for p in measured if p.edge]
     if edges:
         lines.append("The chosen learning rate is at an edge of the grid at batch "
@@ -352,10 +254,9 @@ def _fit_lines(s: Scaling) -> list[str]:
     batch, deviation = fit.worst
     shape = f"S = S_min(1 + B_crit/B) with S_min = {fmt(fit.s_min)} {interval(fit.s_min_interval)} steps"
     if not fit.follows:
-        why = (f"the largest deviation is {deviation:+.0%} at batch {batch}" if abs(deviation) > FIT_TOLERANCE
-               else "the fit has no finite B_crit" if math.isinf(fit.b_crit) else "the fit has no 1/B term")
-        lines = [f"The measured curve does not follow McCandlish's model within {FIT_TOLERANCE:.0%} ({why}), so no "
-                 f"critical batch size is claimed from it (best fit: {shape}, B_crit = {fmt(fit.b_crit)})."]
+        lines = [f"The measured curve does not follow McCandlish's model within {FIT_TOLERANCE:.0%} "
+                 f"({_why_not(fit)}), so no critical batch size is claimed from it. Its best fit, for reference: "
+                 f"{shape} and B_crit = {fmt(fit.b_crit)} {interval(fit.b_crit_interval)}."]
     else:
         how = (f"{LEVEL:.0%} bootstrap interval over seeds and the learning-rate choice, {fit.replicates} replicates"
                if fit.replicates else "no interval: one seed per learning rate, nothing to resample")
@@ -374,6 +275,18 @@ def _fit_lines(s: Scaling) -> list[str]:
         lines.append(f"{measured} predicts B_crit = {fmt(fit.b_crit)} {interval(fit.b_crit_interval)} within "
                      f"{factor:.2g}x ({'below' if noise.value < fit.b_crit else 'above'} it; McCandlish et al. "
                      "found B_simple within a small factor of B_crit, usually below it).")
+    elif math.isfinite(fit.b_crit) and fit.b_crit > 0:
+        factor = max(noise.value / fit.b_crit, fit.b_crit / noise.value)
+        lines.append(f"{measured}; against the best fit's B_crit = {fmt(fit.b_crit)} (not claimed: the curve does "
+                     f"not follow the model) it is within {factor:.2g}x.")
     else:
         lines.append(f"{measured}; with no B_crit fitted there is nothing to check it against.")
     return lines
+
+
+def _why_not(fit: Fit) -> str:
+    batch, deviation = fit.worst
+    if abs(deviation) > FIT_TOLERANCE:
+        return f"the largest deviation is {deviation:+.0%}, at batch {batch}"
+    return "the fit has no finite B_crit: S fell as 1/B throughout" if math.isinf(fit.b_crit) else \
+        "the fit has no 1/B term: S did not fall with the batch"

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.assess import scaling
+from harness.assess import mccandlish, scaling
 from harness.assess.analysis import BATCH
 from harness.probes import noise_scale
 
@@ -48,7 +48,7 @@ def test_a_curve_the_model_cannot_follow_is_said_so_and_no_b_crit_is_claimed():
     runs = _synthetic_runs(40.0, 100.0, noise=0.0)
     bump = runs[BATCH] == 256  # a batch size twice as slow as its neighbours: not S_min(1 + B_crit/B)
     runs.loc[bump, "steps"] = runs.loc[bump, "steps"] * 3
-    found = scaling.Scaling(0.8, 400, scaling.choose(runs), runs, None, scaling.Noise(None, None, 0))
+    found = scaling.Scaling(0.8, 400, scaling.choose(runs), runs, None, mccandlish.Noise(None, None, 0))
     found.fit = scaling.fit_bootstrap(runs, found.points, replicates=50)
     assert not found.fit.follows and found.fit.worst[0] == 256
     text = " ".join(scaling._lines(found))
@@ -102,7 +102,7 @@ def test_the_noise_scale_from_batch_gradients_matches_the_linear_models_closed_f
         grams.append(noise_scale.gram(gradients))
         direct = noise_scale.from_batch_gradients(gradients, small)
         assert noise_scale.from_gram(grams[-1], small).noise_scale == pytest.approx(direct.noise_scale)
-    pooled = scaling.noise_at_target(grams, small, bootstrap=400)
+    pooled = mccandlish.noise_at_target(grams, small, bootstrap=400)
     assert pooled.value == pytest.approx(trace / g2, rel=0.1)
     low, high = pooled.interval
     assert low < trace / g2 < high and pooled.non_positive == 0
@@ -117,11 +117,11 @@ def test_a_noise_scale_whose_squared_gradient_is_not_positive_is_inconclusive_no
     flat = [run(0.0) for _ in range(6)]  # |G| = 0: the estimates of |G|² scatter around 0
     estimates = [noise_scale.from_gram(g, 32) for g in flat]
     assert min(e.grad_norm_sq for e in estimates) < 0 < max(e.grad_norm_sq for e in estimates)
-    found = scaling.noise_at_target(flat, 32, bootstrap=200)
+    found = mccandlish.noise_at_target(flat, 32, bootstrap=200)
     pooled = np.mean([e.grad_norm_sq for e in estimates])
     assert (found.value is None) == (pooled <= 0)
     assert found.non_positive > 0 and math.isinf(found.interval[1])  # an unbounded interval, not a clamped one
-    clear = scaling.noise_at_target([run(1.0) for _ in range(6)], 32, bootstrap=200)
+    clear = mccandlish.noise_at_target([run(1.0) for _ in range(6)], 32, bootstrap=200)
     assert clear.value is not None and clear.non_positive == 0 and math.isfinite(clear.interval[1])
     negative = next(g for g in (run(0.0) for _ in range(100)) if noise_scale.from_gram(g, 32).grad_norm_sq < 0)
-    assert scaling.noise_at_target([negative], 32).value is None
+    assert mccandlish.noise_at_target([negative], 32).value is None

@@ -7,6 +7,7 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
+from markupsafe import escape
 
 from harness.config.batching import plan_batches, samples_seen
 
@@ -43,3 +44,12 @@ def test_the_scaling_study_stops_each_run_at_its_target_and_reports_how_far_the_
     html = (tmp_path / proc.stdout.strip().splitlines()[-1]).read_text()
     assert '<h2 id="scaling">How far does the batch scale?</h2>' in html
     assert "Steps and samples to the target vs batch size" in html and "Validation accuracy at the target" in html
+    from harness.assess.assessment import assess
+    from harness.report.figures import figures
+    from tests.helpers import layout
+
+    a = assess(sweep)
+    assert [p.batch for p in a.scaling.points] == [16, 64, 256] and a.scaling.fit is not None
+    assert str(escape(a.scaling.headline)) in html and not a.batch_verdicts and not a.tunings  # no verdict per lr_factor
+    drawn = figures(a, "scaling")
+    assert len(drawn) == 2 and all(layout.problems(fig) == [] for _, fig, _ in drawn)
