@@ -4,13 +4,15 @@ omegaconf (the launch wing's command line and launcher plugin are the others).
 """
 from __future__ import annotations
 
+import copy
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import Override, OverrideType
 from hydra.errors import MissingConfigException, OverrideParseException
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
 from harness.config import schema
 from harness.store import layout
@@ -102,11 +104,56 @@ def compose_jobs(overrides: list[str], multirun: bool, config_name: str = CONFIG
                  ) -> tuple[list[list[str]], Path, DictConfig, list[schema.RunConfig]]:
     """Every job of the command composed and validated: (each job's overrides, the output folder, the launcher's
     config, each job's RunConfig); raises ConfigError or a Hydra error on the first bad one."""
-    from hydra import compose, initialize_config_dir
+    from hydra import initialize_config_dir
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="harness"):
         jobs, output_dir, launcher = expand_jobs(overrides, multirun, config_name)
         hydra_overrides = [o.input_line for o in OverridesParser.create().parse_overrides(overrides)
                            if o.is_hydra_override()]  # e.g. hydra.searchpath: where the jobs' configs are found
-        run_configs = [to_run_config(compose(config_name, overrides=[*hydra_overrides, *job])) for job in jobs]
+        composed = job_composer(config_name, hydra_overrides)
+        run_configs = [to_run_config(composed(job)) for job in jobs]
     return jobs, output_dir, launcher, run_configs
+
+
+_ABSENT = object()
+
+
+def _plain(override: Override, base: DictConfig) -> bool:
+    """A `key=value` that sets an existing single value (not a config group, a list or a whole node): Hydra
+    applies it after composing, as OmegaConf.update(cfg, key, value, merge=True), so it can be applied to a
+    config composed without it."""
+    if override.type != OverrideType.CHANGE or override.package is not None or override.is_hydra_override():
+        return False
+    if isinstance(override.value(), (list, dict)):
+        return False
+    node = OmegaConf.select(base, override.key_or_group, default=_ABSENT, throw_on_missing=False)
+    return node is not _ABSENT and not isinstance(node, (DictConfig, ListConfig))
+
+
+def job_composer(config_name: str, hydra_overrides: list[str]) -> Callable[[list[str]], DictConfig]:
+    """compose(config_name, hydra_overrides + job) for many jobs of one sweep: Hydra composes each distinct set of
+    the jobs' structural overrides (config groups, additions, deletions) once, and every job's plain `key=value`
+    overrides are applied to a copy the way Hydra applies them (_plain). A 135-job sweep composes in about a
+    tenth of the time; an override the config lacks goes to Hydra whole, for its own error. Call inside an
+    initialized config dir."""
+    from hydra import compose
+
+    parser = OverridesParser.create()
+    composed: dict[tuple[str, ...], DictConfig] = {}
+
+    def compose_job(job: list[str]) -> DictConfig:
+        parsed = parser.parse_overrides(list(job))
+        structural = tuple(o.input_line for o in parsed if o.type != OverrideType.CHANGE or o.package is not None
+                           or isinstance(o.value(), (list, dict)))
+        if structural not in composed:
+            composed[structural] = compose(config_name, overrides=[*hydra_overrides, *structural])
+        base = composed[structural]
+        plain = [o for o in parsed if o.input_line not in structural]
+        if not all(_plain(o, base) for o in plain):
+            return compose(config_name, overrides=[*hydra_overrides, *job])
+        cfg = copy.deepcopy(base)
+        for override in plain:
+            OmegaConf.update(cfg, override.key_or_group, override.value(), merge=True)
+        return cfg
+
+    return compose_job

@@ -2,6 +2,7 @@
 and one shrunken study end to end for the path every study shares (slow)."""
 import itertools
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -117,3 +118,27 @@ def test_a_study_runs_end_to_end_shrunken(tmp_path):
     html = (tmp_path / proc.stdout.strip().splitlines()[-1]).read_text()
     for section in ("Unshuffled data", "Class imbalance", "Preprocessing mismatch", "Model capacity and data size"):
         assert f'<div class="facet">{section}</div>' in html, section
+
+
+COMMANDS = [[f"+study={p.stem}"] for p in sorted((Path(__file__).parents[2] / "harness/conf/study").glob("*.yaml"))] + [
+    ["dataset=digits", "dataset.train_split=0.5", "batch_size=8,64", "model=mlp", "model.width=2"],
+    ["dataset.num_samples=600,1000", "lr=1e-3", "devices=[0,3]", "gpus=2", "target_train_loss=null"],
+    ["+cause=imbalance", "imbalance=0.5", "seed=0,1"],
+]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+def test_composing_a_sweeps_jobs_once_per_structure_gives_hydras_own_configs(command):
+    """compose.job_composer (Hydra once per set of group overrides, plain key=value applied to a copy) against
+    Hydra composing each job whole, on the first, a middle and the last job of every study and of commands that
+    mix group, list and plain overrides."""
+    from hydra import compose, initialize_config_dir
+
+    from harness.config.compose import CONF_DIR, expand_jobs, job_composer, to_run_config
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="harness"):
+        jobs, _, _ = expand_jobs(command, True, "config")
+        composer = job_composer("config", [])
+        for job in {0: jobs[0], 1: jobs[len(jobs) // 2], 2: jobs[-1]}.values():
+            fast, whole = composer(job), compose("config", overrides=job)
+            assert fast == whole and to_run_config(fast) == to_run_config(whole), job
