@@ -139,12 +139,13 @@ def job_composer(config_name: str, hydra_overrides: list[str]) -> Callable[[list
     from hydra import compose
 
     parser = OverridesParser.create()
+    default = compose(config_name, overrides=list(hydra_overrides))  # which keys hold a single value
     composed: dict[tuple[str, ...], DictConfig] = {}
 
     def compose_job(job: list[str]) -> DictConfig:
         parsed = parser.parse_overrides(list(job))
-        structural = tuple(o.input_line for o in parsed if o.type != OverrideType.CHANGE or o.package is not None
-                           or isinstance(o.value(), (list, dict)))
+        # a config group (dataset=digits) and a key only a group brings (dataset.image_size) are composed by Hydra
+        structural = tuple(o.input_line for o in parsed if not _plain(o, default))
         if structural not in composed:
             composed[structural] = compose(config_name, overrides=[*hydra_overrides, *structural])
         base = composed[structural]

@@ -104,11 +104,12 @@ def test_epoch_budget_runs_the_configured_epochs_with_warmup_in_steps(train):
     assert (schedule.epochs, schedule.total_steps, schedule.warmup_steps) == (15, None, 750)
 
 
-def test_a_target_checked_within_epochs_compiles_chunks_of_at_most_ten_steps_that_divide_the_epoch():
+def test_a_target_checked_within_epochs_compiles_chunks_of_at_most_five_steps_that_divide_the_epoch():
     from harness.config.batching import TARGET_CHUNK
 
-    assert plan_batches(8, False, 1, 3600, check_target=True).steps_per_execution == 10   # 450 steps
+    assert plan_batches(8, False, 1, 3600, check_target=True).steps_per_execution == 5    # 450 steps
     assert plan_batches(64, False, 1, 3600, check_target=True).steps_per_execution == 3   # 57 steps: 1, 3, 19
+    assert plan_batches(512, False, 1, 3600, check_target=True).steps_per_execution == 4  # 8 steps
     assert plan_batches(2048, False, 1, 3600, check_target=True).steps_per_execution == 2  # 2 steps
     assert plan_batches(13, False, 1, 3600, check_target=True).steps_per_execution == 1   # 277 steps: a prime
     assert plan_batches(8, False, 1, 3600, steps_per_execution=50, check_target=True).steps_per_execution == 50

@@ -170,13 +170,19 @@ SLURM = ["hydra/launcher=slurm", "hydra.launcher.partition=debug", "hydra.launch
 def local_slurm():
     """A real one-node SLURM (scripts/slurm_local.sh) for the test, stopped after it; skipped where it cannot run
     (not root, no packages)."""
+    import fcntl
+
     script = REPO / "scripts" / "slurm_local.sh"
-    started = subprocess.run(["bash", str(script), "start"], capture_output=True, text=True, timeout=600)
-    if started.returncode == 3:
-        pytest.skip(started.stderr.strip())
-    assert started.returncode == 0, started.stderr
-    yield
-    subprocess.run(["bash", str(script), "stop"], capture_output=True, timeout=60)
+    # one cluster on the machine: a lock, not only xdist's grouping, keeps two tests' start and stop apart (a CI
+    # run once had one test's stop take the controller from under the other's sbatch)
+    with open(Path(os.environ.get("SLURM_LOCAL_STATE", "/tmp/harness-slurm")).with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        started = subprocess.run(["bash", str(script), "start"], capture_output=True, text=True, timeout=600)
+        if started.returncode == 3:
+            pytest.skip(started.stderr.strip())
+        assert started.returncode == 0, started.stderr
+        yield
+        subprocess.run(["bash", str(script), "stop"], capture_output=True, timeout=60)
 
 
 def _stop_job(proc: subprocess.Popen, sweep: Path) -> None:
