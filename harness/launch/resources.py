@@ -57,13 +57,30 @@ def cpu_count() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+MEMINFO = "/proc/meminfo"
+
+
+def available_memory() -> int | None:
+    """Bytes a new process can have without swapping: Linux's MemAvailable (free memory plus the page cache and
+    other memory the kernel can reclaim), else free physical pages (SC_AVPHYS_PAGES), which leave the page cache
+    out: after a few GB of reads, free memory can be 2 GB of a machine with 23 available. None when unknown."""
+    try:
+        with open(MEMINFO) as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+    except (ValueError, OSError):
+        return None
+
+
 def default_parallelism(n_jobs_total: int, gpu_ids: list[int]) -> int:
-    """With GPUs, one job per GPU; on CPU, one per core, capped by memory."""
+    """With GPUs, one job per GPU; on CPU, one per core, capped by the memory available."""
     if gpu_ids:
         return max(1, min(n_jobs_total, len(gpu_ids)))
-    try:
-        available = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
-        by_memory = max(1, int(available // MEMORY_PER_RUN))
-    except (ValueError, OSError):
-        by_memory = cpu_count()
+    available = available_memory()
+    by_memory = cpu_count() if available is None else max(1, int(available // MEMORY_PER_RUN))
     return max(1, min(n_jobs_total, cpu_count(), by_memory))

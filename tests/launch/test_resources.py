@@ -48,14 +48,31 @@ def test_default_parallelism_is_one_run_per_gpu_or_per_core_within_memory(monkey
     assert resources.default_parallelism(8, [0, 1, 2]) == 3
     assert resources.default_parallelism(2, [0, 1, 2]) == 2
     monkeypatch.setattr(resources, "cpu_count", lambda: 16)
-    pages = {"SC_PAGE_SIZE": 4096, "SC_AVPHYS_PAGES": int(100 * resources.MEMORY_PER_RUN) // 4096}
-    monkeypatch.setattr(resources.os, "sysconf", lambda name: pages[name])
+    available = {"bytes": int(100 * resources.MEMORY_PER_RUN)}
+    monkeypatch.setattr(resources, "available_memory", lambda: available["bytes"])
     assert resources.default_parallelism(40, []) == 16  # cores
     assert resources.default_parallelism(3, []) == 3  # jobs
-    pages["SC_AVPHYS_PAGES"] = int(2.5 * resources.MEMORY_PER_RUN) // 4096
+    available["bytes"] = int(2.5 * resources.MEMORY_PER_RUN)
     assert resources.default_parallelism(40, []) == 2  # memory for two runs
-    pages["SC_AVPHYS_PAGES"] = 10
+    available["bytes"] = 10
     assert resources.default_parallelism(40, []) == 1  # always at least one
+    available["bytes"] = None
+    assert resources.default_parallelism(40, []) == 16  # unknown: the cores decide
+
+
+def test_available_memory_counts_the_reclaimable_page_cache_not_only_free_pages(tmp_path, monkeypatch):
+    """A machine after a CI run: 2 GB free, 23 GB available. Free pages alone had set the default to one run at a
+    time on 2 cores (found running +study=scaling)."""
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       24683520 kB\nMemFree:         2033664 kB\nMemAvailable:   23681024 kB\n")
+    monkeypatch.setattr(resources, "MEMINFO", str(meminfo))
+    monkeypatch.setattr(resources.os, "sysconf", lambda name: {"SC_PAGE_SIZE": 4096,
+                                                                "SC_AVPHYS_PAGES": 2033664 // 4}[name])
+    assert resources.available_memory() == 23681024 * 1024
+    monkeypatch.setattr(resources, "cpu_count", lambda: 2)
+    assert resources.default_parallelism(135, []) == 2
+    monkeypatch.setattr(resources, "MEMINFO", str(tmp_path / "none"))  # no /proc: free pages
+    assert resources.available_memory() == 2033664 * 1024
 
 
 def test_cpu_count_is_the_cores_this_process_may_use():
