@@ -261,7 +261,8 @@ def _fit_lines(s: Scaling) -> list[str]:
         how = (f"{LEVEL:.0%} bootstrap interval over seeds and the learning-rate choice, {fit.replicates} replicates"
                if fit.replicates else "no interval: one seed per learning rate, nothing to resample")
         lines = [f"Fit ({how}): {shape} and B_crit = {fmt(fit.b_crit)} {interval(fit.b_crit_interval)}; every "
-                 f"batch size within {abs(deviation):.0%} of the curve."]
+                 f"batch size within {abs(deviation):.1%} of the curve, the largest at batch {batch} (the model is "
+                 f"said to follow within {FIT_TOLERANCE:.0%})."]
     if noise.value is None:
         lines.append(f"The gradient noise scale at the target is inconclusive: its |G|² estimate, pooled over "
                      f"{noise.runs} run(s), was not positive." if noise.runs else
@@ -287,6 +288,6 @@ def _fit_lines(s: Scaling) -> list[str]:
 def _why_not(fit: Fit) -> str:
     batch, deviation = fit.worst
     if abs(deviation) > FIT_TOLERANCE:
-        return f"the largest deviation is {deviation:+.0%}, at batch {batch}"
+        return f"the largest deviation is {deviation:+.1%}, at batch {batch}"
     return "the fit has no finite B_crit: S fell as 1/B throughout" if math.isinf(fit.b_crit) else \
         "the fit has no 1/B term: S did not fall with the batch"
