@@ -161,6 +161,11 @@ def epoch_probes(df: pd.DataFrame) -> pd.DataFrame:
     return epochs
 
 
+SCALING_NOTE = ("B_simple only estimates the critical batch size; to measure it (steps to a target at every batch "
+                "size, McCandlish's curve fitted, and B_simple's prediction checked): python -m harness "
+                "+study=scaling -m.")
+
+
 def explain(sweep_dir: Path, df: pd.DataFrame) -> Why:
     """Read the probes of the sweep in `sweep_dir` (`df`: its epochs with a `facet` column) and say what they show."""
     probes, notes = read_probes(sweep_dir, df)
@@ -180,6 +185,8 @@ def explain(sweep_dir: Path, df: pd.DataFrame) -> Why:
                  distance_sentence(epochs[epochs["facet"] == facet]) if not epochs.empty else None]
         if any(lines):
             readings.append(Reading(facet, [line for line in lines if line]))
+    if not epochs.empty and "noise_scale_smoothed" in epochs:
+        notes.append(SCALING_NOTE)
     return Why(probes, epochs, interpolation, readings, notes)
 
 
@@ -246,9 +253,7 @@ def noise_scale_sentence(epochs: pd.DataFrame) -> str | None:
              else f"every swept batch size ({', '.join(map(str, sizes))}) lies below it")
     return (f"Gradient noise scale at the last epoch: B_simple ≈ {number(noise)} (tr(Σ) and |G|² smoothed across "
             f"epochs, mean over {len(last)} runs); {where}. Batches above ~B_noise gain little per step: "
-            "McCandlish et al.'s critical batch size, which B_simple roughly estimates. To measure the critical "
-            "batch size itself (steps to a target at every batch size, and the prediction checked): "
-            "python -m harness +study=scaling -m." + caveat)
+            "McCandlish et al.'s critical batch size, which B_simple roughly estimates." + caveat)
 
 
 def distance_sentence(epochs: pd.DataFrame) -> str | None:

@@ -50,6 +50,15 @@ def write_json(path: Path, obj: Any) -> None:
     write_text(path, json.dumps(obj, indent=2, default=str) + "\n")
 
 
+def write_fields(path: Path, values: dict[str, Any], fields: dict[str, str]) -> None:
+    """A JSON record whose keys must all be named in `fields` (a file's documented fields): a writer that misspells
+    one fails here, not a reader later."""
+    unknown = sorted(set(values) - set(fields))
+    if unknown:
+        raise ValueError(f"{Path(path).name} has no field {unknown[0]!r}; its fields are {', '.join(fields)}")
+    write_json(path, values)
+
+
 class DamagedFile(ValueError):
     """A file that exists but cannot be read (truncated, garbage); the message names it and says why."""
 

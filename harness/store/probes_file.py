@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.store.files import read_json, write_json
+from harness.store.files import read_json, write_fields
 from harness.store.layout import PROBES_FILE
 
 FIELDS = {
@@ -30,10 +30,7 @@ CONVERGED = ("eigen_converged", "trace_converged", "sharpness_converged")
 
 
 def write(run_dir: Path, values: dict[str, Any]) -> None:
-    unknown = sorted(set(values) - set(FIELDS))
-    if unknown:
-        raise ValueError(f"probes.json has no field {unknown[0]!r}; its fields are {', '.join(FIELDS)}")
-    write_json(Path(run_dir) / PROBES_FILE, values)
+    write_fields(Path(run_dir) / PROBES_FILE, values, FIELDS)
 
 
 def read(run_dir: Path) -> dict[str, Any] | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.store.files import read_json, write_json
+from harness.store.files import read_json, write_fields
 from harness.store.layout import TARGET_FILE
 
 FIELDS = {
@@ -27,10 +27,7 @@ COLUMNS = tuple(k for k in FIELDS if k not in ("noise_gram", "target_tune_acc"))
 
 
 def write(run_dir: Path, values: dict[str, Any]) -> None:
-    unknown = sorted(set(values) - set(FIELDS))
-    if unknown:
-        raise ValueError(f"target.json has no field {unknown[0]!r}; its fields are {', '.join(FIELDS)}")
-    write_json(Path(run_dir) / TARGET_FILE, values)
+    write_fields(Path(run_dir) / TARGET_FILE, values, FIELDS)
 
 
 def read(run_dir: Path) -> dict[str, Any] | None:

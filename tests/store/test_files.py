@@ -107,3 +107,15 @@ def test_the_lock_of_a_killed_holder_is_free_at_once(tmp_path):
         holder.stdout.close()
     with files.folder_lock(folder):  # kill -9 leaves the file, not the lock
         assert (folder / layout.LOCK_FILE).read_text() == f"{os.getpid()}\n"
+
+
+def test_a_record_with_a_field_its_file_does_not_document_is_refused_and_nothing_is_written(tmp_path):
+    from harness.store import probes_file, target_file
+
+    with pytest.raises(ValueError, match="target.json has no field 'steps_to_targte'"):
+        target_file.write(tmp_path, {"steps_to_targte": 10})
+    with pytest.raises(ValueError, match="probes.json has no field 'sharpnes'"):
+        probes_file.write(tmp_path, {"sharpnes": 1.0})
+    assert list(tmp_path.iterdir()) == []
+    target_file.write(tmp_path, {"steps_to_target": 10, "samples_to_target": 80})
+    assert target_file.read(tmp_path) == {"steps_to_target": 10, "samples_to_target": 80}
