@@ -33,8 +33,13 @@ def to_run_config(cfg: DictConfig) -> schema.RunConfig:
 
 
 def recorded_run_config(run_dir: Path) -> schema.RunConfig:
-    """A finished run's RunConfig, from the composed config Hydra saved in its folder (.hydra/schema.yaml)."""
-    return to_run_config(OmegaConf.load(Path(run_dir) / layout.HYDRA_DIR / layout.HYDRA_CONFIG))
+    """A finished run's RunConfig, from the composed config Hydra saved in its folder (.hydra/schema.yaml); a run
+    recorded before the `backend` key existed ran on TensorFlow."""
+    cfg = OmegaConf.load(Path(run_dir) / layout.HYDRA_DIR / layout.HYDRA_CONFIG)
+    if "backend" not in cfg:
+        with open_dict(cfg):
+            cfg.backend = "tensorflow"
+    return to_run_config(cfg)
 
 
 def _allowed_keys(key: str) -> str:

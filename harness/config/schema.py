@@ -7,6 +7,7 @@ allowed, in one line.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +28,7 @@ OPTIMIZERS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 PREPROCESS_MISMATCHES = ("none", "unscaled", "shifted")
 BUDGETS = ("epochs", "steps")
+BACKENDS = ("tensorflow", "jax")  # as harness.backend.BACKENDS, which config may not import (it loads no backend)
 LR_SCALINGS = ("none", "linear", "sqrt")
 
 
@@ -61,6 +63,7 @@ class DeviceConfig:
     gpus: int
     devices: tuple[int, ...] | None
     simulate_devices: bool
+    backend: str = "tensorflow"   # the Keras 3 backend the run trains on: tensorflow or jax
 
 
 @dataclass(frozen=True)
@@ -83,7 +86,7 @@ TOP_KEYS = {
     "batch_size", "per_replica_batch", "gpus", "devices", "simulate_devices", "shuffle", "imbalance",
     "epochs", "lr", "optimizer", "seed", "dataset", "model", "steps_per_execution", "train_fraction",
     "preprocess_mismatch", "budget", "budget_steps", "lr_scaling", "base_batch_size", "warmup_epochs",
-    "target_train_loss", "probes", "probe_samples", "lr_factor", "tune_fraction", "target_tune_acc",
+    "target_train_loss", "probes", "probe_samples", "lr_factor", "tune_fraction", "target_tune_acc", "backend",
 }
 DATA_KEYS = datasets.ALL_KEYS
 MODEL_KEYS = models.ALL_KEYS
@@ -103,7 +106,14 @@ def _devices(cfg: dict) -> DeviceConfig:
     simulate = bool_value(cfg, "simulate_devices")
     if simulate and devices is not None:
         raise ConfigError("devices", list(devices), "null when simulate_devices=true")
-    return DeviceConfig(gpus=gpus, devices=devices, simulate_devices=simulate)
+    backend = choice(cfg, "backend", BACKENDS)
+    if backend == "jax":
+        if importlib.util.find_spec("jax") is None:
+            raise ConfigError("backend", backend, "tensorflow, or install JAX first: pip install -e \".[jax]\"")
+        if gpus > 1:
+            raise ConfigError("gpus", gpus, "0 or 1 with backend=jax (JAX runs on one device; several devices are "
+                              "tensorflow's, with MirroredStrategy)")
+    return DeviceConfig(gpus=gpus, devices=devices, simulate_devices=simulate, backend=backend)
 
 
 def _study_keys(cfg: dict) -> dict[str, Any]:

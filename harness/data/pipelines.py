@@ -1,7 +1,8 @@
-"""The tf.data pipelines a run reads its arrays through: each epoch's sample order (stateless, so a resumed run
-sees the batches an uninterrupted one would), image files decoded per batch, training batches that never span
-two epochs, evaluation batches, and the fixed subsets the probes measure on. TensorFlow loads with this module:
-only run processes import it.
+"""The tf.data pipelines a TensorFlow run reads its arrays through: each epoch's sample order (stateless, so a
+resumed run sees the batches an uninterrupted one would), image files decoded per batch, training batches that
+never span two epochs and evaluation batches (harness.data.batches holds the numpy ones of backend=jax). Image
+files are decoded here for every backend. TensorFlow loads with this module: only run processes import it, and
+on JAX only to decode image files.
 """
 from __future__ import annotations
 
@@ -10,8 +11,7 @@ from typing import Callable
 import numpy as np
 
 from harness.backend import tf
-
-EVAL_BATCH = 1024  # samples per inference-mode batch
+from harness.data.batches import EVAL_BATCH
 
 
 def epoch_order(train_size: int, shuffle: bool, seed: int, epoch) -> tf.Tensor:
@@ -29,8 +29,11 @@ def epoch_order(train_size: int, shuffle: bool, seed: int, epoch) -> tf.Tensor:
 def decoder(decode: tuple | None, transform: Callable | None = None) -> Callable | None:
     """A function from a batch of x to model inputs: image files decoded (and resized, scaled to [0, 1]) per
     batch, then `transform` (a validation mismatch); None when x already holds the inputs and nothing applies."""
-    if decode is None:
-        return transform
+    return transform if decode is None else file_decoder(decode, transform)
+
+
+def file_decoder(decode: tuple, transform: Callable | None = None) -> Callable:
+    """Batches of image file paths -> image tensors, by tf.io's decoders (used on every backend)."""
     _, size, color_mode = decode
     channels = 3 if color_mode == "rgb" else 1
 
@@ -95,11 +98,3 @@ def evaluation_dataset(x: np.ndarray, y: np.ndarray, decode: Callable | None = N
     if decode is not None:
         dataset = dataset.map(lambda x_batch, y_batch: (decode(x_batch), y_batch), num_parallel_calls=tf.data.AUTOTUNE)
     return dataset.prefetch(tf.data.AUTOTUNE)
-
-
-def cached_dataset(x: np.ndarray, y: np.ndarray, batch: int, decode: Callable | None) -> tf.data.Dataset:
-    """(x, y) batches decoded once and kept: for measurements that pass over the same samples many times."""
-    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(batch)
-    if decode is not None:
-        dataset = dataset.map(lambda xb, yb: (decode(xb), yb))
-    return dataset.cache()

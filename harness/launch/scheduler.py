@@ -42,6 +42,7 @@ class Job:
     epochs: int = 1
     config: dict = field(default_factory=dict)  # flat config, for a run.json written on the run's behalf
     worker_args: list[str] | None = None        # `python -m harness` arguments, if a warm CPU worker may run it
+    backend: str = "tensorflow"                 # Keras's backend: fixed per process, so warm workers are per backend
 
     @property
     def run_id(self) -> str:
@@ -88,7 +89,7 @@ class Scheduler:
         self.keep = 0  # idle workers kept once no job needs them (one for the interpolation)
 
     def _env(self, job: Job, gpu_ids: list[int]) -> dict[str, str]:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "KERAS_BACKEND": job.backend}
         if gpu_ids:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpu_ids))
             env["HARNESS_GPUS_ASSIGNED"] = "1"  # `devices` ids are already applied by CUDA_VISIBLE_DEVICES
@@ -102,7 +103,8 @@ class Scheduler:
     def _start(self, job: Job, gpu_ids: list[int]) -> _Running:
         job.run_dir.mkdir(parents=True, exist_ok=True)
         if job.worker_args is not None and not gpu_ids:
-            worker = self._idle_worker() or Worker(job.run_dir.parent, self._env(job, gpu_ids), _preexec())
+            worker = (self._idle_worker(job.backend)
+                      or Worker(job.run_dir.parent, self._env(job, gpu_ids), _preexec(), backend=job.backend))
             worker.send(job.worker_args, job.run_dir / layout.TRAIN_LOG)
             return _Running(job, worker.process, gpu_ids, None, worker)
         log = open(job.run_dir / layout.TRAIN_LOG, "a")
@@ -148,7 +150,7 @@ class Scheduler:
         return self.exit_codes
 
     def _then(self, then: Callable[[Worker | None], None]) -> None:
-        worker = self._idle_worker()
+        worker = self._idle_worker(self.jobs[0].backend if self.jobs else None)
         try:
             then(worker)
         except BaseException:  # Ctrl-C during it: the worker (a session of its own) is stopped as a run would be
@@ -190,12 +192,15 @@ class Scheduler:
             raise
         self.progress(self._status_line(pending, running, started), True)
 
-    def _idle_worker(self) -> Worker | None:
-        while self.idle:
-            worker = self.idle.pop()
-            if worker.available:
-                return worker
+    def _idle_worker(self, backend: str | None) -> Worker | None:
+        """A warm worker of `backend` (any backend for None), or None; workers found dead are closed."""
+        for worker in [w for w in self.idle if not w.available]:
+            self.idle.remove(worker)
             worker.close()  # it died while it waited
+        for worker in reversed(self.idle):
+            if backend is None or worker.backend == backend:
+                self.idle.remove(worker)
+                return worker
         return None
 
     def _close_idle(self, keep: int = 0) -> None:

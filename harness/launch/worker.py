@@ -6,7 +6,7 @@ sweep of 12 runs paid it 12 times. A worker pays it once per launcher slot. Each
 locked, run.json and metrics.parquet are written the same way), with its stdout and stderr on its own train.log,
 and starts from a cleared Keras session and its own seed, so its metrics are bitwise those of a fresh process
 (tested). GPU jobs and simulated devices keep a fresh process each: TensorFlow's device setup is fixed for the
-life of a process.
+life of a process. So is Keras's backend: a worker runs the jobs of one backend (KERAS_BACKEND in its environment).
 
 Protocol: the scheduler writes one JSON line per job on the worker's stdin ({"args": [...], "log": "..."}; or
 {"probe": SWEEP_DIR, "log": "..."} for the sweep's interpolation, `python -m harness.probe SWEEP_DIR` in the warm
@@ -96,8 +96,9 @@ def main() -> int:
 class Worker:
     """The scheduler's side: one warm process, one job at a time."""
 
-    def __init__(self, sweep_dir: Path, env: dict[str, str], preexec_fn=None):
+    def __init__(self, sweep_dir: Path, env: dict[str, str], preexec_fn=None, backend: str = "tensorflow"):
         # the sweep folder on the command line names the process in `ps` (and to the tests that look for orphans)
+        self.backend = backend  # Keras's backend, fixed for the life of the process: it runs only that backend's jobs
         self.reusable = True  # false once a job has retired the worker
         self.runs = 0
         self.process = subprocess.Popen(

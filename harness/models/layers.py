@@ -1,5 +1,6 @@
 """Keras layers the built-in models use beyond Keras's own, and the batch-norm layers of any model (to find them
-and set their momentum). Loads TensorFlow: only run processes import this.
+and set their momentum), written in keras.ops so they run on every backend. Loads Keras: only run processes import
+this.
 
 Ghost batch normalisation (Hoffer, Hubara & Soudry 2017, "Train longer, generalize better") normalises a large
 batch in small chunks ("ghost batches"), so each sample sees the noisier statistics of a small batch. Keras 3
@@ -7,7 +8,9 @@ dropped BatchNormalization's `virtual_batch_size`, which did this in TF1.
 """
 from __future__ import annotations
 
-from harness.backend import keras, tf
+from harness.backend import keras
+
+ops = keras.ops
 
 
 @keras.saving.register_keras_serializable(package="harness")
@@ -35,17 +38,19 @@ class GhostBatchNormalization(keras.layers.BatchNormalization):
     def call(self, inputs, training=None):
         if not (training and self.trainable):
             return super().call(inputs, training=False)
-        x = tf.cast(inputs, keras.backend.result_type(inputs.dtype, "float32"))  # as BatchNormalization: in float32
+        x = ops.cast(inputs, keras.backend.result_type(inputs.dtype, "float32"))  # as BatchNormalization: in float32
         chunk, mean, variance = self._chunk_moments(x)
-        self.moving_mean.assign(self.moving_mean * self.momentum + tf.reduce_mean(mean, 0) * (1.0 - self.momentum))
+        self.moving_mean.assign(self.moving_mean * self.momentum + ops.mean(mean, 0) * (1.0 - self.momentum))
         self.moving_variance.assign(
-            self.moving_variance * self.momentum + tf.reduce_mean(variance, 0) * (1.0 - self.momentum))
-        outputs = tf.nn.batch_normalization(
-            x, _per_sample(mean, chunk, x), _per_sample(variance, chunk, x),
-            offset=None if self.beta is None else tf.cast(self.beta, x.dtype),
-            scale=None if self.gamma is None else tf.cast(self.gamma, x.dtype),
-            variance_epsilon=self.epsilon)
-        return tf.cast(outputs, self.compute_dtype)
+            self.moving_variance * self.momentum + ops.mean(variance, 0) * (1.0 - self.momentum))
+        # as tf.nn.batch_normalization computes it: x * inv + (offset - mean * inv), inv = scale / sqrt(var + eps)
+        inv = ops.rsqrt(_per_sample(variance, chunk, x) + self.epsilon)
+        if self.gamma is not None:
+            inv = inv * ops.cast(self.gamma, x.dtype)
+        shift = -_per_sample(mean, chunk, x) * inv
+        if self.beta is not None:
+            shift = shift + ops.cast(self.beta, x.dtype)
+        return ops.cast(x * inv + shift, self.compute_dtype)
 
     def _chunk_moments(self, x):
         """Each sample's chunk index, and every chunk's mean and (biased) variance per channel: (chunks, channels).
@@ -53,17 +58,18 @@ class GhostBatchNormalization(keras.layers.BatchNormalization):
         Every sample has the same number of spatial positions, so a chunk's statistics are the mean over its
         samples of each sample's spatial mean.
         """
-        batch = tf.shape(x)[0]
-        chunk = tf.range(batch) // self.ghost_batch_size
+        batch = ops.shape(x)[0]
+        chunk = ops.floor_divide(ops.arange(batch), self.ghost_batch_size)
         chunks = (batch + self.ghost_batch_size - 1) // self.ghost_batch_size
         spatial = list(range(1, len(x.shape) - 1))
+        counts = ops.segment_sum(ops.ones_like(chunk, dtype=x.dtype), chunk, num_segments=chunks)[:, None]
 
         def chunk_mean(values):
-            per_sample = tf.reduce_mean(values, axis=spatial) if spatial else values
-            return tf.math.unsorted_segment_mean(per_sample, chunk, chunks)
+            per_sample = ops.mean(values, axis=spatial) if spatial else values
+            return ops.segment_sum(per_sample, chunk, num_segments=chunks) / counts
 
         mean = chunk_mean(x)
-        variance = chunk_mean(tf.square(x - _per_sample(mean, chunk, x)))
+        variance = chunk_mean(ops.square(x - _per_sample(mean, chunk, x)))
         return chunk, mean, variance
 
     def get_config(self):
@@ -72,7 +78,7 @@ class GhostBatchNormalization(keras.layers.BatchNormalization):
 
 def _per_sample(stats, chunk, x):
     """Chunk statistics (chunks, channels) spread to each sample of `x`, shaped to broadcast against it."""
-    return tf.reshape(tf.gather(stats, chunk), [-1] + [1] * (len(x.shape) - 2) + [x.shape[-1]])
+    return ops.reshape(ops.take(stats, chunk, axis=0), [-1] + [1] * (len(x.shape) - 2) + [x.shape[-1]])
 
 
 def batch_norm_layers(model) -> list:

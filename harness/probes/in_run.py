@@ -68,11 +68,11 @@ class EpochProbes:
         self.objective = None  # built at the first epoch's end, then reused: its functions trace once
 
     def __call__(self, epoch: int) -> dict[str, float]:
-        from harness.data import pipelines
+        from harness.data.batches import fixed_batches
         from harness.probes.objective import Objective
 
         chosen = np.random.default_rng([self.seed, epoch]).permutation(len(self.y))[:self.batches * self.small]
-        batches = pipelines.cached_dataset(self.x[chosen], self.y[chosen], self.small, self.decode)
+        batches = fixed_batches(self.x[chosen], self.y[chosen], self.small, self.decode)
         if self.objective is None:
             self.objective = Objective(self.model, batches)
         else:
@@ -91,12 +91,12 @@ def final_probes(model, x: np.ndarray, y: np.ndarray, decode: Callable | None, s
     curvature.EIGEN_TOLERANCE, the trace to a standard error of curvature.TRACE_ERROR, each recorded as
     converged or not); the sharpness from L-BFGS-B stopped on convergence (at most SHARPNESS_ITERATIONS).
     """
-    from harness.data import pipelines
+    from harness.data.batches import fixed_batches
     from harness.probes.objective import Objective, restoring
 
     started = time.perf_counter()
     chosen = probe_indices(len(y), samples)
-    objective = Objective(model, pipelines.cached_dataset(x[chosen], y[chosen], PROBE_BATCH, decode))
+    objective = Objective(model, fixed_batches(x[chosen], y[chosen], PROBE_BATCH, decode))
     restore = restoring(objective)
     weights = objective.weights()
     found = curvature.spectrum(objective.hessian_vector, objective.size)

@@ -1,8 +1,9 @@
 """A model's training loss on a fixed set of samples, as a function of its trainable weights.
 
 The probes (harness.probes.curvature, harness.probes.noise_scale) see a model only through this: the weights as
-one flat float64 vector, the loss, its gradient and Hessian-vector products (double backprop: a GradientTape
-inside a GradientTape), functions of the weights' values traced once per model structure and process. The loss
+one flat float64 vector, the loss, its gradient and Hessian-vector products (the backend's own autodiff:
+harness.backend's `ops.Derivatives`, double backprop on TensorFlow, jax.jvp of jax.grad on JAX), functions of the
+weights' values traced once per model structure and process. The loss
 is the one the model trains on (sparse categorical cross-entropy of its softmax outputs, plus any regularisation
 losses), evaluated in inference mode (dropout off, batch norm with its moving statistics), as a mean over all
 the samples.
@@ -14,54 +15,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from harness.backend import keras, tf
+from harness.backend import keras, ops
 
-
-class _Traced:
-    """The summed loss, its gradient and Hessian-vector products of one model structure as tf.functions of the
-    weights' values (the model called in a keras.StatelessScope on them), traced on the first model of that
-    structure in the process and reused by every later one: a warm worker's runs and a run's two objectives
-    trace them once, not per model."""
-
-    def __init__(self, template: keras.Model):
-        trainable, fixed = list(template.trainable_variables), list(template.non_trainable_variables)
-        self.sizes = [int(np.prod(v.shape)) for v in trainable]
-
-        def summed_loss(values, fixed_values, x, y):
-            mapping = [*zip(trainable, values), *zip(fixed, fixed_values)]
-            with keras.StatelessScope(state_mapping=mapping):
-                probabilities = template(x, training=False)
-                losses = template.losses
-            data_loss = tf.reduce_sum(keras.losses.sparse_categorical_crossentropy(y, probabilities))
-            regularisation = tf.add_n(losses) if losses else 0.0
-            return data_loss + regularisation * tf.cast(tf.shape(y)[0], data_loss.dtype)
-
-        def flat(tensors):
-            return tf.concat([tf.reshape(t, [-1]) for t in tensors], axis=0)
-
-        def loss_and_gradient(values, fixed_values, x, y):
-            with tf.GradientTape() as tape:
-                tape.watch(values)
-                loss = summed_loss(values, fixed_values, x, y)
-            return loss, flat(tape.gradient(loss, values))
-
-        def hessian_vector(values, fixed_values, x, y, vector):
-            parts = tf.split(vector, self.sizes)
-            with tf.GradientTape() as outer:
-                outer.watch(values)
-                with tf.GradientTape() as inner:
-                    inner.watch(values)
-                    loss = summed_loss(values, fixed_values, x, y)
-                gradient = inner.gradient(loss, values)
-                projected = tf.add_n([tf.reduce_sum(g * tf.reshape(p, tf.shape(g))) for g, p in zip(gradient, parts)])
-            return flat(outer.gradient(projected, values))
-
-        self.summed_loss = tf.function(summed_loss, reduce_retracing=True)
-        self.loss_and_gradient = tf.function(loss_and_gradient, reduce_retracing=True)
-        self.hessian_vector = tf.function(hessian_vector, reduce_retracing=True)
-
-
-_TRACED: dict[str, _Traced] = {}  # a model structure (structure_key) -> its functions, for this process
+_TRACED: dict[str, Any] = {}  # a model structure (structure_key) -> its functions, for this process
 
 
 def structure_key(model: keras.Model) -> str:
@@ -83,26 +39,27 @@ def structure_key(model: keras.Model) -> str:
     return json.dumps(canonical(json.loads(model.to_json())), sort_keys=True)
 
 
-def _traced(model: keras.Model) -> _Traced:
-    """The functions for `model`'s structure: traced on its first model, or on this one for a model without a
-    JSON config (a subclassed user model), whose functions are then its own."""
+def _traced(model: keras.Model):
+    """The functions (ops.Derivatives) for `model`'s structure, traced on the first model of that structure in the
+    process and reused by every later one (a warm worker's runs, a run's two objectives); for a model without a
+    JSON config (a subclassed user model), its own."""
     try:
         key = structure_key(model)
     except Exception:  # not serialisable: no structure to share
-        return _Traced(model)
+        return ops.Derivatives(model)
     if key not in _TRACED:
-        _TRACED[key] = _Traced(model)
+        _TRACED[key] = ops.Derivatives(model)
     return _TRACED[key]
 
 
 class Objective:
-    """f(w) = mean training loss of `model` over `batches` (a finite tf.data.Dataset of (x, y) batches).
+    """f(w) = mean training loss of `model` over `batches` (a finite iterable of (x, y) numpy batches).
 
-    The functions are traced once per model structure and process (_Traced); `use` points the same objective
+    The functions are traced once per model structure and process (_traced); `use` points the same objective
     at other samples.
     """
 
-    def __init__(self, model: keras.Model, batches: tf.data.Dataset):
+    def __init__(self, model: keras.Model, batches):
         self.model = model
         self.variables = list(model.trainable_variables)
         self.fixed = list(model.non_trainable_variables)
@@ -113,12 +70,11 @@ class Objective:
 
     def _values(self) -> tuple[list, list]:
         """The weights' current values, what the traced functions take."""
-        return [tf.convert_to_tensor(v) for v in self.variables], [tf.convert_to_tensor(v) for v in self.fixed]
+        return self.traced.values(self.variables), self.traced.values(self.fixed)
 
-    def use(self, batches: tf.data.Dataset) -> None:
-        """Measure on `batches` from now on; they are read once and kept in memory as tensors (iterating a
-        tf.data pipeline costs more than a small model's pass over them)."""
-        self.batches = [(tf.convert_to_tensor(x), tf.convert_to_tensor(y)) for x, y in batches]
+    def use(self, batches) -> None:
+        """Measure on `batches` from now on; they are read once and kept in memory as the backend's tensors."""
+        self.batches = [(ops.as_tensor(x), ops.as_tensor(y)) for x, y in batches]
         self.samples = sum(int(y.shape[0]) for _, y in self.batches)
 
     def weights(self) -> np.ndarray:
@@ -137,22 +93,21 @@ class Objective:
         total, gradient = 0.0, np.zeros(self.size)
         for x, y in self.batches:
             loss, grad = self.traced.loss_and_gradient(values, fixed, x, y)
-            total += float(loss)
-            gradient += grad.numpy()
+            total += loss
+            gradient += grad
         return total / self.samples, gradient / self.samples
 
     def batch_gradients(self) -> list[np.ndarray]:
         """The gradient of the mean loss of each batch, in order."""
         values, fixed = self._values()
-        return [grad.numpy() / float(tf.shape(y)[0]) for x, y in self.batches
+        return [grad / float(y.shape[0]) for x, y in self.batches
                 for _, grad in [self.traced.loss_and_gradient(values, fixed, x, y)]]
 
     def hessian_vector(self, vector: np.ndarray) -> np.ndarray:
         values, fixed = self._values()
-        v = tf.constant(vector, tf.float32)
         product = np.zeros(self.size)
         for x, y in self.batches:
-            product += self.traced.hessian_vector(values, fixed, x, y, v).numpy()
+            product += self.traced.hessian_vector(values, fixed, x, y, vector)
         return product / self.samples
 
 

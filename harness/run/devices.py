@@ -1,6 +1,9 @@
-"""Choose the tf.distribute strategy for a run: the one place that decides where training runs."""
+"""Choose where a run trains: the tf.distribute strategy on TensorFlow, the device on JAX (one device; several
+come later). The one place that decides where training runs."""
 from __future__ import annotations
 
+import contextlib
+import os
 from dataclasses import dataclass
 
 
@@ -10,9 +13,36 @@ class DeviceError(RuntimeError):
 
 @dataclass
 class Placement:
-    strategy: object          # a tf.distribute.Strategy
+    strategy: object | None   # a tf.distribute.Strategy; None on JAX (one device)
     replicas: int
     device_names: list[str]
+
+    def scope(self):
+        """Where the model and its optimizer are built: the strategy's scope, or nothing to enter on JAX."""
+        return contextlib.nullcontext() if self.strategy is None else self.strategy.scope()
+
+    @property
+    def strategy_name(self) -> str:
+        return "none (one JAX device)" if self.strategy is None else type(self.strategy).__name__
+
+
+def limit_xla_threads(intra_op_threads: int | None) -> None:
+    """One intra-op thread for XLA on the CPU (a tiny input, harness.run.experiment.cpu_threads), set before JAX
+    loads; XLA reads its flags once per process."""
+    if intra_op_threads == 1 and "--xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
+        flags = os.environ.get("XLA_FLAGS", "")
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1".strip()
+
+
+def jax_placement(gpus: int) -> Placement:
+    """gpus=0: the CPU; 1: the first GPU JAX sees. Several devices on JAX are refused by the config's check."""
+    from harness.backend import ops
+
+    names = ops.device_names("gpu" if gpus else "cpu")
+    if gpus and not names:
+        raise DeviceError("gpus=1 with backend=jax: JAX sees no GPU (install jax with CUDA, e.g. "
+                          "pip install 'jax[cuda12]', or use gpus=0)")
+    return Placement(None, 1, names[:1])
 
 
 def _split_cpu(tf, count: int) -> None:

@@ -129,9 +129,9 @@ def _resume_point(run_dir: Path, previous: dict | None, damage: str | None) -> t
 
 def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, board: RunBoard,
            resume_epoch: int) -> tuple[float, bool]:
-    placement = _place(cfg, record)  # TensorFlow loads from here on
-    from harness.backend import keras, tf
-    from harness.data.pipelines import decoder
+    placement = _place(cfg, record)  # the backend loads from here on
+    from harness.backend import keras, ops
+    from harness.data.batches import decoder
     from harness.models import registry as models
     from harness.run import target, train
 
@@ -140,14 +140,13 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, board:
         record.set_environment(classes=data_in.classes)  # label k's name in the user's data
     # Seed after loading: generating MNIST-1D reseeds the global numpy and python generators.
     keras.backend.clear_session()  # jobs of an in-process multirun start from a clean slate
-    keras.utils.set_random_seed(cfg.train.seed)
-    tf.config.experimental.enable_op_determinism()
+    ops.seed(cfg.train.seed)
     plan = plan_batches(cfg.train.batch_size, cfg.train.per_replica_batch, placement.replicas, len(data_in.y_train),
                         cfg.train.steps_per_execution, check_target=cfg.train.target_tune_acc is not None)
     schedule = plan_schedule(plan, cfg.train)
     _log_plan(run_id, plan, schedule, resume_epoch)
 
-    with placement.strategy.scope():
+    with placement.scope():
         model = models.build(cfg.model, data_in.input_shape, data_in.num_classes)
         train.compile_model(model, cfg.train.optimizer, train.learning_rate(schedule.peak_lr, schedule.warmup_steps),
                             plan.steps_per_execution)
@@ -193,7 +192,7 @@ def _epoch_probes(cfg: RunConfig, run_dir: Path, model, data_in: Arrays, resume_
     resumed run measures its distance from the same start."""
     if not cfg.train.probes:
         return None
-    from harness.data.pipelines import decoder
+    from harness.data.batches import decoder
 
     path = run_dir / layout.INITIAL_WEIGHTS
     if not resume_epoch or not path.exists():
@@ -208,7 +207,7 @@ def _target_monitor(cfg: RunConfig, model, data_in: Arrays, plan, tune_eval, val
     """The within-epoch check of target_tune_acc (harness.run.target), or None without a target."""
     if cfg.train.target_tune_acc is None:
         return None
-    from harness.data.pipelines import decoder
+    from harness.data.batches import decoder
     from harness.run import target, train
 
     at_target = target.measure_at_target(model, lambda: train.validation_metrics(model, val_inputs, data_in.y_val),
@@ -219,7 +218,7 @@ def _target_monitor(cfg: RunConfig, model, data_in: Arrays, plan, tune_eval, val
 def _precise_bn(cfg: RunConfig, model, data_in: Arrays, replicas: int):
     """The batch-norm statistics recomputed after every epoch (harness.run.precise_bn), for a model with batch norm;
     None for a model without, which gets no columns and pays nothing."""
-    from harness.data.pipelines import decoder
+    from harness.data.batches import decoder
     from harness.run import precise_bn
 
     if not precise_bn.batch_norm_layers(model):
@@ -242,24 +241,33 @@ def _probe_model(cfg: RunConfig, model, data_in: Arrays, replicas: int):
 
 
 def _place(cfg: RunConfig, record: RunRecord):
-    """Load TensorFlow, choose the devices and the strategy, and record where the run trains."""
-    from harness.backend import keras, tf
+    """Load the backend, choose the devices (and on TensorFlow the strategy), and record where the run trains."""
+    from harness import backend
     from harness.models import registry as models
     from harness.run import devices
 
-    # Under the harness launcher, CUDA_VISIBLE_DEVICES already holds exactly the GPUs `devices` names.
-    explicit = None if os.environ.get("HARNESS_GPUS_ASSIGNED") else cfg.device.devices
     intra_op, inter_op = cpu_threads(cfg)
-    placement = devices.make_strategy(cfg.device.gpus, explicit, cfg.device.simulate_devices,
-                                      intra_op_threads=intra_op, inter_op_threads=inter_op)
+    if cfg.device.backend == "jax":
+        backend.select("jax", cpu_only=cfg.device.gpus == 0)
+        devices.limit_xla_threads(intra_op)
+        placement = devices.jax_placement(cfg.device.gpus)
+        threads = {"intra_op": intra_op}
+    else:
+        backend.select("tensorflow")
+        from harness.backend import tf
+
+        # Under the harness launcher, CUDA_VISIBLE_DEVICES already holds exactly the GPUs `devices` names.
+        explicit = None if os.environ.get("HARNESS_GPUS_ASSIGNED") else cfg.device.devices
+        placement = devices.make_strategy(cfg.device.gpus, explicit, cfg.device.simulate_devices,
+                                          intra_op_threads=intra_op, inter_op_threads=inter_op)
+        threads = {"intra_op": tf.config.threading.get_intra_op_parallelism_threads(),
+                   "inter_op": tf.config.threading.get_inter_op_parallelism_threads()}
     record.set_environment(
-        tensorflow=tf.__version__, keras=keras.__version__, strategy=type(placement.strategy).__name__,
+        **backend.ops.versions(), strategy=placement.strategy_name,
         replicas=placement.replicas, devices=placement.device_names, platform=platform.platform(),
         cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
         simulated_devices=cfg.device.simulate_devices and placement.device_names[0].startswith("/cpu"),
-        batchnorm=models.batchnorm_mode(cfg.model, placement.replicas),
-        cpu_threads={"intra_op": tf.config.threading.get_intra_op_parallelism_threads(),
-                     "inter_op": tf.config.threading.get_inter_op_parallelism_threads()},
+        batchnorm=models.batchnorm_mode(cfg.model, placement.replicas), cpu_threads=threads,
     )
     return placement
 
@@ -275,7 +283,7 @@ SMALL_INPUT = 256  # numbers per sample below which one intra-op thread is faste
 
 
 def cpu_threads(cfg: RunConfig) -> tuple[int | None, int | None]:
-    """TensorFlow's (intra-op, inter-op) CPU threads for this run; None keeps TensorFlow's default.
+    """The backend's (intra-op, inter-op) CPU threads for this run; None keeps its default.
 
     Tiny per-sample inputs get one intra-op thread: splitting ops that small over cores costs more than it saves
     (about 2x slower at batch 8 on MNIST-1D with 2 threads). HARNESS_THREADS, set by the launcher for CPU runs

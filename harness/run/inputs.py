@@ -1,10 +1,12 @@
 """What a run trains and measures on: its data (the tuning slice held out, the training split transformed) and
 the input pipelines built from it (training batches; training, validation and tuning data to evaluate after each
-epoch). TensorFlow is loaded only inside the pipeline functions."""
+epoch): tf.data pipelines on TensorFlow (harness.data.pipelines), numpy batches on JAX (harness.data.batches).
+A backend is loaded only inside the pipeline functions."""
 from __future__ import annotations
 
 import dataclasses
 
+from harness import backend
 from harness.config.batching import BatchPlan, Schedule
 from harness.config.schema import RunConfig
 from harness.data import registry as data
@@ -30,26 +32,54 @@ def prepare_data(cfg: RunConfig) -> Arrays:
 def training_inputs(cfg: RunConfig, data_in: Arrays, plan: BatchPlan, schedule: Schedule, resume_epoch: int):
     """(training data to evaluate, validation inputs, training batches, tuning slice to evaluate or None): image
     files are decoded per batch, and a preprocessing mismatch is applied to the validation inputs only."""
-    from harness.data.pipelines import decoder, evaluation_dataset, training_dataset
+    from harness.data.batches import decoder
 
     train_eval, val_inputs = evaluation_inputs(cfg, data_in, plan.replicas)
     decode = decoder(data_in.decode)
-    batches = training_dataset(data_in.x_train, data_in.y_train, plan.global_batch_size, plan.steps_per_epoch,
-                               cfg.train.shuffle, cfg.train.seed, schedule.epochs, initial_epoch=resume_epoch,
-                               total_steps=schedule.total_steps, decode=decode)
-    tune_eval = (None if data_in.x_tune is None
-                 else evaluation_dataset(data_in.x_tune, data_in.y_tune, decode, plan.replicas))
+    if backend.name() == "tensorflow":
+        from harness.data.pipelines import evaluation_dataset, training_dataset
+
+        make_batches, evaluated = training_dataset, evaluation_dataset
+    else:
+        from harness.data.batches import training_batches
+
+        make_batches, evaluated = training_batches, _evaluated_arrays
+    batches = make_batches(data_in.x_train, data_in.y_train, plan.global_batch_size, plan.steps_per_epoch,
+                           cfg.train.shuffle, cfg.train.seed, schedule.epochs, initial_epoch=resume_epoch,
+                           total_steps=schedule.total_steps, decode=decode)
+    tune_eval = None if data_in.x_tune is None else evaluated(data_in.x_tune, data_in.y_tune, decode, plan.replicas)
     return train_eval, val_inputs, batches, tune_eval
 
 
 def evaluation_inputs(cfg: RunConfig, data_in: Arrays, replicas: int = 1):
     """(training (x, y) batches to evaluate, validation inputs) as the run measures them after each epoch, in
     batches that split over `replicas`."""
-    from harness.data.pipelines import decoder, evaluation_dataset, sample_std
+    from harness.data.batches import decoder
 
+    train_std = _sample_std(cfg, data_in) if cfg.train.preprocess_mismatch == "shifted" else None
     decode = decoder(data_in.decode)
-    train_std = sample_std(data_in.x_train, data_in.decode) if cfg.train.preprocess_mismatch == "shifted" else None
     val_decode = decoder(data_in.decode, transforms.mismatch_function(cfg.train.preprocess_mismatch, train_std))
-    train_eval = evaluation_dataset(data_in.x_train, data_in.y_train, decode, replicas)
-    val_inputs = evaluation_dataset(data_in.x_val, data_in.y_val, val_decode, replicas).map(lambda x, y: x)
-    return train_eval, val_inputs
+    if backend.name() == "tensorflow":
+        from harness.data.pipelines import evaluation_dataset
+
+        train_eval = evaluation_dataset(data_in.x_train, data_in.y_train, decode, replicas)
+        val_inputs = evaluation_dataset(data_in.x_val, data_in.y_val, val_decode, replicas).map(lambda x, y: x)
+        return train_eval, val_inputs
+    return (_evaluated_arrays(data_in.x_train, data_in.y_train, decode, replicas),
+            _evaluated_arrays(data_in.x_val, None, val_decode, replicas))
+
+
+def _evaluated_arrays(x, y, decode, replicas: int = 1):
+    """Numpy evaluation batches as Keras reads them (backend=jax, one device)."""
+    from harness.data.batches import EVAL_BATCH, Batches
+    from harness.run.train import ArrayDataset
+
+    return ArrayDataset(Batches(x, y, EVAL_BATCH, decode))
+
+
+def _sample_std(cfg: RunConfig, data_in: Arrays) -> float:
+    if data_in.decode is None:
+        return float(data_in.x_train.std())
+    from harness.data.pipelines import sample_std
+
+    return sample_std(data_in.x_train, data_in.decode)

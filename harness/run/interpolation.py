@@ -4,7 +4,9 @@ Keskar et al. 2017, Fig. 3: the training and validation loss and accuracy of f((
 for α from −1 to 2, between the smallest-batch and the largest-batch solution of each pair of runs that agree
 on everything else (harness.probes.interpolation). Every weight is interpolated, batch-norm moving statistics too
 (Li et al. 2018: the curve is wrong otherwise); an interpolated moving variance below 0 (α outside [0, 1]) is
-clipped to 0. Runs at the end of every multirun, in its own process (it loads TensorFlow; the report does not).
+clipped to 0. Runs at the end of every multirun, in a run process (it loads the backend; the report does not):
+on the backend of the sweep's runs, or for a sweep of both, on the one the process already has (a forward pass
+of the same weights is the same function on either, up to float rounding).
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ log = logging.getLogger("harness.run.interpolation")
 
 def interpolate(sweep_dir: Path, pair: interpolation.Pair, alphas=interpolation.ALPHAS) -> pd.DataFrame:
     """The pair's loss and accuracy along the line, one row per α."""
-    from harness.backend import keras, tf
+    from harness.backend import keras, ops
     from harness.config.compose import recorded_run_config
     from harness.models import registry as models
     from harness.run import inputs, train
@@ -35,14 +37,14 @@ def interpolate(sweep_dir: Path, pair: interpolation.Pair, alphas=interpolation.
     cfg = recorded_run_config(sweep_dir / pair.small_dir)
     data_in = inputs.prepare_data(cfg)
     train_eval, val_inputs = inputs.evaluation_inputs(cfg, data_in)
-    train_inputs = train_eval.map(lambda x, y: x).cache()
-    val_inputs = val_inputs.cache()  # decoded once, read at every α
+    train_inputs = [np.asarray(x) for x, _ in train_eval]  # decoded once, read at every α
+    val_inputs = [np.asarray(x) for x in val_inputs]
     keras.backend.clear_session()
     model = models.build(cfg.model, data_in.input_shape, data_in.num_classes)
-    forward = tf.function(lambda x: model(x, training=False), reduce_retracing=True)
+    forward = ops.inference(model)
 
-    def probabilities(inputs) -> np.ndarray:
-        return np.concatenate([forward(x).numpy() for x in inputs])
+    def probabilities(batches) -> np.ndarray:
+        return np.concatenate([forward(x) for x in batches])
 
     small, _ = load_weights(sweep_dir / pair.small_dir / FINAL_WEIGHTS)
     large, _ = load_weights(sweep_dir / pair.large_dir / FINAL_WEIGHTS)
@@ -68,10 +70,14 @@ def interpolate(sweep_dir: Path, pair: interpolation.Pair, alphas=interpolation.
 
 def write_interpolation(sweep_dir: Path) -> Path | None:
     """interpolation.parquet for every pair of the sweep; None (and no file) when the sweep has no pair."""
+    from harness import backend
+
     sweep_dir = Path(sweep_dir)
     found = interpolation.pairs(sweep_dir)
     if not found:
         return None
+    if backend.loaded_backend() is None:
+        backend.select(found[0].small["config"].get("backend", backend.DEFAULT), cpu_only=True)
     frame = pd.concat([interpolate(sweep_dir, pair) for pair in found], ignore_index=True)
     target = sweep_dir / layout.INTERPOLATION_FILE
     atomic_write(target, lambda tmp: frame.to_parquet(tmp, index=False))

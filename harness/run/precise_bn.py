@@ -18,7 +18,8 @@ active in it, as in fvcore's pass. With those statistics the model is evaluated 
 precise_bn: a fixed sample of the training set, the same in every epoch and run) and on the whole validation set
 (val_*_precise_bn). The weights are never touched and every non-trainable variable (the moving statistics, a
 layer's random state) is put back bit for bit, so training goes on exactly as without the measurement. Under data
-parallelism it runs on a single-device copy of the model. Loads TensorFlow: only run processes import this.
+parallelism it runs on a single-device copy of the model. The compiled passes are the backend's (harness.backend
+`ops`): a tf.function on TensorFlow, a jitted stateless call on JAX.
 """
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ from typing import Callable
 
 import numpy as np
 
-from harness.backend import tf
+from harness.backend import ops
+from harness.data.batches import Batches
 from harness.models.layers import batch_norm_layers
 
 SUBSET = 1024        # training samples the statistics are recomputed on (and train accuracy measured on with them)
@@ -60,11 +62,10 @@ class PreciseBatchNorm:
         self._val: list | None = None
         self.layers = batch_norm_layers(model)
         chosen = subset_indices(len(x))
-        subset = tf.data.Dataset.from_tensor_slices(x[chosen]).batch(BATCH)
-        subset = subset if decode is None else subset.map(decode)
-        self.spec = tf.TensorSpec([None, *subset.element_spec.shape[1:]], subset.element_spec.dtype)
-        # samples in memory: the batches as tensors; image files: decoded again each time (memory stays bounded)
-        self.batches = list(subset) if decode is None else subset
+        # samples in memory: the batches kept; image files: decoded again each time (memory stays bounded)
+        self.batches = Batches(x[chosen], None, BATCH, decode)
+        first = self.batches[0]
+        self.spec = (tuple(first.shape[1:]), first.dtype)
         self.labels = np.asarray(y)[chosen]
         self._moments: dict[int, Callable] = {}
         self._infer: dict[int, Callable] = {}
@@ -75,7 +76,7 @@ class PreciseBatchNorm:
         from harness.run.train import classification_metrics
 
         if self.in_memory and self._val is None:
-            self._val = list(val_inputs)  # a few small tensors; iterating the pipeline again costs more
+            self._val = [np.asarray(batch) for batch in val_inputs]  # a few small arrays, kept
         with self.recomputed() as model:
             train_loss, train_acc = classification_metrics(self._predict(model, self.batches), self.labels)
             val_loss, val_acc = classification_metrics(self._predict(model, self._val or val_inputs), val_labels)
@@ -86,9 +87,9 @@ class PreciseBatchNorm:
     def _predict(self, model, batches) -> np.ndarray:
         """Class probabilities in inference mode, batch by batch through one compiled function per model."""
         if id(model) not in self._infer:
-            self._infer[id(model)] = tf.function(lambda x: model(x, training=False), reduce_retracing=True)
+            self._infer[id(model)] = ops.inference(model)
         infer = self._infer[id(model)]
-        return np.concatenate([infer(batch).numpy() for batch in batches])
+        return np.concatenate([infer(batch) for batch in batches])
 
     @contextmanager
     def recomputed(self):
@@ -124,9 +125,9 @@ class PreciseBatchNorm:
             for batch in self.batches:
                 size = int(batch.shape[0])
                 for k, (mean, variance) in enumerate(moments(batch)):
-                    mean = mean.numpy().astype(np.float64)
+                    mean = mean.astype(np.float64)
                     first[k] += size * mean
-                    second[k] += size * (variance.numpy().astype(np.float64) + mean ** 2)
+                    second[k] += size * (variance.astype(np.float64) + mean ** 2)
                 count += size
         finally:
             for layer, momentum in zip(layers, momenta):
@@ -140,11 +141,5 @@ class PreciseBatchNorm:
         """One compiled training-mode pass returning every layer's batch mean and variance (traced once, for any
         batch size, with momentum 0 in place)."""
         if id(model) not in self._moments:
-            @tf.function(input_signature=[self.spec])
-            def moments(x):
-                model(x, training=True)
-                return [(tf.identity(layer.moving_mean.value), tf.identity(layer.moving_variance.value))
-                        for layer in layers]
-
-            self._moments[id(model)] = moments
+            self._moments[id(model)] = ops.training_moments(model, layers, self.spec)
         return self._moments[id(model)]

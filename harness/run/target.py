@@ -16,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-from harness.backend import keras, tf
+from harness.backend import keras, ops
 from harness.config.batching import BatchPlan, samples_seen
 from harness.probes import noise_scale
 
@@ -31,11 +31,11 @@ class TargetMonitor(keras.callbacks.Callback):
     """Stops training the first time the tuning slice's accuracy reaches `target`; `found` then holds what
     target.json records (still None when the budget ran out first)."""
 
-    def __init__(self, target: float, tune: tf.data.Dataset, plan: BatchPlan,
+    def __init__(self, target: float, tune, plan: BatchPlan,
                  at_target: Callable[[], dict]):
         super().__init__()
         self.target, self.plan, self.at_target = target, plan, at_target
-        self.batches = [(tf.convert_to_tensor(x), np.asarray(y)) for x, y in tune]
+        self.batches = [(ops.as_tensor(x), np.asarray(y)) for x, y in tune]  # tune: (x, y) batches
         self.last_checked = 0
         self.checks = 0
         self.found: dict | None = None
@@ -43,11 +43,10 @@ class TargetMonitor(keras.callbacks.Callback):
 
     def on_train_begin(self, logs=None):
         self.last_checked = int(self.model.optimizer.iterations.numpy())  # a resumed run checks from where it is
-        model = self.model
-        self.forward = tf.function(lambda x: model(x, training=False), reduce_retracing=True)
+        self.forward = ops.inference(self.model)
 
     def tune_acc(self) -> float:
-        right = sum(int(np.sum(np.argmax(self.forward(x).numpy(), axis=1) == y)) for x, y in self.batches)
+        right = sum(int(np.sum(np.argmax(self.forward(x), axis=1) == y)) for x, y in self.batches)
         return right / sum(len(y) for _, y in self.batches)
 
     def on_train_batch_end(self, batch, logs=None):
@@ -81,12 +80,12 @@ def measure_at_target(model, val_metrics: Callable[[], dict], x: np.ndarray, y: 
     scale from NOISE_BATCHES small batches of training samples (drawn from the run's seed)."""
 
     def measure() -> dict:
-        from harness.data import pipelines
+        from harness.data.batches import fixed_batches
         from harness.probes.objective import Objective
 
         small = min(noise_scale.SMALL_BATCH, len(y) // NOISE_BATCHES)
         chosen = np.random.default_rng([seed, NOISE_SEED]).permutation(len(y))[:NOISE_BATCHES * small]
-        objective = Objective(model, pipelines.cached_dataset(x[chosen], y[chosen], small, decode))
+        objective = Objective(model, fixed_batches(x[chosen], y[chosen], small, decode))
         products = noise_scale.gram(objective.batch_gradients())
         estimate = noise_scale.from_gram(products, small)
         validation = val_metrics()

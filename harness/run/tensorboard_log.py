@@ -6,13 +6,18 @@ session's end status is such metadata). So each attempt of a run writes the fold
 earlier attempt's files and writes the epochs it keeps again, which leaves one value per step and one end status.
 The HParams dashboard's metrics are the last value of each of the session's scalars: the final epoch's
 `accuracy/val_acc`, `accuracy/train_eval_acc` and `accuracy/gap` (train_eval_acc - val_acc) among them.
+
+The files are written with the `tensorboard` package's own record writer and protocol buffers, never
+TensorFlow's summary ops, so every backend writes them the same way (a JAX run never loads TensorFlow for them).
 """
 from __future__ import annotations
 
 import logging
 import math
 import numbers
+import os
 import shutil
+import socket
 import time
 from pathlib import Path
 from typing import Any, Iterable
@@ -65,30 +70,52 @@ def _finite(value) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
+class EventFile:
+    """One TensorBoard event file (TFRecord framing of `Event` protocol buffers), as tf.summary writes it: its name
+    holds "tfevents", and its first event names the file format."""
+
+    def __init__(self, folder: Path):
+        from tensorboard.compat.proto import event_pb2
+        from tensorboard.summary.writer.record_writer import RecordWriter
+
+        folder.mkdir(parents=True, exist_ok=True)
+        self._event = event_pb2.Event
+        name = f"events.out.tfevents.{int(time.time())}.{socket.gethostname()}.{os.getpid()}.v2"
+        self._file = open(folder / name, "wb")
+        self._records = RecordWriter(self._file)
+        self._write(self._event(wall_time=time.time(), file_version="brain.Event:2"))
+
+    def add(self, summary, step: int) -> None:
+        self._write(self._event(wall_time=time.time(), step=int(step), summary=summary))
+
+    def _write(self, event) -> None:
+        self._records.write(event.SerializeToString())
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
 class RunBoard:
-    """The run's TensorBoard folder: `start` once TensorFlow is configured, `add_epoch` for each metrics row,
-    `finish` however the run ends."""
+    """The run's TensorBoard folder: `start` once the run is placed, `add_epoch` for each metrics row, `finish`
+    however the run ends."""
 
     def __init__(self, run_dir: Path, run_id: str, hparams: dict[str, Any]):
         self.path = Path(run_dir) / TB_DIR
         self.run_id, self.hparams = run_id, hyperparameters(hparams)
         self.started_at = time.time()
-        self.writer = None
+        self.writer: EventFile | None = None
 
     def start(self, kept_rows: Iterable[dict[str, Any]] = ()) -> None:
-        """A fresh folder with the session's hyperparameters and the epochs a resumed run keeps.
-
-        Call after the run placed itself on its devices: a summary writer initialises TensorFlow's runtime, after
-        which its CPU threads can no longer be set.
-        """
-        from tensorboard.plugins.hparams import api as hparams_api
-
-        from harness.backend import tf
+        """A fresh folder with the session's hyperparameters and the epochs a resumed run keeps."""
+        from tensorboard.plugins.hparams import summary_v2
 
         shutil.rmtree(self.path, ignore_errors=True)
-        self.writer = tf.summary.create_file_writer(str(self.path))
-        with self.writer.as_default():
-            hparams_api.hparams(self.hparams, trial_id=self.run_id, start_time_secs=self.started_at)
+        self.writer = EventFile(self.path)
+        self.writer.add(summary_v2.hparams_pb(self.hparams, trial_id=self.run_id, start_time_secs=self.started_at),
+                        step=0)
         for row in kept_rows:
             self._write(row)
         self.writer.flush()
@@ -101,14 +128,9 @@ class RunBoard:
     def _write(self, row: dict[str, Any]) -> None:
         from tensorboard.compat.proto import summary_pb2
 
-        from harness.backend import tf
-
-        # One summary of plain scalar values: one TensorFlow op an epoch, where a tf.summary.scalar per value cost
-        # about 0.5 ms each (TensorBoard reads both the same way)
         summary = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=tag, simple_value=value)
                                              for tag, value in scalars(row).items()])
-        with self.writer.as_default():
-            tf.summary.experimental.write_raw_pb(summary.SerializeToString(), step=int(row["epoch"]))
+        self.writer.add(summary, step=int(row["epoch"]))
 
     def finish(self, status: str) -> None:
         """Write the session's end status and close the files. A run that failed before `start` still gets its
@@ -117,15 +139,23 @@ class RunBoard:
         try:
             if self.writer is None:
                 self.start()
-            from tensorboard.plugins.hparams import api_pb2
-            from tensorboard.plugins.hparams import summary as hparams_summary
-
-            from harness.backend import tf
-
-            end = hparams_summary.session_end_pb(api_pb2.Status.Value(SESSION_STATUS.get(status, "STATUS_UNKNOWN")))
-            with self.writer.as_default():
-                tf.summary.experimental.write_raw_pb(end.SerializeToString(), step=0)
+            self.writer.add(session_end(status), step=0)
             self.writer.close()
-        except Exception as err:  # TensorFlow that never loaded, a full disk, ...
+        except Exception as err:  # a full disk, ...
             log.warning("TensorBoard: the session's end status (%s) was not written to %s: %s: %s", status, self.path,
                         type(err).__name__, err)
+
+
+def session_end(status: str):
+    """The HParams session-end summary for run.json's `status`, built as tensorboard.plugins.hparams.summary's
+    session_end_pb builds it (that module loads TensorFlow; its parts do not)."""
+    from tensorboard.compat.proto import summary_pb2
+    from tensorboard.plugins.hparams import api_pb2, metadata, plugin_data_pb2
+
+    info = plugin_data_pb2.SessionEndInfo(status=api_pb2.Status.Value(SESSION_STATUS.get(status, "STATUS_UNKNOWN")),
+                                          end_time_secs=time.time())
+    data = plugin_data_pb2.HParamsPluginData(session_end_info=info)
+    summary = summary_pb2.Summary()
+    summary.value.add(tag=metadata.SESSION_END_INFO_TAG, metadata=metadata.create_summary_metadata(data),
+                      tensor=metadata.NULL_TENSOR)
+    return summary

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from harness.backend import keras, tf
+from harness.backend import keras
 from harness.config.batching import BatchPlan
 from harness.config.schema import OPTIMIZERS
 
@@ -36,8 +36,9 @@ def learning_rate(peak_lr: float, warmup_steps: int):
 def compile_model(model: keras.Model, optimizer: str, lr, steps_per_execution: int = 1) -> None:
     """Compile for integer class labels; call inside the strategy's scope.
 
-    Several steps per compiled call (a tf.while_loop inside one tf.function) remove Keras's per-step Python
-    overhead, which dominates small-batch training of small models; the arithmetic is the same.
+    On TensorFlow several steps per compiled call (a tf.while_loop inside one tf.function) remove Keras's per-step
+    Python overhead, which dominates small-batch training of small models; the arithmetic is the same. On JAX
+    Keras runs them as consecutive jitted steps, and callbacks between calls see the state of the last.
     """
     class_name, options = OPTIMIZERS[optimizer]
     model.compile(
@@ -48,18 +49,35 @@ def compile_model(model: keras.Model, optimizer: str, lr, steps_per_execution: i
     )
 
 
+class ArrayDataset(keras.utils.PyDataset):
+    """harness.data.batches.Batches as Keras reads them (evaluate, predict) on a backend without tf.data."""
+
+    def __init__(self, batches):
+        super().__init__()
+        self.batches = batches
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __getitem__(self, i: int):
+        return self.batches[i]
+
+    def __iter__(self):
+        return iter(self.batches)
+
+
 class EpochRecorder(keras.callbacks.Callback):
     """After each epoch: validate, measure train accuracy in inference mode, build one row, hand it to `on_row`.
 
     Stops training when the loss is NaN or infinite and remembers it (`diverged`).
     """
 
-    def __init__(self, train_eval: tf.data.Dataset, val_inputs: tf.data.Dataset, val_labels: np.ndarray,
+    def __init__(self, train_eval, val_inputs, val_labels: np.ndarray,
                  train_size: int, global_batch_size: int, columns: dict[str, Any],
                  on_row: Callable[[dict[str, Any]], None],
                  rows: list[dict[str, Any]] | None = None, target_train_loss: float | None = None,
                  extra_columns: Callable[[int], dict[str, Any]] | None = None,
-                 tune_eval: tf.data.Dataset | None = None, precise_bn=None):
+                 tune_eval=None, precise_bn=None):
         super().__init__()
         self.precise_bn = precise_bn  # harness.run.precise_bn.PreciseBatchNorm for a model with batch norm, else None
         self.tune_eval = tune_eval  # the held-out tuning slice (tune_fraction > 0): tune_loss and tune_acc
@@ -93,7 +111,7 @@ class EpochRecorder(keras.callbacks.Callback):
             "train_eval_acc": float(train_eval["accuracy"]),
             **validation,
             **self._tune_metrics(),
-            "lr": float(self.model.optimizer.learning_rate.numpy()),
+            "lr": float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate)),
             "epoch_seconds": None,  # set last: the whole epoch, its probes included
             "samples_per_second": samples / train_seconds,
         }
@@ -126,7 +144,7 @@ class EpochRecorder(keras.callbacks.Callback):
         return {"tune_loss": float(tune["loss"]), "tune_acc": float(tune["accuracy"])}
 
 
-def validation_metrics(model: keras.Model, val_inputs: tf.data.Dataset, val_labels: np.ndarray) -> dict[str, float]:
+def validation_metrics(model: keras.Model, val_inputs, val_labels: np.ndarray) -> dict[str, float]:
     """val_loss, val_acc and each class's recall (`val_recall_<k>`) from one predict pass over the validation set,
     instead of Keras's validation plus a second pass for the recalls."""
     probabilities = model.predict(val_inputs, verbose=0)
@@ -145,7 +163,7 @@ def classification_metrics(probabilities: np.ndarray, labels: np.ndarray) -> tup
     return loss, float(np.mean(np.argmax(probabilities, axis=1) == labels))
 
 
-def fit(model: keras.Model, train: tf.data.Dataset, plan: BatchPlan, epochs: int,
+def fit(model: keras.Model, train, plan: BatchPlan, epochs: int,
         callbacks: list[keras.callbacks.Callback], initial_epoch: int = 0) -> None:
     """Train; validation happens in the EpochRecorder, once per epoch."""
     model.fit(

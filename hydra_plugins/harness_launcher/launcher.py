@@ -82,7 +82,7 @@ class HarnessLauncher(Launcher):
         warm = self.reuse_processes and device.gpus == 0 and not device.simulate_devices
         return Job(num=num, overrides=list(overrides), run_dir=run_dir, command=[sys.executable, "-m", "harness", *args],
                    gpus=device.gpus, devices=device.devices, epochs=_expected_epochs(run_cfg),
-                   config=run_cfg.flat(), worker_args=args if warm else None), sweep_config
+                   config=run_cfg.flat(), worker_args=args if warm else None, backend=device.backend), sweep_config
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         from harness.launch import sweep_end

@@ -120,7 +120,7 @@ def test_a_run_with_batch_norm_records_recomputed_accuracies_and_trains_exactly_
     assert measured["bn_initial_weight"].tolist() == pytest.approx([0.99 ** 25, 0.99 ** 50])
     assert measured["val_acc_precise_bn"].iloc[-1] > measured["val_acc"].iloc[-1] + 0.2  # 50 steps: stale averages
     assert (measured["train_eval_acc_precise_bn"] > measured["train_eval_acc"]).all()
-    assert len(traced) == 2 and traced[0] is traced[1] and traced[0].experimental_get_tracing_count() == 1
+    assert len(traced) == 2 and traced[0] is traced[1] and traced[0].compiled.experimental_get_tracing_count() == 1
     # another momentum changes only what the moving averages hold: training mode normalises with batch statistics
     lower = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, bn_momentum=0.9))
     run_experiment(lower, tmp_path / "lower", run_id="s/0")

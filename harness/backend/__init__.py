@@ -1,0 +1,86 @@
+"""Keras and the backend it runs on (TensorFlow or JAX) for a run process: the one place that loads either.
+
+`select(name)` fixes the backend before Keras loads (KERAS_BACKEND is read once per process); `keras`, `tf` and
+`ops` are loaded on first use, so importing this module costs nothing. `ops` is the backend's share of the
+harness (harness.backend.tf_ops or harness.backend.jax_ops): compiled inference, the training-mode batch-norm
+moments, the loss's derivatives for the probes, seeding and the versions to record. Code that must run on both
+backends takes only `keras` and `ops` from here; `tf` loads TensorFlow whatever the backend (image decoding and
+the TensorFlow-only paths use it).
+
+While Keras and TensorFlow load, packages they import but a run never uses are hidden: Keras imports scikit-learn
+(for its scikit-learn wrappers) and matplotlib.pyplot (for an image gallery), and TensorFlow's legacy Keras
+imports h5py. The harness has them installed (digits data, the report) and uses none of them in a run (checkpoints
+are .npz); loading them cost every run process about a second on the 2-core CPU (`python -X importtime`: sklearn
+0.71 s, matplotlib.pyplot 0.25 s, h5py 0.14 s). Only packages that every importer guards with `except ImportError`
+are listed. While the libraries load they are hidden the way Python documents for an absent module (None in
+sys.modules), so each takes its own "not installed" path; afterwards they import as usual.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from types import ModuleType
+
+BACKENDS = ("tensorflow", "jax")
+DEFAULT = "tensorflow"
+UNUSED_IN_A_RUN = ("sklearn", "matplotlib", "h5py")
+_OPS = {"tensorflow": "harness.backend.tf_ops", "jax": "harness.backend.jax_ops"}
+
+
+class BackendError(RuntimeError):
+    """The backend asked for cannot be the one this process runs Keras on."""
+
+
+def select(backend: str, cpu_only: bool = False) -> None:
+    """Run Keras on `backend` in this process; `cpu_only` keeps JAX off any GPU. Call before Keras loads; a process
+    whose Keras already runs on another backend raises BackendError (the backend is fixed per process)."""
+    if backend not in BACKENDS:
+        raise BackendError(f"backend={backend!r}: one of {', '.join(BACKENDS)}")
+    loaded = loaded_backend()
+    if loaded is not None and loaded != backend:
+        raise BackendError(f"backend={backend}: this process already runs Keras on {loaded}; the backend is fixed "
+                           f"per process (KERAS_BACKEND), so run it in a process of its own")
+    os.environ["KERAS_BACKEND"] = backend
+    if backend == "jax" and cpu_only and "jax" not in sys.modules:
+        os.environ["JAX_PLATFORMS"] = "cpu"
+
+
+def loaded_backend() -> str | None:
+    """The backend Keras runs on in this process, or None before Keras has loaded."""
+    keras = sys.modules.get("keras")
+    return None if keras is None else keras.backend.backend()
+
+
+def name() -> str:
+    """The backend Keras runs (or will run) on in this process."""
+    return loaded_backend() or os.environ.get("KERAS_BACKEND", DEFAULT)
+
+
+def _load(module: str) -> ModuleType:
+    # TensorFlow's C++ info and warnings drown the progress lines; read once, when the library loads
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    os.environ.setdefault("KERAS_BACKEND", DEFAULT)
+    hidden = [unused for unused in UNUSED_IN_A_RUN if unused not in sys.modules]
+    for unused in hidden:
+        sys.modules[unused] = None  # `import unused` raises ImportError while this is here
+    try:
+        return importlib.import_module(module)
+    finally:
+        for unused in hidden:
+            if unused in sys.modules and sys.modules[unused] is None:
+                del sys.modules[unused]
+
+
+def __getattr__(attribute: str):
+    if attribute == "keras":
+        value = _load("keras")
+    elif attribute == "tf":
+        value = _load("tensorflow")
+    elif attribute == "ops":
+        _load("keras")
+        value = importlib.import_module(_OPS[name()])
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {attribute!r}")
+    globals()[attribute] = value
+    return value

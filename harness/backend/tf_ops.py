@@ -1,0 +1,105 @@
+"""The harness's TensorFlow-specific pieces: compiled inference, training-mode batch-norm moments, the training
+loss's derivatives (double backprop: a GradientTape inside a GradientTape), seeding, and versions to record."""
+from __future__ import annotations
+
+from typing import Callable
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+NAME = "tensorflow"
+
+
+def versions() -> dict[str, str]:
+    return {"backend": NAME, "tensorflow": tf.__version__, "keras": keras.__version__}
+
+
+def seed(value: int) -> None:
+    """Python's, numpy's and TensorFlow's generators seeded, and TensorFlow's ops deterministic."""
+    keras.utils.set_random_seed(value)
+    tf.config.experimental.enable_op_determinism()
+
+
+def as_tensor(array):
+    return tf.convert_to_tensor(array)
+
+
+def inference(model) -> Callable[[np.ndarray], np.ndarray]:
+    """x -> the model's outputs in inference mode, as numpy, through one tf.function (retraced rarely)."""
+    forward = tf.function(lambda x: model(x, training=False), reduce_retracing=True)
+    return lambda x: forward(x).numpy()
+
+
+def training_moments(model, layers: list, sample_spec) -> Callable:
+    """x -> [(moving_mean, moving_variance) of each layer in `layers`] after one training-mode pass of `model` over
+    x, as numpy (with momentum 0 in place, the batch's own statistics). Traced once, for any batch size."""
+    spec = tf.TensorSpec([None, *sample_spec[0]], sample_spec[1])
+
+    @tf.function(input_signature=[spec])
+    def moments(x):
+        model(x, training=True)
+        return [(tf.identity(layer.moving_mean.value), tf.identity(layer.moving_variance.value)) for layer in layers]
+
+    def run(x):
+        return [(m.numpy(), v.numpy()) for m, v in moments(x)]
+
+    run.compiled = moments  # the tf.function, whose tracing count a test reads
+    return run
+
+
+class Derivatives:
+    """The summed loss, its gradient and Hessian-vector products of one model structure as tf.functions of the
+    weights' values (the model called in a keras.StatelessScope on them); every result comes back as numpy."""
+
+    def __init__(self, template: keras.Model):
+        trainable, fixed = list(template.trainable_variables), list(template.non_trainable_variables)
+        self.sizes = [int(np.prod(v.shape)) for v in trainable]
+
+        def summed_loss(values, fixed_values, x, y):
+            mapping = [*zip(trainable, values), *zip(fixed, fixed_values)]
+            with keras.StatelessScope(state_mapping=mapping):
+                probabilities = template(x, training=False)
+                losses = template.losses
+            data_loss = tf.reduce_sum(keras.losses.sparse_categorical_crossentropy(y, probabilities))
+            regularisation = tf.add_n(losses) if losses else 0.0
+            return data_loss + regularisation * tf.cast(tf.shape(y)[0], data_loss.dtype)
+
+        def flat(tensors):
+            return tf.concat([tf.reshape(t, [-1]) for t in tensors], axis=0)
+
+        def loss_and_gradient(values, fixed_values, x, y):
+            with tf.GradientTape() as tape:
+                tape.watch(values)
+                loss = summed_loss(values, fixed_values, x, y)
+            return loss, flat(tape.gradient(loss, values))
+
+        def hessian_vector(values, fixed_values, x, y, vector):
+            parts = tf.split(vector, self.sizes)
+            with tf.GradientTape() as outer:
+                outer.watch(values)
+                with tf.GradientTape() as inner:
+                    inner.watch(values)
+                    loss = summed_loss(values, fixed_values, x, y)
+                gradient = inner.gradient(loss, values)
+                projected = tf.add_n([tf.reduce_sum(g * tf.reshape(p, tf.shape(g))) for g, p in zip(gradient, parts)])
+            return flat(outer.gradient(projected, values))
+
+        self._summed_loss = tf.function(summed_loss, reduce_retracing=True)
+        self._loss_and_gradient = tf.function(loss_and_gradient, reduce_retracing=True)
+        self._hessian_vector = tf.function(hessian_vector, reduce_retracing=True)
+
+    @staticmethod
+    def values(variables: list) -> list:
+        """What the functions take for `variables`: their current values."""
+        return [tf.convert_to_tensor(v) for v in variables]
+
+    def summed_loss(self, values, fixed, x, y) -> float:
+        return float(self._summed_loss(values, fixed, x, y))
+
+    def loss_and_gradient(self, values, fixed, x, y) -> tuple[float, np.ndarray]:
+        loss, gradient = self._loss_and_gradient(values, fixed, x, y)
+        return float(loss), gradient.numpy()
+
+    def hessian_vector(self, values, fixed, x, y, vector: np.ndarray) -> np.ndarray:
+        return self._hessian_vector(values, fixed, x, y, tf.constant(vector, tf.float32)).numpy()
