@@ -10,8 +10,38 @@ from typing import Callable
 
 import pytest
 
+from tests.helpers import backends
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = Path(__file__).resolve().parent.parent
+if backends.current() != "tensorflow":  # a child pytest running a test's case on another backend
+    from harness import backend as _backend
+
+    _backend.select(backends.current(), cpu_only=True)
+
+
+@pytest.fixture(scope="module", params=backends.BACKENDS)
+def backend(request) -> str:
+    """The Keras backend a test's case runs on; the cases of the other backend run in a child pytest."""
+    return request.param
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    """A case for another backend than this process's runs in a child pytest on that backend, which decides."""
+    wanted = backends.case_backend(pyfuncitem)
+    if wanted is None or backends.here(wanted):
+        return None
+    backends.run_in_child(pyfuncitem, wanted)
+    return True
+
+
+def pytest_collection_modifyitems(config, items):
+    """The other backend's cases of one file share one xdist worker (and so one child pytest)."""
+    for item in items:
+        wanted = backends.case_backend(item)
+        if wanted is not None and not backends.here(wanted) and not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(f"{wanted}:{item.nodeid.split('::')[0]}"))
 
 
 def shared_folder(tmp_path_factory) -> Path:

@@ -3,7 +3,9 @@ derivatives (jax.grad, and jax.jvp of jax.grad for Hessian-vector products, over
 seeding, and versions to record. Nothing here imports TensorFlow."""
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
 from typing import Callable
 
 import jax
@@ -14,24 +16,46 @@ import numpy as np
 NAME = "jax"
 
 
+def _cache_compiled() -> None:
+    """XLA's compiled programs kept on disk ($HARNESS_CACHE/jax, else ~/.cache/harness/jax) and shared by every run
+    process: the runs of a sweep repeat the same few programs (the train, test and predict steps of one model
+    structure and batch size, its initialisers), which JAX otherwise compiles again in each process."""
+    folder = Path(os.environ.get("HARNESS_CACHE", Path.home() / ".cache" / "harness")) / "jax"
+    jax.config.update("jax_compilation_cache_dir", str(folder))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
+_cache_compiled()
+
+
 def versions() -> dict[str, str]:
     return {"backend": NAME, "jax": jax.__version__, "keras": keras.__version__}
 
 
-def seed(value: int) -> None:
-    """Python's, numpy's and Keras's generators seeded; XLA on the CPU is deterministic as it is.
+def _keras_without_tensorflow() -> None:
+    """Keras on JAX still asks whether TensorFlow is installed, importing it (about 4 s) on first asking: in
+    set_random_seed (to seed it too), model.to_json and its data adapters. A JAX run never needs it (image files,
+    decoded by tf.io, import it themselves), so Keras's lazy handle on TensorFlow is asked once with TensorFlow
+    hidden, as an absent module is (None in sys.modules), and keeps that answer for the process."""
+    from keras.src.utils import module_utils  # no public switch; without the handle Keras just imports TensorFlow
 
-    keras.utils.set_random_seed also seeds TensorFlow whenever it is installed, importing it (about 4 s) into a
-    process that never uses it: TensorFlow is hidden for the call as an absent module is, so Keras skips it.
-    """
     hide = "tensorflow" not in sys.modules
     if hide:
         sys.modules["tensorflow"] = None
     try:
-        keras.utils.set_random_seed(value)
+        getattr(getattr(module_utils, "tensorflow", None), "available", None)
     finally:
         if hide and sys.modules.get("tensorflow", 0) is None:
             del sys.modules["tensorflow"]
+
+
+_keras_without_tensorflow()
+
+
+def seed(value: int) -> None:
+    """Python's, numpy's and Keras's generators seeded; XLA on the CPU is deterministic as it is."""
+    keras.utils.set_random_seed(value)
 
 
 def as_tensor(array):
@@ -109,6 +133,10 @@ class Derivatives:
 
     def hessian_vector(self, values, fixed, x, y, vector: np.ndarray) -> np.ndarray:
         return np.asarray(self._hessian_vector(values, fixed, x, y, jnp.asarray(vector, jnp.float32)))
+
+    def hessian_vector_traces(self) -> int:
+        """How many programs the jitted Hessian-vector function holds (one per input shape traced)."""
+        return self._hessian_vector._cache_size()
 
 
 def device_names(platform: str) -> list[str]:

@@ -103,3 +103,7 @@ class Derivatives:
 
     def hessian_vector(self, values, fixed, x, y, vector: np.ndarray) -> np.ndarray:
         return self._hessian_vector(values, fixed, x, y, tf.constant(vector, tf.float32)).numpy()
+
+    def hessian_vector_traces(self) -> int:
+        """How many times the Hessian-vector function was traced (compiled) in this process."""
+        return self._hessian_vector.experimental_get_tracing_count()

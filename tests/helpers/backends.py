@@ -1,0 +1,64 @@
+"""Tests parametrised over Keras's backends. Keras's backend is fixed per process, so the suite's processes run
+TensorFlow and the `jax` cases run in a child pytest (HARNESS_TEST_BACKEND=jax): the same test bodies, on the
+other backend, each passing or failing with its own outcome (tests/conftest.py's pytest_pyfunc_call). One child
+runs every case of a test file for that backend (its start-up, JAX's import and compiles are paid once a file),
+and the cases of one file go to one xdist worker."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+BACKENDS = ("tensorflow", "jax")
+VARIABLE = "HARNESS_TEST_BACKEND"
+REPO = Path(__file__).resolve().parent.parent.parent
+_outcomes: dict[tuple[str, str], dict[str, str | None]] = {}  # (file, backend) -> {node id: failure or None}
+
+
+def current() -> str:
+    """The backend this test process runs Keras on."""
+    return os.environ.get(VARIABLE, "tensorflow")
+
+
+def here(backend: str) -> bool:
+    return backend == current()
+
+
+def case_backend(item) -> str | None:
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("backend") if callspec is not None else None
+
+
+def run_in_child(item, backend: str, timeout: int = 900) -> None:
+    """The outcome of `item`'s case on `backend`, from a child pytest that ran every such case of its file; fails
+    with the case's own report when it did not pass."""
+    path = item.nodeid.split("::")[0]
+    if (path, backend) not in _outcomes:
+        cases = [i.nodeid for i in item.session.items if i.nodeid.startswith(path + "::") and case_backend(i) == backend]
+        _outcomes[(path, backend)] = _run(cases, backend, timeout)
+    outcome = _outcomes[(path, backend)].get(item.nodeid, f"{item.nodeid}: the child pytest did not report it")
+    if outcome is not None:
+        raise AssertionError(f"on {backend}, in a process of its own:\n{outcome}")
+
+
+def _run(nodeids: list[str], backend: str, timeout: int) -> dict[str, str | None]:
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "report.xml"
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+             f"--junitxml={report}", *nodeids],
+            cwd=REPO, capture_output=True, text=True, timeout=timeout, env={**os.environ, VARIABLE: backend},
+        )
+        if not report.exists():
+            return {n: f"the child pytest wrote no report:\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}" for n in nodeids}
+        outcomes = {}
+        for case in ElementTree.parse(report).iter("testcase"):
+            module = case.get("classname", "").replace(".", "/")
+            nodeid = f"{module}.py::{case.get('name')}"
+            failed = [child for child in case if child.tag in ("failure", "error", "skipped")]
+            outcomes[nodeid] = None if not failed else "\n".join(
+                f"{child.tag}: {child.get('message', '')}\n{child.text or ''}" for child in failed)[-6000:]
+        return outcomes
