@@ -36,14 +36,6 @@ def pytest_pyfunc_call(pyfuncitem):
     return True
 
 
-def pytest_collection_modifyitems(config, items):
-    """The other backend's cases of one file share one xdist worker (and so one child pytest)."""
-    for item in items:
-        wanted = backends.case_backend(item)
-        if wanted is not None and not backends.here(wanted) and not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(f"{wanted}:{item.nodeid.split('::')[0]}"))
-
-
 def shared_folder(tmp_path_factory) -> Path:
     """A folder every pytest-xdist worker of this test run sees (the parent of the workers' own temporary
     folders); the run's own temporary folder without xdist."""
@@ -132,6 +124,21 @@ def smoke_sweep(tmp_path_factory):
     return _shared_sweep(tmp_path_factory, "smoke", "+study=smoke", "probe_samples=256", "hydra.launcher.n_jobs=2")
 
 
+@pytest.fixture(scope="session")
+def jax_smoke_sweep(tmp_path_factory):
+    """The smoke sweep's command on Keras's JAX backend (backend=jax): its run processes never load TensorFlow."""
+    return _shared_sweep(tmp_path_factory, "smoke-jax", "+study=smoke", "probe_samples=256", "hydra.launcher.n_jobs=2",
+                         "backend=jax")
+
+
+@pytest.fixture(scope="session", params=backends.BACKENDS)
+def smoke_sweeps(request):
+    """(folder the command ran in, the finished command, the sweep's folder) of the smoke sweep on each backend."""
+    name = {"tensorflow": "smoke", "jax": "smoke-jax"}[request.param]
+    cwd, finished = request.getfixturevalue({"tensorflow": "smoke_sweep", "jax": "jax_smoke_sweep"}[request.param])
+    return cwd, finished, cwd / "sweeps" / name
+
+
 # the shared sweep without probes: three tiny runs one after another in one warm worker
 PLAIN_SWEEP = [*TINY, "batch_size=16,64,32", "hydra.launcher.n_jobs=1"]
 
@@ -156,3 +163,4 @@ def assert_largest_batch(compose, n: int, *overrides: str) -> None:
         compose(*overrides, f"batch_size={n + 1}")
     assert str(err.value).startswith(f"batch_size={n + 1} is not allowed")
     assert f"training-set size {n}" in str(err.value) and "\n" not in str(err.value)
+

@@ -78,7 +78,7 @@ def _classes_line(df: pd.DataFrame, final: pd.DataFrame, sweep_dir: Path, worst:
 
 def _environment(sweep_dir: Path) -> list[tuple[str, str]]:
     records = analysis.read_run_records(sweep_dir)
-    found = next((r["environment"] for r in records if "tensorflow" in r.get("environment", {})),
+    found = next((r["environment"] for r in records if "keras" in r.get("environment", {})),
                  records[0].get("environment", {}))
     return [(key, ", ".join(map(str, v)) if isinstance(v, list) else str(v)) for key, v in found.items()]
 

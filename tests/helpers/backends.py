@@ -2,9 +2,12 @@
 TensorFlow and the `jax` cases run in a child pytest (HARNESS_TEST_BACKEND=jax): the same test bodies, on the
 other backend, each passing or failing with its own outcome (tests/conftest.py's pytest_pyfunc_call). One child
 runs every case of a test file for that backend (its start-up, JAX's import and compiles are paid once a file),
-and the cases of one file go to one xdist worker."""
+once per test run: the first pytest-xdist worker to need it runs it under a file lock and leaves the outcomes
+for the other."""
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import subprocess
 import sys
@@ -27,6 +30,11 @@ def here(backend: str) -> bool:
     return backend == current()
 
 
+def node(item) -> str:
+    """The item's node id as pytest selects it (pytest-xdist's loadgroup appends "@<group>")."""
+    return item.nodeid.split("@", 1)[0]
+
+
 def case_backend(item) -> str | None:
     callspec = getattr(item, "callspec", None)
     return callspec.params.get("backend") if callspec is not None else None
@@ -35,13 +43,29 @@ def case_backend(item) -> str | None:
 def run_in_child(item, backend: str, timeout: int = 900) -> None:
     """The outcome of `item`'s case on `backend`, from a child pytest that ran every such case of its file; fails
     with the case's own report when it did not pass."""
-    path = item.nodeid.split("::")[0]
+    path = node(item).split("::")[0]
     if (path, backend) not in _outcomes:
-        cases = [i.nodeid for i in item.session.items if i.nodeid.startswith(path + "::") and case_backend(i) == backend]
-        _outcomes[(path, backend)] = _run(cases, backend, timeout)
-    outcome = _outcomes[(path, backend)].get(item.nodeid, f"{item.nodeid}: the child pytest did not report it")
+        cases = [node(i) for i in item.session.items if node(i).startswith(path + "::") and case_backend(i) == backend]
+        _outcomes[(path, backend)] = _shared(path, backend, lambda: _run(cases, backend, timeout))
+    outcome = _outcomes[(path, backend)].get(node(item), f"{node(item)}: the child pytest did not report it")
     if outcome is not None:
         raise AssertionError(f"on {backend}, in a process of its own:\n{outcome}")
+
+
+def _shared(path: str, backend: str, run) -> dict[str, str | None]:
+    """`run()`'s outcomes, computed once per test run by whichever xdist worker asks first."""
+    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if run_id is None:  # one process: nothing to share
+        return run()
+    folder = Path(tempfile.gettempdir()) / f"harness-backend-cases-{run_id}"
+    folder.mkdir(exist_ok=True)
+    name = f"{backend}-{path.replace('/', '-')}"
+    with open(folder / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = folder / f"{name}.json"
+        if not done.exists():
+            done.write_text(json.dumps(run()))
+        return json.loads(done.read_text())
 
 
 def _run(nodeids: list[str], backend: str, timeout: int) -> dict[str, str | None]:

@@ -91,9 +91,8 @@ def test_a_folder_path_survives_quoting_as_a_hydra_override(value):
 
 
 @pytest.mark.slow
-def test_multirun_sweeps_batch_size_and_writes_every_run_and_the_report(smoke_sweep):
-    cwd, proc = smoke_sweep
-    sweep = cwd / "sweeps" / "smoke"
+def test_multirun_sweeps_batch_size_and_writes_every_run_and_the_report(smoke_sweeps):
+    cwd, proc, sweep = smoke_sweeps
     runs = sorted(p for p in sweep.iterdir() if p.is_dir() and p.name.isdigit())
     assert [p.name for p in runs] == ["0", "1"]
     batch_sizes = []
@@ -101,7 +100,7 @@ def test_multirun_sweeps_batch_size_and_writes_every_run_and_the_report(smoke_sw
         record = json.loads((run / "run.json").read_text())
         assert record["status"] == "completed" and record["epochs_completed"] == 2
         frame = pd.read_parquet(run / "metrics.parquet")
-        assert len(frame) == 2 and frame["run_id"].iloc[0] == f"smoke/{run.name}"
+        assert len(frame) == 2 and frame["run_id"].iloc[0] == f"{sweep.name}/{run.name}"
         batch_sizes.append(int(frame["batch_size"].iloc[0]))
         assert (run / ".hydra" / "overrides.yaml").exists()
     assert batch_sizes == [16, 64]

@@ -1,5 +1,6 @@
 """Ghost batch normalisation (harness.models.layers) against a numpy reference: per-chunk statistics in training, the
-moving statistics, inference, plain BatchNormalization as the one-chunk case, serialisation, and two replicas."""
+moving statistics, inference, plain BatchNormalization as the one-chunk case (each on both backends: the layer is
+keras.ops), serialisation, and two replicas."""
 import json
 import subprocess
 import sys
@@ -48,7 +49,7 @@ def _layer(ghost, x, momentum=0.99):
     ((11, 7, 3), 4),   # Conv1D activations (batch, length, channels): statistics over the length too
     ((6, 4, 4, 2), 3), # Conv2D activations
 ])
-def test_training_normalises_each_chunk_with_its_own_statistics(shape, ghost):
+def test_training_normalises_each_chunk_with_its_own_statistics(shape, ghost, backend):
     x = _data(shape)
     layer = _layer(ghost, x)
     out = np.asarray(layer(x, training=True))
@@ -67,7 +68,7 @@ def test_training_compiles_with_xla_as_keras_does_on_one_gpu():
                                rtol=1e-4, atol=1e-4)
 
 
-def test_moving_statistics_move_towards_the_mean_of_the_chunk_statistics():
+def test_moving_statistics_move_towards_the_mean_of_the_chunk_statistics(backend):
     x = _data((10, 6, 3))
     layer = _layer(4, x, momentum=0.9)
     layer(x, training=True)
@@ -76,7 +77,7 @@ def test_moving_statistics_move_towards_the_mean_of_the_chunk_statistics():
     np.testing.assert_allclose(layer.moving_variance, 0.9 * 1.0 + 0.1 * np.mean(variances, axis=0), rtol=1e-5)
 
 
-def test_inference_uses_the_moving_statistics_as_batch_normalization_does():
+def test_inference_uses_the_moving_statistics_as_batch_normalization_does(backend):
     x = _data((10, 6, 3))
     layer = _layer(4, x, momentum=0.5)
     layer(x, training=True)
@@ -92,7 +93,7 @@ def test_inference_uses_the_moving_statistics_as_batch_normalization_does():
 
 
 @pytest.mark.parametrize("ghost", [8, 64])
-def test_a_chunk_as_large_as_the_batch_is_plain_batch_normalization(ghost):
+def test_a_chunk_as_large_as_the_batch_is_plain_batch_normalization(ghost, backend):
     x = _data((8, 6, 3))
     ghostly, plain = _layer(ghost, x), keras.layers.BatchNormalization(epsilon=EPSILON)
     plain.build(x.shape)

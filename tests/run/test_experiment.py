@@ -117,10 +117,13 @@ def test_a_failing_run_is_recorded_then_raised(compose, tmp_path, monkeypatch):
     assert not (tmp_path / "f" / "metrics.parquet").exists()
 
 
-def test_an_interrupted_run_resumes_from_its_checkpoint_with_identical_metrics(compose, tmp_path, monkeypatch):
+def test_an_interrupted_run_resumes_from_its_checkpoint_with_identical_metrics(compose, tmp_path, monkeypatch,
+                                                                               backend):
+    """On each backend: the checkpoint holds the weights and the optimizer's state, and the resumed epochs see the
+    batches an uninterrupted run would (the stateless per-epoch order)."""
     from harness.run import checkpoint, train
 
-    cfg = compose(*TINY, "epochs=3", "batch_size=32")
+    cfg = compose(*TINY, "epochs=3", "batch_size=32", f"backend={backend}")
     run_experiment(cfg, tmp_path / "whole", run_id="s/0")
     assert not (tmp_path / "whole" / layout.CHECKPOINT).exists()  # removed once the run is done
 
@@ -149,6 +152,22 @@ def test_an_interrupted_run_resumes_from_its_checkpoint_with_identical_metrics(c
     resumed = pd.read_parquet(tmp_path / "cut" / "metrics.parquet").drop(columns=TIMING)
     whole = pd.read_parquet(tmp_path / "whole" / "metrics.parquet").drop(columns=TIMING)
     pd.testing.assert_frame_equal(resumed, whole, check_exact=True)
+
+
+def test_same_seed_same_backend_same_numbers_and_another_seed_others(compose, tmp_path, backend):
+    """Two runs of one config in one process (as a warm worker runs them) agree bit for bit, on each backend; the
+    batch-norm statistics and the per-epoch probes included."""
+    runs = {}
+    for name, seed, probes in (("a", 0, "true"), ("b", 0, "true"), ("other", 1, "false")):
+        cfg = compose("dataset.num_samples=600", "epochs=2", "batch_size=16", "model.batch_norm=true",
+                      f"probes={probes}", "probe_samples=64", f"seed={seed}", f"backend={backend}")
+        run_experiment(cfg, tmp_path / name, run_id="s/0")
+        runs[name] = pd.read_parquet(tmp_path / name / "metrics.parquet").drop(columns=TIMING)
+        assert json.loads((tmp_path / name / "run.json").read_text())["environment"]["backend"] == backend
+    assert runs["a"]["backend"].tolist() == [backend, backend]
+    pd.testing.assert_frame_equal(runs["a"], runs["b"], check_exact=True)
+    assert not np.allclose(runs["a"]["val_loss"], runs["other"]["val_loss"])
+    assert {"val_acc_precise_bn", "noise_scale", "weight_distance"} <= set(runs["a"].columns)
 
 
 def test_a_finished_run_is_left_alone_and_a_different_one_is_refused(compose, tmp_path):
@@ -209,6 +228,34 @@ def test_a_run_process_loads_none_of_the_packages_it_does_not_use(compose, tmp_p
 
     proc = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and proc.stdout.strip().startswith("3."), proc.stderr[-2000:]
+
+
+JAX_RUN_IN_FRESH_PROCESS = """
+import json, sys
+from harness.launch.cli import main
+code = main(["dataset.num_samples=600", "epochs=2", "backend=jax", "model.batch_norm=true", "tune_fraction=0.2",
+             "target_tune_acc=0.99", "probe_samples=64", "hydra.run.dir=" + sys.argv[1]])
+print(json.dumps({"code": code, "tensorflow": sorted(m for m in sys.modules if m.split(".")[0] == "tensorflow")}))
+"""
+
+
+@pytest.mark.slow  # a run in a fresh process
+def test_a_jax_run_process_never_imports_tensorflow(tmp_path):
+    """backend=jax on MNIST-1D: numpy batches, the probes, batch-norm statistics, the within-epoch target checks,
+    the checkpoint and TensorBoard's files, and not one TensorFlow module in the process."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", JAX_RUN_IN_FRESH_PROCESS, str(tmp_path / "run")],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.stdout.strip(), proc.stderr[-3000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"code": 0, "tensorflow": []}
+    record = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert record["status"] == "completed" and record["environment"]["backend"] == "jax"
+    assert "tensorflow" not in record["environment"] and record["environment"]["jax"]
+    assert json.loads((tmp_path / "run" / "probes.json").read_text())["error"] is None
+    assert json.loads((tmp_path / "run" / "target.json").read_text())["target_checks"] > 2
+    assert list((tmp_path / "run" / "tb").glob("events.out.tfevents.*"))
 
 
 @pytest.mark.slow  # a run in a fresh process
