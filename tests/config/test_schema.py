@@ -13,6 +13,7 @@ def test_defaults_compose_to_the_documented_values(compose):
     assert cfg.data.name == "mnist1d" and cfg.model.name == "convnet"
     assert cfg.train.batch_size == 32 and cfg.train.shuffle is True and cfg.train.imbalance == 0.0
     assert cfg.device.gpus == 0 and cfg.device.devices is None and cfg.device.simulate_devices is False
+    assert cfg.device.backend == "tensorflow" and compose("backend=jax").device.backend == "jax"
     flat = cfg.flat()
     assert {"batch_size", "gpus", "shuffle", "imbalance", "seed", "dataset", "model", "dataset.num_samples",
             "model.width"} <= set(flat)
@@ -47,6 +48,8 @@ BAD = [
     (["target_tune_acc=1.5", "tune_fraction=0.1"], "target_tune_acc=1.5", "(0, 1]"),
     (["target_tune_acc=0.8", "tune_fraction=0.1", "target_train_loss=0.1"], "target_tune_acc=0.8",
      "null when target_train_loss=0.1"),
+    (["backend=torch"], "backend='torch'", "tensorflow, jax"),
+    (["backend=jax", "gpus=2"], "gpus=2", "0 or 1 with backend=jax"),
     (["imbalance=1.0"], "imbalance=1.0", "[0, 1)"),
     (["imbalance=-0.1"], "imbalance=-0.1", "[0, 1)"),
     (["lr=0"], "lr=0", "> 0"),

@@ -79,3 +79,27 @@ def test_a_run_refused_before_it_started_leaves_the_files_it_found_alone(tmp_pat
     (job.run_dir / "run.json").write_text(json.dumps(other))
     assert Scheduler([job], n_jobs=1, gpu_ids=[], poll_seconds=0.05).run() == {0: REFUSED}
     assert json.loads((job.run_dir / "run.json").read_text()) == other
+
+
+class _Warm:
+    """A stand-in warm worker: its backend, alive and reusable."""
+
+    def __init__(self, backend):
+        self.backend, self.available, self.closed = backend, True, False
+
+    def close(self):
+        self.closed = True
+
+
+def test_a_warm_worker_takes_only_jobs_of_its_own_backend(tmp_path):
+    """Keras's backend is fixed per process: a JAX job never lands in a TensorFlow worker, nor the reverse."""
+    scheduler = Scheduler([stand_in(tmp_path, 0)], n_jobs=2, gpu_ids=[])
+    tf_worker, jax_worker, dead = _Warm("tensorflow"), _Warm("jax"), _Warm("jax")
+    dead.available = False
+    scheduler.idle = [jax_worker, tf_worker, dead]
+    assert scheduler._idle_worker("jax") is jax_worker and dead.closed
+    assert scheduler._idle_worker("jax") is None and scheduler.idle == [tf_worker]
+    assert scheduler._idle_worker("tensorflow") is tf_worker and scheduler.idle == []
+    job = stand_in(tmp_path, 1)
+    job.backend = "jax"
+    assert scheduler._env(job, [])["KERAS_BACKEND"] == "jax"
