@@ -92,8 +92,8 @@ def plain_run(backend: str, batch_size: int, epochs: int, num_samples: int, work
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def default_run(backend: str, workdir: Path, extra: list[str]) -> float:
-    seconds, _ = _timed([sys.executable, "-m", "harness", "batch_size=8", f"backend={backend}", *extra,
+def default_run(backend: str, workdir: Path) -> float:
+    seconds, _ = _timed([sys.executable, "-m", "harness", "batch_size=8", f"backend={backend}",
                          f"hydra.run.dir={workdir / f'default-{backend}-{time.monotonic_ns()}'}"], workdir)
     return seconds
 
@@ -155,8 +155,9 @@ def tables(results: dict, batch_sizes: list[int], epochs: int, repeats: int, swe
          med[("tensorflow", batch_sizes[0], "first_extra")], med[("jax", batch_sizes[0], "first_extra")], "s")
     line(f"one {epochs}-epoch run at batch {batch_sizes[0]}, whole process",
          med[("tensorflow", batch_sizes[0], "process")], med[("jax", batch_sizes[0], "process")], "s", 1)
-    line("one default run (`batch_size=8`: 15 epochs, probes on), whole process", med[("tensorflow", "default")],
-         med[("jax", "default")], "s", 1)
+    if ("tensorflow", "default") in med:  # not in a smoke round
+        line("one default run (`batch_size=8`: 15 epochs, probes on), whole process", med[("tensorflow", "default")],
+             med[("jax", "default")], "s", 1)
     for name in sweeps["tensorflow"]:
         line(f"{name}, wall time", sweeps["tensorflow"][name], sweeps["jax"][name], "s", 1)
     speed += ["", "Where the main job's time goes (seconds; slot-seconds are the runs phase times 2 slots):", "",
@@ -179,7 +180,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--num-samples", type=int, default=5000)
-    parser.add_argument("--smoke", action="store_true", help="batch 32, 2 epochs, 600 samples, 1 repeat, tiny sweeps")
+    parser.add_argument("--smoke", action="store_true",
+                        help="batch 32, 2 epochs, 600 samples, 1 repeat, no warm-up, no default run or study, a tiny "
+                             "main job")
     parser.add_argument("--keep", type=Path, help="keep the sweeps here (main job and study on each backend)")
     parser.add_argument("--update-readme", action="store_true")
     parser.add_argument("--child", choices=BACKENDS, help=argparse.SUPPRESS)
@@ -190,17 +193,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         print(json.dumps(child_plain(args.child, batch_sizes[0], args.epochs, args.num_samples)))
         return 0
-    tiny = ["dataset.num_samples=600", "epochs=1", "probes=false", "seed=0,1", "hydra.launcher.n_jobs=1"]
-    main_job = [*MAIN_JOB, *(tiny if args.smoke else [])]
-    study = ["+study=smoke", *(["epochs=1", "probes=false"] if args.smoke else [])]
-    default_extra = ["dataset.num_samples=600", "epochs=2", "probes=false"] if args.smoke else []
+    # smoke: one batch size of tiny data, no default run and no study, a main job of two tiny runs in one worker
+    tiny = ["batch_size=16,64", "dataset.num_samples=600", "epochs=1", "probes=false", "seed=0",
+            "hydra.launcher.n_jobs=1"]
+    main_job = tiny if args.smoke else MAIN_JOB
     results: dict = {}
     sweeps: dict = {b: {} for b in BACKENDS}
     phases: dict = {}
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         keep = args.keep or workdir / "sweeps"
-        for backend in BACKENDS:  # the data cache and XLA's compiled programs, as after a user's first run
+        for backend in BACKENDS if not args.smoke else ():  # the data cache and XLA's programs, as after a first run
             harness_run(backend, batch_sizes[0], 2, args.num_samples, workdir)
         for repeat in range(args.repeats):
             for b in batch_sizes:
@@ -210,13 +213,14 @@ def main(argv: list[str] | None = None) -> int:
                     for key, value in found.items():
                         results.setdefault((backend, b, key), []).append(value)
                     print(f"# repeat {repeat + 1} batch {b} {backend}: {found}", file=sys.stderr, flush=True)
-            for backend in BACKENDS:
-                results.setdefault((backend, "default"), []).append(default_run(backend, workdir, default_extra))
+            for backend in BACKENDS if not args.smoke else ():
+                results.setdefault((backend, "default"), []).append(default_run(backend, workdir))
         for backend in BACKENDS:
             seconds, phases[backend] = sweep(backend, main_job, keep / f"main-{backend}")
-            sweeps[backend]["the main job (12 runs)" if not args.smoke else "tiny main job"] = seconds
-            seconds, _ = sweep(backend, study, keep / f"smoke-{backend}")
-            sweeps[backend]["`+study=smoke` (2 runs)"] = seconds
+            sweeps[backend]["the main job (12 runs)" if not args.smoke else "a tiny main job (2 runs)"] = seconds
+            if not args.smoke:
+                study_seconds, _ = sweep(backend, ["+study=smoke"], keep / f"smoke-{backend}")
+                sweeps[backend]["`+study=smoke` (2 runs)"] = study_seconds
             print(f"# sweeps {backend}: {sweeps[backend]}", file=sys.stderr, flush=True)
         agree = agreement({b: keep / f"main-{b}" for b in BACKENDS})
     speed, agreement_text = tables(results, batch_sizes, args.epochs, args.repeats, sweeps, phases, agree)

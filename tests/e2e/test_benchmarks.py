@@ -82,3 +82,23 @@ def test_data_checks_benchmark_smoke_prints_its_table():
     for _, wall, spent, calls, share in rows:
         assert float(wall) > 0 and int(calls) >= 2  # the command's check and the run's
         assert abs(float(share) - 100 * float(spent) / 1000 / float(wall)) < 0.05
+
+
+@pytest.mark.slow
+def test_backends_benchmark_smoke_prints_its_tables():
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_backends", "--smoke"],
+                          capture_output=True, text=True, timeout=900, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text = proc.stdout
+    step = re.search(r"\| harness, ms per training step at batch 32 \| ([\d.]+) ms \| ([\d.]+) ms \| ([\d.]+)x \|",
+                     text)
+    assert step, text
+    tf_ms, jax_ms, ratio = (float(step.group(i)) for i in (1, 2, 3))
+    assert min(tf_ms, jax_ms) > 0 and abs(ratio - jax_ms / tf_ms) < 0.01
+    assert re.search(r"\| plain Keras `fit`, ms per step at batch 32 \| [\d.]+ ms \| [\d.]+ ms \| [\d.]+x \|", text)
+    assert re.search(r"\| a tiny main job \(2 runs\), wall time \| [\d.]+ s \| [\d.]+ s \| [\d.]+x \|", text)
+    phases = dict(re.findall(r"^\| ([^|]+?) \| (-?[\d.]+) \| (?:-?[\d.]+) \|$", text, flags=re.M))
+    assert float(phases["training epochs"]) > 0
+    rows = re.findall(r"^\| (16|64) \| ([\d.]+) ± ([\d.]+) \| ([\d.]+) ± ([\d.]+) \| (yes|no) \|$", text, flags=re.M)
+    assert [row[0] for row in rows] == ["16", "64"], text  # one seed each: an interval of width 0
+    assert re.search(r"^\| verdict \| \w[\w ]* \| \w[\w ]* \| (same|differs) \|$", text, flags=re.M)

@@ -77,7 +77,8 @@ def _run(nodeids: list[str], backend: str, timeout: int) -> dict[str, str | None
             cwd=REPO, capture_output=True, text=True, timeout=timeout, env={**os.environ, VARIABLE: backend},
         )
         if not report.exists():
-            return {n: f"the child pytest wrote no report:\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}" for n in nodeids}
+            missing = f"the child pytest wrote no report:\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}"
+            return {n: missing for n in nodeids}
         outcomes = {}
         for case in ElementTree.parse(report).iter("testcase"):
             module = case.get("classname", "").replace(".", "/")
