@@ -85,7 +85,7 @@ def test_data_checks_benchmark_smoke_prints_its_table():
 
 
 @pytest.mark.slow
-def test_backends_benchmark_smoke_prints_its_tables():
+def test_backends_benchmark_smoke_prints_its_table():
     proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_backends", "--smoke"],
                           capture_output=True, text=True, timeout=900, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -96,9 +96,21 @@ def test_backends_benchmark_smoke_prints_its_tables():
     tf_ms, jax_ms, ratio = (float(step.group(i)) for i in (1, 2, 3))
     assert min(tf_ms, jax_ms) > 0 and abs(ratio - jax_ms / tf_ms) < 0.01
     assert re.search(r"\| plain Keras `fit`, ms per step at batch 32 \| [\d.]+ ms \| [\d.]+ ms \| [\d.]+x \|", text)
-    assert re.search(r"\| a tiny main job \(2 runs\), wall time \| [\d.]+ s \| [\d.]+ s \| [\d.]+x \|", text)
-    phases = dict(re.findall(r"^\| ([^|]+?) \| (-?[\d.]+) \| (?:-?[\d.]+) \|$", text, flags=re.M))
-    assert float(phases["training epochs"]) > 0
-    rows = re.findall(r"^\| (16|64) \| ([\d.]+) ± ([\d.]+) \| ([\d.]+) ± ([\d.]+) \| (yes|no) \|$", text, flags=re.M)
-    assert [row[0] for row in rows] == ["16", "64"], text  # one seed each: an interval of width 0
-    assert re.search(r"^\| verdict \| \w[\w ]* \| \w[\w ]* \| (same|differs) \|$", text, flags=re.M)
+    assert re.search(r"\| one 2-epoch run at batch 32, whole process \| [\d.]+ s \| [\d.]+ s \| [\d.]+x \|", text)
+
+
+@pytest.mark.slow
+def test_the_backends_benchmark_s_agreement_and_phases_read_the_two_smoke_sweeps(smoke_sweep, jax_smoke_sweep):
+    """What the benchmark reads of its sweeps, on the two shared smoke sweeps (one seed each: intervals of 0)."""
+    from benchmarks import bench_backends
+    from benchmarks.bench_sweep import phases
+
+    sweeps = {"tensorflow": smoke_sweep[0] / "sweeps" / "smoke", "jax": jax_smoke_sweep[0] / "sweeps" / "smoke-jax"}
+    rows = bench_backends.agreement(sweeps)
+    assert [row.split(" | ")[0] for row in rows] == ["| 16", "| 64", "| verdict"], rows
+    for row in rows[:2]:
+        assert re.fullmatch(r"\| \d+ \| [\d.]+ ± 0\.000 \| [\d.]+ ± 0\.000 \| (yes|no) \|", row), row
+    assert re.fullmatch(r"\| verdict \| [\w ]+ \| [\w ]+ \| (same|differs) \|", rows[2]), rows[2]
+    run_json = max(p.stat().st_mtime for p in sweeps["jax"].glob("*/run.json"))
+    found = phases(sweeps["jax"], run_json - 60, run_json + 30, 2)
+    assert found["training epochs"] > 0 and found["end-of-run probes"] > 0
