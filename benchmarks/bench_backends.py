@@ -176,13 +176,10 @@ def tables(results: dict, batch_sizes: list[int], epochs: int, repeats: int, swe
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batch-sizes", default="8,32,128")
-    parser.add_argument("--epochs", type=int, default=5)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--num-samples", type=int, default=5000)
-    parser.add_argument("--smoke", action="store_true",
-                        help="batch 32, 2 epochs, 600 samples, 1 repeat; no warm-up, default run or sweeps")
+    from benchmarks.bench_speed import run_options
+
+    parser = run_options(__doc__.splitlines()[0], "batch 32, 2 epochs, 600 samples, 1 repeat; no warm-up, default "
+                                                  "run or sweeps")
     parser.add_argument("--keep", type=Path, help="keep the sweeps here (main job and study on each backend)")
     parser.add_argument("--update-readme", action="store_true")
     parser.add_argument("--child", choices=BACKENDS, help=argparse.SUPPRESS)

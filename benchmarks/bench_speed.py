@@ -153,13 +153,19 @@ def table(results: dict, batch_sizes: list[int], epochs: int, repeats: int, prob
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def run_options(description: str, smoke: str) -> argparse.ArgumentParser:
+    """The options of a benchmark of single runs: batch sizes, epochs, repeats, data size and a smoke round."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--batch-sizes", default="8,32,128")
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--num-samples", type=int, default=5000)
-    parser.add_argument("--smoke", action="store_true", help="batch 32, 1 epoch, 600 samples, 1 repeat")
+    parser.add_argument("--smoke", action="store_true", help=smoke)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = run_options(__doc__.splitlines()[0], "batch 32, 1 epoch, 600 samples, 1 repeat")
     parser.add_argument("--probes", action="store_true", help="the harness with its default probes on")
     parser.add_argument("--update-readme", action="store_true")
     parser.add_argument("--child", choices=["baseline", "floor"], help=argparse.SUPPRESS)

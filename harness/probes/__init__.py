@@ -2,5 +2,5 @@
 objective they measure (the one backend-specific piece), the in-run probes and the pairs of runs the
 interpolation joins.
 
-May import: harness.store, harness.data (pipelines), harness.backend; never harness.run or harness.launch.
+May import: harness.store, harness.data (batches), harness.backend; never harness.run or harness.launch.
 """

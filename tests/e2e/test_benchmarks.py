@@ -8,12 +8,17 @@ import pytest
 from tests.conftest import REPO
 
 
+def smoke(module: str) -> str:
+    """`python -m benchmarks.MODULE --smoke`'s table, once it has exited 0."""
+    proc = subprocess.run([sys.executable, "-m", f"benchmarks.{module}", "--smoke"],
+                          capture_output=True, text=True, timeout=900, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
 @pytest.mark.slow
 def test_speed_benchmark_smoke_prints_its_table():
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_speed", "--smoke"],
-                          capture_output=True, text=True, timeout=600, cwd=REPO)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    lines = proc.stdout.strip().splitlines()
+    lines = smoke("bench_speed").strip().splitlines()
     assert lines[2].startswith("| batch | training s: baseline / harness / floor | harness ÷ baseline")
     row = re.fullmatch(r"\| 32 \| ([\d.]+) / ([\d.]+) / ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) / ([\d.]+) \| "
                        r"([\d.]+) \|", lines[4])
@@ -86,10 +91,7 @@ def test_data_checks_benchmark_smoke_prints_its_table():
 
 @pytest.mark.slow
 def test_backends_benchmark_smoke_prints_its_table():
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_backends", "--smoke"],
-                          capture_output=True, text=True, timeout=900, cwd=REPO)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    text = proc.stdout
+    text = smoke("bench_backends")
     step = re.search(r"\| harness, ms per training step at batch 32 \| ([\d.]+) ms \| ([\d.]+) ms \| ([\d.]+)x \|",
                      text)
     assert step, text
