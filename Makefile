@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
-# the suite runs on TEST_WORKERS processes (pytest-xdist); the heavy end-to-end tests share one (see tests/conftest.py)
+# the suite runs on TEST_WORKERS processes (pytest-xdist); the cases for the JAX backend share one (tests/conftest.py)
 TEST_WORKERS ?= 2
 
 .PHONY: install browser demo test test-fast clean

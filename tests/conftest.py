@@ -26,6 +26,16 @@ def backend(request) -> str:
     return request.param
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(items):
+    """The cases for another backend run together in one child pytest (tests/helpers/backends.py): pytest-xdist
+    (`--dist loadgroup`) gives them all to one worker, so no worker waits while another's child runs them."""
+    for item in items:
+        wanted = backends.case_backend(item)
+        if wanted is not None and not backends.here(wanted):
+            item.add_marker(pytest.mark.xdist_group(f"backend-{wanted}"))
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem):
     """A case for another backend than this process's runs in a child pytest on that backend, which decides."""
@@ -163,4 +173,3 @@ def assert_largest_batch(compose, n: int, *overrides: str) -> None:
         compose(*overrides, f"batch_size={n + 1}")
     assert str(err.value).startswith(f"batch_size={n + 1} is not allowed")
     assert f"training-set size {n}" in str(err.value) and "\n" not in str(err.value)
-

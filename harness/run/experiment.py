@@ -6,6 +6,7 @@ import math
 import os
 import platform
 import signal
+import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -79,8 +80,20 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
         error = err
         raise
     finally:
+        record.set_environment(**_tensorflow_loaded_on_jax())
         record.finish(status, error)
         board.finish(status)
+
+
+def _tensorflow_loaded_on_jax() -> dict[str, str]:
+    """TensorFlow's version when a run on JAX loaded it after all (image files decode through tf.io), read as the
+    run ends: run.json's environment names every library the run process used."""
+    from harness import backend
+
+    tensorflow = sys.modules.get("tensorflow")
+    if backend.loaded_backend() != "jax" or tensorflow is None:
+        return {}
+    return {"tensorflow": getattr(tensorflow, "__version__", "loaded")}
 
 
 PREEMPTED = ("SLURM sent SIGTERM (a preemption or a cancellation): the job is ending and awaits its requeue, "

@@ -1,9 +1,9 @@
 """Tests parametrised over Keras's backends. Keras's backend is fixed per process, so the suite's processes run
 TensorFlow and the `jax` cases run in a child pytest (HARNESS_TEST_BACKEND=jax): the same test bodies, on the
 other backend, each passing or failing with its own outcome (tests/conftest.py's pytest_pyfunc_call). One child
-runs every case of a test file for that backend (its start-up, JAX's import and compiles are paid once a file),
-once per test run: the first pytest-xdist worker to need it runs it under a file lock and leaves the outcomes
-for the other."""
+runs every selected case for that backend (its start-up and JAX's import are paid once), once per test run: those
+cases share one pytest-xdist group, and should another worker need the outcomes all the same, the first to ask
+runs the child under a file lock and leaves them for the other."""
 from __future__ import annotations
 
 import fcntl
@@ -18,7 +18,7 @@ from pathlib import Path
 BACKENDS = ("tensorflow", "jax")
 VARIABLE = "HARNESS_TEST_BACKEND"
 REPO = Path(__file__).resolve().parent.parent.parent
-_outcomes: dict[tuple[str, str], dict[str, str | None]] = {}  # (file, backend) -> {node id: failure or None}
+_outcomes: dict[str, dict[str, str | None]] = {}  # backend -> {node id: failure or None}
 
 
 def current() -> str:
@@ -41,28 +41,26 @@ def case_backend(item) -> str | None:
 
 
 def run_in_child(item, backend: str, timeout: int = 900) -> None:
-    """The outcome of `item`'s case on `backend`, from a child pytest that ran every such case of its file; fails
-    with the case's own report when it did not pass."""
-    path = node(item).split("::")[0]
-    if (path, backend) not in _outcomes:
-        cases = [node(i) for i in item.session.items if node(i).startswith(path + "::") and case_backend(i) == backend]
-        _outcomes[(path, backend)] = _shared(path, backend, lambda: _run(cases, backend, timeout))
-    outcome = _outcomes[(path, backend)].get(node(item), f"{node(item)}: the child pytest did not report it")
+    """The outcome of `item`'s case on `backend`, from a child pytest that ran every selected case on that backend;
+    fails with the case's own report when it did not pass."""
+    if backend not in _outcomes:
+        cases = [node(i) for i in item.session.items if case_backend(i) == backend]
+        _outcomes[backend] = _shared(backend, lambda: _run(cases, backend, timeout))
+    outcome = _outcomes[backend].get(node(item), f"{node(item)}: the child pytest did not report it")
     if outcome is not None:
         raise AssertionError(f"on {backend}, in a process of its own:\n{outcome}")
 
 
-def _shared(path: str, backend: str, run) -> dict[str, str | None]:
+def _shared(backend: str, run) -> dict[str, str | None]:
     """`run()`'s outcomes, computed once per test run by whichever xdist worker asks first."""
     run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
     if run_id is None:  # one process: nothing to share
         return run()
     folder = Path(tempfile.gettempdir()) / f"harness-backend-cases-{run_id}"
     folder.mkdir(exist_ok=True)
-    name = f"{backend}-{path.replace('/', '-')}"
-    with open(folder / f"{name}.lock", "w") as lock:
+    with open(folder / f"{backend}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        done = folder / f"{name}.json"
+        done = folder / f"{backend}.json"
         if not done.exists():
             done.write_text(json.dumps(run()))
         return json.loads(done.read_text())

@@ -1,5 +1,6 @@
 """Real (tiny) training runs through run_experiment: the files a user relies on."""
 import json
+import textwrap
 
 import numpy as np
 import pandas as pd
@@ -230,32 +231,50 @@ def test_a_run_process_loads_none_of_the_packages_it_does_not_use(compose, tmp_p
     assert proc.returncode == 0 and proc.stdout.strip().startswith("3."), proc.stderr[-2000:]
 
 
-JAX_RUN_IN_FRESH_PROCESS = """
+JAX_RUNS_IN_FRESH_PROCESS = """
 import json, sys
 from harness.launch.cli import main
-code = main(["dataset.num_samples=600", "epochs=2", "backend=jax", "model.batch_norm=true", "tune_fraction=0.2",
-             "target_tune_acc=0.99", "probe_samples=64", "hydra.run.dir=" + sys.argv[1]])
-print(json.dumps({"code": code, "tensorflow": sorted(m for m in sys.modules if m.split(".")[0] == "tensorflow")}))
+mnist1d = main(["dataset.num_samples=600", "epochs=2", "backend=jax", "model.batch_norm=true", "tune_fraction=0.2",
+                "target_tune_acc=0.99", "probe_samples=64", "hydra.run.dir=" + sys.argv[1]])
+own = main(["dataset=npz", "dataset.path=" + sys.argv[2], "model=custom", "model._target_=usermodels.small",
+            "+model.units=12", "batch_size=8", "epochs=2", "probes=false", "backend=jax",
+            "hydra.run.dir=" + sys.argv[3]])
+print(json.dumps({"codes": [mnist1d, own], "tensorflow": sorted(m for m in sys.modules
+                                                               if m.split(".")[0] == "tensorflow")}))
 """
 
 
-@pytest.mark.slow  # a run in a fresh process
+@pytest.mark.slow  # runs in a fresh process
 def test_a_jax_run_process_never_imports_tensorflow(tmp_path):
-    """backend=jax on MNIST-1D: numpy batches, the probes, batch-norm statistics, the within-epoch target checks,
-    the checkpoint and TensorBoard's files, and not one TensorFlow module in the process."""
+    """backend=jax on MNIST-1D (numpy batches, the probes, batch-norm statistics, the within-epoch target checks,
+    the checkpoint and TensorBoard's files), then the user's npz with their own model from the working directory
+    (plain Keras: the same function builds it on either backend): not one TensorFlow module in the process."""
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, "-c", JAX_RUN_IN_FRESH_PROCESS, str(tmp_path / "run")],
+    from tests.e2e.test_own_data import USER_MODELS
+    from tests.helpers.user_data import write_npz
+
+    write_npz(tmp_path / "animals.npz", np.repeat(["wolf", "bear", "fox"], 40), features=6)
+    (tmp_path / "usermodels.py").write_text(textwrap.dedent(USER_MODELS))
+    runs = {"mnist1d": tmp_path / "run", "own": tmp_path / "own"}
+    proc = subprocess.run([sys.executable, "-c", JAX_RUNS_IN_FRESH_PROCESS, str(runs["mnist1d"]),
+                           str(tmp_path / "animals.npz"), str(runs["own"])],
                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.stdout.strip(), proc.stderr[-3000:]
-    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"code": 0, "tensorflow": []}
-    record = json.loads((tmp_path / "run" / "run.json").read_text())
-    assert record["status"] == "completed" and record["environment"]["backend"] == "jax"
-    assert "tensorflow" not in record["environment"] and record["environment"]["jax"]
-    assert json.loads((tmp_path / "run" / "probes.json").read_text())["error"] is None
-    assert json.loads((tmp_path / "run" / "target.json").read_text())["target_checks"] > 2
-    assert list((tmp_path / "run" / "tb").glob("events.out.tfevents.*"))
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"codes": [0, 0], "tensorflow": []}
+    for run in runs.values():
+        record = json.loads((run / "run.json").read_text())
+        assert record["status"] == "completed" and record["environment"]["backend"] == "jax"
+        assert "tensorflow" not in record["environment"] and record["environment"]["jax"]
+        assert list((run / "tb").glob("events.out.tfevents.*"))
+    assert json.loads((runs["mnist1d"] / "probes.json").read_text())["error"] is None
+    assert json.loads((runs["mnist1d"] / "target.json").read_text())["target_checks"] > 2
+    record = json.loads((runs["own"] / "run.json").read_text())
+    assert record["environment"]["classes"] == ["bear", "fox", "wolf"] and record["config"]["model.units"] == 12
+    assert (tmp_path / "calls.txt").read_text() == "(6, 1) 3 12\n"  # their function, called once
+    metrics = pd.read_parquet(runs["own"] / "metrics.parquet")
+    assert metrics["epoch"].tolist() == [1, 2] and set(metrics["train_size"]) == {32 * 3}
 
 
 @pytest.mark.slow  # a run in a fresh process
@@ -290,3 +309,19 @@ def test_throughput_counts_the_samples_of_an_epoch_cut_short_by_a_step_budget(co
     metrics = pd.read_parquet(tmp_path / "r" / "metrics.parquet")
     assert metrics["step"].tolist() == [15, 20]
     assert metrics["samples_per_second"].tolist() == [480.0, 160.0]  # samples over the 1 s of training
+
+
+def test_a_jax_run_that_loaded_tensorflow_after_all_names_its_version(monkeypatch):
+    """run.json's environment names TensorFlow on JAX only when the run process loaded it (image files)."""
+    import sys
+
+    from harness import backend
+    from harness.run.experiment import _tensorflow_loaded_on_jax
+
+    assert _tensorflow_loaded_on_jax() == {}  # this process runs Keras on TensorFlow: its version is recorded anyway
+    monkeypatch.setattr(backend, "loaded_backend", lambda: "jax")
+    monkeypatch.delitem(sys.modules, "tensorflow", raising=False)
+    assert _tensorflow_loaded_on_jax() == {}
+    monkeypatch.setitem(sys.modules, "tensorflow", type(sys)("tensorflow"))
+    sys.modules["tensorflow"].__version__ = "2.99"
+    assert _tensorflow_loaded_on_jax() == {"tensorflow": "2.99"}
