@@ -57,6 +57,15 @@ def name() -> str:
     return loaded_backend() or os.environ.get("KERAS_BACKEND", DEFAULT)
 
 
+def tensorflow_loaded_on_jax() -> dict[str, str]:
+    """{"tensorflow": its version} when a process running Keras on JAX loaded TensorFlow after all (image files
+    decode through tf.io), else {}: a run records it as it ends, so run.json names every library it used."""
+    tensorflow = sys.modules.get("tensorflow")
+    if loaded_backend() != "jax" or tensorflow is None:
+        return {}
+    return {"tensorflow": getattr(tensorflow, "__version__", "loaded")}
+
+
 def _load(module: str) -> ModuleType:
     # TensorFlow's C++ info and warnings drown the progress lines; read once, when the library loads
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

@@ -6,12 +6,12 @@ import math
 import os
 import platform
 import signal
-import sys
 import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from harness import backend
 from harness.config.batching import BatchPlan, Schedule, plan_batches, plan_schedule
 from harness.config.schema import RunConfig
 from harness.data import registry as data
@@ -80,20 +80,10 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
         error = err
         raise
     finally:
-        record.set_environment(**_tensorflow_loaded_on_jax())
+        record.set_environment(**backend.tensorflow_loaded_on_jax())
         record.finish(status, error)
         board.finish(status)
 
-
-def _tensorflow_loaded_on_jax() -> dict[str, str]:
-    """TensorFlow's version when a run on JAX loaded it after all (image files decode through tf.io), read as the
-    run ends: run.json's environment names every library the run process used."""
-    from harness import backend
-
-    tensorflow = sys.modules.get("tensorflow")
-    if backend.loaded_backend() != "jax" or tensorflow is None:
-        return {}
-    return {"tensorflow": getattr(tensorflow, "__version__", "loaded")}
 
 
 PREEMPTED = ("SLURM sent SIGTERM (a preemption or a cancellation): the job is ending and awaits its requeue, "
@@ -255,7 +245,6 @@ def _probe_model(cfg: RunConfig, model, data_in: Arrays, replicas: int):
 
 def _place(cfg: RunConfig, record: RunRecord):
     """Load the backend, choose the devices (and on TensorFlow the strategy), and record where the run trains."""
-    from harness import backend
     from harness.models import registry as models
     from harness.run import devices
 

@@ -316,12 +316,11 @@ def test_a_jax_run_that_loaded_tensorflow_after_all_names_its_version(monkeypatc
     import sys
 
     from harness import backend
-    from harness.run.experiment import _tensorflow_loaded_on_jax
 
-    assert _tensorflow_loaded_on_jax() == {}  # this process runs Keras on TensorFlow: its version is recorded anyway
-    monkeypatch.setattr(backend, "loaded_backend", lambda: "jax")
+    assert backend.tensorflow_loaded_on_jax() == {}  # Keras on TensorFlow here: its version is recorded anyway
+    monkeypatch.setattr(backend, "loaded_backend", lambda: "jax")  # read through the module's globals
     monkeypatch.delitem(sys.modules, "tensorflow", raising=False)
-    assert _tensorflow_loaded_on_jax() == {}
+    assert backend.tensorflow_loaded_on_jax() == {}
     monkeypatch.setitem(sys.modules, "tensorflow", type(sys)("tensorflow"))
     sys.modules["tensorflow"].__version__ = "2.99"
-    assert _tensorflow_loaded_on_jax() == {"tensorflow": "2.99"}
+    assert backend.tensorflow_loaded_on_jax() == {"tensorflow": "2.99"}
