@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 # the suite runs on TEST_WORKERS processes (pytest-xdist); the cases for the JAX backend share one (tests/conftest.py)
 TEST_WORKERS ?= 2
 
-.PHONY: install browser demo test test-fast clean
+.PHONY: install browser demo docs test test-fast clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -15,7 +15,7 @@ $(PY):
 # compat editable mode keeps hydra_plugins/ visible to Hydra's namespace scan (Hydra issue #3252)
 $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test,jax]" --config-settings editable_mode=compat
+	$(PY) -m pip install --quiet -e ".[test,jax,docs]" --config-settings editable_mode=compat
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -30,7 +30,11 @@ browser:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver; \
 	fi
 
-test: install browser
+# the documentation site, offline, into site/ (open site/index.html); --strict fails on any warning (mkdocs.yml)
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
+
+test: install browser docs
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # the edit-test loop: everything but the `slow` end-to-end tests
@@ -38,4 +42,4 @@ test-fast: install
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "not slow" $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build site *.egg-info .pytest_cache

@@ -1,7 +1,7 @@
 """Keras on TensorFlow against Keras on JAX, inside the harness and in plain Keras, side by side.
 
     python -m benchmarks.bench_backends                   # medians of 3 runs, 1 of each sweep, backends interleaved
-    python -m benchmarks.bench_backends --update-readme   # also rewrite the README's backend tables
+    python -m benchmarks.bench_backends --update-docs   # also rewrite the README's backend tables
     python -m benchmarks.bench_backends --smoke           # one tiny round of runs (no sweeps), to check the script
     python -m benchmarks.bench_backends --keep DIR        # keep the sweeps (main job on each backend) in DIR
 
@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = run_options(__doc__.splitlines()[0], "batch 32, 2 epochs, 600 samples, 1 repeat; no warm-up, default "
                                                   "run or sweeps")
     parser.add_argument("--keep", type=Path, help="keep the sweeps here (main job and study on each backend)")
-    parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--update-docs", "--update-docs", dest="update_docs", action="store_true", help="rewrite its generated blocks in README.md and docs/")
     parser.add_argument("--child", choices=BACKENDS, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.smoke:
@@ -219,8 +219,8 @@ def main(argv: list[str] | None = None) -> int:
         agree = agreement({b: keep / f"main-{b}" for b in BACKENDS}) if not args.smoke else []
     speed, agreement_text = tables(results, batch_sizes, args.epochs, args.repeats, sweeps, phases, agree)
     print(speed + "\n\n" + agreement_text)
-    if args.update_readme:
-        from benchmarks.readme_section import replace_section
+    if args.update_docs:
+        from benchmarks.doc_blocks import replace_section
 
         replace_section("backend-speed", speed)
         replace_section("backend-agreement", agreement_text)

@@ -2,7 +2,7 @@
 inside the command itself.
 
     python -m benchmarks.bench_data_checks                  # medians of 3
-    python -m benchmarks.bench_data_checks --update-readme  # also rewrite the README's table
+    python -m benchmarks.bench_data_checks --update-docs  # also rewrite the README's table
     python -m benchmarks.bench_data_checks --smoke          # one tiny round, to check the script works
 
 Two commands, each `python -m harness ... epochs=1 probes=false` (one run, its process started from the shell
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--smoke", action="store_true", help="600 MNIST-1D samples, 200 images, 1 repeat")
-    parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--update-docs", "--update-docs", dest="update_docs", action="store_true", help="rewrite its generated blocks in README.md and docs/")
     args = parser.parse_args(argv)
     images = 200 if args.smoke else 10_000
     repeats = 1 if args.smoke else args.repeats
@@ -107,8 +107,8 @@ def main(argv: list[str] | None = None) -> int:
         *rows,
     ])
     print(table)
-    if args.update_readme:
-        from benchmarks.readme_section import replace_section
+    if args.update_docs:
+        from benchmarks.doc_blocks import replace_section
 
         replace_section("data-checks-cost", table)
     print(json.dumps({"rows": rows}), file=sys.stderr)

@@ -2,7 +2,7 @@
 with the per-epoch measurement (harness.run.precise_bn) and without it, in the same process.
 
     python -m benchmarks.bench_precise_bn                 # medians of 3, the two variants interleaved
-    python -m benchmarks.bench_precise_bn --update-readme # also rewrite the README's table
+    python -m benchmarks.bench_precise_bn --update-docs # also rewrite the README's table
     python -m benchmarks.bench_precise_bn --smoke         # one tiny round, to check the script works
 
 Every run of `python -m harness batch_size=8,32,64,128 model.batch_norm=true -m` (one seed, default epochs and
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--smoke", action="store_true",
                         help="600 samples, 1 epoch, batch 32 only, no probes, no warm-up, 1 repeat")
-    parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--update-docs", "--update-docs", dest="update_docs", action="store_true", help="rewrite its generated blocks in README.md and docs/")
     args = parser.parse_args(argv)
     extra = ["dataset.num_samples=600", "epochs=1", "probes=false"] if args.smoke else []
     sizes = (32,) if args.smoke else BATCH_SIZES
@@ -96,8 +96,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{total_with / total_without:.3f}x |",
     ])
     print(text)
-    if args.update_readme:
-        from benchmarks.readme_section import replace_section
+    if args.update_docs:
+        from benchmarks.doc_blocks import replace_section
 
         replace_section("precise-bn-cost", text)
     return 0

@@ -1,7 +1,7 @@
 """What the probes cost: the main job with its default probes against the same job with probes=false.
 
     python -m benchmarks.bench_probes                 # medians of 3, the two variants interleaved
-    python -m benchmarks.bench_probes --update-readme # also rewrite the README's probes table
+    python -m benchmarks.bench_probes --update-docs # also rewrite the README's probes table
     python -m benchmarks.bench_probes --smoke         # one tiny round, to check the script works
 
 Both variants run `python -m harness batch_size=8,32,64,128 seed=0 -m` (one seed) in a fresh process tree (start-ups, the sweep's
@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--smoke", action="store_true",
                         help="600 samples, 1 epoch, batch 16 and 64 in one worker, 64 probe samples, 1 repeat")
-    parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--update-docs", "--update-docs", dest="update_docs", action="store_true", help="rewrite its generated blocks in README.md and docs/")
     parser.add_argument("--extra", nargs="*", default=[], help="more overrides for both variants")
     args = parser.parse_args(argv)
     # smoke: two batch sizes (one pair for the interpolation) of tiny data, to check the script, not to measure
@@ -70,8 +70,8 @@ def main(argv: list[str] | None = None) -> int:
         f"| the sweep's interpolation (`python -m harness.probe`), alone | {med(interpolation):.1f} s |",
     ])
     print(text)
-    if args.update_readme:
-        from benchmarks.readme_section import replace_section
+    if args.update_docs:
+        from benchmarks.doc_blocks import replace_section
 
         replace_section("probe-cost", text)
     return 0

@@ -1,9 +1,9 @@
 """Training speed of the harness against a plain-Keras baseline and a minimal tf.function floor.
 
     python -m benchmarks.bench_speed                   # batch 8, 32, 128; 5 epochs; medians of 3 runs
-    python -m benchmarks.bench_speed --update-readme   # also rewrite the README's Performance table
+    python -m benchmarks.bench_speed --update-docs   # also rewrite the README's Performance table
     python -m benchmarks.bench_speed --smoke           # one tiny round, to check the script works
-    python -m benchmarks.bench_speed --batch-sizes 8 --probes --update-readme   # the harness as it runs by default
+    python -m benchmarks.bench_speed --batch-sizes 8 --probes --update-docs   # the harness as it runs by default
 
 Every measurement is a fresh process started from here (same process tree, same machine, one at a time):
   baseline  the seed articles' way: MNIST-1D from mnist1d.make_dataset as numpy arrays, a Sequential CNN,
@@ -167,7 +167,7 @@ def run_options(description: str, smoke: str) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = run_options(__doc__.splitlines()[0], "batch 32, 1 epoch, 600 samples, 1 repeat")
     parser.add_argument("--probes", action="store_true", help="the harness with its default probes on")
-    parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--update-docs", "--update-docs", dest="update_docs", action="store_true", help="rewrite its generated blocks in README.md and docs/")
     parser.add_argument("--child", choices=["baseline", "floor"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.smoke:
@@ -195,8 +195,8 @@ def main(argv: list[str] | None = None) -> int:
                           file=sys.stderr, flush=True)
     text = table(results, batch_sizes, args.epochs, args.repeats, args.probes)
     print(text)
-    if args.update_readme:
-        from benchmarks.readme_section import replace_section
+    if args.update_docs:
+        from benchmarks.doc_blocks import replace_section
 
         replace_section("performance-with-probes" if args.probes else "performance", text)
     return 0

@@ -2,7 +2,7 @@
 throughput and peak memory per run.
 
     python -m benchmarks.bench_sweep                  # medians of 3, the variants interleaved
-    python -m benchmarks.bench_sweep --update-readme  # also rewrite the README's sweep tables
+    python -m benchmarks.bench_sweep --update-docs  # also rewrite the README's sweep tables
     python -m benchmarks.bench_sweep --smoke          # one tiny round, to check the script works
 
   main job     `python -m harness batch_size=8,32,64,128 -m` (3 seeds per batch size, 12 runs), against
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true",
                         help="600 samples, 1 epoch, batch 16 only, one worker for the main job, 1 repeat, no "
                              "fresh-process variant")
-    parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--update-docs", "--update-docs", dest="update_docs", action="store_true", help="rewrite its generated blocks in README.md and docs/")
     args = parser.parse_args(argv)
     # smoke: the same variants on one batch size of tiny data, to check the script in seconds, not to measure
     extra = ["dataset.num_samples=600", "epochs=1", "probes=false"] if args.smoke else []
@@ -150,8 +150,8 @@ def main(argv: list[str] | None = None) -> int:
         *(f"| {name} | {med(w[name] for w in where):.1f} |" for name in where[0]),
     ])
     print(table + "\n\n" + breakdown)
-    if args.update_readme:
-        from benchmarks.readme_section import replace_section
+    if args.update_docs:
+        from benchmarks.doc_blocks import replace_section
 
         replace_section("sweep-performance", table + "\n\n" + breakdown)
     return 0

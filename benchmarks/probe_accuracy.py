@@ -2,7 +2,7 @@
 same Hessian-vector products on the same weights and samples, and its trace's stated standard error.
 
     python -m benchmarks.probe_accuracy sweeps/<sweep-id>             # a table, one row per run with probes
-    python -m benchmarks.probe_accuracy sweeps/<sweep-id> --update-readme
+    python -m benchmarks.probe_accuracy sweeps/<sweep-id> --update-docs
 
 The run's model is rebuilt from its recorded config and final.weights.npz, and probed on the same fixed probe
 subset; `eigsh` (ARPACK's implicitly restarted Lanczos, tolerance 1e-6) gives the eigenvalue of largest
@@ -87,7 +87,7 @@ def table(sweep_dir: Path, rows: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sweep_dir", type=Path)
-    parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--update-docs", "--update-docs", dest="update_docs", action="store_true", help="rewrite its generated blocks in README.md and docs/")
     args = parser.parse_args(argv)
     rows = accuracy(args.sweep_dir)
     if not rows:
@@ -95,8 +95,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     text = table(args.sweep_dir, rows)
     print(text)
-    if args.update_readme:
-        from benchmarks.readme_section import replace_section
+    if args.update_docs:
+        from benchmarks.doc_blocks import replace_section
 
         replace_section("probe-accuracy", text)
     return 0

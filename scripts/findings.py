@@ -1,15 +1,19 @@
-"""Write the README's "What we found" section from the studies' sweep folders (never typed by hand).
+"""Write the findings (docs/studies.md), the main job's blocks and the README's studies table from sweep folders.
 
     for s in batchnorm batch_size shuffle imbalance preprocess capacity causes controls tuned; do
       python -m harness +study=$s hydra.sweep.dir=sweeps/study-$s -m
     done
     python -m scripts.findings sweeps/study-*            # print the section
-    python -m scripts.findings sweeps/study-* --update-readme
-    python -m scripts.findings sweeps/study-batchnorm --update-readme   # one study's block, the others kept
+    python -m scripts.findings sweeps/study-* --update-docs
+    python -m scripts.findings sweeps/study-batchnorm --update-docs   # one study's block, the others kept
+    python -m harness batch_size=8,32,64,128 hydra.sweep.dir=sweeps/main -m
+    python -m scripts.findings --main-job sweeps/main --update-docs      # the main job's blocks
 
 For each sweep: its study, runs, seeds and wall time, then every verdict and finding the report computes. The
 batchnorm study's sweep also writes the short block that opens the findings: the seed note's numbers, what
-caused them and what a user can do (`seed_case`).
+caused them and what a user can do (`seed_case`). The main job's sweep writes its verdict, its probes per batch
+size and the report's Why (`main_job`, docs/studies.md) and the README's headline of it (`headline`). With
+--update-docs the README's table of the studies (`studies_table`) is rewritten from the findings block too.
 """
 from __future__ import annotations
 
@@ -21,6 +25,10 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+
+from harness.assess import why
 from harness.assess.assessment import assess
 
 
@@ -123,21 +131,147 @@ def merged(existing: str, blocks: dict[str, str]) -> str:
     return "\n\n".join(blocks.get(name, old.get(name)) for name in order)
 
 
+def _mean_sd(values: pd.Series, digits: int = 3) -> str:
+    values = values.dropna()
+    if values.empty:
+        return "–"
+    mean = f"{values.mean():.{digits}f}" if digits else why.number(values.mean())
+    if len(values) < 2:
+        return mean
+    return mean + " ± " + (f"{values.std(ddof=1):.{digits}f}" if digits else why.number(values.std(ddof=1)))
+
+
+def _interpolation_sentence(line: pd.DataFrame) -> str | None:
+    """The training loss at the two solutions and one step beyond each, over the pairs (one per seed)."""
+    if line is None or line.empty:
+        return None
+    ends = {a: line[np.isclose(line["alpha"], a)]["train_loss"] for a in (-1.0, 0.0, 1.0, 2.0)}
+    if any(v.empty for v in ends.values()):
+        return None
+    span = lambda v: f"{v.min():.2g}" if np.isclose(v.min(), v.max(), rtol=0.05) else f"{v.min():.2g}-{v.max():.2g}"  # noqa: E731
+    small, large = int(line["small_batch"].iloc[0]), int(line["large_batch"].iloc[0])
+    steeper = "large" if ends[2.0].mean() - ends[1.0].mean() > ends[-1.0].mean() - ends[0.0].mean() else "small"
+    return (f"Along the line between the batch-{small} and batch-{large} solutions ({line['pair'].nunique()} "
+            f"pair(s), one per seed) the training loss is {span(ends[0.0])} at batch {small}'s end and "
+            f"{span(ends[1.0])} at batch {large}'s; one length beyond them it is {span(ends[-1.0])} (α = −1) on "
+            f"the batch-{small} side and {span(ends[2.0])} (α = 2) on the batch-{large} side: the loss rises "
+            f"faster beyond the {'batch-' + str(large if steeper == 'large' else small)} solution.")
+
+
+def main_job(sweep_dir: Path) -> str:
+    """The main job's verdict, its probes per batch size (mean ± sd over seeds) and the report's Why."""
+    a = assess(sweep_dir)
+    runs = a.df.drop_duplicates("run_id")
+    lines = [f"`python -m harness batch_size=8,32,64,128 -m`: {len(runs)} runs, {runs['seed'].nunique()} seed(s) "
+             f"per batch size, {int(runs['epochs'].iloc[0])} epochs, {_wall_minutes(sweep_dir):.1f} min wall time "
+             f"on {os.cpu_count()} CPU cores.", ""]
+    for verdict in a.batch_verdicts:
+        lines.append(f"- {verdict.headline}")
+        lines += [f"  - {detail}" for detail in verdict.details]
+    probes = a.why.probes
+    if not probes.empty:
+        lines += ["", "Mean ± sd over the seeds:", "",
+                  "| batch | val_acc | top Hessian eigenvalue | Hessian trace | sharpness ε=1e-3 / 5e-4 "
+                  "| ‖w_T − w_0‖ (steps) |", "| ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for batch, rows in probes.groupby("global_batch_size"):
+            lines.append(f"| {batch} | {_mean_sd(rows['val_acc'])} | {_mean_sd(rows['hessian_top_eigenvalue'], 0)} "
+                         f"| {_mean_sd(rows['hessian_trace'], 0)} | {_mean_sd(rows['sharpness'], 0)} / "
+                         f"{_mean_sd(rows['sharpness_5e-4'], 0)} | {_mean_sd(rows['weight_distance'], 0)} "
+                         f"({int(rows['step'].median()):,}) |")
+    lines += ["", "The report's Why section:", ""]
+    lines += [f"- {line}" for reading in a.why.readings for line in reading.lines]
+    interpolation = _interpolation_sentence(a.why.interpolation)
+    if interpolation:
+        lines.append(f"- {interpolation}")
+    lines += [f"- {note}" for note in a.why.notes]
+    return "\n".join(lines)
+
+
+def headline(sweep_dir: Path) -> str:
+    """The main job in a few lines, for the README: the verdict, what train accuracy did, the first reason."""
+    a = assess(sweep_dir)
+    verdict = a.batch_verdicts[0]
+    train = next((d for d in verdict.details if d.startswith("Train accuracy after the final epoch")), None)
+    reasons = [line for reading in a.why.readings for line in reading.lines][:1]
+    return "\n".join([f"**{verdict.headline.split('. ')[0]}.** " + verdict.headline.split('. ', 1)[1],
+                      *([f"- {train}"] if train else []), *[f"- Why: {r}" for r in reasons]])
+
+
+OUTCOME = re.compile(r"^- (?P<subject>[A-Z][^:\[]*): (?P<headline>.*?: (?:not reproduced|reproduced|inconclusive))")
+VERDICT = re.compile(r"^- (?:\[(?P<facet>[^\]]+)\] )?(?P<headline>Larger batches[^:]*: (?:not reproduced|reproduced|"
+                     r"inconclusive))\.(?P<rest>.*)")
+
+
+def _tests(preset: Path) -> str:
+    """What a study preset tests: the first sentence of its opening comment."""
+    comment = []
+    for line in preset.read_text().splitlines():
+        if not line.startswith("#") or line.startswith("#   "):
+            break
+        if "@package" not in line:
+            comment.append(line.lstrip("# ").strip())
+    return re.split(r"(?<!al)(?<=[.?])\s+(?=[A-Z(])", " ".join(comment))[0]
+
+
+def _found(block: str) -> str:
+    """What a study found, from its findings block: its headline, its suspects' outcomes, or its first verdict."""
+    lines = block.splitlines()
+    bold = next((line[4:].split("**")[0] for line in lines if line.startswith("- **")), None)
+    if bold:
+        return bold
+    outcomes = [m for m in map(OUTCOME.match, lines) if m]
+    if len(outcomes) == 1:  # its subject when the headline does not stand alone ("steps and learning rate: ...")
+        headline = outcomes[0].group("headline")
+        return headline if headline[0].isupper() else f"{outcomes[0].group('subject')}: {headline}"
+    if outcomes:
+        return "; ".join(f"{m.group('subject')}: {m.group('headline').rsplit(': ', 1)[1]}" for m in outcomes)
+    verdict = next((m for m in map(VERDICT.match, lines) if m), None)
+    if verdict is None:
+        return "–"
+    drop = re.search(r"\(drop ([+-][\d.]+)\)", verdict.group("rest"))
+    facet = f" [{verdict.group('facet')}]" if verdict.group("facet") else ""
+    return verdict.group("headline") + (f" (val_acc drop {drop.group(1)})" if drop else "") + facet
+
+
+def studies_table(findings: str) -> str:
+    """One line per study preset: its command, what it tests (its preset's opening comment) and what it found on
+    MNIST-1D (from its block of the findings; a preset without one says so)."""
+    from harness.config.compose import CONF_DIR
+
+    starts = list(STUDY_BLOCK.finditer(findings))
+    found = {m.group(1): _found(findings[m.start():after.start() if after else len(findings)])
+             for m, after in zip(starts, [*starts[1:], None])}
+    rows = ["| command | what it tests | what it found on MNIST-1D |", "| --- | --- | --- |"]
+    for preset in sorted((CONF_DIR / "study").glob("*.yaml"), key=lambda p: (p.stem not in found, p.stem)):
+        result = found.get(preset.stem, "not in the findings yet (`python -m scripts.findings` on its sweep)")
+        rows.append(f"| `+study={preset.stem}` | {_tests(preset)} | {result} |")
+    return "\n".join(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("sweeps", nargs="+", type=Path)
-    parser.add_argument("--update-readme", action="store_true",
-                        help="rewrite these studies' blocks of the README's findings (the others are kept)")
+    parser.add_argument("sweeps", nargs="*", type=Path)
+    parser.add_argument("--main-job", type=Path, help="the main job's sweep (its verdict, probes and Why)")
+    parser.add_argument("--update-docs", "--update-readme", dest="update_docs", action="store_true",
+                        help="rewrite these sweeps' generated blocks in README.md and docs/ (the others are kept)")
     args = parser.parse_args(argv)
     blocks = {_study_name(sweep): summarize(sweep) for sweep in args.sweeps}
     case = next((c for c in map(seed_case, args.sweeps) if c), None)
     print(*([case, ""] if case else []), "\n\n".join(blocks.values()), sep="\n")
-    if args.update_readme:
-        from benchmarks.readme_section import read_section, replace_section
+    main_text = main_job(args.main_job) if args.main_job else None
+    if main_text:
+        print("", main_text, sep="\n")
+    if args.update_docs:
+        from benchmarks.doc_blocks import read_section, replace_section
 
-        replace_section("findings", merged(read_section("findings"), blocks))
+        if blocks:
+            replace_section("findings", merged(read_section("findings"), blocks))
         if case:
             replace_section("seed-case", case)
+        if main_text:
+            replace_section("main-job", main_text)
+            replace_section("main-job-headline", headline(args.main_job))
+        replace_section("studies-table", studies_table(read_section("findings")))
     return 0
 
 
