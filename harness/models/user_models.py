@@ -81,6 +81,8 @@ def check_target(target: Any) -> None:
 
 
 def build_custom(target: str, input_shape: tuple[int, ...], num_classes: int, options: dict[str, Any]):
+    """The user's model: `target` ("module.function", importable from the working directory) called as
+    `function(input_shape=..., num_classes=..., **options)`, `options` being every other `model.*` key."""
     return _import_target(target)(input_shape=tuple(input_shape), num_classes=num_classes, **options)
 
 
