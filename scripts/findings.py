@@ -193,8 +193,8 @@ def headline(sweep_dir: Path) -> str:
     verdict = a.batch_verdicts[0]
     train = next((d for d in verdict.details if d.startswith("Train accuracy after the final epoch")), None)
     reasons = [line for reading in a.why.readings for line in reading.lines][:1]
-    return "\n".join([f"**{verdict.headline.split('. ')[0]}.** " + verdict.headline.split('. ', 1)[1],
-                      *([f"- {train}"] if train else []), *[f"- Why: {r}" for r in reasons]])
+    first = f"**{verdict.headline.split('. ')[0]}.** " + verdict.headline.split('. ', 1)[1]
+    return first + "\n\n" + "\n".join([*([f"- {train}"] if train else []), *[f"- Why: {r}" for r in reasons]])
 
 
 OUTCOME = re.compile(r"^- (?P<subject>[A-Z][^:\[]*): (?P<headline>.*?: (?:not reproduced|reproduced|inconclusive))")
