@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from harness.assess import why
-from harness.assess.assessment import assess
+from harness.assess.assessment import Assessment, assess
 
 
 def _wall_minutes(sweep_dir: Path) -> float:
@@ -158,9 +158,9 @@ def _interpolation_sentence(line: pd.DataFrame) -> str | None:
             f"faster beyond the {'batch-' + str(large if steeper == 'large' else small)} solution.")
 
 
-def main_job(sweep_dir: Path) -> str:
-    """The main job's verdict, its probes per batch size (mean ± sd over seeds) and the report's Why."""
-    a = assess(sweep_dir)
+def main_job(sweep_dir: Path, a: Assessment) -> str:
+    """The main job's verdict, its probes per batch size (mean ± sd over seeds) and the report's Why, from its
+    sweep and that sweep's assessment."""
     runs = a.df.drop_duplicates("run_id")
     lines = [f"`python -m harness batch_size=8,32,64,128 -m`: {len(runs)} runs, {runs['seed'].nunique()} seed(s) "
              f"per batch size, {int(runs['epochs'].iloc[0])} epochs, {_wall_minutes(sweep_dir):.1f} min wall time "
@@ -187,9 +187,8 @@ def main_job(sweep_dir: Path) -> str:
     return "\n".join(lines)
 
 
-def headline(sweep_dir: Path) -> str:
+def headline(a: Assessment) -> str:
     """The main job in a few lines, for the README: the verdict, what train accuracy did, the first reason."""
-    a = assess(sweep_dir)
     verdict = a.batch_verdicts[0]
     train = next((d for d in verdict.details if d.startswith("Train accuracy after the final epoch")), None)
     reasons = [line for reading in a.why.readings for line in reading.lines][:1]
@@ -258,7 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     blocks = {_study_name(sweep): summarize(sweep) for sweep in args.sweeps}
     case = next((c for c in map(seed_case, args.sweeps) if c), None)
     print(*([case, ""] if case else []), "\n\n".join(blocks.values()), sep="\n")
-    main_text = main_job(args.main_job) if args.main_job else None
+    main_assessed = assess(args.main_job) if args.main_job else None
+    main_text = main_job(args.main_job, main_assessed) if args.main_job else None
     if main_text:
         print("", main_text, sep="\n")
     if args.update_docs:
@@ -270,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
             replace_section("seed-case", case)
         if main_text:
             replace_section("main-job", main_text)
-            replace_section("main-job-headline", headline(args.main_job))
+            replace_section("main-job-headline", headline(main_assessed))
         replace_section("studies-table", studies_table(read_section("findings")))
     return 0
 

@@ -145,11 +145,13 @@ def test_the_readme_s_findings_are_rewritten_study_by_study():
 def test_the_main_job_s_blocks_come_from_its_sweep(tmp_path):
     """scripts.findings --main-job: the verdict, each batch size's probes (mean ± sd over seeds, from probes.json)
     and the report's Why, and the README's headline of the same verdict."""
+    from harness.assess.assessment import assess
     from scripts.findings import headline, main_job
     from tests.helpers.sweeps import add_probes, probe_values, study_sweep
 
     sweep = add_probes(study_sweep(tmp_path / "main", "batch_size=8,32,64,128"), alphas=25)
-    text = main_job(sweep)
+    assessed = assess(sweep)
+    text = main_job(sweep, assessed)
     assert text.startswith("`python -m harness batch_size=8,32,64,128 -m`: 12 runs, 3 seed(s) per batch size")
     assert "\n- Larger batches gave lower validation accuracy: " in text
     rows = [line for line in text.splitlines() if re.match(r"\| \d+ \|", line)]
@@ -158,7 +160,7 @@ def test_the_main_job_s_blocks_come_from_its_sweep(tmp_path):
     assert f"| {sum(eigenvalues) / 3:.3g} ± 1 |" in rows[-1]  # seeds 0, 1, 2 add 0, 1, 2: sd 1
     assert "minimum is" in text and "sharper than batch-8's" in text  # the report's sharpness reading
     assert re.search(r"Along the line between the batch-8 and batch-128 solutions \(3 pair\(s\)", text)
-    top = headline(sweep)
+    top = headline(assessed)
     assert top.startswith("**Larger batches gave lower validation accuracy: ") and "- Why: The batch-128" in top
     assert re.search(r"Final val_acc [^;]+", top).group(0) in text
 
