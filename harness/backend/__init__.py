@@ -12,8 +12,10 @@ While Keras and TensorFlow load, packages they import but a run never uses are h
 imports h5py. The harness has them installed (digits data, the report) and uses none of them in a run (checkpoints
 are .npz); loading them cost every run process about a second on the 2-core CPU (`python -X importtime`: sklearn
 0.71 s, matplotlib.pyplot 0.25 s, h5py 0.14 s). Only packages that every importer guards with `except ImportError`
-are listed. While the libraries load they are hidden the way Python documents for an absent module (None in
-sys.modules), so each takes its own "not installed" path; afterwards they import as usual.
+are listed. On TensorFlow, JAX is hidden too: TensorFlow's TFLite converter imports it when installed (`pip
+install harness[jax]`), 0.27 s of every TensorFlow run process, for a converter a run never calls. While the
+libraries load they are hidden the way Python documents for an absent module (None in sys.modules), so each takes
+its own "not installed" path; afterwards they import as usual.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from types import ModuleType
 BACKENDS = ("tensorflow", "jax")
 DEFAULT = "tensorflow"
 UNUSED_IN_A_RUN = ("sklearn", "matplotlib", "h5py")
+UNUSED_ON_TENSORFLOW = ("jax",)  # imported by tensorflow.lite.python.util, guarded by `except ImportError`
 _OPS = {"tensorflow": "harness.backend.tf_ops", "jax": "harness.backend.jax_ops"}
 
 
@@ -70,7 +73,8 @@ def _load(module: str) -> ModuleType:
     # TensorFlow's C++ info and warnings drown the progress lines; read once, when the library loads
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     os.environ.setdefault("KERAS_BACKEND", DEFAULT)
-    hidden = [unused for unused in UNUSED_IN_A_RUN if unused not in sys.modules]
+    unused_here = UNUSED_IN_A_RUN + (UNUSED_ON_TENSORFLOW if name() == "tensorflow" else ())
+    hidden = [unused for unused in unused_here if unused not in sys.modules]
     for unused in hidden:
         sys.modules[unused] = None  # `import unused` raises ImportError while this is here
     try:

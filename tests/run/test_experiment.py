@@ -198,7 +198,7 @@ from pathlib import Path
 {setup}
 from harness.launch.cli import main
 code = main(["dataset.num_samples=600", "epochs=1", "hydra.run.dir=" + sys.argv[1]])
-heavy = ["sklearn", "matplotlib", "h5py", "scipy.stats"]
+heavy = ["sklearn", "matplotlib", "h5py", "scipy.stats", "jax"]
 print(json.dumps({{"code": code, "loaded": [name for name in heavy if name in sys.modules]}}))
 """
 
@@ -215,7 +215,8 @@ def _run_in_fresh_process(tmp_path, setup: str = "") -> dict:
 
 @pytest.mark.slow  # a run in a fresh process
 def test_a_run_process_loads_none_of_the_packages_it_does_not_use(compose, tmp_path):
-    """Start-up cost: Keras would load scikit-learn (with scipy.stats) and matplotlib, TensorFlow h5py."""
+    """Start-up cost: Keras would load scikit-learn (with scipy.stats) and matplotlib, TensorFlow h5py and JAX
+    (installed here, as with the jax extra)."""
     from harness.data import registry as data
 
     data.load(compose(*TINY).data)  # cached, as for every run but the first (generating MNIST-1D loads matplotlib)
@@ -223,12 +224,14 @@ def test_a_run_process_loads_none_of_the_packages_it_does_not_use(compose, tmp_p
     assert result == {"code": 0, "loaded": []}
     assert pd.read_parquet(tmp_path / "run" / "metrics.parquet")["epoch"].tolist() == [1]
     # hidden only while TensorFlow loads: they import as usual afterwards, in the same process
-    check = "import harness.backend, sklearn.base, matplotlib.pyplot, h5py; print(harness.backend.keras.__version__)"
+    check = ("import harness.backend; k = harness.backend.keras; import sklearn.base, matplotlib.pyplot, h5py, jax; "
+             "print(k.__version__, k.backend.backend())")
     import subprocess
     import sys
 
     proc = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0 and proc.stdout.strip().startswith("3."), proc.stderr[-2000:]
+    assert proc.returncode == 0 and proc.stdout.strip().startswith("3.") and proc.stdout.strip().endswith(
+        " tensorflow"), proc.stderr[-2000:]
 
 
 JAX_RUNS_IN_FRESH_PROCESS = """
