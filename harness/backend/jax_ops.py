@@ -89,7 +89,7 @@ def training_moments(model, layers: list, sample_spec) -> Callable:
 
 
 class Derivatives:
-    """The summed loss, its gradient and Hessian-vector products of one model structure as jitted functions of the
+    """The summed loss with its gradient, and Hessian-vector products, of one model structure as jitted functions of the
     weights' values (`stateless_call` on them); every result comes back as numpy."""
 
     def __init__(self, template: keras.Model):
@@ -116,16 +116,12 @@ class Derivatives:
             gradient = lambda w: jax.grad(summed_loss)(w, fixed_values, x, y)  # noqa: E731
             return flat(jax.jvp(gradient, (values,), (tangent,))[1])
 
-        self._summed_loss = jax.jit(summed_loss)
         self._loss_and_gradient = jax.jit(loss_and_gradient)
         self._hessian_vector = jax.jit(hessian_vector)
 
     @staticmethod
     def values(variables: list) -> list:
         return [v.value for v in variables]
-
-    def summed_loss(self, values, fixed, x, y) -> float:
-        return float(self._summed_loss(values, fixed, x, y))
 
     def loss_and_gradient(self, values, fixed, x, y) -> tuple[float, np.ndarray]:
         loss, gradient = self._loss_and_gradient(values, fixed, x, y)

@@ -27,7 +27,7 @@ def as_tensor(array):
 
 def inference(model) -> Callable[[np.ndarray], np.ndarray]:
     """x -> the model's outputs in inference mode, as numpy, through one tf.function (retraced rarely)."""
-    forward = tf.function(lambda x: model(x, training=False), reduce_retracing=True)
+    forward = tf.function(lambda x: model(x, training=False), reduce_retracing=True, autograph=False)
     return lambda x: forward(x).numpy()
 
 
@@ -36,7 +36,7 @@ def training_moments(model, layers: list, sample_spec) -> Callable:
     x, as numpy (with momentum 0 in place, the batch's own statistics). Traced once, for any batch size."""
     spec = tf.TensorSpec([None, *sample_spec[0]], sample_spec[1])
 
-    @tf.function(input_signature=[spec])
+    @tf.function(input_signature=[spec], autograph=False)
     def moments(x):
         model(x, training=True)
         return [(tf.identity(layer.moving_mean.value), tf.identity(layer.moving_variance.value)) for layer in layers]
@@ -49,7 +49,7 @@ def training_moments(model, layers: list, sample_spec) -> Callable:
 
 
 class Derivatives:
-    """The summed loss, its gradient and Hessian-vector products of one model structure as tf.functions of the
+    """The summed loss with its gradient, and Hessian-vector products, of one model structure as tf.functions of the
     weights' values (the model called in a keras.StatelessScope on them); every result comes back as numpy."""
 
     def __init__(self, template: keras.Model):
@@ -85,17 +85,15 @@ class Derivatives:
                 projected = tf.add_n([tf.reduce_sum(g * tf.reshape(p, tf.shape(g))) for g, p in zip(gradient, parts)])
             return flat(outer.gradient(projected, values))
 
-        self._summed_loss = tf.function(summed_loss, reduce_retracing=True)
-        self._loss_and_gradient = tf.function(loss_and_gradient, reduce_retracing=True)
-        self._hessian_vector = tf.function(hessian_vector, reduce_retracing=True)
+        # no Python control flow depends on a tensor here: AutoGraph's rewriting of the source would only add
+        # to each trace (0.28 s of the gradient's first trace on the 2-core CPU)
+        self._loss_and_gradient = tf.function(loss_and_gradient, reduce_retracing=True, autograph=False)
+        self._hessian_vector = tf.function(hessian_vector, reduce_retracing=True, autograph=False)
 
     @staticmethod
     def values(variables: list) -> list:
         """What the functions take for `variables`: their current values."""
         return [tf.convert_to_tensor(v) for v in variables]
-
-    def summed_loss(self, values, fixed, x, y) -> float:
-        return float(self._summed_loss(values, fixed, x, y))
 
     def loss_and_gradient(self, values, fixed, x, y) -> tuple[float, np.ndarray]:
         loss, gradient = self._loss_and_gradient(values, fixed, x, y)

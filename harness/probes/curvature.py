@@ -14,6 +14,9 @@ steps (a trace could stop at a 20% standard error by chance).
 """
 from __future__ import annotations
 
+import importlib
+import sys
+import threading
 from dataclasses import dataclass
 from typing import Callable
 
@@ -121,19 +124,37 @@ def _stderr(samples: list[float]) -> float | None:
     return float(np.std(samples, ddof=1) / np.sqrt(len(samples))) if len(samples) > 1 else None
 
 
+def load_solver_in_background() -> None:
+    """Import SciPy's optimiser, which `sharpness` needs at the run's end, in a daemon thread now: its import
+    (0.36 s on the 2-core CPU) then overlaps training, which leaves a core idle on MNIST-1D (one intra-op
+    thread), instead of waiting at the end. A failure here is silent: `sharpness`'s own import raises it."""
+    if "scipy.optimize" not in sys.modules:
+        threading.Thread(target=_import_quietly, args=("scipy.optimize",), name="harness-import-scipy",
+                         daemon=True).start()
+
+
+def _import_quietly(module: str) -> None:
+    try:
+        importlib.import_module(module)
+    except Exception:  # noqa: BLE001 - reported by the import that needs it
+        pass
+
+
 def sharpness(loss_and_gradient: Callable[[Vector], tuple[float, Vector]], weights: Vector, epsilon: float,
-              iterations: int = SHARPNESS_ITERATIONS, tolerance: float = SHARPNESS_TOLERANCE) -> Estimate:
+              iterations: int = SHARPNESS_ITERATIONS, tolerance: float = SHARPNESS_TOLERANCE,
+              base: float | None = None) -> Estimate:
     """Keskar et al.'s metric 2.1 in the full space: 100·(max f(w + y) − f(w))/(1 + f(w)) over the box
     |y_i| ≤ ε(|w_i| + 1), the maximum searched with L-BFGS-B from y = 0, for at most `iterations` iterations
     (the reference implementations' cap) and stopped earlier once an iteration raises the value by less than
     `tolerance` of it (or L-BFGS-B itself converges).
 
     The search is a lower bound of the true maximum, as in the paper; `loss_and_gradient` takes the full weight
-    vector and may move the model's weights (the caller restores them).
+    vector and may move the model's weights (the caller restores them); `base`, f(w) when the caller has it.
     """
     from scipy.optimize import Bounds, minimize  # here, not at the top: a run without probes never loads it
 
-    base, _ = loss_and_gradient(weights)
+    if base is None:
+        base, _ = loss_and_gradient(weights)
     bound = epsilon * (np.abs(weights) + 1.0)
     scale = 100.0 / (1.0 + base)
     highest = [base]  # the largest loss evaluated: every point L-BFGS-B evaluates lies in the box

@@ -66,6 +66,7 @@ class EpochProbes:
         self.batches = max(2, min(NOISE_BATCHES, len(y) // small))
         self.small = min(small, len(y) // self.batches)
         self.objective = None  # built at the first epoch's end, then reused: its functions trace once
+        curvature.load_solver_in_background()  # for the sharpness search after the last epoch
 
     def __call__(self, epoch: int) -> dict[str, float]:
         from harness.data.batches import fixed_batches
@@ -99,6 +100,7 @@ def final_probes(model, x: np.ndarray, y: np.ndarray, decode: Callable | None, s
     objective = Objective(model, fixed_batches(x[chosen], y[chosen], PROBE_BATCH, decode))
     restore = restoring(objective)
     weights = objective.weights()
+    probe_loss, _ = objective.loss_and_gradient()  # at the trained weights: both sharpness searches start here
     found = curvature.spectrum(objective.hessian_vector, objective.size)
     eigen, trace = found.eigenvalue, found.trace
 
@@ -107,12 +109,13 @@ def final_probes(model, x: np.ndarray, y: np.ndarray, decode: Callable | None, s
         return objective.loss_and_gradient()
 
     try:
-        sharp = {eps: curvature.sharpness(loss_and_gradient, weights, eps) for eps in curvature.SHARPNESS_EPSILONS}
+        sharp = {eps: curvature.sharpness(loss_and_gradient, weights, eps, base=probe_loss)
+                 for eps in curvature.SHARPNESS_EPSILONS}
     finally:
         restore()
     return {
         "probe_samples": int(len(chosen)),
-        "probe_loss": objective.loss(),
+        "probe_loss": probe_loss,
         "hessian_top_eigenvalue": eigen.value, "eigen_error": eigen.stderr, "eigen_iterations": eigen.iterations,
         "eigen_converged": eigen.converged,
         "hessian_trace": trace.value, "trace_stderr": trace.stderr, "trace_vectors": trace.iterations,

@@ -84,10 +84,6 @@ class Objective:
         for variable, part in zip(self.variables, np.split(np.asarray(flat), np.cumsum(self.sizes)[:-1])):
             variable.assign(np.asarray(part.reshape(variable.shape), dtype=variable.dtype))
 
-    def loss(self) -> float:
-        values, fixed = self._values()
-        return float(sum(self.traced.summed_loss(values, fixed, x, y) for x, y in self.batches)) / self.samples
-
     def loss_and_gradient(self) -> tuple[float, np.ndarray]:
         values, fixed = self._values()
         total, gradient = 0.0, np.zeros(self.size)
