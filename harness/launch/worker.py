@@ -24,7 +24,7 @@ import subprocess
 import sys
 import traceback
 from pathlib import Path
-from typing import IO
+from typing import IO, Callable
 
 INTERRUPTED = 128  # exit codes from 128 up: the job was stopped by a signal
 # A process's resident memory grows by about 10 MB a run (MNIST-1D main job, measured: 800 MB at its first run,
@@ -111,9 +111,12 @@ class Worker:
         self._request({"args": args, "log": str(log_path)})
         self.runs += 1
 
-    def interpolate(self, sweep_dir: Path, log_path: Path) -> int:
-        """The sweep's interpolation in this warm process; its exit code once done (the worker's own if it died)."""
+    def interpolate(self, sweep_dir: Path, log_path: Path, meanwhile: Callable[[], None] | None = None) -> int:
+        """The sweep's interpolation in this warm process; its exit code once done (the worker's own if it died).
+        `meanwhile` runs in the calling process while the worker computes."""
         self._request({"probe": str(sweep_dir), "log": str(log_path)})
+        if meanwhile is not None:
+            meanwhile()
         while (code := self.result()) is None:
             select.select([self.process.stdout], [], [], 1.0)
         return code

@@ -39,6 +39,28 @@ def test_the_worker_answers_each_job_with_its_exit_code_and_retires_when_it_shou
     assert worker.process.returncode == 0  # it ended at the end of its input
 
 
+def test_the_command_prepares_its_report_while_the_worker_interpolates(tmp_path):
+    """`interpolate(..., meanwhile=f)` sends the request first, runs f in the command's process while the worker
+    works (here f waits for the worker's own output in the log), then returns the worker's exit code."""
+    worker = Worker(tmp_path, {**os.environ, "PYTHONPATH": str(REPO)})
+    sweep, log = tmp_path / "sweep", tmp_path / "interpolation.log"
+    sweep.mkdir()  # no runs: the worker's interpolation says so and exits 0
+    seen = []
+
+    def meanwhile():
+        deadline = time.monotonic() + 120
+        while "no pair of completed runs" not in (log.read_text() if log.exists() else ""):
+            assert time.monotonic() < deadline, "the worker never started the interpolation"
+            time.sleep(0.05)
+        seen.append(worker.process.poll())
+
+    try:
+        assert worker.interpolate(sweep, log, meanwhile=meanwhile) == 0
+        assert seen == [None]  # it ran once, while the worker (still alive, waiting) had the request
+    finally:
+        worker.close()
+
+
 @pytest.mark.slow
 def test_runs_in_one_warm_process_give_the_metrics_of_fresh_processes(plain_sweep, tmp_path):
     """The shared plain sweep ran its three jobs in turn in one warm worker (n_jobs=1); the same command with
