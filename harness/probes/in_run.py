@@ -57,7 +57,8 @@ class EpochProbes:
     The noise scale comes from NOISE_BATCHES fresh small batches of training samples per epoch (drawn from the
     run's seed and the epoch, so a resumed run measures the same ones), at the end of the epoch. Its function is
     traced here, before training: traced for the first time in a callback during `fit`, it made TensorFlow's
-    `fit` stall for 2.4 s at its end in 2 to 4 runs of 6 (a 5-epoch batch-8 run, measured; not after it).
+    `fit` stall for 2.4 s as it returned in 2 to 4 of 6 runs (5-epoch batch-8 runs, measured here), and in
+    none of 8 once traced before `fit`.
     """
 
     def __init__(self, model, x: np.ndarray, y: np.ndarray, decode: Callable | None, seed: int,
