@@ -17,7 +17,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, TextIO
+from typing import Callable, Protocol, TextIO
 
 from harness.launch.progress import clock
 from harness.launch.resources import GpuPool, cpu_count
@@ -61,6 +61,17 @@ def _die_with_parent() -> None:
         pass
 
 
+class SweepEnd(Protocol):
+    """What follows the runs, in a warm worker where one is left (harness.launch.sweep_end.Interpolation)."""
+
+    def start_early(self, worker: Worker, running: dict[Path, float]) -> bool:
+        """Offered an idle warm worker while the last runs still run (folder: when its attempt started,
+        time.time()): whether it started in it; the worker is then its own until `finish`."""
+
+    def finish(self, worker: Worker | None) -> None:
+        """After every run, with the worker it started in, else an idle warm worker or None."""
+
+
 @dataclass
 class _Running:
     job: Job
@@ -68,6 +79,7 @@ class _Running:
     gpu_ids: list[int]
     log: TextIO | None          # the process's train.log (a worker opens each job's itself)
     worker: Worker | None = None
+    started: float = field(default_factory=time.time)
 
     def exit_code(self) -> int | None:
         return self.worker.result() if self.worker else self.process.poll()
@@ -87,6 +99,8 @@ class Scheduler:
         self.skipped: list[Job] = []
         self.idle: list[Worker] = []  # warm workers waiting for their next job
         self.keep = 0  # idle workers kept once no job needs them (one for the interpolation)
+        self.then: SweepEnd | None = None
+        self.early: Worker | None = None  # the worker `then` started in before the last runs ended
 
     def _env(self, job: Job, gpu_ids: list[int]) -> dict[str, str]:
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "KERAS_BACKEND": job.backend}
@@ -132,27 +146,43 @@ class Scheduler:
         if record is None or record.get("status") == "running":
             _record_lost_run(running.job, record, code, interrupted)
 
-    def run(self, then: Callable[[Worker | None], None] | None = None) -> dict[int, int]:
-        """Run the jobs; then `then` (the sweep's interpolation) with a warm worker kept from the last runs, or
-        None when no run left one."""
+    def run(self, then: SweepEnd | None = None) -> dict[int, int]:
+        """Run the jobs; then `then` (the sweep's interpolation), offered a warm worker kept from the runs as soon
+        as no job is left to start, and finished once every run has ended."""
         pending = []
         for job in self.jobs:  # finished runs with intact files are left alone; damaged ones run again
             (self.skipped if is_finished(job.run_dir) else pending).append(job)
         running: list[_Running] = []
         started = time.monotonic()
-        self.keep = 1 if then is not None else 0
+        self.then, self.keep = then, 1 if then is not None else 0
         try:
             self._loop(pending, running, started)
             if then is not None:
                 self._then(then)
         finally:
+            if self.early is not None:
+                self.early.close()
             self._close_idle()
         return self.exit_codes
 
-    def _then(self, then: Callable[[Worker | None], None]) -> None:
-        worker = self._idle_worker(self.jobs[0].backend if self.jobs else None)
+    @property
+    def _then_backend(self) -> str | None:
+        return self.jobs[0].backend if self.jobs else None
+
+    def _offer_early(self, running: list[_Running]) -> None:
+        """While the last runs run, offer `then` an idle warm worker of the sweep's backend."""
+        worker = self._idle_worker(self._then_backend)
+        if worker is None:
+            return
+        if self.then.start_early(worker, {r.job.run_dir: r.started for r in running}):
+            self.early = worker
+        else:
+            self.idle.append(worker)
+
+    def _then(self, then: SweepEnd) -> None:
+        worker, self.early = self.early or self._idle_worker(self._then_backend), None
         try:
-            then(worker)
+            then.finish(worker)
         except BaseException:  # Ctrl-C during it: the worker (a session of its own) is stopped as a run would be
             if worker is not None:
                 _signal_group(worker.process, signal.SIGINT)
@@ -183,10 +213,14 @@ class Scheduler:
                         self._finish(r, code)
                 if not any(job.worker_args is not None for job in pending):
                     self._close_idle(keep=self.keep)
+                if self.then is not None and self.early is None and running and not pending:
+                    self._offer_early(running)
                 self.progress(self._status_line(pending, running, started), False)
                 if pending or running:
                     time.sleep(self.poll_seconds)
         except KeyboardInterrupt:
+            if self.early is not None:  # the sweep end it started: stopped with the runs
+                _signal_group(self.early.process, signal.SIGINT)
             self._stop(running)
             self.progress(self._status_line(pending, [], started) + " · interrupted", True)
             raise

@@ -5,12 +5,75 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from harness.store import layout
 
 REPORTS_DIR = Path("reports")  # like sweeps/, relative to where the command runs
 WARM, FRESH = "# in a warm run process", "# in a process of its own"  # interpolation.log's first line: where it ran
+
+
+class Interpolation:
+    """The sweep's interpolation as the scheduler's last step (harness.launch.scheduler.Scheduler.run's `then`).
+
+    Started early where it can: the last run of a sweep spends about 1.5 s (2-core CPU) in its end-of-run probes
+    after writing its final weights while the other slots' warm workers sit idle, and the interpolation needs only
+    those weights. A run whose final weights are written ends completed (a probe that fails is recorded, not
+    raised), so once every running run has written them in this attempt the sweep's pairs are those it will have
+    at the end; should one of those runs still fail or be killed, `finish` finds the pairs changed and does it
+    again. From the first offer on (a core is free: no run left to start, a slot idle), this process imports what
+    the report needs in a background thread (prepare_report), which it would otherwise do after the runs."""
+
+    def __init__(self, sweep_dir: Path):
+        self.sweep_dir = Path(sweep_dir)
+        self.early = None  # the worker computing it while the last runs end
+        self._considered = False
+        self._report_imports: threading.Thread | None = None
+
+    def start_early(self, worker, running: dict[Path, float]) -> bool:
+        """Start in the idle `worker` if every running run (folder: when this attempt started, time.time()) has
+        written its final weights since; whether it started. Decided once: later calls return False."""
+        from harness.probes import interpolation
+
+        if self._report_imports is None:
+            self._report_imports = threading.Thread(target=prepare_report, name="report-imports", daemon=True)
+            self._report_imports.start()
+        if self._considered or not all(_written_since(run_dir / layout.FINAL_WEIGHTS, started)
+                                       for run_dir, started in running.items()):
+            return False
+        self._considered = True
+        if not interpolation.needs_update(self.sweep_dir, include_running=True):
+            return False
+        names = ", ".join(sorted(run_dir.name for run_dir in running))
+        (self.sweep_dir / layout.INTERPOLATION_LOG).write_text(
+            f"{WARM} (pid {worker.process.pid}), started while run {names} wrote its end-of-run probes\n")
+        worker.start_interpolation(self.sweep_dir, self.sweep_dir / layout.INTERPOLATION_LOG, include_running=True)
+        self.early = worker
+        return True
+
+    def finish(self, worker=None) -> None:
+        """Once every run has ended: wait for the early start (the report's imports meanwhile), then `interpolate`,
+        which does nothing when its result stands, in `worker` (the early one, if it is still fit) or a process of
+        its own."""
+        if self._report_imports is not None:  # before any import of this thread's: no two threads import at once
+            self._report_imports.join()
+        if self.early is not None:
+            _raise_if_interrupted(self.early.wait(meanwhile=prepare_report))
+            worker = self.early
+        interpolate(self.sweep_dir, worker if worker is not None and worker.available else None)
+
+
+def _written_since(path: Path, started: float) -> bool:
+    try:
+        return path.stat().st_mtime >= started
+    except FileNotFoundError:
+        return False
+
+
+def _raise_if_interrupted(code: int) -> None:
+    if code == -signal.SIGINT or code == 128 + signal.SIGINT:
+        raise KeyboardInterrupt
 
 
 def interpolate(sweep_dir: Path, worker=None) -> None:
@@ -33,8 +96,7 @@ def interpolate(sweep_dir: Path, worker=None) -> None:
             log.flush()
             code = subprocess.run([sys.executable, "-m", "harness.probe", str(sweep_dir)], stdout=log,
                                   stderr=subprocess.STDOUT).returncode
-    if code == -signal.SIGINT or code == 128 + signal.SIGINT:
-        raise KeyboardInterrupt
+    _raise_if_interrupted(code)
     if code != 0:
         print(f"harness: the interpolation failed (exit {code}, see {log_path}); the report has none. "
               f"Retry: python -m harness.probe {sweep_dir}", file=sys.stderr)

@@ -9,11 +9,11 @@ and starts from a cleared Keras session and its own seed, so its metrics are bit
 life of a process. So is Keras's backend: a worker runs the jobs of one backend (KERAS_BACKEND in its environment).
 
 Protocol: the scheduler writes one JSON line per job on the worker's stdin ({"args": [...], "log": "..."}; or
-{"probe": SWEEP_DIR, "log": "..."} for the sweep's interpolation, `python -m harness.probe SWEEP_DIR` in the warm
-process, which saves its start-up); the worker answers each with a JSON line on stdout: the job's exit code and
-whether it takes another job. An
-interrupted job (exit code 128 + the signal) or one that ended abnormally (Hydra's sys.exit, an exception)
-ends the worker with the same code, so no later job runs in a process whose state is in doubt.
+{"probe": SWEEP_DIR, "log": "...", "include_running": false} for the sweep's interpolation, `python -m harness.probe
+SWEEP_DIR [--include-running]` in the warm process, which saves its start-up); the worker answers each with a JSON
+line on stdout: the job's exit code and whether it takes another job. An interrupted job (exit code 128 + the
+signal) or one that ended abnormally (Hydra's sys.exit, an exception) ends the worker with the same code, so no
+later job runs in a process whose state is in doubt.
 """
 from __future__ import annotations
 
@@ -71,7 +71,8 @@ def serve(requests: IO[str], replies: IO[str]) -> int:
     for line in requests:
         job = json.loads(line)
         probe = "probe" in job
-        code, fit = _run_job([job["probe"]] if probe else list(job["args"]), Path(job["log"]), probe)
+        args = [job["probe"], *(["--include-running"] if job.get("include_running") else [])] if probe else job["args"]
+        code, fit = _run_job(list(args), Path(job["log"]), probe)
         replies.write(json.dumps({"code": code, "reusable": fit}) + "\n")
         replies.flush()
         if not fit:
@@ -114,7 +115,16 @@ class Worker:
     def interpolate(self, sweep_dir: Path, log_path: Path, meanwhile: Callable[[], None] | None = None) -> int:
         """The sweep's interpolation in this warm process; its exit code once done (the worker's own if it died).
         `meanwhile` runs in the calling process while the worker computes."""
-        self._request({"probe": str(sweep_dir), "log": str(log_path)})
+        self.start_interpolation(sweep_dir, log_path)
+        return self.wait(meanwhile)
+
+    def start_interpolation(self, sweep_dir: Path, log_path: Path, include_running: bool = False) -> None:
+        """Start the sweep's interpolation (`include_running`: of the runs still in their end-of-run probes too,
+        harness.probes.interpolation.pairs) and return at once; `wait` for its exit code."""
+        self._request({"probe": str(sweep_dir), "log": str(log_path), "include_running": include_running})
+
+    def wait(self, meanwhile: Callable[[], None] | None = None) -> int:
+        """The running job's exit code once it has ended; `meanwhile` runs in the calling process first."""
         if meanwhile is not None:
             meanwhile()
         while (code := self.result()) is None:

@@ -38,14 +38,16 @@ def _shared(config: dict) -> tuple:
     return tuple(sorted((k, repr(v)) for k, v in config.items() if k != PAIRED_BY))
 
 
-def pairs(sweep_dir: Path) -> list[Pair]:
+def pairs(sweep_dir: Path, include_running: bool = False) -> list[Pair]:
     """Every pair of the sweep, in job order of the small-batch run; runs without kept final weights (probes
-    off, failed, diverged) take no part."""
+    off, failed, diverged) take no part. `include_running`: a run still `running` whose final weights are written
+    (in its end-of-run probes, which end it completed) takes part too."""
     sweep_dir = Path(sweep_dir)
+    statuses = ("completed", "running") if include_running else ("completed",)
     runs = []
     for run_dir in layout.run_dirs(sweep_dir):
         record, damage = inspect_run(run_dir)
-        if damage is None and record and record.get("status") == "completed" and (run_dir / FINAL_WEIGHTS).exists():
+        if damage is None and record and record.get("status") in statuses and (run_dir / FINAL_WEIGHTS).exists():
             runs.append({**record, "job": run_dir.name})
     groups: dict[tuple, list[dict]] = {}
     for run in runs:
@@ -64,13 +66,26 @@ def pairs(sweep_dir: Path) -> list[Pair]:
     return sorted(found, key=lambda p: int(p.small_dir) if p.small_dir.isdigit() else p.small_dir)
 
 
-def needs_update(sweep_dir: Path) -> bool:
-    """Whether the sweep has pairs and no interpolation.parquet newer than every paired run's final weights."""
+def needs_update(sweep_dir: Path, include_running: bool = False) -> bool:
+    """Whether the sweep has pairs and no interpolation.parquet of exactly those pairs, newer than every paired
+    run's final weights (a run that failed or ran again since changes the pairs)."""
     sweep_dir = Path(sweep_dir)
-    found = pairs(sweep_dir)
+    found = pairs(sweep_dir, include_running)
     target = sweep_dir / INTERPOLATION_FILE
     if not found or not target.exists():
         return bool(found)
     newest = max((sweep_dir / run["job"] / FINAL_WEIGHTS).stat().st_mtime
                  for pair in found for run in (pair.small, pair.large))
-    return target.stat().st_mtime < newest
+    return target.stat().st_mtime < newest or _paired_runs(target) != {
+        (pair.small["run_id"], pair.large["run_id"]) for pair in found}
+
+
+def _paired_runs(target: Path) -> set[tuple[str, str]] | None:
+    """The (small_run, large_run) pairs interpolation.parquet holds; None when it cannot be read."""
+    import pandas as pd
+
+    try:
+        frame = pd.read_parquet(target, columns=["small_run", "large_run"])
+    except Exception:  # pyarrow's errors for a truncated or foreign file vary
+        return None
+    return set(zip(frame["small_run"], frame["large_run"]))

@@ -68,12 +68,13 @@ def interpolate(sweep_dir: Path, pair: interpolation.Pair, alphas=interpolation.
     return frame
 
 
-def write_interpolation(sweep_dir: Path) -> Path | None:
-    """interpolation.parquet for every pair of the sweep; None (and no file) when the sweep has no pair."""
+def write_interpolation(sweep_dir: Path, include_running: bool = False) -> Path | None:
+    """interpolation.parquet for every pair of the sweep; None (and no file) when the sweep has no pair.
+    `include_running`: pair runs still in their end-of-run probes too (harness.probes.interpolation.pairs)."""
     from harness import backend
 
     sweep_dir = Path(sweep_dir)
-    found = interpolation.pairs(sweep_dir)
+    found = interpolation.pairs(sweep_dir, include_running)
     if not found:
         return None
     if backend.loaded_backend() is None:
@@ -87,16 +88,19 @@ def write_interpolation(sweep_dir: Path) -> Path | None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.probe", description=__doc__.splitlines()[0])
     parser.add_argument("sweep_dir", type=Path, help="a sweep folder, e.g. sweeps/2026-11-30_12-00-00")
+    parser.add_argument("--include-running", action="store_true",
+                        help="also pair runs still in their end-of-run probes whose final weights are written (the "
+                             "launcher starts the interpolation so while the last runs end)")
     args = parser.parse_args(argv)
     if not args.sweep_dir.is_dir():
         print(f"harness.probe: error: sweep_dir={str(args.sweep_dir)!r} is not a folder", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
-    if not interpolation.pairs(args.sweep_dir):
+    if not interpolation.pairs(args.sweep_dir, args.include_running):
         print(f"harness.probe: {args.sweep_dir}: no pair of completed runs with kept weights that differ only in "
               f"batch size: no interpolation", file=sys.stderr)
         return 0
-    print(write_interpolation(args.sweep_dir))
+    print(write_interpolation(args.sweep_dir, args.include_running))
     return 0
 
 

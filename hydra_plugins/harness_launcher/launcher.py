@@ -106,7 +106,7 @@ class HarnessLauncher(Launcher):
             log.info(f"\t#{job.num} : {' '.join(filter_overrides(job.overrides))}")
         scheduler = Scheduler(list(jobs), n_jobs, gpu_ids, poll_seconds=self.poll_seconds,
                               stop_timeout=self.stop_timeout_s, progress=terminal_progress())
-        scheduler.run(then=lambda worker: sweep_end.interpolate(sweep_dir, worker))  # TensorFlow already loaded
+        scheduler.run(then=sweep_end.Interpolation(sweep_dir))  # in a warm worker: TensorFlow already loaded
         # Failures are in each run's run.json, which decides the exit code; a FAILED JobReturn would make
         # Hydra 1.3 raise here and skip the end-of-sweep report. The return value is the run's final val_acc,
         # what the task function returns in-process, so a sweeper that optimises it gets the metric.

@@ -1,6 +1,7 @@
 """The process-per-run scheduler with stand-in commands (no TensorFlow) and fake GPU ids (no GPU needed)."""
 import json
 import sys
+import time
 
 from harness.launch.scheduler import Job, Scheduler
 
@@ -103,3 +104,42 @@ def test_a_warm_worker_takes_only_jobs_of_its_own_backend(tmp_path):
     job = stand_in(tmp_path, 1)
     job.backend = "jax"
     assert scheduler._env(job, [])["KERAS_BACKEND"] == "jax"
+
+
+WRITE_WEIGHTS_THEN_PROBE = (  # a run's end: its final weights, then its end-of-run probes
+    "import pathlib, sys, time; pathlib.Path(sys.argv[1]).mkdir(parents=True, exist_ok=True); "
+    "(pathlib.Path(sys.argv[1]) / 'final.weights.npz').write_bytes(b'w'); time.sleep(1.0); "
+    "(pathlib.Path(sys.argv[1]) / 'ended').write_text(str(time.time()))"
+)
+
+
+class _SweepEnd:
+    """Records what the scheduler offers it; starts once the last run's final weights exist."""
+
+    def __init__(self):
+        self.offers, self.finished_with = [], []
+
+    def start_early(self, worker, running):
+        started = all((run_dir / "final.weights.npz").exists() for run_dir in running)
+        self.offers.append((worker, dict(running), time.time(), started))
+        return started
+
+    def finish(self, worker):
+        self.finished_with.append(worker)
+
+
+def test_the_sweep_end_is_offered_an_idle_warm_worker_while_the_last_run_still_runs(tmp_path):
+    """The interpolation may start in a warm worker the other slots left idle while the last run writes its
+    end-of-run probes; the worker it started in is its own until it finishes, then closed."""
+    job = stand_in(tmp_path, 0)
+    job.command = [sys.executable, "-c", WRITE_WEIGHTS_THEN_PROBE, str(job.run_dir)]
+    scheduler, end, warm = Scheduler([job], n_jobs=2, gpu_ids=[], poll_seconds=0.05), _SweepEnd(), _Warm("tensorflow")
+    scheduler.idle = [warm]
+    before = time.time()
+    scheduler.run(then=end)
+    assert [started for *_, started in end.offers][-1]  # offered until it started, then no more
+    assert not any(started for *_, started in end.offers[:-1])
+    worker, running, offered_at, _ = end.offers[-1]
+    assert worker is warm and list(running) == [job.run_dir] and before <= running[job.run_dir] <= offered_at
+    assert offered_at < float((job.run_dir / "ended").read_text())  # while the run was still in its probes
+    assert end.finished_with == [warm] and warm.closed and scheduler.idle == []

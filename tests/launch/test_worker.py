@@ -61,6 +61,22 @@ def test_the_command_prepares_its_report_while_the_worker_interpolates(tmp_path)
         worker.close()
 
 
+def test_an_interpolation_request_runs_harness_probe_with_its_options(tmp_path, monkeypatch):
+    """{"probe": SWEEP_DIR, "include_running": true} is `python -m harness.probe SWEEP_DIR --include-running`."""
+    import io
+    import json
+
+    seen = []
+    monkeypatch.setattr(worker_module, "_run_job", lambda args, log, probe: (seen.append((args, probe)), (0, True))[1])
+    requests = [{"probe": "sweeps/a", "log": str(tmp_path / "a.log")},
+                {"probe": "sweeps/a", "log": str(tmp_path / "a.log"), "include_running": True},
+                {"args": ["batch_size=8"], "log": str(tmp_path / "0.log")}]
+    replies = io.StringIO()
+    assert worker_module.serve(io.StringIO("".join(json.dumps(r) + "\n" for r in requests)), replies) == 0
+    assert seen == [(["sweeps/a"], True), (["sweeps/a", "--include-running"], True), (["batch_size=8"], False)]
+    assert [json.loads(line) for line in replies.getvalue().splitlines()] == [{"code": 0, "reusable": True}] * 3
+
+
 @pytest.mark.slow
 def test_runs_in_one_warm_process_give_the_metrics_of_fresh_processes(plain_sweep, tmp_path):
     """The shared plain sweep ran its three jobs in turn in one warm worker (n_jobs=1); the same command with
