@@ -17,7 +17,7 @@ WARM, FRESH = "# in a warm run process", "# in a process of its own"  # interpol
 class Interpolation:
     """The sweep's interpolation as the scheduler's last step (harness.launch.scheduler.Scheduler.run's `then`).
 
-    Started early where it can: the last run of a sweep spends about 1.5 s (2-core CPU) in its end-of-run probes
+    Started early where it can: the last run of a sweep spends 1.5-3 s (2-core CPU) in its end-of-run probes
     after writing its final weights while the other slots' warm workers sit idle, and the interpolation needs only
     those weights. A run whose final weights are written ends completed (a probe that fails is recorded, not
     raised), so once every running run has written them in this attempt the sweep's pairs are those it will have
@@ -79,8 +79,8 @@ def _raise_if_interrupted(code: int) -> None:
 def interpolate(sweep_dir: Path, worker=None) -> None:
     """The sweep-level probes (the interpolation between batch sizes), in `worker` (a warm harness.launch.worker
     left by the last runs, TensorFlow loaded) or a process of their own, never in the command's (the report does
-    not load TensorFlow); skipped when the sweep has no pair of runs or its interpolation is newer than their
-    weights. A failure is one line: the report is written without it. While a warm worker computes, this process
+    not load TensorFlow); skipped when the sweep has no pair of runs or its interpolation is of those pairs and
+    newer than their weights. A failure is one line: the report is written without it. While a warm worker computes, this process
     imports what the report will need (prepare_report), which it would otherwise do after."""
     from harness.probes import interpolation
 

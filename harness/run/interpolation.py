@@ -89,8 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.probe", description=__doc__.splitlines()[0])
     parser.add_argument("sweep_dir", type=Path, help="a sweep folder, e.g. sweeps/2026-11-30_12-00-00")
     parser.add_argument("--include-running", action="store_true",
-                        help="also pair runs still in their end-of-run probes whose final weights are written (the "
-                             "launcher starts the interpolation so while the last runs end)")
+                        help="also pair runs still in their end-of-run probes whose final weights are written "
+                             "(how the launcher starts it before the last runs end)")
     args = parser.parse_args(argv)
     if not args.sweep_dir.is_dir():
         print(f"harness.probe: error: sweep_dir={str(args.sweep_dir)!r} is not a folder", file=sys.stderr)
