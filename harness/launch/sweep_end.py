@@ -80,8 +80,8 @@ def interpolate(sweep_dir: Path, worker=None) -> None:
     """The sweep-level probes (the interpolation between batch sizes), in `worker` (a warm harness.launch.worker
     left by the last runs, TensorFlow loaded) or a process of their own, never in the command's (the report does
     not load TensorFlow); skipped when the sweep has no pair of runs or its interpolation is of those pairs and
-    newer than their weights. A failure is one line: the report is written without it. While a warm worker computes, this process
-    imports what the report will need (prepare_report), which it would otherwise do after."""
+    newer than their weights. A failure is one line: the report is written without it. While a warm worker
+    computes, this process imports what the report will need (prepare_report), which it would otherwise do after."""
     from harness.probes import interpolation
 
     if not interpolation.needs_update(sweep_dir):
