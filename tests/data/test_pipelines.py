@@ -92,3 +92,15 @@ def test_numpy_evaluation_batches_are_kept_for_arrays_and_decoded_again_for_file
     assert [len(b) for b in decoded] == [1000, 1000, 500] and calls == [1000, 1000, 500]
     list(decoded)
     assert len(calls) == 6  # files: decoded at each pass, nothing kept
+
+
+def test_tf_data_pipelines_run_without_the_autotuning_thread_that_held_the_end_of_fit():
+    """Deleting an iterator waits for tf.data's autotuning thread, which held `fit`'s return for seconds on a
+    busy CPU: a run's training and evaluation pipelines (with decoding, too) turn autotuning off."""
+    x, y = _data()
+    plan = plan_batches(16, False, 1, len(x))
+    datasets = [_dataset(x, y, plan, True, 0, epochs=1), pipelines.evaluation_dataset(x, y),
+                _dataset(x, y, plan, True, 0, epochs=1, decode=lambda xs: xs * 2),
+                pipelines.evaluation_dataset(x, y, decode=lambda xs: xs * 2)]
+    assert [d.options().autotune.enabled for d in datasets] == [False] * 4
+    assert _batches(datasets[2])[0][0] == [2 * v for v in _batches(datasets[0])[0][0]]  # still the same batches
