@@ -130,6 +130,30 @@ def test_a_failing_probe_is_recorded_and_the_run_still_completes(compose, tmp_pa
     assert values["error"] == "RuntimeError: no second derivative for this op"
 
 
+def test_the_end_of_run_probes_leave_the_processs_old_objects_out_of_garbage_collection(monkeypatch):
+    """SciPy's bounds start full passes of the collector over TensorFlow's objects, 0.12 s each: the probes
+    run with those frozen, and the collector sees every object again afterwards, a probe that raised too."""
+    import gc
+
+    frozen = []
+
+    def measure(*args):
+        frozen.append(gc.get_freeze_count())
+        return {"seconds": 0.0}
+
+    monkeypatch.setattr(probes, "_final_probes", measure)
+    assert probes.final_probes(None, np.zeros((4, 1)), np.zeros(4), None, 4) == {"seconds": 0.0}
+    assert frozen[0] > 1000 and gc.get_freeze_count() == 0
+
+    def broken(*args):
+        raise MemoryError
+
+    monkeypatch.setattr(probes, "_final_probes", broken)
+    with pytest.raises(MemoryError):
+        probes.final_probes(None, np.zeros((4, 1)), np.zeros(4), None, 4)
+    assert gc.get_freeze_count() == 0
+
+
 @pytest.mark.slow
 def test_probes_under_data_parallelism_measure_the_trained_weights(tmp_path):
     """Two simulated devices (MirroredStrategy): the probes run on a single-device twin of the trained model."""
