@@ -60,7 +60,8 @@ class EpochProbes:
     run's seed and the epoch, so a resumed run measures the same ones), at the end of the epoch. Its function is
     traced here, before training: traced for the first time in a callback during `fit`, it made TensorFlow's
     `fit` stall for 2.4 s as it returned in 2 to 4 of 6 runs (5-epoch batch-8 runs, measured here), and in
-    none of 8 once traced before `fit`.
+    none of 8 once traced before `fit`. (Such stalls at `fit`'s end, later also seen after a traced function,
+    were tf.data's autotuning thread joined as the training iterator is deleted: harness.data.pipelines.untuned.)
     """
 
     def __init__(self, model, x: np.ndarray, y: np.ndarray, decode: Callable | None, seed: int,
