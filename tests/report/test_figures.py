@@ -180,3 +180,39 @@ def test_every_swept_batch_size_is_a_readable_tick(sizes, tmp_path):
     for ax in fig.axes:
         assert [t.get_text() for t in ax.get_xticklabels()] == [str(s) for s in sizes]
     assert layout.problems(fig) == []
+
+
+RENDER_BOTH_WAYS = """
+import json, os, sys
+from matplotlib.figure import Figure
+from harness.report import figures
+
+parent = os.getpid()
+figs = []
+for i in range(5):
+    fig = Figure(figsize=(3, 2))
+    fig.add_subplot().plot(range(10), [i * v for v in range(10)])
+    figs.append(fig)
+if sys.argv[1] == "child fails":
+    real = figures.png
+    figures.png = lambda fig: real(fig) if os.getpid() == parent else 1 / 0
+serial = [figures.png(fig) for fig in figs]
+print(json.dumps({"may_fork": figures._may_fork(), "same": figures.rendered(figs) == serial}))
+"""
+
+
+@pytest.mark.parametrize("case", ["child renders", "child fails"])
+def test_a_report_renders_its_figures_on_two_cores_as_one_would(case):
+    """The later half of the PNGs comes from a forked child, byte for byte what this process would draw; a child
+    that fails leaves this process to draw them. In a fresh process: the suite's own runs threads (no fork)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one core: the report renders in one process")
+    proc = subprocess.run([sys.executable, "-c", RENDER_BOTH_WAYS, case], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout.splitlines()[-1]) == {"may_fork": True, "same": True}
