@@ -7,6 +7,7 @@ import base64
 import io
 import json
 import os
+import sys
 import threading
 
 from harness.report.plots import findings, scaling, sweep, tuning, why
@@ -69,6 +70,8 @@ def rendered(figs: list) -> list[str]:
 
 
 def _may_fork() -> bool:
-    """Whether to render in a forked child: a fork copies only the calling thread, so with another thread alive (a
-    lock it held would stay held in the child) this process renders everything; and only with a second core."""
-    return hasattr(os, "fork") and threading.active_count() == 1 and len(os.sched_getaffinity(0)) >= 2
+    """Whether to render in a forked child: on Linux (macOS's frameworks are not safe to use after a fork), with a
+    second core, and with no other thread alive (a fork copies only the calling thread: a lock another one held
+    would stay held in the child)."""
+    return (sys.platform.startswith("linux") and len(os.sched_getaffinity(0)) >= 2
+            and threading.active_count() == 1)
