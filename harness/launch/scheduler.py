@@ -28,6 +28,10 @@ from harness.store.layout import RUN_FILE
 from harness.store.run_files import inspect_run, is_finished, now_iso
 
 log = logging.getLogger(__name__)
+# the numerical libraries' thread pools (OpenBLAS, MKL, OpenMP, Apple's Accelerate), as loky sizes its workers':
+# OpenBLAS's second thread spins on a core the other run is using (measured: a run's end-of-run probes, whose
+# Lanczos and L-BFGS-B steps are numpy and SciPy, 1.1 s alone, 1.8-2.0 s beside a busy core, 1.1 s with one thread)
+BLAS_THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
 REFUSED = 2  # a run's exit code when its command was refused before anything ran (harness.launch.cli.EXIT_INVALID)
 
 
@@ -110,6 +114,8 @@ class Scheduler:
         else:
             env.pop("HARNESS_GPUS_ASSIGNED", None)
             env["HARNESS_THREADS"] = str(self.threads_per_cpu_job)
+            for name in BLAS_THREADS:  # the same share, unless the user set their own
+                env.setdefault(name, str(self.threads_per_cpu_job))
             if job.gpus == 0 and self.pool.all:
                 env["CUDA_VISIBLE_DEVICES"] = ""  # a CPU job keeps off the GPUs
         return env

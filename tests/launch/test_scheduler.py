@@ -3,19 +3,19 @@ import json
 import sys
 import time
 
-from harness.launch.scheduler import Job, Scheduler
+from harness.launch.scheduler import BLAS_THREADS, Job, Scheduler
 
 RECORD_ENV = (
     "import json, os, sys, time; start = time.time(); time.sleep({sleep}); "
     "json.dump({{'gpus': os.environ.get('CUDA_VISIBLE_DEVICES'), 'threads': os.environ.get('HARNESS_THREADS'), "
-    "'start': start, 'end': time.time()}}, open(sys.argv[1], 'w')); sys.exit({code})"
+    "'blas': {{k: os.environ.get(k) for k in {blas!r}}}, 'start': start, 'end': time.time()}}, open(sys.argv[1], 'w')); sys.exit({code})"
 )
 
 
 def stand_in(tmp_path, num, *, gpus=0, devices=None, sleep=0.6, code=0):
     run_dir = tmp_path / "sweep" / str(num)
     out = tmp_path / f"env-{num}.json"
-    command = [sys.executable, "-c", RECORD_ENV.format(sleep=sleep, code=code), str(out)]
+    command = [sys.executable, "-c", RECORD_ENV.format(sleep=sleep, code=code, blas=BLAS_THREADS), str(out)]
     return Job(num=num, overrides=[f"job={num}"], run_dir=run_dir, command=command, gpus=gpus, devices=devices,
                config={"batch_size": 8})
 
@@ -34,7 +34,9 @@ def test_concurrent_jobs_get_disjoint_gpus_and_a_third_waits(tmp_path):
     assert all(r["threads"] is None for r in runs)
 
 
-def test_cpu_jobs_run_in_parallel_with_the_cores_split(tmp_path):
+def test_cpu_jobs_run_in_parallel_with_the_cores_split(tmp_path, monkeypatch):
+    for name in BLAS_THREADS:
+        monkeypatch.delenv(name, raising=False)
     jobs = [stand_in(tmp_path, n, sleep=1.0) for n in range(2)]
     Scheduler(jobs, n_jobs=2, gpu_ids=[], poll_seconds=0.05).run()
     a, b = seen(tmp_path, 0), seen(tmp_path, 1)
@@ -42,6 +44,17 @@ def test_cpu_jobs_run_in_parallel_with_the_cores_split(tmp_path):
     from harness.launch.resources import cpu_count
 
     assert a["threads"] == str(max(1, cpu_count() // 2))
+    # numpy's and SciPy's BLAS get the same share: a second OpenBLAS thread spinning on the other run's core
+    # made a run's end-of-run probes 1.7x slower
+    assert a["blas"] == b["blas"] == {name: a["threads"] for name in BLAS_THREADS}
+
+
+def test_a_thread_count_the_user_set_for_blas_is_kept(tmp_path, monkeypatch):
+    for name in BLAS_THREADS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "7")
+    Scheduler([stand_in(tmp_path, 0, sleep=0.0)], n_jobs=2, gpu_ids=[], poll_seconds=0.05).run()
+    assert seen(tmp_path, 0)["blas"]["OPENBLAS_NUM_THREADS"] == "7"
 
 
 def test_a_process_that_dies_without_recording_is_marked_failed_and_others_go_on(tmp_path):
