@@ -92,17 +92,21 @@ class EpochProbes:
 
 
 @contextmanager
-def only_new_objects_collected() -> Iterator[None]:
-    """Python's cyclic garbage collector passes over the objects the process already had (gc.freeze) until the
-    block ends. In a run process those are TensorFlow's 340,000 or so, 0.12 s a full pass on the 2-core CPU, and
-    SciPy's L-BFGS-B builds a tuple per weight for its bounds: enough new objects to start full passes during the
-    probes (0.15 s in a batch-8 run watched). A sharpness search took 0.13 to 0.33 s with them, a steady 0.15 to
-    0.2 s without (4 repeats each, the main job's batch-8 weights)."""
-    gc.freeze()
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector does not run until the block ends (its earlier state is restored then).
+    SciPy's L-BFGS-B builds a tuple per weight for its bounds: enough new objects to start full collections during
+    the probes, over every object of the run (0.15 s in a batch-8 run watched). A sharpness search took 0.13 to
+    0.33 s with them, a steady 0.15 to 0.2 s without (4 repeats each, the main job's batch-8 weights). The probes
+    make no cyclic garbage to speak of; their arrays go when they are no longer referenced. (Pausing, rather than
+    freezing the objects the process has, leaves the libraries' objects frozen when Keras loaded frozen: see
+    harness.backend.)"""
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         yield
     finally:
-        gc.unfreeze()
+        if collecting:
+            gc.enable()
 
 
 def final_probes(model, x: np.ndarray, y: np.ndarray, decode: Callable | None, samples: int) -> dict[str, Any]:
@@ -113,7 +117,7 @@ def final_probes(model, x: np.ndarray, y: np.ndarray, decode: Callable | None, s
     curvature.EIGEN_TOLERANCE, the trace to a standard error of curvature.TRACE_ERROR, each recorded as
     converged or not); the sharpness from L-BFGS-B stopped on convergence (at most SHARPNESS_ITERATIONS).
     """
-    with only_new_objects_collected():
+    with collector_paused():
         return _final_probes(model, x, y, decode, samples)
 
 
