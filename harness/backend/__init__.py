@@ -17,11 +17,11 @@ install harness[jax]`), 0.27 s of every TensorFlow run process, for a converter 
 libraries load they are hidden the way Python documents for an absent module (None in sys.modules), so each takes
 its own "not installed" path; afterwards they import as usual.
 
-Python's cyclic garbage collector is paused while the libraries load and what they loaded is frozen afterwards
-(gc.freeze): modules, classes and registries that live as long as the process, about 600,000 objects on
-TensorFlow, which the collector would otherwise pass over in every full collection (0.17 s each on the 2-core CPU;
-9 of them, 0.45 s, in a default batch-8 run). Pausing it while they load saves 0.4 s of the import; the import
-leaves about 2,000 objects of garbage behind, a few hundred kilobytes that are never collected.
+Python's cyclic garbage collector is paused while the libraries load, and what the first of them loaded is
+frozen afterwards (gc.freeze): modules, classes and registries that live as long as the process, about 600,000
+objects on TensorFlow, which the collector would otherwise pass over in every full collection (0.17 s each on the
+2-core CPU; 9 of them, 0.45 s, in a default batch-8 run). Pausing it while they load saves 0.4 s of the import;
+the import leaves about 2,000 objects of garbage behind, a few hundred kilobytes that are never collected.
 """
 from __future__ import annotations
 
@@ -84,12 +84,16 @@ def _load(module: str) -> ModuleType:
     hidden = [unused for unused in unused_here if unused not in sys.modules]
     for unused in hidden:
         sys.modules[unused] = None  # `import unused` raises ImportError while this is here
+    # frozen only before Keras has loaded, when no model, nothing of a run, can be among the objects to freeze:
+    # a frozen model's reference cycles would never be collected (TensorFlow loaded later, on JAX, is not frozen)
+    freeze = module not in sys.modules and "keras" not in sys.modules
     collecting = gc.isenabled()
     gc.disable()
     try:
         return importlib.import_module(module)
     finally:
-        gc.freeze()
+        if freeze:
+            gc.freeze()
         if collecting:
             gc.enable()
         for unused in hidden:
