@@ -8,7 +8,8 @@ from harness.launch.scheduler import BLAS_THREADS, Job, Scheduler
 RECORD_ENV = (
     "import json, os, sys, time; start = time.time(); time.sleep({sleep}); "
     "json.dump({{'gpus': os.environ.get('CUDA_VISIBLE_DEVICES'), 'threads': os.environ.get('HARNESS_THREADS'), "
-    "'blas': {{k: os.environ.get(k) for k in {blas!r}}}, 'start': start, 'end': time.time()}}, open(sys.argv[1], 'w')); sys.exit({code})"
+    "'blas': {{k: os.environ.get(k) for k in {blas!r}}}, 'start': start, 'end': time.time()}}, "
+    "open(sys.argv[1], 'w')); sys.exit({code})"
 )
 
 
