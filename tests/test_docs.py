@@ -15,6 +15,7 @@ from benchmarks import doc_blocks
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
 LINK = re.compile(r"\]\((?!https?://|mailto:)([^)#\s]*)(?:#([^)\s]*))?\)")
+LOADED = re.compile(r'<script\b[^>]*\bsrc="([^"]+)"|<link\b(?=[^>]*\brel="stylesheet")[^>]*\bhref="([^"]+)"')
 
 
 def _anchors(page: Path) -> set[str]:
@@ -109,3 +110,29 @@ def test_the_strict_build_fails_on_a_missing_anchor_a_broken_link_and_a_page_lef
                           capture_output=True, text=True, timeout=300, env={"NO_MKDOCS_2_WARNING": "1",
                                                                              "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.slow  # a MkDocs build
+def test_the_built_site_loads_no_script_or_stylesheet_from_the_network(tmp_path):
+    """The site opens from file:// with no network. Material's offline plugin would put the iframe-worker shim
+    (search's web worker from file://) on every page from unpkg.com; the site serves its own copy
+    (docs/javascripts/, named in mkdocs.yml's extra.polyfills) and every page reaches it by a relative path."""
+    site = tmp_path / "site"
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(REPO / "mkdocs.yml"),
+                           "-d", str(site)], cwd=REPO, capture_output=True, text=True, timeout=300,
+                          env={"NO_MKDOCS_2_WARNING": "1", "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    shim = site / "javascripts" / "iframe-worker-shim.js"
+    assert shim.is_file()
+    pages = sorted(site.glob("**/*.html"))
+    assert len(pages) > 10
+    for page in pages:
+        loaded = [script or stylesheet for script, stylesheet in LOADED.findall(page.read_text())]
+        remote = [url for url in loaded if re.match(r"(https?:)?//", url)]
+        assert not remote, f"{page.relative_to(site)} loads {remote} from the network"
+        shims = [url for url in loaded if "iframe-worker" in url]
+        assert len(shims) == 1, (page.relative_to(site), shims)
+        # 404.html (a web server's answer to any missing path) links from the site's root; every other page
+        # relative to itself
+        target = site / shims[0].lstrip("/") if shims[0].startswith("/") else page.parent / shims[0]
+        assert target.resolve() == shim.resolve(), (page.relative_to(site), shims[0])
