@@ -219,12 +219,19 @@ def _train_accuracy_lines(small: pd.DataFrame, large: pd.DataFrame, small_b: int
     return [batchnorm.sentence(stale), f"With the statistics recomputed: {rest}"]
 
 
+STEPS_MATCHED = 0.99  # the larger batch took at least this share of the smaller one's updates: steps-matched
+
+
 def accuracy_reading(small: pd.DataFrame, large: pd.DataFrame) -> str:
-    """The rule train_accuracy_note applies: under-training, a widened gap, or neither (no numbers)."""
+    """The rule train_accuracy_note applies: under-training (fewer steps, or worse fit per step when the steps are
+    matched), a widened gap, or neither (no numbers)."""
     val_drop = small["val_acc"].mean() - large["val_acc"].mean()
     train_drop = small["train_eval_acc"].mean() - large["train_eval_acc"].mean()
     if val_drop < MIN_EFFECT:
         return "Validation accuracy did not fall with batch size."
+    if train_drop >= val_drop / 2 and large["step"].mean() >= STEPS_MATCHED * small["step"].mean():
+        return ("Train accuracy fell too, at as many optimizer steps: the larger batch fit the training data less "
+                "well per update, so most of the validation drop is under-fitting, not a generalization gap.")
     if train_drop >= val_drop / 2:
         return ("Train accuracy fell too, so most of the validation drop is under-training (fewer optimizer steps in "
                 "the same epochs), not a generalization gap. Compare at matched steps (see val_acc vs steps).")

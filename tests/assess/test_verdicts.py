@@ -54,6 +54,18 @@ def test_train_accuracy_note_tells_under_training_from_a_generalization_gap(tmp_
     assert "generalization gap" in gap.details[1] and "under-training" not in gap.details[1]
 
 
+def test_a_steps_matched_drop_with_train_accuracy_falling_is_not_blamed_on_fewer_steps(tmp_path):
+    """With budget=steps batch 128 takes batch 8's updates: its lower train accuracy is a worse fit per update, not
+    "fewer optimizer steps in the same epochs"."""
+    df = analysis.load_sweep(batch_sweep(tmp_path / "sweep", {8: [0.90, 0.91, 0.92], 128: [0.80, 0.81, 0.79]},
+                                         {8: [0.99, 0.99, 0.99], 128: [0.84, 0.85, 0.83]}))
+    final = analysis.final_results(df)
+    fewer = verdicts.batch_size_verdict(final).details[1]
+    assert "fewer optimizer steps" in fewer and "at as many" not in fewer
+    matched = verdicts.batch_size_verdict(final.assign(step=1500)).details[1]  # the runs as budget=steps ends them
+    assert "at as many optimizer steps" in matched and "fewer optimizer steps" not in matched
+
+
 def test_welch_interval_follows_the_welch_satterthwaite_formula():
     """Computed here from the formula (only the t quantile from SciPy): the mean difference ± t * its standard
     error, with the Welch-Satterthwaite degrees of freedom."""
