@@ -268,7 +268,7 @@ def test_a_slurm_time_limit_records_interrupted_requeues_and_resumes_to_the_same
 def test_a_slurm_preemption_records_interrupted_the_moment_its_sigterm_arrives(tmp_path, local_slurm):
     """SLURM preempts (or cancels) a job with SIGTERM, which submitit lets pass while the job runs on until SLURM
     kills it: run.json must say `interrupted`, awaiting requeue, while the job is still running, not `running`."""
-    from harness.run.experiment import PREEMPTED
+    from harness.run.slurm import PREEMPTED
 
     sweep = tmp_path / "sweep"
     command = [*SLURM, "hydra.launcher.timeout_min=5", "dataset.num_samples=5000", "epochs=40", "batch_size=16",
