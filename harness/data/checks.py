@@ -4,7 +4,8 @@ found and what is allowed; the command exits 2 before anything runs, and a run s
 same way. Pure numpy: no backend.
 
 - labels: one value per sample; integers, strings, or floats that are whole numbers (0.0, 1.0, ...);
-- x and y of each split the same length; at least two classes in training; every validation class in training;
+- x and y of each split the same length; at least two classes in training; a validation split that is not empty,
+  every class of it in training;
 - training and validation samples of one shape; every input value finite (checked in chunks);
 - inputs whose largest magnitude exceeds SCALE_LIMIT are allowed, with a note (the run may diverge).
 """
@@ -82,6 +83,9 @@ def arrays(data, key: str, where: str) -> str | None:
     if len(trained) < 2:
         only = classes[int(trained[0])] if len(trained) else "none"
         raise ConfigError(key, where, f"training labels of at least two classes; every training label is {only}")
+    if len(data.y_val) == 0:
+        raise ConfigError(key, where, "a validation split of at least one sample (every result is a validation "
+                          "accuracy); the validation split is empty")
     unseen = np.setdiff1d(np.unique(data.y_val), trained)
     if len(unseen):
         count = int(np.isin(data.y_val, unseen).sum())

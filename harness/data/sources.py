@@ -97,7 +97,7 @@ def _npz_labels(data_cfg) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray
 def _with_channel(x: np.ndarray) -> np.ndarray:
     """Samples that are flat vectors (or scalars) get a channel axis, (n, F) -> (n, F, 1), as MNIST-1D has: the
     convnet reads them as 1-D sequences, and MirroredStrategy splits an uneven last batch of them correctly."""
-    return x.reshape(len(x), -1, 1) if x.ndim <= 2 else x
+    return x.reshape(len(x), int(np.prod(x.shape[1:])), 1) if x.ndim <= 2 else x  # an empty split too
 
 
 def _array_shape(path: str, name: str) -> tuple[int, ...]:

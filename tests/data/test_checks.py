@@ -61,6 +61,9 @@ CASES = {
     "npz-val-only-class": (lambda p: _npz(p / "d.npz", x_train=x, y_train=y, x_val=xv, y_val=np.where(yv == 2, 7, yv)),
                            "validation classes that training also has; class 7 is in 20 validation sample(s) and no "
                            "training sample"),
+    "npz-no-validation": (lambda p: _npz(p / "d.npz", x_train=x, y_train=y, x_val=xv[:0], y_val=yv[:0]),
+                          "a validation split of at least one sample (every result is a validation accuracy); the "
+                          "validation split is empty"),
     "npz-shapes": (lambda p: _npz(p / "d.npz", x_train=x, y_train=y, x_val=xv[:, :10], y_val=yv),
                    "training and validation samples of one shape; x_train's are (20, 1), x_val's (10, 1)"),
     "npz-one-hot": (lambda p: _npz(p / "d.npz", x=x, y=np.eye(3)[y]), "labels with one value per sample; y has "
