@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.assess import analysis, scaling, tuning, verdicts, why
+from harness.assess import analysis, diagnosis, scaling, tuning, verdicts, why
 from harness.assess.batch_controls import controls_finding, hoffer_finding
 from harness.assess.findings import (
     Finding,
@@ -36,12 +36,16 @@ class Assessment:
     why: why.Why                 # the probes: sharpness, noise scale, distance travelled
     tunings: list[tuning.Tuning]  # +study=tuned: the learning rate chosen per batch size, and its verdicts
     scaling: scaling.Scaling | None = None  # +study=scaling (target_tune_acc): steps to target and the critical batch
+    diagnosis: diagnosis.Diagnosis | None = None  # +study=diagnose: the drop split into its causes, the data checks
 
 
 def assess(sweep_dir: Path) -> Assessment:
     """Load a sweep and compute its verdicts and findings."""
     df = analysis.load_sweep(sweep_dir)
     keys = analysis.config_keys(sweep_dir)
+    diagnosed = diagnosis.diagnose(sweep_dir, df)
+    if diagnosed is not None:
+        return _diagnosis(sweep_dir, df, keys, diagnosed)
     facets = analysis.facet_keys(df, keys)
     arms = df["overrides"].map(analysis.arm)
     if facets and arms.notna().all():  # a study built from arms: each facet is called by its arm's name
@@ -61,6 +65,19 @@ def assess(sweep_dir: Path) -> Assessment:
     if tunings:  # one verdict at the tuned learning rates and one untuned, not one per point of the grid
         batch_verdicts = [v for t in tunings for v in t.verdicts]
     return Assessment(df, final, keys, varied, facets, batch_verdicts, found, why.explain(sweep_dir, df), tunings)
+
+
+def _diagnosis(sweep_dir: Path, df: pd.DataFrame, keys: list[str], diagnosed) -> Assessment:
+    """A diagnose sweep: its facets are its arms; the verdict and the probes' Why read the runs as they are (the
+    command's batch sizes), and the diagnosis replaces the other suspects' findings (its checks speak for them)."""
+    plan = diagnosis.read_plan(sweep_dir)
+    df["facet"] = df["job"].map(lambda job: plan["arms"].get(str(job), "not planned")).str.replace("_", " ")
+    final = analysis.final_results(df)
+    as_is = df[df["facet"] == diagnosis.AS_IS.replace("_", " ")]
+    verdict = verdicts.batch_size_verdict(analysis.final_results(as_is), "as is", analysis.runs_table(as_is))
+    varied = analysis.varied_keys(df, keys)
+    return Assessment(df, final, keys, varied, ["arm"], [verdict], [], why.explain(sweep_dir, as_is), [],
+                      diagnosis=diagnosed)
 
 
 def all_findings(df: pd.DataFrame, final: pd.DataFrame, varied: list[str]) -> list[Finding]:

@@ -22,14 +22,27 @@ CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 CONFIG_NAME = "config"
 
 
+# A study's own settings (+study=diagnose's `diagnose.*`): they plan a sweep's jobs and tell a run what to check
+# beside training, but they are no run's config (not in RunConfig.flat(), so resuming compares runs without them).
+STUDY_NODES = ("diagnose",)
+
+
 def to_run_config(cfg: DictConfig) -> schema.RunConfig:
-    """Validate a composed Hydra config (hydra node excluded) into a frozen RunConfig."""
+    """Validate a composed Hydra config (hydra node and study settings excluded) into a frozen RunConfig."""
     if "hydra" in cfg:
         cfg = cfg.copy()
         with open_dict(cfg):
             del cfg["hydra"]  # its run-time fields are not resolvable outside a job
     plain: Any = OmegaConf.to_container(cfg, resolve=True)
+    for node in STUDY_NODES:
+        plain.pop(node, None)
     return schema.from_dict(plain)
+
+
+def study_settings(cfg: DictConfig, node: str) -> dict[str, Any] | None:
+    """A study's settings in a composed config, resolved, as a plain dict (None when the study is not on)."""
+    value = cfg.get(node)
+    return None if value is None else OmegaConf.to_container(value, resolve=True)
 
 
 def recorded_run_config(run_dir: Path) -> schema.RunConfig:
@@ -86,8 +99,9 @@ def quote_override(value: str) -> str:
 
 
 def expand_jobs(overrides: list[str], multirun: bool, config_name: str) -> tuple[list[list[str]], Path, DictConfig]:
-    """The jobs the command would run, where they would write, and the launcher config that would run them; call
-    inside an initialized config dir (compose_jobs)."""
+    """The jobs the command's overrides and its sweeper params expand to (as Hydra's basic sweeper would), where
+    they would write, and the command's config without its swept values (the launcher's, a study's settings);
+    call inside an initialized config dir (compose_jobs)."""
     from hydra import compose
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 
@@ -97,27 +111,38 @@ def expand_jobs(overrides: list[str], multirun: bool, config_name: str) -> tuple
     fixed = [o.input_line for o in parsed if not o.is_sweep_override()]
     base = compose(config_name, overrides=fixed if multirun else overrides, return_hydra_config=True)
     if not multirun:
-        return [task], Path(str(base.hydra.run.dir)), base.hydra.launcher
+        return [task], Path(str(base.hydra.run.dir)), base
     params = base.hydra.sweeper.get("params")
     params = OmegaConf.to_container(params, resolve=False) if params else {}
     arguments = [f"{key}={value}" for key, value in params.items()] + task
     jobs = BasicSweeper.split_arguments(parser.parse_overrides(arguments), None)[0]
-    return jobs, Path(str(base.hydra.sweep.dir)), base.hydra.launcher
+    return jobs, Path(str(base.hydra.sweep.dir)), base
 
 
 def compose_jobs(overrides: list[str], multirun: bool, config_name: str = CONFIG_NAME
-                 ) -> tuple[list[list[str]], Path, DictConfig, list[schema.RunConfig]]:
-    """Every job of the command composed and validated: (each job's overrides, the output folder, the launcher's
-    config, each job's RunConfig); raises ConfigError or a Hydra error on the first bad one."""
+                 ) -> tuple[list[list[str]], Path, DictConfig, list[schema.RunConfig], dict[str, Any]]:
+    """Every job of the command composed and validated, with the jobs a study computes from them: (each job's
+    overrides, the output folder, the launcher's config, each job's RunConfig, what the study planned for
+    sweep.json); raises ConfigError or a Hydra error on the first bad one."""
     from hydra import initialize_config_dir
 
+    from harness.config import diagnose
+
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="harness"):
-        jobs, output_dir, launcher = expand_jobs(overrides, multirun, config_name)
-        hydra_overrides = [o.input_line for o in OverridesParser.create().parse_overrides(overrides)
-                           if o.is_hydra_override()]  # e.g. hydra.searchpath: where the jobs' configs are found
+        jobs, output_dir, base = expand_jobs(overrides, multirun, config_name)
+        parsed = OverridesParser.create().parse_overrides(overrides)
+        hydra_overrides = [o.input_line for o in parsed if o.is_hydra_override()]  # e.g. where configs are found
         composed = job_composer(config_name, hydra_overrides)
         run_configs = [to_run_config(composed(job)) for job in jobs]
-    return jobs, output_dir, launcher, run_configs
+        study: dict[str, Any] = {}
+        given = {o.key_or_group: o.input_line for o in parsed if not o.is_hydra_override()}
+        settings = study_settings(base, "diagnose")
+        if multirun:
+            diagnose.check_fixed_studies(given)
+        if multirun and settings is not None:  # +study=diagnose: the arms, from the command's own runs
+            jobs, study = diagnose.plan(jobs, run_configs, diagnose.settings_from_dict(settings), given)
+            run_configs = [to_run_config(composed(job)) for job in jobs]
+    return jobs, output_dir, base.hydra.launcher, run_configs, study
 
 
 _ABSENT = object()

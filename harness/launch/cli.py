@@ -12,7 +12,6 @@ import os
 import re
 import sys
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 from hydra.core.hydra_config import HydraConfig
@@ -22,9 +21,18 @@ from omegaconf.errors import OmegaConfBaseException
 
 from harness.assess import analysis
 from harness.config import schema
-from harness.config.compose import CONF_DIR, CONFIG_NAME, compose_jobs, one_line, quote_override, to_run_config
+from harness.config.compose import (
+    CONF_DIR,
+    CONFIG_NAME,
+    compose_jobs,
+    one_line,
+    quote_override,
+    study_settings,
+    to_run_config,
+)
 from harness.data import registry as datasets
 from harness.launch import preflight, signals, sweep_end
+from harness.launch.plan import CommandPlan, hand_over
 from harness.store import files, layout
 from harness.store.layout import SWEEP_FILE
 
@@ -34,20 +42,13 @@ EXIT_OK, EXIT_FAILED_RUNS, EXIT_INVALID = 0, 1, 2  # interrupted: 128 + the sign
 log = logging.getLogger("harness")
 
 
-@dataclass(frozen=True)
-class CommandPlan:
-    jobs: list[list[str]]   # each job's task overrides, as Hydra's basic sweeper expands them
-    output_dir: Path        # the sweep folder, or the run folder of a single run
-    launcher: str           # the launcher's class path
-    run_configs: list[schema.RunConfig]
-
-
 def plan_command(overrides: list[str], multirun: bool, config_name: str = CONFIG_NAME) -> CommandPlan:
-    """Compose and validate every job of the command; raises ConfigError or a Hydra error on the first bad one."""
+    """Compose and validate every job of the command, a study's computed jobs included: the one plan that sweep.json
+    records and Hydra's sweeper and launcher run; raises ConfigError or a Hydra error on the first bad one."""
     from harness.launch.resources import visible_gpus
 
     preflight.check_searchpath(re.findall(r"file://[^'\],]+", " ".join(o for o in overrides if "searchpath" in o)))
-    jobs, output_dir, launcher_cfg, run_configs = compose_jobs(overrides, multirun, config_name)
+    jobs, output_dir, launcher_cfg, run_configs, study = compose_jobs(overrides, multirun, config_name)
     launcher = str(launcher_cfg.get("_target_", ""))
     if multirun and launcher.endswith("HarnessLauncher"):
         preflight.check_n_jobs(launcher_cfg.get("n_jobs"))
@@ -55,7 +56,7 @@ def plan_command(overrides: list[str], multirun: bool, config_name: str = CONFIG
         preflight.check_devices(run_configs, visible_gpus(),
                                 ids_applied=bool(os.environ.get("HARNESS_GPUS_ASSIGNED")))
     preflight.check_existing_runs(jobs, run_configs, output_dir, multirun)
-    return CommandPlan(jobs, output_dir, launcher, run_configs)
+    return CommandPlan(jobs, output_dir, launcher, run_configs, study)
 
 
 @contextmanager
@@ -79,14 +80,18 @@ def output_folder_lock(folder: Path, key: str):
 def hydra_job(cfg: DictConfig) -> float | None:
     """One job (Hydra's task function): validate, train, and record a failure instead of ending the sweep; returns
     the run's final val_acc, the tracked metric a Hydra sweeper optimises (None when the run failed)."""
+    from harness.config import diagnose
     from harness.run.experiment import run_experiment
 
     run_cfg = to_run_config(cfg)
+    settings = study_settings(cfg, "diagnose")  # +study=diagnose: the first job checks the data
+    checks = diagnose.settings_from_dict(settings) if settings else None
     hydra_cfg = HydraConfig.get()
     run_dir = Path(hydra_cfg.runtime.output_dir)
     run_id = f"{run_dir.parent.name}/{run_dir.name}"
     try:
-        return run_experiment(run_cfg, run_dir, run_id=run_id, overrides=list(hydra_cfg.overrides.task))
+        return run_experiment(run_cfg, run_dir, run_id=run_id, overrides=list(hydra_cfg.overrides.task),
+                              data_checks=checks if checks is not None and checks.check_data else None)
     except Exception as err:
         log.error("run %s failed: %s: %s (details in %s)", run_id, type(err).__name__, err, run_dir / layout.RUN_FILE)
         return None
@@ -114,9 +119,8 @@ def main(argv: list[str] | None = None) -> int:
             for note in dict.fromkeys(filter(None, (datasets.input_note(c.data) for c in plan.run_configs))):
                 print(f"harness: warning: {note}", file=sys.stderr)
             held.enter_context(output_folder_lock(plan.output_dir, folder_key))
-            if args.multirun:  # what the report needs to know which runs have not started
-                files.write_json(plan.output_dir / SWEEP_FILE, {"jobs": [{"job": str(num), "overrides": job}
-                                                                          for num, job in enumerate(plan.jobs)]})
+            if args.multirun:  # what the report needs to know which runs have not started, and a study's plan
+                files.write_json(plan.output_dir / SWEEP_FILE, plan.sweep_record())
         except schema.ConfigError as err:
             print(f"harness: error: {err}", file=sys.stderr)
             return EXIT_INVALID
@@ -128,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_FAILED_RUNS
         # Hydra would resolve the folder's ${now:...} again: pin it to the one checked and locked here
         args.overrides = [*args.overrides, f"{folder_key}={quote_override(str(plan.output_dir))}"]
+        hand_over(plan)  # Hydra's sweeper and launcher run these jobs and configs as they are
         return _run(parser, args, plan)
 
 

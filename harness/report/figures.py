@@ -10,13 +10,14 @@ import os
 import sys
 import threading
 
-from harness.report.plots import findings, scaling, sweep, tuning, why
+from harness.report.plots import diagnosis, findings, scaling, sweep, tuning, why
 
 SECTIONS = {  # section -> the modules whose figures it shows, in order
     "main": (findings, sweep),
     "why": (why,),
     "tuned": (tuning,),
     "scaling": (scaling,),
+    "diagnosis": (diagnosis,),
 }
 
 
@@ -34,7 +35,7 @@ def png(fig) -> str:
 
 def sections(a) -> tuple[list[dict], ...]:
     """The embedded figures ({title, png, caption}) of every section in SECTIONS' order (the main part, the Why
-    section, the tuned study's and the scaling study's), for an assessment."""
+    section, the tuned study's, the scaling study's and the diagnosis's), for an assessment."""
     drawn = [figures(a, name) for name in SECTIONS]
     pngs = iter(rendered([fig for section in drawn for _, fig, _ in section]))
     return tuple([{"title": title, "png": next(pngs), "caption": caption} for title, _, caption in section]

@@ -99,13 +99,41 @@ def scaling_rows(s) -> list[list[str]]:
     return rows
 
 
+def diagnosis_rows(d) -> list[list[str]]:
+    """The diagnosis's parts table: part, the arm that measures it, value, interval, reading."""
+    if d is None:
+        return []
+    rows = []
+    for p in d.parts:
+        e = p.estimate
+        interval = "–" if e.low is None else f"[{e.low:+.3f}, {e.high:+.3f}]"
+        rows.append([p.name, p.arm or "recomputed statistics", "–" if e.value is None else f"{e.value:+.3f}",
+                     interval, e.reading])
+    return rows
+
+
+def diagnosis_arm_rows(d) -> list[list[str]]:
+    """Each arm's mean val_acc, with moving and with recomputed batch-norm statistics."""
+    if d is None:
+        return []
+    batch = {"b": d.small_batch}
+    names = {"b": "as is", "B": "as is"}
+    return [[names.get(key, key.replace("_", " + ")), str(batch.get(key, d.large_batch)), _fmt(v), _fmt(v_precise)]
+            for key, (v, v_precise) in d.arm_values.items()]
+
+
 def build_report(sweep_dir: Path) -> str:
     """The report's HTML for the sweep in `sweep_dir` (complete or partial)."""
+    return _built(sweep_dir)[0]
+
+
+def _built(sweep_dir: Path):
+    """(the report's HTML, the assessment it shows)."""
     sweep_dir = Path(sweep_dir)
     digest = summary.runs_digest(sweep_dir)  # before reading: a run that changes meanwhile makes the report stale
     a = assess(sweep_dir)
     per_run = a.df.drop_duplicates("run_id")
-    drawn, why_drawn, tuning_drawn, scaling_drawn = figures.sections(a)
+    drawn, why_drawn, tuning_drawn, scaling_drawn, diagnosis_drawn = figures.sections(a)
     simulated = "simulate_devices" in per_run.columns and per_run["simulate_devices"].astype(bool).any()
     not_started = analysis.not_started_jobs(sweep_dir)
     status_counts = per_run["status"].value_counts()
@@ -125,7 +153,7 @@ def build_report(sweep_dir: Path) -> str:
     found = summary.summary(sweep_dir, started_at=summary.earliest(per_run["started_at"].tolist()),
                             counts=status_counts.to_dict(), varied=varied, verdicts=a.batch_verdicts,
                             findings=a.findings, generated_at=generated_at, digest=digest)
-    return summary.embed_summary(found, template.render(
+    html = summary.embed_summary(found, template.render(
         sweep_id=sweep_dir.name,
         sweep_dir=str(sweep_dir),
         generated_at=generated_at,
@@ -140,6 +168,10 @@ def build_report(sweep_dir: Path) -> str:
         scaling=a.scaling,
         scaling_table=scaling_rows(a.scaling),
         scaling_figures=scaling_drawn,
+        diagnosis=a.diagnosis,
+        diagnosis_figures=diagnosis_drawn,
+        diagnosis_parts=diagnosis_rows(a.diagnosis),
+        diagnosis_arms=diagnosis_arm_rows(a.diagnosis),
         varied=varied,
         facets=a.facets,
         constant=[(k, _fmt(per_run[k].iloc[0])) for k in a.keys if k in per_run.columns and k not in a.varied],
@@ -149,6 +181,7 @@ def build_report(sweep_dir: Path) -> str:
         notes=notes,
         classes=_classes_line(a.df, a.final, sweep_dir),
     ))
+    return html, a
 
 
 def report_path(sweep_dir: Path, reports_dir: Path = Path("reports")) -> Path:
@@ -158,9 +191,12 @@ def report_path(sweep_dir: Path, reports_dir: Path = Path("reports")) -> Path:
 
 
 def write_report(sweep_dir: Path, reports_dir: Path = Path("reports"), sweeps_dir: Path | None = None) -> Path:
-    """Write the sweep's report (report_path) and reports/latest.html, then the folder's index.html (of
-    `sweeps_dir` too, by default the sweeps folder beside `reports_dir`); return the report's path."""
-    html = build_report(sweep_dir)
+    """Write the sweep's report (report_path) and reports/latest.html, a diagnosis's diagnosis.json into the sweep
+    folder, then the folder's index.html (of `sweeps_dir` too, by default the sweeps folder beside `reports_dir`);
+    return the report's path."""
+    html, a = _built(sweep_dir)
+    if a.diagnosis is not None:
+        files.write_json(Path(sweep_dir) / layout.DIAGNOSIS_FILE, a.diagnosis.as_json())
     target = report_path(sweep_dir, reports_dir)
     for path in (target, Path(reports_dir) / layout.LATEST_FILE):
         files.write_text(path, html)

@@ -10,6 +10,18 @@ _ENVIRONMENT = jinja2.Environment(loader=jinja2.PackageLoader("harness.report", 
                                   undefined=jinja2.StrictUndefined)
 
 
+def number(value, digits: int = 3) -> str:
+    """A measured value in a table: `digits` decimals (a large one with none), or – when there is none."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "–"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.{digits}f}"
+
+
+_ENVIRONMENT.filters["fmt"] = number
+
+
 def template(name: str) -> jinja2.Template:
     return _ENVIRONMENT.get_template(name)
 

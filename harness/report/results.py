@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from harness.assess import diagnosis
 from harness.assess.analysis import RUN_COLUMNS, config_keys, load_sweep
 from harness.store import layout, probes_file, target_file
 from harness.store.files import DamagedFile
@@ -50,8 +51,12 @@ def sweep_results(sweep_dir: Path) -> pd.DataFrame:
                            columns=list(TARGET_COLUMNS)).astype(float)
     table = pd.concat([table, probes, targets], axis=1)
     table.insert(0, "sweep", sweep_dir.name)
+    plan = diagnosis.read_plan(sweep_dir)
+    if plan is not None:  # +study=diagnose: which arm each run is
+        table.insert(3, "arm", table["job"].map(lambda job: plan["arms"].get(str(job))))
     keys = [k for k in config_keys(sweep_dir) if k in table.columns]
-    first = ["sweep", "run_id", "job", "status", *keys, *[c for c in FINAL_METRICS if c in table.columns]]
+    arm = ["arm"] if plan is not None else []
+    first = ["sweep", "run_id", "job", *arm, "status", *keys, *[c for c in FINAL_METRICS if c in table.columns]]
     last_columns = [*PROBE_COLUMNS.values(), *TARGET_COLUMNS, *[c for c in RUN_COLUMNS if c not in first]]
     middle = [c for c in table.columns if c not in first and c not in last_columns]
     return table[[*first, *middle, *last_columns]]
@@ -106,8 +111,25 @@ def printable(table: pd.DataFrame, keys: list[str]) -> str:
     runs, the final accuracies, gap and validation loss, and the curvature probes when there are any."""
     varied = [k for k in dict.fromkeys(keys) if k in table.columns and table[k].astype(str).nunique() > 1]
     metrics = [c for c in PRINTED_METRICS if table[c].notna().any()]
-    shown = table[["sweep", "job", "status", *varied, *metrics]]
+    arm = ["arm"] if "arm" in table.columns else []
+    shown = table[["sweep", "job", *arm, "status", *varied, *metrics]]
     return shown.to_string(index=False, na_rep="-", float_format=lambda v: f"{v:.4g}")
+
+
+def diagnoses(sweep_dirs: list[Path]) -> str:
+    """Each +study=diagnose sweep's parts of the drop, one line each, under a line naming the sweep ('' if none)."""
+    lines = []
+    for sweep_dir in sweep_dirs:
+        found = diagnosis.diagnose(sweep_dir, load_sweep(sweep_dir)) if diagnosis.read_plan(sweep_dir) else None
+        if found is None or found.drop is None:
+            continue
+        lines.append(f"{sweep_dir.name} diagnosis: {found.headline}")
+        for part in [*found.parts]:
+            e = part.estimate
+            value = "not measured" if e.value is None else f"{e.value:+.4f}"
+            interval = "" if e.low is None else f" [{e.low:+.4f}, {e.high:+.4f}]"
+            lines.append(f"  {part.name:<17} {value}{interval}  {e.reading}")
+    return "\n".join(lines)
 
 
 def _fail(message: str) -> int:
@@ -137,6 +159,9 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(str(err))
     if args.out is None:
         print(printable(table, [k for sweep in sweeps for k in config_keys(sweep)]))
+        parts = diagnoses(sweeps)
+        if parts:
+            print(parts)
         print(f"{len(table)} run(s) in {len(sweeps)} sweep(s); every column with --out results.csv", file=sys.stderr)
         return 0
     args.out.parent.mkdir(parents=True, exist_ok=True)

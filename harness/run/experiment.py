@@ -5,19 +5,17 @@ import logging
 import math
 import os
 import platform
-import signal
-import threading
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 from harness import backend
 from harness.config.batching import BatchPlan, Schedule, plan_batches, plan_schedule
+from harness.config.diagnose import Settings
 from harness.config.schema import RunConfig
 from harness.data import registry as data
 from harness.data.transforms import Arrays
 from harness.probes import in_run as probes
-from harness.run import checkpoint
+from harness.run import checkpoint, slurm
 from harness.run.inputs import prepare_data, training_inputs
 from harness.run.tensorboard_log import RunBoard
 from harness.store import layout
@@ -39,8 +37,10 @@ log = logging.getLogger(__name__)
 _runs_in_process: list[str] = []  # run folders this process has trained before (a warm worker's earlier jobs)
 
 
-def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: list[str] = ()) -> float:
+def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: list[str] = (),
+                   data_checks: Settings | None = None) -> float:
     """Train one configuration, write metrics.parquet and run.json into `run_dir`, return the final val_acc.
+    `data_checks`: a diagnosis's settings, for the run that checks the data before it trains (harness.run.suspects).
 
     run.json says `running` from the start; its final status (completed, diverged, failed, interrupted) is
     written however the run ends. Exceptions are re-raised after they are recorded. A folder that already holds
@@ -67,14 +67,14 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
     _runs_in_process.append(str(run_dir))
     status, error = "failed", None
     try:
-        with _slurm_preemption(record):
-            result, diverged = _train(cfg, run_dir, run_id, record, board, resume_epoch)
+        with slurm.preemption(record):
+            result, diverged = _train(cfg, run_dir, run_id, record, board, resume_epoch, data_checks)
         status = "diverged" if diverged else "completed"
         return result
     except (KeyboardInterrupt, SystemExit) as err:  # Ctrl-C, SIGTERM, or submitit's requeue before a time limit
         status, error = "interrupted", err
         if isinstance(err, SystemExit) and os.environ.get("SLURM_JOB_ID"):
-            record.data.setdefault("notes", []).append(REQUEUED)
+            record.data.setdefault("notes", []).append(slurm.REQUEUED)
         raise
     except BaseException as err:
         error = err
@@ -84,33 +84,6 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
         record.finish(status, error)
         board.finish(status)
 
-
-
-PREEMPTED = ("SLURM sent SIGTERM (a preemption or a cancellation): the job is ending and awaits its requeue, "
-             "whose attempt resumes from the last complete epoch")
-REQUEUED = "SLURM's warning before the time limit: the job was requeued and resumes from its last complete epoch"
-
-
-@contextmanager
-def _slurm_preemption(record: RunRecord):
-    """Under SLURM, SIGTERM is a preemption or a cancellation: submitit lets the process run on until SLURM kills
-    it, so run.json says `interrupted` (with PREEMPTED) the moment the signal arrives, not `running` until a
-    requeued attempt starts. Elsewhere SIGTERM is harness.launch.signals' to handle."""
-    if not os.environ.get("SLURM_JOB_ID") or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.getsignal(signal.SIGTERM)
-
-    def preempted(signum, frame):
-        record.update(status="interrupted", notes=[*record.data.get("notes", []), PREEMPTED])
-        if callable(previous):
-            previous(signum, frame)
-
-    signal.signal(signal.SIGTERM, preempted)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _resume_point(run_dir: Path, previous: dict | None, damage: str | None) -> tuple[int, list[str]]:
@@ -131,14 +104,16 @@ def _resume_point(run_dir: Path, previous: dict | None, damage: str | None) -> t
 
 
 def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, board: RunBoard,
-           resume_epoch: int) -> tuple[float, bool]:
+           resume_epoch: int, data_checks: Settings | None) -> tuple[float, bool]:
     placement = _place(cfg, record)  # the backend loads from here on
     from harness.backend import keras, ops
     from harness.data.batches import decoder
     from harness.models import registry as models
-    from harness.run import target, train
+    from harness.run import suspects, target, train
 
     data_in = prepare_data(cfg)
+    if data_checks is not None:
+        suspects.check_once(cfg, data_in, run_dir, data_checks)
     if data_in.classes is not None:
         record.set_environment(classes=data_in.classes)  # label k's name in the user's data
     # Seed after loading: generating MNIST-1D reseeds the global numpy and python generators.
@@ -155,6 +130,7 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, board:
                             plan.steps_per_execution)
         if resume_epoch:
             checkpoint.restore(model, run_dir)
+    record.update(trainable_params=suspects.trainable_parameters(model))
 
     epoch_probes = _epoch_probes(cfg, run_dir, model, data_in, resume_epoch)
     precise = _precise_bn(cfg, model, data_in, placement.replicas)

@@ -56,9 +56,8 @@ def evaluation_inputs(cfg: RunConfig, data_in: Arrays, replicas: int = 1):
     batches that split over `replicas`."""
     from harness.data.batches import decoder
 
-    train_std = _sample_std(cfg, data_in) if cfg.train.preprocess_mismatch == "shifted" else None
     decode = decoder(data_in.decode)
-    val_decode = decoder(data_in.decode, transforms.mismatch_function(cfg.train.preprocess_mismatch, train_std))
+    val_decode = decoder(data_in.decode, validation_transform(cfg, data_in))
     if backend.name() == "tensorflow":
         from harness.data.pipelines import evaluation_dataset
 
@@ -67,6 +66,12 @@ def evaluation_inputs(cfg: RunConfig, data_in: Arrays, replicas: int = 1):
         return train_eval, val_inputs
     return (_evaluated_arrays(data_in.x_train, data_in.y_train, decode, replicas),
             _evaluated_arrays(data_in.x_val, None, val_decode, replicas))
+
+
+def validation_transform(cfg: RunConfig, data_in: Arrays):
+    """What the run does to validation inputs only (a deliberate preprocessing mismatch), or None."""
+    train_std = _sample_std(cfg, data_in) if cfg.train.preprocess_mismatch == "shifted" else None
+    return transforms.mismatch_function(cfg.train.preprocess_mismatch, train_std)
 
 
 def _evaluated_arrays(x, y, decode, replicas: int = 1):

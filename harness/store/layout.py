@@ -1,9 +1,10 @@
 """Every file name of a sweep folder and a run folder, spelled once, and the walk over a sweep's runs.
 
-    sweeps/<sweep-id>/                 sweep.json, multirun.yaml, interpolation.parquet (+ .log), .harness.lock
+    sweeps/<sweep-id>/                 sweep.json, multirun.yaml, interpolation.parquet (+ .log), .harness.lock,
+                                       diagnosis.json
     sweeps/<sweep-id>/<job>/           run.json, metrics.parquet, train.log, checkpoint.npz (while it trains),
-                                       probes.json, target.json, initial.weights.npz, final.weights.npz, tb/,
-                                       .hydra/
+                                       probes.json, target.json, data_checks.json, initial.weights.npz,
+                                       final.weights.npz, tb/, .hydra/
     reports/                           <sweep-id>-<hash>.html, latest.html, index.html
 
 Readers and writers ask this module for a name, never a string of their own.
@@ -17,6 +18,7 @@ SWEEP_FILE = "sweep.json"                    # every job of the command, written
 INTERPOLATION_FILE = "interpolation.parquet"  # the loss between the smallest- and largest-batch solutions
 INTERPOLATION_LOG = "interpolation.log"      # that job's TensorFlow chatter and any traceback, off the console
 LOCK_FILE = ".harness.lock"                  # in a command's output folder, held while the command runs
+DIAGNOSIS_FILE = "diagnosis.json"            # +study=diagnose: the drop split into its causes, the data checks
 
 # a run folder
 RUN_FILE = "run.json"                        # status and provenance
@@ -25,6 +27,7 @@ TRAIN_LOG = "train.log"                      # the run's log
 CHECKPOINT = "checkpoint.npz"                # while the run trains; removed when it ends
 PROBES_FILE = "probes.json"                  # the end-of-run probes
 TARGET_FILE = "target.json"                  # with target_tune_acc: where the target was reached, and what then
+DATA_CHECKS_FILE = "data_checks.json"        # +study=diagnose, its first job: the data checked for the suspects
 INITIAL_WEIGHTS, FINAL_WEIGHTS = "initial.weights.npz", "final.weights.npz"
 TB_DIR = "tb"                                # TensorBoard event files
 HYDRA_DIR = ".hydra"                         # Hydra's own record: config.yaml, overrides.yaml

@@ -62,16 +62,11 @@ class HarnessLauncher(Launcher):
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         self.config, self.hydra_context = config, hydra_context
 
-    def _job(self, num: int, overrides: List[str]) -> tuple:
-        from harness.config.compose import quote_override, to_run_config
+    def _job(self, num: int, overrides: List[str], run_cfg):
+        from harness.config.compose import quote_override
         from harness.launch.scheduler import Job
 
-        sweep_config = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
-        with open_dict(sweep_config):
-            sweep_config.hydra.job.id = num
-            sweep_config.hydra.job.num = num
-        run_dir = Path(str(self.config.hydra.sweep.dir)) / str(sweep_config.hydra.sweep.subdir)
-        run_cfg = to_run_config(sweep_config)
+        run_dir = Path(str(self.config.hydra.sweep.dir)) / str(num)  # hydra.sweep.subdir: ${hydra.job.num}
         searchpath = [quote_override(str(path)) for path in self.config.hydra.searchpath]  # a user's config folder
         args = [
             *overrides, *([f"hydra.searchpath=[{','.join(searchpath)}]"] if searchpath else []),
@@ -80,9 +75,27 @@ class HarnessLauncher(Launcher):
         ]
         device = run_cfg.device
         warm = self.reuse_processes and device.gpus == 0 and not device.simulate_devices
-        return Job(num=num, overrides=list(overrides), run_dir=run_dir, command=[sys.executable, "-m", "harness", *args],
-                   gpus=device.gpus, devices=device.devices, epochs=_expected_epochs(run_cfg),
-                   config=run_cfg.flat(), worker_args=args if warm else None, backend=device.backend), sweep_config
+        return Job(num=num, overrides=list(overrides), run_dir=run_dir,
+                   command=[sys.executable, "-m", "harness", *args], gpus=device.gpus, devices=device.devices,
+                   epochs=_expected_epochs(run_cfg), config=run_cfg.flat(), worker_args=args if warm else None,
+                   backend=device.backend)
+
+    def _run_configs(self, job_overrides: List[List[str]], initial_job_idx: int) -> list:
+        """Each job's RunConfig: the command's plan's (harness.launch.plan), composed once before anything ran; for
+        jobs another sweeper made, composed here the way Hydra composes a job."""
+        from harness.config.compose import to_run_config
+        from harness.launch.plan import handed
+
+        plan = handed(Path(str(self.config.hydra.sweep.dir)))
+        if plan is not None and initial_job_idx == 0 and plan.jobs == job_overrides:
+            return list(plan.run_configs)
+        configs = []
+        for num, overrides in enumerate(job_overrides, start=initial_job_idx):
+            sweep_config = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+            with open_dict(sweep_config):
+                sweep_config.hydra.job.id = sweep_config.hydra.job.num = num
+            configs.append(to_run_config(sweep_config))
+        return configs
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         from harness.launch import sweep_end
@@ -97,7 +110,10 @@ class HarnessLauncher(Launcher):
         sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
 
-        jobs, configs = zip(*(self._job(initial_job_idx + i, list(o)) for i, o in enumerate(job_overrides)))
+        job_overrides = [list(overrides) for overrides in job_overrides]
+        run_configs = self._run_configs(job_overrides, initial_job_idx)
+        jobs = [self._job(initial_job_idx + i, overrides, run_cfg)
+                for i, (overrides, run_cfg) in enumerate(zip(job_overrides, run_configs))]
         gpu_ids = visible_gpus() if self.gpu_ids is None else self.gpu_ids
         n_jobs = self.n_jobs or default_parallelism(len(jobs), gpu_ids)
         log.info(f"Launching {len(jobs)} jobs, {n_jobs} at a time, each in its own process"
@@ -109,10 +125,11 @@ class HarnessLauncher(Launcher):
         scheduler.run(then=sweep_end.Interpolation(sweep_dir))  # in a warm worker: TensorFlow already loaded
         # Failures are in each run's run.json, which decides the exit code; a FAILED JobReturn would make
         # Hydra 1.3 raise here and skip the end-of-sweep report. The return value is the run's final val_acc,
-        # what the task function returns in-process, so a sweeper that optimises it gets the metric.
+        # what the task function returns in-process, so a sweeper that optimises it gets the metric. Each job's
+        # own config is composed in its run process (its .hydra/); the sweep's stands in for it here.
         return [
-            JobReturn(overrides=job.overrides, cfg=cfg, hydra_cfg=self.config, working_dir=str(job.run_dir),
-                      task_name=str(cfg.hydra.job.name), status=JobStatus.COMPLETED,
+            JobReturn(overrides=job.overrides, cfg=self.config, hydra_cfg=self.config, working_dir=str(job.run_dir),
+                      task_name=str(self.config.hydra.job.name), status=JobStatus.COMPLETED,
                       _return_value=run_result(job.run_dir))
-            for job, cfg in zip(jobs, configs)
+            for job in jobs
         ]

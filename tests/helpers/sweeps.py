@@ -141,6 +141,7 @@ def make_run(sweep: Path, job: int, *, status="completed", val=(0.5, 0.7, 0.8), 
     }
     if finished:
         record["peak_memory_mb"] = 512.0
+        record["trainable_params"] = 52_138
     if status in ("completed", "diverged"):  # written once the fit ends
         record.update(fit_seconds=40.0, target_reached_at_epoch=None)
     (run_dir / "run.json").write_text(json.dumps(record, indent=2) + "\n")
@@ -202,19 +203,24 @@ def _tune(cfg: dict, val: list[float]) -> list[float] | None:
 
 
 @functools.lru_cache(maxsize=None)
+def _command_plan(overrides: tuple[str, ...]):
+    from harness.launch.cli import plan_command
+
+    return plan_command(list(overrides), multirun=True)
+
+
 def planned(overrides: tuple[str, ...]) -> tuple[tuple[tuple[str, ...], ...], tuple]:
     """(each job's overrides, each job's RunConfig) as `python -m harness OVERRIDES -m` plans them, once per test
     process: planning composes every job with Hydra, seconds for the larger studies."""
-    from harness.launch.cli import plan_command
-
-    plan = plan_command(list(overrides), multirun=True)
+    plan = _command_plan(tuple(overrides))
     return tuple(tuple(job) for job in plan.jobs), tuple(plan.run_configs)
 
 
 def study_sweep(sweep: Path, *overrides: str) -> Path:
     """The runs of `python -m harness OVERRIDES -m` (e.g. "+study=causes") as constructed folders: the jobs and
     configs the real command would run, with made-up accuracies (see _synthetic_accuracy); a model with batch norm
-    gets moving statistics that lag its weights (metric_rows's `stale_bn`)."""
+    gets moving statistics that lag its weights (metric_rows's `stale_bn`). sweep.json is the command's own (with a
+    diagnosis's plan), and a diagnosis's first job checks the real data as a run does (harness.run.suspects)."""
     from harness.store.run_files import recorded_config
 
     jobs, run_configs = planned(overrides)
@@ -228,9 +234,18 @@ def study_sweep(sweep: Path, *overrides: str) -> Path:
         frame = pd.read_parquet(run_dir / "metrics.parquet")
         frame["train_acc"] = running
         frame.to_parquet(run_dir / "metrics.parquet", index=False)
-    (sweep / "sweep.json").write_text(json.dumps({"jobs": [{"job": str(n), "overrides": list(j)}
-                                                           for n, j in enumerate(jobs)]}))
+        if "diagnose.check_data=true" in job:
+            _check_data(run_cfg, run_dir, _command_plan(tuple(overrides)).study["diagnose"]["settings"])
+    (sweep / "sweep.json").write_text(json.dumps(_command_plan(tuple(overrides)).sweep_record()))
     return sweep
+
+
+def _check_data(run_cfg, run_dir: Path, settings: dict) -> None:
+    from harness.config.diagnose import Settings
+    from harness.run.inputs import prepare_data
+    from harness.run.suspects import check_once
+
+    check_once(run_cfg, prepare_data(run_cfg), run_dir, Settings(**settings))
 
 
 def probe_values(batch: int, seed: int) -> dict:

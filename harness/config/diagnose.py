@@ -1,0 +1,203 @@
+"""+study=diagnose: the arms of a diagnosis, computed from the user's own command.
+
+`python -m harness +study=diagnose batch_size=b,B [the user's data, model, epochs, optimizer, lr...] -m` runs, for
+every seed of the command, the user's observation as it is at every batch size (`as_is`) and, at the largest
+global batch B, a ladder of arms that each add one thing to the one before (Hoffer, Hubara & Soudry 2017 ran the
+same ladder by hand):
+
+- `steps`: as many updates as the smallest global batch b takes in the command's epochs E, E * ceil(N_train / b)
+  (budget=steps; computed here from the training-set size, so it stays b's count under per_replica_batch);
+- `steps_lr`: + the learning rate scaled from b (diagnose.lr_scaling: sqrt, or linear with a warm-up of
+  diagnose.warmup_epochs of b's epochs);
+- `steps_lr_ghost`: + ghost batch norm in chunks of the samples b's batch norm normalised together, for the
+  built-in models with batch norm only.
+
+diagnose.attribution=shapley runs every subset of those pieces at B instead (2^k configurations), so that
+harness.assess.attribution can give Shapley values that depend on no order. Stale batch-norm statistics cost no
+arm: every run of a model with batch norm records its accuracies with recomputed statistics. The first job also
+checks the data (diagnose.check_data), in its run process, on the arrays as that run feeds them.
+Pure: the plan's jobs and RunConfigs in, the new jobs and what sweep.json records out (no Hydra).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from harness.config.schema import RunConfig
+from harness.data import registry as datasets
+from harness.fields import ConfigError
+from harness.models import registry as models
+
+PIECES = ("steps", "lr", "ghost")  # what an arm adds at the large batch, in the ladder's order
+LADDER = ("steps", "steps_lr", "steps_lr_ghost")
+AS_IS = "as_is"
+# the keys the arms set: given on the command, they would change what an arm means
+ARM_KEYS = ("budget", "budget_steps", "lr_scaling", "base_batch_size", "model.ghost_batch_size", "warmup_epochs")
+SWEPT = ("batch_size", "seed")  # what a diagnosis may sweep; one diagnosis per value of anything else
+# studies whose arms are fixed for MNIST-1D's batch 8 (conf/control/, conf/hoffer/): they do not take other sizes
+FIXED_BATCH_STUDIES = {"hoffer": "batch 8 against batch 128", "controls": "batch 8, 32 and 128"}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """`diagnose.*`: how the arms are built, and the data checks' thresholds (not run config)."""
+
+    lr_scaling: str = "sqrt"        # sqrt | linear: the learning rate of the lr arms, scaled from b
+    warmup_epochs: float = 2.0      # with linear: a warm-up over this many of b's epochs
+    attribution: str = "ladder"     # ladder: the ordered arms; shapley: every subset of them, no order
+    tune_fraction: float = 0.1      # held out of the training split in every arm (capacity's tuning slice)
+    label_shift: float = 0.15       # Cramér's V between split and class above which (with p < label_shift_p) ...
+    label_shift_p: float = 0.01
+    order: float = 0.5              # (f - e) / (1 - e) of consecutive same-class samples
+    feature_shift: float = 0.25     # 2 AUC - 1 of a domain classifier
+    capacity: float = 0.10          # b's train_eval_acc - tune_acc
+    max_samples: int = 10_000       # per split, for the domain classifier
+    check_data: bool = False        # set by the plan on its first job: this run checks the data
+
+    def thresholds(self) -> dict[str, Any]:
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "check_data"}
+
+
+_CHOICES = {"lr_scaling": ("sqrt", "linear"), "attribution": ("ladder", "shapley")}
+_RANGES = {  # key -> (low, high, what is allowed)
+    "warmup_epochs": (0.0, math.inf, "a number >= 0"), "tune_fraction": (0.0, 1.0, "a number in [0, 1)"),
+    "label_shift": (0.0, 1.0, "a number in [0, 1)"), "label_shift_p": (0.0, 1.0, "a number in [0, 1)"),
+    "order": (0.0, 1.0, "a number in [0, 1)"), "feature_shift": (0.0, 1.0, "a number in [0, 1)"),
+    "capacity": (0.0, 1.0, "a number in [0, 1)"),
+}
+
+
+def settings_from_dict(node: dict[str, Any]) -> Settings:
+    """The `diagnose` node of a composed config, validated; raises ConfigError naming `diagnose.<key>`."""
+    known = {f.name for f in dataclasses.fields(Settings)}
+    for key, value in node.items():
+        name = f"diagnose.{key}"
+        if key not in known:
+            listed = ", ".join(f"diagnose.{k}" for k in sorted(known))
+            raise ConfigError(name, value, f"unknown key; valid keys are {listed}")
+        if key in _CHOICES and value not in _CHOICES[key]:
+            raise ConfigError(name, value, f"one of {', '.join(_CHOICES[key])}")
+        if key in _RANGES:
+            low, high, allowed = _RANGES[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value < high:
+                raise ConfigError(name, value, allowed)
+        if key == "max_samples" and (isinstance(value, bool) or not isinstance(value, int) or value < 100):
+            raise ConfigError(name, value, "an integer >= 100")
+        if key == "check_data" and not isinstance(value, bool):
+            raise ConfigError(name, value, "true or false")
+    return Settings(**node)
+
+
+def check_fixed_studies(given: dict[str, str]) -> None:
+    """+study=hoffer and +study=controls hold MNIST-1D's batch sizes in their arms: other batch sizes are refused,
+    pointing to the study that computes its arms from the command's own."""
+    study = given.get("study", "").split("=", 1)[-1]
+    if study in FIXED_BATCH_STUDIES and "batch_size" in given:
+        value = given["batch_size"].split("=", 1)[1]
+        raise ConfigError("batch_size", value, f"left to +study={study}, whose arms are fixed at "
+                          f"{FIXED_BATCH_STUDIES[study]}; +study=diagnose batch_size={value} -m computes steps-"
+                          "matched, learning-rate and ghost batch-norm arms from your own batch sizes")
+
+
+def global_batch(cfg: RunConfig) -> int:
+    replicas = max(cfg.device.gpus, 1)
+    return cfg.train.batch_size * replicas if cfg.train.per_replica_batch else cfg.train.batch_size
+
+
+def _check_command(run_configs: list[RunConfig], given: dict[str, str]) -> None:
+    for key in ARM_KEYS:
+        if key in given:
+            raise ConfigError(key, given[key].split("=", 1)[1], "left to +study=diagnose, whose arms set "
+                              f"{', '.join(ARM_KEYS)}; diagnose.lr_scaling and diagnose.warmup_epochs choose how")
+    flats = [cfg.flat() for cfg in run_configs]
+    for key in flats[0]:
+        values = list(dict.fromkeys(str(flat.get(key)) for flat in flats))
+        if key not in SWEPT and len(values) > 1:
+            raise ConfigError(key, ",".join(values), "one value with +study=diagnose, which sweeps batch_size and "
+                              "seed only: run one diagnosis per value")
+    sizes = sorted({global_batch(cfg) for cfg in run_configs})
+    if len(sizes) < 2:
+        raise ConfigError("batch_size", run_configs[0].train.batch_size, "two or more batch sizes with "
+                          "+study=diagnose, e.g. batch_size=8,64: it splits the drop from the smallest to the largest")
+
+
+def _ghost(cfg: RunConfig, small: RunConfig) -> tuple[int | None, str | None]:
+    """(the ghost arm's chunk, or None and why there is no ghost arm)."""
+    model = cfg.model
+    if model.source not in models.BUILTIN:
+        return None, f"model={model.name}: ghost batch norm is a layer of the built-in models (convnet, mlp)"
+    if not model.batch_norm:
+        return None, "the model has no batch norm (model.batch_norm=false)"
+    if model.sync_batchnorm:
+        return None, "model.sync_batchnorm=true normalises the whole global batch"
+    chunk = global_batch(small) // max(small.device.gpus, 1)  # what b's batch norm normalised together
+    if chunk < 2:
+        return None, f"the small batch's batch norm normalised {chunk} sample at a time (a chunk needs 2 or more)"
+    return chunk, None
+
+
+def _arm_overrides(pieces: tuple[str, ...], small: RunConfig, large: RunConfig, settings: Settings,
+                   ghost: int | None) -> list[str]:
+    """The overrides that turn the large batch's as-is job into the arm with these pieces."""
+    b, big, train = global_batch(small), global_batch(large), small.train
+    size = datasets.expected_train_size(small.data, train.imbalance, train.train_fraction, train.tune_fraction)
+    out: dict[str, str] = {}
+    if "steps" in pieces:
+        out["budget"] = "steps"
+        if size is None:  # known once loaded (TFDS): the run takes E * ceil(N / base_batch_size), the same count
+            out["base_batch_size"] = str(b)
+        else:
+            out["budget_steps"] = str(train.epochs * math.ceil(size / b))
+    if "lr" in pieces:
+        out["lr_scaling"], out["base_batch_size"] = settings.lr_scaling, str(b)
+        if settings.lr_scaling == "linear" and settings.warmup_epochs > 0:
+            if size is None:  # the ratio of the epochs' steps, exact when both batches divide the training set
+                warmup = settings.warmup_epochs * big / b
+            else:  # b's warm-up steps, in the large batch's epochs (the run rounds epochs x steps per epoch)
+                warmup = round(settings.warmup_epochs * math.ceil(size / b)) / math.ceil(size / big)
+            out["warmup_epochs"] = repr(float(warmup))
+    if "ghost" in pieces:
+        out["model.ghost_batch_size"] = str(ghost)
+    return [f"{key}={value}" for key, value in out.items()]
+
+
+def arm_name(pieces) -> str:
+    """`as_is`, or the pieces in the ladder's order: steps, steps_lr, steps_lr_ghost (Shapley: lr, steps_ghost...)."""
+    return "_".join(p for p in PIECES if p in pieces) or AS_IS
+
+
+def plan(jobs: list[list[str]], run_configs: list[RunConfig], settings: Settings,
+         given: dict[str, str]) -> tuple[list[list[str]], dict[str, Any]]:
+    """(every job of the diagnosis, what sweep.json records of it) from the command's own jobs and configs; `given`:
+    the command's overrides by key. Raises ConfigError for a command that cannot be diagnosed."""
+    _check_command(run_configs, given)
+    by_point = {(global_batch(cfg), cfg.train.seed): job for job, cfg in zip(jobs, run_configs)}
+    config_of = {(global_batch(cfg), cfg.train.seed): cfg for cfg in run_configs}
+    sizes = sorted({size for size, _ in by_point})
+    b, big = sizes[0], sizes[-1]
+    seeds = list(dict.fromkeys(cfg.train.seed for cfg in run_configs))
+    ghost, no_ghost = _ghost(config_of[(big, seeds[0])], config_of[(b, seeds[0])])
+    pieces = [p for p in PIECES if p != "ghost" or ghost is not None]
+    if settings.attribution == "shapley":
+        arms = [tuple(p for p in pieces if mask >> pieces.index(p) & 1) for mask in range(1, 2 ** len(pieces))]
+        arms.sort(key=len)
+    else:
+        arms = [tuple(pieces[:k]) for k in range(1, len(pieces) + 1)]
+    planned, names = [], []
+    for seed in seeds:
+        for size in [b, big, *sizes[1:-1]]:
+            planned.append(list(by_point[(size, seed)]))
+            names.append(AS_IS)
+        small, large = config_of[(b, seed)], config_of[(big, seed)]
+        for arm in arms:
+            planned.append([*by_point[(big, seed)], *_arm_overrides(arm, small, large, settings, ghost)])
+            names.append(arm_name(arm))
+    planned[0].append("diagnose.check_data=true")  # the first job checks the data before it trains
+    record = {"small_batch": b, "large_batch": big, "seeds": seeds, "attribution": settings.attribution,
+              "ladder": [arm_name(pieces[:k]) for k in range(1, len(pieces) + 1)],
+              "arms": {str(num): name for num, name in enumerate(names)},
+              "left_out": {} if no_ghost is None else {"ghost_batch_norm": no_ghost},
+              "settings": settings.thresholds()}
+    return planned, {"diagnose": record}

@@ -1,0 +1,56 @@
+"""Hydra sweeper `harness`: the jobs a multirun runs are the plan its command made, not a second expansion.
+
+`python -m harness ... -m` expands the command, composes and validates every job, and adds the jobs a study
+computes from the command itself (+study=diagnose's arms, from the user's batch sizes, epochs and data) before
+Hydra starts (harness.launch.cli.plan_command). Hydra's basic sweeper would then expand the command again, and
+could not compute those arms at all: this sweeper hands the plan's jobs to the launcher as they are, in one batch
+(harness.launch.plan). `hydra.sweeper.params` keeps its meaning: the command line planner reads it.
+"""
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from hydra.core.config_store import ConfigStore
+from hydra.core.plugins import Plugins
+from hydra.errors import HydraException
+from hydra.plugins.sweeper import Sweeper
+from hydra.types import HydraContext, TaskFunction
+from omegaconf import DictConfig
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class HarnessSweeperConf:
+    _target_: str = "hydra_plugins.harness_sweeper.sweeper.HarnessSweeper"
+    # key -> comma-separated values, swept with the command's own (studies set them: conf/study/)
+    params: Optional[Dict[str, str]] = None
+
+
+ConfigStore.instance().store(group="hydra/sweeper", name="harness", node=HarnessSweeperConf)
+
+
+class HarnessSweeper(Sweeper):
+    def __init__(self, params: Optional[Dict[str, str]] = None) -> None:
+        self.params = params or {}
+        self.config: Optional[DictConfig] = None
+        self.hydra_context: Optional[HydraContext] = None
+        self.launcher = None
+
+    def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
+        self.config, self.hydra_context = config, hydra_context
+        self.launcher = Plugins.instance().instantiate_launcher(hydra_context=hydra_context,
+                                                                task_function=task_function, config=config)
+
+    def sweep(self, arguments: List[str]) -> Any:
+        from harness.launch.plan import handed
+
+        sweep_dir = Path(str(self.config.hydra.sweep.dir))
+        plan = handed(sweep_dir)
+        if plan is None:
+            raise HydraException("the harness sweeper runs the plan its command made: start a sweep with "
+                                 "`python -m harness OVERRIDES -m`")
+        log.info(f"Sweep {sweep_dir}: {len(plan.jobs)} jobs, as planned")
+        return [self.launcher.launch(plan.jobs, initial_job_idx=0)]

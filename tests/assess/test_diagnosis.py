@@ -1,0 +1,139 @@
+"""+study=diagnose's assessment (harness.assess.diagnosis) on constructed sweeps: the jobs and configs the real
+command plans, its sweep.json, the real data checks of its first job, made-up accuracies."""
+import json
+
+import pandas as pd
+import pytest
+
+from harness.assess import analysis, diagnosis
+from harness.assess.assessment import assess
+from harness.report import html as report
+from tests.helpers.sweeps import study_sweep
+
+CASE = ("+study=diagnose", "batch_size=8,64", "model.batch_norm=true", "epochs=2")
+NAMES = {"stale_statistics", "fewer_updates", "learning_rate", "ghost_batch_norm", "remains"}
+
+
+def _diagnosis(sweep):
+    return diagnosis.diagnose(sweep, analysis.load_sweep(sweep))
+
+
+def _finals(sweep, d):
+    """Per seed, v and v' of each arm's run, read back from the files."""
+    df = analysis.load_sweep(sweep)
+    plan = json.loads((sweep / "sweep.json").read_text())["diagnose"]
+    last = df.sort_values("epoch").groupby("run_id").tail(1)
+    last = last.assign(arm=last["job"].map(plan["arms"]))
+    return last
+
+
+def test_the_parts_add_up_to_the_observed_drop_seed_by_seed(tmp_path):
+    sweep = study_sweep(tmp_path / "s", *CASE)
+    d = _diagnosis(sweep)
+    assert [p.name for p in d.parts] == ["stale_statistics", "fewer_updates", "learning_rate", "ghost_batch_norm",
+                                         "remains"]
+    assert d.seeds == [0, 1, 2] and d.small_batch == 8 and d.large_batch == 64
+    last = _finals(sweep, d)
+    as_is = last[last["arm"] == "as_is"].set_index(["seed", "global_batch_size"])["val_acc"]
+    for i, seed in enumerate(d.seeds):
+        drop = as_is[(seed, 8)] - as_is[(seed, 64)]
+        assert sum(p.estimate.per_seed[i] for p in d.parts) == pytest.approx(drop, abs=1e-9)
+    assert d.drop.value == pytest.approx(sum(p.estimate.value for p in d.parts), abs=1e-9)
+    stale = d.parts[0].estimate
+    assert stale.value > 0.1 and stale.reading == "shown"  # batch 64's moving statistics lag after 114 steps
+    fewer = d.parts[1]
+    assert fewer.arm == "steps" and fewer.estimate.value > 0  # matched steps recover most of the drop (made up so)
+    assert "Of the drop of" in d.headline and "stale batch-norm statistics account for" in d.headline
+
+
+def test_diagnosis_json_holds_the_parts_in_ladder_order_and_the_four_checks(tmp_path):
+    sweep = study_sweep(tmp_path / "s", *CASE)
+    report.write_report(sweep, tmp_path / "reports")
+    written = json.loads((sweep / "diagnosis.json").read_text())
+    assert [p["name"] for p in written["parts"]] == ["stale_statistics", "fewer_updates", "learning_rate",
+                                                      "ghost_batch_norm", "remains"]
+    assert written["ladder"] == ["steps", "steps_lr", "steps_lr_ghost"] and written["attribution"] == "ladder"
+    assert written["seeds"] == [0, 1, 2]
+    assert set(written["drop"]) == {"value", "low", "high"}
+    assert sum(p["value"] for p in written["parts"]) == pytest.approx(written["drop"]["value"], abs=1e-9)
+    assert [c["name"] for c in written["checks"]] == ["label_shift", "order", "feature_shift", "capacity"]
+    for check in written["checks"]:
+        assert {"statistic", "threshold", "flagged", "detail"} <= set(check)
+    flagged = {c["name"] for c in written["checks"] if c["flagged"]}
+    assert flagged == set(), written["checks"]  # MNIST-1D as it comes: nothing injected, nothing flagged
+
+
+@pytest.mark.parametrize("extra,left", [
+    ((), "the model has no batch norm"),
+    (("shuffle=false",), "with shuffle=false every batch is one class"),
+])
+def test_stale_statistics_are_split_off_only_for_shuffled_data_with_batch_norm(tmp_path, extra, left):
+    batch_norm = ("model.batch_norm=true",) if extra else ()
+    sweep = study_sweep(tmp_path / "s", "+study=diagnose", "batch_size=8,64", "epochs=2", *batch_norm, *extra)
+    d = _diagnosis(sweep)
+    assert "stale_statistics" not in [p.name for p in d.parts] and any(left in note for note in d.notes)
+    assert d.drop.value == pytest.approx(sum(p.estimate.value for p in d.parts), abs=1e-9)
+    assert set(p.name for p in d.parts) <= NAMES
+
+
+def test_a_diverged_arm_leaves_its_parts_not_measured(tmp_path):
+    sweep = study_sweep(tmp_path / "s", *CASE)
+    plan = json.loads((sweep / "sweep.json").read_text())["diagnose"]
+    job = next(num for num, arm in plan["arms"].items() if arm == "steps_lr")
+    record = json.loads((sweep / job / "run.json").read_text())
+    (sweep / job / "run.json").write_text(json.dumps({**record, "status": "diverged"}))
+    d = _diagnosis(sweep)
+    readings = {p.name: p.estimate.reading for p in d.parts}
+    assert readings["learning_rate"] == readings["ghost_batch_norm"] == "not measured"
+    assert readings["fewer_updates"] != "not measured" and d.drop.value is not None
+    assert any("Not measured: learning_rate, ghost_batch_norm" in note for note in d.notes)
+
+
+def test_seeds_missing_an_arm_are_left_out_and_one_seed_is_indicative(tmp_path):
+    sweep = study_sweep(tmp_path / "s", *CASE)
+    plan = json.loads((sweep / "sweep.json").read_text())["diagnose"]
+    for num, arm in plan["arms"].items():  # seeds 1 and 2 lose their steps arm (still running, or failed)
+        record = json.loads((sweep / num / "run.json").read_text())
+        if arm == "steps" and record["config"]["seed"] > 0:
+            (sweep / num / "run.json").write_text(json.dumps({**record, "status": "failed"}))
+    d = _diagnosis(sweep)
+    assert d.seeds == [0] and all(p.estimate.low is None for p in d.parts)
+    assert any("Seed(s) 1, 2" in note for note in d.notes) and "(one seed: indicative)" in d.headline
+
+
+def test_shapley_parts_add_up_to_the_drop_and_need_no_order(tmp_path):
+    sweep = study_sweep(tmp_path / "s", *CASE, "diagnose.attribution=shapley", "seed=0,1")
+    d = _diagnosis(sweep)
+    assert d.attribution == "shapley" and len(set(json.loads((sweep / "sweep.json").read_text())["diagnose"]
+                                                  ["arms"].values())) == 8  # as_is + 7 subsets of 3 pieces
+    assert d.drop.value == pytest.approx(sum(p.estimate.value for p in d.parts), abs=1e-9)
+    assert any("no piece is taken first" in note for note in d.notes)
+
+
+def test_other_sweeps_have_no_diagnosis(tmp_path):
+    sweep = study_sweep(tmp_path / "s", "+study=smoke")
+    assert _diagnosis(sweep) is None and assess(sweep).diagnosis is None
+
+
+def test_the_report_opens_with_the_diagnosis_under_the_verdict(tmp_path):
+    sweep = study_sweep(tmp_path / "s", *CASE)
+    text = report.build_report(sweep)
+    verdict, rest = text.split('<h2 id="diagnosis">', 1)
+    assert '<h2 id="verdict">' in verdict and "Other suspects" not in text
+    assert rest.index("Of the drop of") < rest.index("The drop, part by part") < rest.index("label_shift")
+    for name in NAMES:
+        assert f"<td>{name}</td>" in rest
+
+
+def test_the_results_table_shows_each_runs_arm_and_the_parts(tmp_path, capsys):
+    from harness.report import results
+
+    sweep = study_sweep(tmp_path / "s", *CASE)
+    table = results.sweep_results(sweep)
+    assert table["arm"].tolist()[:5] == ["as_is", "as_is", "steps", "steps_lr", "steps_lr_ghost"]
+    assert results.main([str(sweep)]) == 0
+    out = capsys.readouterr().out
+    parts = out.split("diagnosis:", 1)[1]
+    for name in NAMES:
+        assert name in parts
+    assert pd.notna(table["val_acc"]).all()

@@ -1,0 +1,53 @@
+"""The command's one plan (harness.launch.plan): Hydra's sweeper and launcher run the jobs and configs the command
+line planned, without expanding or composing a job again."""
+import json
+import subprocess
+import sys
+import textwrap
+
+from harness.launch.cli import plan_command
+
+# The command in a process of its own (Hydra sets up logging and global state for a whole process), with Hydra's
+# per-job composition counted and the scheduler replaced by a recorder: nothing trains.
+RECORDED = textwrap.dedent("""
+    import json, sys
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    import harness.launch.scheduler as scheduler
+    from harness.launch.cli import main
+
+    composed, launched = [], []
+    ConfigLoaderImpl.load_sweep_config = lambda self, *args, **kwargs: composed.append(args)
+
+    class Recorder:
+        def __init__(self, jobs, *args, **kwargs):
+            launched.extend(jobs)
+
+        def run(self, then=None):
+            pass
+
+    scheduler.Scheduler = Recorder
+    code = main(sys.argv[2:])
+    jobs = [{"overrides": j.overrides, "config": j.config, "run_dir": str(j.run_dir)} for j in launched]
+    with open(sys.argv[1], "w") as out:
+        json.dump({"code": code, "composed": len(composed), "launched": jobs}, out)
+""")
+
+
+def test_the_launcher_runs_the_commands_plan_without_composing_a_job_again(tmp_path):
+    """Hydra's basic sweeper would expand the command again and validate every job with load_sweep_config, and the
+    launcher compose each once more: here neither is called, and what the launcher starts is sweep.json's jobs
+    with the plan's validated configs, a diagnosis's computed arms included."""
+    sweep, record = tmp_path / "sweep", tmp_path / "launched.json"
+    command = ["+study=diagnose", "batch_size=8,64", "seed=0,1", "model.batch_norm=true", "epochs=2"]
+    proc = subprocess.run([sys.executable, "-c", RECORDED, str(record), *command, f"hydra.sweep.dir={sweep}", "-m"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert record.exists(), proc.stderr[-3000:]
+    found = json.loads(record.read_text())
+    assert found["code"] == 1 and "10 run(s) did not finish" in proc.stderr  # nothing ran: none started
+    assert found["composed"] == 0
+    planned = json.loads((sweep / "sweep.json").read_text())["jobs"]
+    assert len(planned) == 10 and [job["overrides"] for job in found["launched"]] == [j["overrides"] for j in planned]
+    expected = plan_command([*command, f"hydra.sweep.dir={tmp_path / 'other'}"], multirun=True)
+    assert [job["config"] for job in found["launched"]] == [json.loads(json.dumps(cfg.flat()))
+                                                           for cfg in expected.run_configs]
+    assert [job["run_dir"] for job in found["launched"]] == [str(sweep / str(num)) for num in range(10)]

@@ -1,0 +1,69 @@
+"""The Diagnosis section of a +study=diagnose report (harness.report.plots.diagnosis, the report's template): its
+waterfall laid out legibly and adding up, and the section as a user sees it in a real browser."""
+import pytest
+from matplotlib.colors import to_rgba
+
+from harness.assess.assessment import assess
+from harness.report import html as report
+from harness.report.plots.diagnosis import GAINED, LOST, waterfall
+from tests.helpers import layout
+from tests.helpers.sweeps import study_sweep
+
+CASES = {
+    "ladder with batch norm": ("model.batch_norm=true",),
+    "ladder without batch norm": (),
+    "shapley": ("model.batch_norm=true", "diagnose.attribution=shapley", "seed=0,1"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_waterfall_goes_from_the_small_batch_down_to_the_large_one_part_by_part(case, tmp_path):
+    """Every text inside the figure and none overlapping; a bar per part between the two as-is levels, each the
+    part's height, red where it lowered val_acc and green where it raised it."""
+    sweep = study_sweep(tmp_path / "s", "+study=diagnose", "batch_size=8,64", "epochs=2", *CASES[case])
+    d = assess(sweep).diagnosis
+    fig = waterfall(d)
+    assert layout.problems(fig) == []
+    ax = fig.axes[0]
+    bars = list(ax.patches)
+    assert len(bars) == len(d.parts) + 2
+    assert bars[0].get_height() == pytest.approx(d.arm_values["b"][0])
+    assert bars[-1].get_height() == pytest.approx(d.arm_values["B"][0])
+    level = d.arm_values["b"][0]
+    for bar, part in zip(bars[1:-1], d.parts):  # each part's bar hangs from the level the parts before left
+        assert bar.get_height() == pytest.approx(part.estimate.value)
+        assert bar.get_y() == pytest.approx(level - part.estimate.value)
+        assert bar.get_facecolor() == to_rgba(LOST if part.estimate.value > 0 else GAINED)
+        level -= part.estimate.value
+    assert level == pytest.approx(d.arm_values["B"][0], abs=1e-9)  # and the last ends at the large batch's
+    labels = [t.get_text().replace("\n", " ") for t in ax.get_xticklabels()]
+    assert labels[0] == "val_acc at batch 8" and labels[-1] == "val_acc at batch 64"
+
+
+@pytest.mark.slow
+def test_the_diagnosis_is_legible_in_chromium_at_1400_px(tmp_path):
+    """The section under the verdict: the headline, the waterfall shown at (nearly) its own size, the parts and the
+    data checks tables, nothing wider than the page; a screenshot of it."""
+    from selenium.webdriver.common.by import By
+
+    from tests.helpers.browser import chromium, image_states
+
+    sweep = study_sweep(tmp_path / "diag", "+study=diagnose", "batch_size=8,64", "epochs=2", "model.batch_norm=true")
+    page = report.write_report(sweep, tmp_path / "reports")
+    with chromium(tmp_path / "profile", width=1400) as driver:
+        driver.get(page.resolve().as_uri())
+        section = driver.find_element(By.ID, "diagnosis")
+        assert "why batch 64 lost to batch 8" in section.text
+        waterfall_image = driver.find_element(By.CSS_SELECTOR, 'img[alt="The drop, part by part"]')
+        states = [s for s in image_states(driver) if s["alt"] == "The drop, part by part"]
+        assert states and states[0]["complete"] and states[0]["shown"] >= 0.9 * states[0]["natural"], states
+        assert waterfall_image.location["y"] > section.location["y"]
+        assert driver.execute_script("return document.documentElement.scrollWidth") <= 1400
+        for name in ("stale_statistics", "fewer_updates", "remains", "label_shift", "feature_shift", "capacity"):
+            assert name in driver.page_source
+        top = section.location["y"]
+        driver.set_window_size(1400, top + 2200)
+        driver.execute_script("window.scrollTo(0, arguments[0])", top - 20)
+        screenshot = tmp_path / "diagnosis.png"
+        driver.save_screenshot(str(screenshot))
+        assert screenshot.stat().st_size > 50_000
