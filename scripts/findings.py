@@ -40,14 +40,18 @@ def _wall_minutes(sweep_dir: Path) -> float:
     return (max(ends) - min(starts)).total_seconds() / 60 if starts and ends else float("nan")
 
 
-def _study_name(sweep_dir: Path) -> str:
-    """The `+study=` of the command, from Hydra's record of its overrides (multirun.yaml, read as plain YAML)."""
+def _task_overrides(sweep_dir: Path) -> list[str]:
+    """The command's overrides, from Hydra's record of them (multirun.yaml, read as plain YAML)."""
     import yaml
 
     path = sweep_dir / "multirun.yaml"
     recorded = yaml.safe_load(path.read_text()) if path.exists() else {}
-    overrides = ((recorded or {}).get("hydra") or {}).get("overrides", {}).get("task", [])
-    return next((o.split("=", 1)[1] for o in overrides if o.startswith("+study=")), sweep_dir.name)
+    return ((recorded or {}).get("hydra") or {}).get("overrides", {}).get("task", [])
+
+
+def _study_name(sweep_dir: Path) -> str:
+    """The `+study=` of the command."""
+    return next((o.split("=", 1)[1] for o in _task_overrides(sweep_dir) if o.startswith("+study=")), sweep_dir.name)
 
 
 def summarize(sweep_dir: Path) -> str:
@@ -57,6 +61,12 @@ def summarize(sweep_dir: Path) -> str:
     statuses = ", ".join(f"{n} {s}" for s, n in runs["status"].value_counts().items())
     lines = [f"**`+study={_study_name(sweep_dir)}`**: {len(runs)} runs ({statuses}), {seeds} seed(s), "
              f"{_wall_minutes(sweep_dir):.1f} min wall time on {os.cpu_count()} CPU cores.", ""]
+    if a.diagnosis is not None:  # +study=diagnose: its headline opens the block, as it opens the report
+        d = a.diagnosis
+        flagged = [c["name"] for c in d.checks if c.get("flagged")]
+        command = " ".join(o for o in _task_overrides(sweep_dir) if not o.startswith("hydra."))
+        lines += [f"- **`{command}`: {d.headline}**", f"- Data checks flagged: {', '.join(flagged) or 'none'} (of "
+                  f"{', '.join(c['name'] for c in d.checks)}).", *[f"- {line}" for line in d.evidence]]
     for verdict in a.batch_verdicts:
         prefix = f"[{verdict.subject}] " if a.facets else ""
         lines.append(f"- {prefix}{verdict.headline}")

@@ -130,9 +130,10 @@ def diagnose(sweep_dir: Path, df: pd.DataFrame) -> Diagnosis | None:
     notes += unchecked
     headline = (attribution.sentence(drop, parts) if drop is not None else
                 "No seed has finished runs in every arm yet: nothing to split.")
-    notes += _reading_notes(plan, parts, len(seeds), df)
+    notes += _reading_notes(plan, parts, len(seeds))
     return Diagnosis(b, big, plan["attribution"], list(plan["ladder"]), seeds, drop, parts, checks, headline, levels,
-                     notes, _evidence(sweep_dir, finals, b, big))
+                     notes, _evidence(sweep_dir, finals, b, big, next((p.estimate for p in parts
+                                                                        if p.name == "remains"), None)))
 
 
 def _mean(values: np.ndarray) -> float:
@@ -152,7 +153,8 @@ def _precise(finals: pd.DataFrame, seeds: list[int]) -> tuple[bool, str | None]:
     return True, None
 
 
-def _reading_notes(plan: dict[str, Any], parts: list, n_seeds: int, df: pd.DataFrame) -> list[str]:
+def _reading_notes(plan: dict[str, Any], parts: list, n_seeds: int) -> list[str]:
+    """How to read the parts (the order, remains), and what the runs could not show."""
     b, big = plan["small_batch"], plan["large_batch"]
     pieces = [ARM_WORDS[p].format(b=b) for p in plan["ladder"][-1].split("_")] if plan["ladder"] else []
     notes = []
@@ -206,7 +208,7 @@ def _capacity(sweep_dir: Path, df: pd.DataFrame, finals: pd.DataFrame, plan: dic
                              threshold=plan["settings"]["capacity"])
 
 
-def _evidence(sweep_dir: Path, finals: pd.DataFrame, b: int, big: int) -> list[str]:
+def _evidence(sweep_dir: Path, finals: pd.DataFrame, b: int, big: int, remains) -> list[str]:
     """Beside remains: the top eigenvalue and sharpness at b and in the steps arm (the same learning rate: a larger
     one alone lowers the top eigenvalue), where the probes ran."""
     measured = {}
@@ -224,7 +226,13 @@ def _evidence(sweep_dir: Path, finals: pd.DataFrame, b: int, big: int) -> list[s
     if len(measured) < 2:
         return []
     (eig_b, sharp_b), (eig_s, sharp_s) = measured["b"], measured["steps"]
+    sharper = eig_s > eig_b
+    if remains is None or remains.value is None or remains.value <= 0:
+        reading = "remains shows no gap for curvature to explain"
+    elif sharper:
+        reading = "a sharper large-batch minimum beside a positive remains: the sharp-minima reading of the gap"
+    else:
+        reading = "a flatter large-batch minimum: the sharp-minima reading does not explain what remains"
     return [f"Beside remains, at the same learning rate and as many updates: the top Hessian eigenvalue is "
-            f"{eig_b:.1f} at batch {b} and {eig_s:.1f} at batch {big} ({eig_s / eig_b:.1f}x); Keskar's sharpness "
-            f"{sharp_b:.1f} and {sharp_s:.1f}. A sharper large-batch minimum beside a positive remains is the "
-            "sharp-minima reading of a generalization gap; a flatter one beside it, not."]
+            f"{eig_b:.1f} at batch {b} and {eig_s:.1f} in the steps arm at batch {big} ({eig_s / eig_b:.2g}x); "
+            f"Keskar's sharpness {sharp_b:.1f} and {sharp_s:.1f}; {reading}."]

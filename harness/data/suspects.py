@@ -138,6 +138,16 @@ def _sample(x, codes, max_samples: int, rng: np.random.Generator):
     return x[index].astype(np.float64), codes[index]
 
 
+PROPERTIES = ("sample mean", "sample std", "sample min", "sample max")
+
+
+def _with_properties(x: np.ndarray) -> np.ndarray:
+    """Each sample's inputs and its PROPERTIES: a linear classifier sees a shift of the inputs' means, but not a
+    change of their scale around a mean of 0 (validation never normalised, x255), which its std shows at once;
+    deepchecks reads image drift from such properties (brightness, contrast) too."""
+    return np.column_stack([x, x.mean(axis=1), x.std(axis=1), x.min(axis=1), x.max(axis=1)])
+
+
 def _counted(x_a, c_a, x_b, c_b, num_labels: int, folds: int):
     """(x, is_val, class code, number of classes) over the classes with `folds` or more rows in both splits: a
     class one split lacks says nothing about the inputs, and stratified folds need one of each per fold."""
@@ -188,7 +198,8 @@ def feature_shift(x_train: np.ndarray, y_train: np.ndarray, x_val: np.ndarray, y
     when the splits match) and flagged only at `threshold` or above.
 
     Rows are weighted 1 / count(split, class), so each split and each class within a split weigh the same: a
-    label shift alone does not read as an input shift. Only classes with at least `folds` rows in both
+    label shift alone does not read as an input shift. The classifier reads each sample's inputs and their
+    PROPERTIES (a scale change shows in those). Only classes with at least `folds` rows in both
     splits count. At most `max_samples` rows a split, drawn with `seed` from a content order, so permuting the
     rows leaves the statistic unchanged. Also names the inputs whose class-weighted standardised means differ most.
     """
@@ -198,6 +209,7 @@ def feature_shift(x_train: np.ndarray, y_train: np.ndarray, x_val: np.ndarray, y
     rng = np.random.default_rng(seed)
     x_a, c_a = _sample(x_train, codes[:len(y_train)], max_samples, rng)
     x_b, c_b = _sample(x_val, codes[len(y_train):], max_samples, rng)
+    x_a, x_b = _with_properties(x_a), _with_properties(x_b)
     x, is_val, code, counted = _counted(x_a, c_a, x_b, c_b, len(labels), folds)
     if counted == 0:
         return _check("feature_shift", started, None, threshold, False, f"No class has {folds} or more samples in "
@@ -209,7 +221,8 @@ def feature_shift(x_train: np.ndarray, y_train: np.ndarray, x_val: np.ndarray, y
     differences = _standardised_differences(x, is_val, code, counted)
     sizes = np.bincount(is_val, minlength=2)
     top = np.argsort(-np.abs(differences), kind="stable")[:TOP_INPUTS]
-    names = [feature_names[i] if feature_names is not None else f"input {i}" for i in top]
+    inputs = list(feature_names) if feature_names is not None else [f"input {i}" for i in range(x.shape[1] - 4)]
+    names = [[*inputs, *PROPERTIES][i] for i in top]
     flagged = statistic >= threshold
     listed = ", ".join(f"{n} ({differences[i]:+.2f} std)" for n, i in zip(names, top))
     detail = (f"A classifier separating training from validation inputs, classes weighted equally, reached AUC "

@@ -137,3 +137,17 @@ def test_the_results_table_shows_each_runs_arm_and_the_parts(tmp_path, capsys):
     for name in NAMES:
         assert name in parts
     assert pd.notna(table["val_acc"]).all()
+
+
+def test_beside_remains_the_probes_compare_the_small_batch_with_the_steps_arm(tmp_path):
+    """The same learning rate and as many updates: the top eigenvalue and sharpness of b's runs and the steps arm's,
+    read as the sharp-minima account of a positive remains where the large batch's minimum is the sharper."""
+    from tests.helpers.sweeps import add_probes
+
+    sweep = add_probes(study_sweep(tmp_path / "s", *CASE), interpolation=False)
+    d = _diagnosis(sweep)
+    assert d.parts[-1].name == "remains" and d.parts[-1].estimate.value > 0
+    assert len(d.evidence) == 1 and "at batch 8 and" in d.evidence[0]
+    assert "in the steps arm at batch 64" in d.evidence[0]
+    assert "the sharp-minima reading of the gap" in d.evidence[0]
+    assert _diagnosis(study_sweep(tmp_path / "none", *CASE)).evidence == []  # no probes, nothing said

@@ -121,3 +121,13 @@ def test_a_command_that_cannot_be_diagnosed_is_refused_before_anything_runs(argv
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"harness: error: {named}") and "\n" not in err, err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_tfds_sets_steps_are_counted_at_its_first_run(tmp_path):
+    """TFDS data's size is known only once loaded: the steps arm takes b's updates through base_batch_size, which
+    the run turns into E * ceil(N_train / b) (the same count the planner computes where it knows N_train)."""
+    _, arms = _arms("dataset=tfds", "dataset.name=mnist", f"dataset.data_dir={tmp_path}", "batch_size=8,64", "seed=0")
+    steps = dict(arms)["steps"].train
+    assert steps.budget == "steps" and steps.budget_steps is None and steps.base_batch_size == 8
+    plan = batching.plan_batches(64, False, 1, 3600)
+    assert batching.plan_schedule(plan, steps).total_steps == steps.epochs * math.ceil(3600 / 8)

@@ -92,6 +92,17 @@ def test_feature_shift_one_std_everywhere_flagged():
     assert check.statistic > 0.9 and check.flagged
 
 
+def test_feature_shift_sees_a_change_of_scale_that_moves_no_mean():
+    """Validation never normalised (x255) around a mean of 0: no input's mean moves, so a linear classifier on the
+    inputs alone cannot tell the splits apart; each sample's spread can."""
+    x_val, y_val = _clusters(BALANCED, 300, 1)
+    x_val = (x_val - x_val.mean(axis=0)) * 255.0
+    x_train, y_train = _clusters(BALANCED, 600, 0)
+    check = suspects.feature_shift(x_train - x_train.mean(axis=0), y_train, x_val, y_val)
+    assert check.flagged and check.statistic > 0.9
+    assert check.extra["top_inputs"][0]["input"] in ("sample std", "sample min", "sample max")
+
+
 def test_feature_shift_names_the_shifted_inputs():
     shift = np.zeros(FEATURES)
     shift[SHIFTED] = 1.0

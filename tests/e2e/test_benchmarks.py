@@ -116,3 +116,18 @@ def test_the_backends_benchmark_s_agreement_and_phases_read_the_two_smoke_sweeps
     run_json = max(p.stat().st_mtime for p in sweeps["jax"].glob("*/run.json"))
     found = phases(sweeps["jax"], run_json - 60, run_json + 30, 2)
     assert found["training epochs"] > 0 and found["end-of-run probes"] > 0
+
+
+@pytest.mark.slow
+def test_diagnose_matrix_smoke_prints_its_table():
+    """One tiny +study=diagnose case: its row gives the drop, the parts (which add up to it), the checks flagged,
+    whether that is what the case expects, the checks' share of the wall time and the wall time."""
+    lines = smoke("diagnose_matrix").strip().splitlines()
+    assert lines[0].startswith("| case: `+study=diagnose` with | drop | parts")
+    row = next(line for line in lines if line.startswith("| smoke:"))
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    drop = float(cells[1])
+    parts = [float(p.split()[1]) for p in cells[2].split("<br>")]
+    assert abs(sum(parts) - drop) < 2e-3  # each printed to 3 decimals
+    assert cells[3] == "none" and cells[4].startswith("yes")
+    assert float(cells[5].rstrip("%")) < 5 and float(cells[6].rstrip(" s")) > 0
