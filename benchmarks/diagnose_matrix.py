@@ -89,8 +89,8 @@ def row(case: Case, found: dict, wall: float, checks: float) -> str:
     drop = found["drop"]
     drop_text = f"{drop['value']:+.3f}" + ("" if drop["low"] is None else f" [{drop['low']:+.3f}, {drop['high']:+.3f}]")
     flagged = ", ".join(c["name"] for c in found["checks"] if c["flagged"]) or "none"
-    command = " ".join(o for o in case.overrides if o not in QUIET)
-    return (f"| {case.name}:<br>`{command}` | {drop_text} | {'<br>'.join(_part(p) for p in found['parts'])} | "
+    command = " ".join(f"`{o}`" for o in case.overrides if o not in QUIET)  # a code span each: lines wrap between
+    return (f"| {case.name}:<br>{command} | {drop_text} | {'<br>'.join(_part(p) for p in found['parts'])} | "
             f"{flagged} | {'yes' if ok else 'no'}: {wanted} | {100 * checks / wall:.1f}% | {wall:.0f} s |")
 
 
