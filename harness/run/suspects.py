@@ -13,7 +13,6 @@ import numpy as np
 
 from harness.config.diagnose import Settings
 from harness.config.schema import RunConfig
-from harness.data import suspects
 from harness.data.batches import decoder, epoch_order
 from harness.data.transforms import Arrays
 from harness.run.inputs import validation_transform
@@ -39,8 +38,11 @@ def check_once(cfg: RunConfig, data_in: Arrays, run_dir: Path, settings: Setting
                             "train_samples": len(data_in.y_train), "val_samples": len(data_in.y_val)})
 
 
-def run_checks(cfg: RunConfig, data_in: Arrays, settings: Settings) -> list[suspects.Check]:
-    """label_shift, order and feature_shift on this run's data (capacity needs the small batch's runs: assess)."""
+def run_checks(cfg: RunConfig, data_in: Arrays, settings: Settings) -> list:
+    """label_shift, order and feature_shift on this run's data (harness.data.suspects.Check each; capacity needs
+    the small batch's runs: assess). scikit-learn loads here, in the one run that checks, not in every run."""
+    from harness.data import suspects
+
     labels = suspects.label_shift(data_in.y_train, data_in.y_val, data_in.num_classes, classes=data_in.classes,
                                   threshold=settings.label_shift, p_value=settings.label_shift_p)
     train = cfg.train
