@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.config.schema import RunConfig
+from harness.store.run_files import config_hash
 
 
 @dataclass(frozen=True)
@@ -24,8 +25,10 @@ class CommandPlan:
     study: dict[str, Any] = field(default_factory=dict)  # what a study planned beside the jobs (a diagnosis)
 
     def sweep_record(self) -> dict[str, Any]:
-        """sweep.json: every job of the command, and what its study planned, written before any job runs."""
-        return {"jobs": [{"job": str(num), "overrides": job} for num, job in enumerate(self.jobs)], **self.study}
+        """sweep.json: every job of the command (its overrides, and its config's fingerprint for a resume to
+        compare), and what its study planned, written before any job runs."""
+        return {"jobs": [{"job": str(num), "overrides": job, "config": config_hash(cfg.flat())}
+                         for num, (job, cfg) in enumerate(zip(self.jobs, self.run_configs))], **self.study}
 
 
 _handed: dict[Path, CommandPlan] = {}

@@ -8,7 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.config.schema import ConfigError, RunConfig
-from harness.store.run_files import inspect_run, recorded_config
+from harness.store.files import DamagedFile, read_json
+from harness.store.layout import RUN_FILE, SWEEP_FILE
+from harness.store.run_files import config_hash, recorded_config
 
 
 def check_searchpath(paths: list[str]) -> None:
@@ -49,14 +51,31 @@ def check_existing_runs(jobs: list[list[str]], run_configs: list[RunConfig], out
                         multirun: bool) -> None:
     """Re-running into a folder resumes it, so each run folder must hold this command's run there (or none).
 
-    The same run is the same resolved config, however the command spelled or ordered its overrides.
+    The same run is the same resolved config, however the command spelled or ordered its overrides. A job whose
+    config fingerprint the folder's sweep.json already holds was planned the same before: its run.json is not
+    read (a resumed sweep of thousands of runs starts at once); any other job's run.json is compared.
     """
+    planned = _planned_hashes(output_dir) if multirun else {}
     for num, (overrides, run_cfg) in enumerate(zip(jobs, run_configs)):
+        if planned and planned.get(str(num)) == config_hash(run_cfg.flat()):
+            continue
         run_dir = output_dir / str(num) if multirun else output_dir
-        record, _ = inspect_run(run_dir)  # a damaged run.json: the run is run again, whatever it held
+        try:
+            record = read_json(run_dir / RUN_FILE)
+        except DamagedFile:  # the run is run again, whatever it held
+            record = None
         if record is not None and record.get("config") != recorded_config(run_cfg.flat()):
             key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
             raise ConfigError(
                 key, str(output_dir), f"a new folder or one holding this same command's runs; {run_dir} ran "
                 f"'{' '.join(record.get('overrides', []))}' but this command's run there is '{' '.join(overrides)}'"
             )
+
+
+def _planned_hashes(output_dir: Path) -> dict[str, str]:
+    """Job number -> config fingerprint, from the folder's sweep.json (empty without one, or an older one)."""
+    try:
+        sweep = read_json(Path(output_dir) / SWEEP_FILE)
+    except DamagedFile:
+        return {}
+    return {job["job"]: job["config"] for job in (sweep or {}).get("jobs", []) if "config" in job}

@@ -5,6 +5,7 @@ columns of a run's config are named here, once, for the writer (run) and the rea
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import platform
 import time
@@ -29,6 +30,13 @@ def now_iso() -> str:
 def recorded_config(flat_config: dict[str, Any]) -> dict[str, Any]:
     """A run's flat config as run.json holds it (JSON types: tuples become lists), for comparing with a record."""
     return json.loads(json.dumps(flat_config))
+
+
+def config_hash(flat_config: dict[str, Any]) -> str:
+    """A short fingerprint of a run's flat config (as run.json records it): sweep.json keeps one per job, so a
+    resumed sweep knows its folder holds this command's runs without reading every run.json."""
+    text = json.dumps(recorded_config(flat_config), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def config_columns(flat_config: dict[str, Any]) -> dict[str, Any]:

@@ -128,15 +128,17 @@ COMMANDS = [[f"+study={p.stem}"] for p in sorted((Path(__file__).parents[2] / "h
     ["+cause=imbalance", "imbalance=0.5", "seed=0,1"],
     ["dataset=images", "dataset.path=/data", "dataset.image_size=[32,32]", "dataset.color_mode=grayscale",
      "batch_size=8,16"],  # keys only the group has, one of them a list (a user's image folder)
+    ["+study=diagnose", "batch_size=8,64", "diagnose.tune_fraction=0.2,0.3"],  # a value others interpolate
 ]
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
 def test_composing_a_sweeps_jobs_once_per_structure_gives_hydras_own_configs(command):
-    """compose.job_composer (Hydra once per set of group overrides, plain key=value applied to a copy) against
-    Hydra composing each job whole, on the first and the last job of every study and of commands that
-    mix group, list and plain overrides."""
+    """compose.job_composer (Hydra once per set of group overrides, plain key=value set in a copy) against Hydra
+    composing each job whole, on the first and the last job of every study and of commands that mix group, list
+    and plain overrides, and a value others interpolate."""
     from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
 
     from harness.config.compose import CONF_DIR, expand_jobs, job_composer, to_run_config
 
@@ -145,7 +147,7 @@ def test_composing_a_sweeps_jobs_once_per_structure_gives_hydras_own_configs(com
         composer = job_composer("config", [])
         for job in {0: jobs[0], 1: jobs[-1]}.values():
             fast, whole = composer(job), compose("config", overrides=job)
-            assert fast == whole, job
+            assert fast == OmegaConf.to_container(whole, resolve=True), job
             try:
                 expected = to_run_config(whole)
             except ConfigError as err:  # /data is no folder here: the same error both ways

@@ -66,3 +66,31 @@ def test_existing_runs_are_compared_run_by_run_in_a_sweep_and_as_the_folder_of_a
     with pytest.raises(ConfigError, match=r"^hydra.run.dir=.* ran '' but this command's run there is 'batch_size=32'"):
         check_existing_runs([["batch_size=32"]], [thirty_two], single, multirun=False)
     check_existing_runs([["batch_size=32"]], [thirty_two], tmp_path / "new", multirun=False)  # nothing there
+
+
+def test_a_resume_reads_no_run_json_of_a_job_its_sweep_json_planned_the_same(tmp_path, monkeypatch):
+    """A sweep of thousands resumes at once: the jobs whose config fingerprint sweep.json holds were this
+    command's before, so their run.json files are not read; a job planned otherwise is compared as ever, and so is
+    every job of a sweep.json without fingerprints (an older harness's)."""
+    from harness.launch import preflight
+    from harness.store.files import write_json
+
+    sweep = tmp_path / "sweep"
+    command = ["batch_size=8,16,32,64", "lr=0.001,0.002,0.005", "seed=0,1,2", f"hydra.sweep.dir={sweep}"]
+    plan = plan_command(command, multirun=True)
+    write_json(sweep / "sweep.json", plan.sweep_record())
+    _write_runs(sweep, plan.run_configs, plan.jobs)
+    read = []
+    original = preflight.read_json
+    monkeypatch.setattr(preflight, "read_json", lambda path: read.append(path) or original(path))
+    assert len(plan_command(command, multirun=True).jobs) == 36 and read == [sweep / "sweep.json"]
+    read.clear()
+    with pytest.raises(ConfigError, match=r"ran '.*batch_size=8.*' but this command's run there is"):
+        plan_command([*command[:-1], "epochs=3", f"hydra.sweep.dir={sweep}"], multirun=True)
+    assert sweep / "0" / RUN_FILE in read  # planned otherwise: its run.json is read and compared
+    record = plan.sweep_record()
+    write_json(sweep / "sweep.json", {"jobs": [{k: v for k, v in job.items() if k != "config"}
+                                               for job in record["jobs"]]})
+    read.clear()
+    plan_command(command, multirun=True)
+    assert len(read) == 1 + 36  # sweep.json, then every run.json
