@@ -131,3 +131,13 @@ def test_diagnose_matrix_smoke_prints_its_table():
     assert abs(sum(parts) - drop) < 2e-3  # each printed to 3 decimals
     assert cells[3] == "none" and cells[4].startswith("yes")
     assert float(cells[5].rstrip("%")) < 5 and float(cells[6].rstrip(" s")) > 0
+
+
+@pytest.mark.slow
+def test_plan_benchmark_smoke_prints_its_table():
+    """20 jobs: how long until the first run started, the plan's cost a job, and the command's peak memory."""
+    lines = smoke("bench_plan").strip().splitlines()
+    assert lines[0].startswith("| jobs | before (–): first run | plan per job | command's peak memory | after")
+    row = re.fullmatch(r"\| 20 \| not measured \| – \| – \| ([\d.]+) s \| ([\d.]+) ms \| (\d+) MB \|", lines[-1])
+    assert row, lines[-1]
+    assert 0 < float(row.group(1)) < 120 and float(row.group(2)) > 0 and int(row.group(3)) > 50

@@ -1,9 +1,12 @@
 """The command's one plan (harness.launch.plan): Hydra's sweeper and launcher run the jobs and configs the command
 line planned, without expanding or composing a job again."""
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
+
+import pytest
 
 from harness.launch.cli import plan_command
 
@@ -51,3 +54,40 @@ def test_the_launcher_runs_the_commands_plan_without_composing_a_job_again(tmp_p
     assert [job["config"] for job in found["launched"]] == [json.loads(json.dumps(cfg.flat()))
                                                            for cfg in expected.run_configs]
     assert [job["run_dir"] for job in found["launched"]] == [str(sweep / str(num)) for num in range(10)]
+
+
+# The command with the scheduler's loop recording which jobs it would start (nothing trains) and the sweep's end
+# (interpolation, report) left out.
+PENDING = textwrap.dedent("""
+    import json, sys
+    import harness.launch.scheduler as scheduler
+    import harness.launch.sweep_end as sweep_end
+    from harness.launch.cli import main
+
+    started = []
+    scheduler.Scheduler._loop = lambda self, pending, running, t: started.extend(job.num for job in pending)
+    sweep_end.interpolate = sweep_end.write_report = lambda *args, **kwargs: None
+    main(sys.argv[2:])
+    with open(sys.argv[1], "w") as out:
+        json.dump(started, out)
+""")
+
+
+@pytest.mark.slow  # a constructed sweep of 1,000 runs
+def test_a_resumed_sweep_of_a_thousand_runs_starts_only_the_missing_ones(tmp_path):
+    """The same command again on a folder where most runs are done: the plan's fingerprints match sweep.json's, and
+    only the jobs without a finished run (not started, interrupted, damaged) are started."""
+    from tests.helpers.sweeps import study_sweep
+
+    command = ["batch_size=8,16,32,64,128", "lr=0.0001,0.0002,0.0005,0.001,0.002,0.005,0.01,0.02,0.05,0.1",
+               "optimizer=adam,sgd", f"seed={','.join(map(str, range(10)))}", "epochs=1", "probes=false"]
+    sweep = study_sweep(tmp_path / "sweep", *command)
+    shutil.rmtree(sweep / "17")  # never started
+    record = json.loads((sweep / "503" / "run.json").read_text())
+    (sweep / "503" / "run.json").write_text(json.dumps({**record, "status": "interrupted"}))  # killed
+    (sweep / "998" / "metrics.parquet").write_bytes(b"PAR1 truncated")  # damaged by a full disk
+    record_file = tmp_path / "started.json"
+    proc = subprocess.run([sys.executable, "-c", PENDING, str(record_file), *command, f"hydra.sweep.dir={sweep}", "-m"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert record_file.exists(), proc.stderr[-3000:]
+    assert json.loads(record_file.read_text()) == [17, 503, 998]
