@@ -2,15 +2,17 @@
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from harness.store import layout
 from harness.store.files import DamagedFile, read_json
 from harness.store.layout import METRICS_FILE, RUN_FILE, SWEEP_FILE
-from harness.store.run_files import config_columns, inspect_run
+from harness.store.run_files import config_columns, inspect_run, read_metrics
 
 BATCH = "global_batch_size"
 # Config keys that are never facets: the batch axis itself, the seed (averaged over, with n shown), and
@@ -46,19 +48,47 @@ def _from_hydra(run_dir: Path) -> dict:
     return {"overrides": load(layout.HYDRA_OVERRIDES) or [], "config": flat}
 
 
+_snapshots: dict[Path, list[dict]] = {}  # sweep folder -> its run records, while a snapshot of it is held
+
+
+@contextmanager
+def snapshot(sweep_dir: Path):
+    """Within: read_run_records(sweep_dir) is read once and served from memory, so that everything a report says
+    comes from one reading of the runs (and a sweep of thousands is not read again for every section)."""
+    key = Path(sweep_dir).resolve()
+    held = key in _snapshots
+    if not held:
+        _snapshots[key] = _read_run_records(Path(sweep_dir))
+    try:
+        yield
+    finally:
+        if not held:
+            del _snapshots[key]
+
+
 def read_run_records(sweep_dir: Path) -> list[dict]:
     """Every run.json under the sweep (one per run folder), in job order, with its folder name as `job`; a run
     whose run.json or metrics.parquet cannot be read is there with status `damaged` and the reason."""
+    held = _snapshots.get(Path(sweep_dir).resolve())
+    return held if held is not None else _read_run_records(Path(sweep_dir))
+
+
+def _read_run_records(sweep_dir: Path) -> list[dict]:
     records = []
     for run_dir in layout.run_dirs(sweep_dir):
         record, damage = inspect_run(run_dir)
         if damage is not None:
-            record = {**_from_hydra(run_dir), **(record or {}), "status": DAMAGED,
-                      "error": {"type": "DamagedFile", "message": damage, "traceback": ""}}
-            record.setdefault("run_id", f"{Path(sweep_dir).name}/{run_dir.name}")
+            record = _damaged(sweep_dir, run_dir, record, damage)
         record["job"] = run_dir.name
         records.append(record)
     return records
+
+
+def _damaged(sweep_dir: Path, run_dir: Path, record: dict | None, damage: str) -> dict:
+    record = {**_from_hydra(run_dir), **(record or {}), "status": DAMAGED,
+              "error": {"type": "DamagedFile", "message": damage, "traceback": ""}}
+    record.setdefault("run_id", f"{Path(sweep_dir).name}/{run_dir.name}")
+    return record
 
 
 def _seconds_between(start: str | None, end: str | None) -> float:
@@ -84,7 +114,8 @@ def not_started_jobs(sweep_dir: Path) -> list[str]:
 
 
 def load_sweep(sweep_dir: Path) -> pd.DataFrame:
-    """One row per completed epoch of every run, with the run's status and timing joined on.
+    """One row per completed epoch of every run, with the run's status and timing joined on; every metrics file is
+    read in one pass (harness.store.run_files.read_metrics).
 
     A run with no completed epoch (failed early, or still starting) keeps one row with `epoch` missing, so
     it still shows in the runs table. Raises FileNotFoundError when the folder holds no run.
@@ -93,33 +124,32 @@ def load_sweep(sweep_dir: Path) -> pd.DataFrame:
     records = read_run_records(sweep_dir)
     if not records:
         raise FileNotFoundError(f"{sweep_dir}: no run folders with {RUN_FILE} found")
-    frames, unknown = [], []
+    infos, unknown, metrics = [], [], []
     for record in records:
-        error = record.get("error") or {}
-        run_info = {
-            "run_id": record["run_id"], "job": record["job"], "status": record["status"],
-            "epochs_completed": record.get("epochs_completed", 0),
-            "started_at": record.get("started_at"), "finished_at": record.get("finished_at"),
-            "wall_seconds": _seconds_between(record.get("started_at"), record.get("finished_at")),
-            "overrides": " ".join(record.get("overrides", [])),
-            "error_type": error.get("type"), "error_message": error.get("message"),
-            "target_reached_at_epoch": record.get("target_reached_at_epoch"),
-        }
-        metrics_file = sweep_dir / record["job"] / METRICS_FILE
         if "batch_size" not in record.get("config", {}):  # damaged beyond telling which run it was
-            unknown.append(f"{record['run_id']}: {error.get('message')}")
+            unknown.append(f"{record['run_id']}: {(record.get('error') or {}).get('message')}")
             continue
-        if metrics_file.exists() and record["status"] != DAMAGED:
-            frame = pd.read_parquet(metrics_file)
-            frame = frame.drop(columns=[c for c in run_info if c in frame.columns and c != "run_id"])
-            for key, value in run_info.items():
-                frame[key] = value
-        else:
-            frame = pd.DataFrame([{**config_columns(record.get("config", {})), **run_info}])
-        frames.append(frame)
-    if not frames:
+        infos.append((record, _run_info(record)))
+        path = sweep_dir / record["job"] / METRICS_FILE
+        if record["status"] != DAMAGED and path.exists():
+            metrics.append((len(infos) - 1, path))
+    if not infos:
         raise FileNotFoundError(f"{sweep_dir}: no run whose files can be read ({'; '.join(unknown)})")
-    df = pd.concat(frames, ignore_index=True)
+    epochs, owner, unreadable = read_metrics([path for _, path in metrics])
+    for index, damage in unreadable.items():  # changed since its run.json was read: damaged after all
+        run = metrics[index][0]
+        record = _damaged(sweep_dir, sweep_dir / infos[run][0]["job"], infos[run][0], damage)
+        infos[run] = (record, _run_info(record))
+    info = pd.DataFrame([run_info for _, run_info in infos])
+    runs = np.array([metrics[i][0] for i in owner], dtype=np.int64)
+    epochs = epochs.drop(columns=[c for c in info.columns if c in epochs.columns])
+    epochs = pd.concat([epochs.reset_index(drop=True), info.iloc[runs].reset_index(drop=True)], axis=1)
+    with_rows = set(runs.tolist())
+    bare = [pd.DataFrame([{**config_columns(record.get("config", {})), **run_info}])
+            for i, (record, run_info) in enumerate(infos) if i not in with_rows]
+    order = np.concatenate([runs, [i for i in range(len(infos)) if i not in with_rows]])
+    df = pd.concat([epochs, *bare], ignore_index=True) if bare else epochs
+    df = df.iloc[np.argsort(order, kind="stable")].reset_index(drop=True)  # job order, each run's epochs in order
     df.attrs["unreadable"] = unknown  # runs with neither a readable run.json nor Hydra's record of them
     if "epoch" not in df.columns:  # no run has finished an epoch yet
         df["epoch"] = float("nan")
@@ -127,6 +157,20 @@ def load_sweep(sweep_dir: Path) -> pd.DataFrame:
         df[BATCH] = df["batch_size"]
     df[BATCH] = df[BATCH].fillna(df["batch_size"]).astype(int)
     return df
+
+
+def _run_info(record: dict) -> dict:
+    """What run.json says of a run, as columns of each of its rows."""
+    error = record.get("error") or {}
+    return {
+        "run_id": record["run_id"], "job": record["job"], "status": record["status"],
+        "epochs_completed": record.get("epochs_completed", 0),
+        "started_at": record.get("started_at"), "finished_at": record.get("finished_at"),
+        "wall_seconds": _seconds_between(record.get("started_at"), record.get("finished_at")),
+        "overrides": " ".join(record.get("overrides", [])),
+        "error_type": error.get("type"), "error_message": error.get("message"),
+        "target_reached_at_epoch": record.get("target_reached_at_epoch"),
+    }
 
 
 def failed_runs(sweep_dir: Path) -> list[str]:

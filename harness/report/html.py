@@ -128,8 +128,13 @@ def build_report(sweep_dir: Path) -> str:
 
 
 def _built(sweep_dir: Path):
-    """(the report's HTML, the assessment it shows)."""
+    """(the report's HTML, the assessment it shows), from one reading of the runs' files."""
     sweep_dir = Path(sweep_dir)
+    with analysis.snapshot(sweep_dir):
+        return _from_snapshot(sweep_dir)
+
+
+def _from_snapshot(sweep_dir: Path):
     digest = summary.runs_digest(sweep_dir)  # before reading: a run that changes meanwhile makes the report stale
     a = assess(sweep_dir)
     per_run = a.df.drop_duplicates("run_id")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness.assess import diagnosis
-from harness.assess.analysis import RUN_COLUMNS, config_keys, load_sweep
+from harness.assess.analysis import RUN_COLUMNS, config_keys, load_sweep, snapshot
 from harness.store import layout, probes_file, target_file
 from harness.store.files import DamagedFile
 from harness.store.layout import RUN_FILE
@@ -35,7 +35,11 @@ OUT_SUFFIXES = (".csv", ".parquet")
 
 def sweep_results(sweep_dir: Path) -> pd.DataFrame:
     """One row per run of the sweep (see the module's docstring); raises FileNotFoundError without runs."""
-    sweep_dir = Path(sweep_dir)
+    with snapshot(sweep_dir):
+        return _sweep_results(Path(sweep_dir))
+
+
+def _sweep_results(sweep_dir: Path) -> pd.DataFrame:
     epochs = load_sweep(sweep_dir)
     order = epochs.drop_duplicates("run_id")["run_id"]
     last = epochs.sort_values("epoch", kind="stable").groupby("run_id", sort=False).tail(1).set_index("run_id")

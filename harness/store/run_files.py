@@ -14,7 +14,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 
 from harness.store.files import DamagedFile, atomic_write, read_json, write_json
 from harness.store.layout import METRICS_FILE, RUN_FILE
@@ -58,6 +62,35 @@ def final_val_acc(run_dir: Path) -> float:
     return float(values.iloc[-1]) if len(values) else float("nan")
 
 
+def read_metrics(paths: list[Path]) -> tuple[pd.DataFrame, np.ndarray, dict[int, str]]:
+    """Every row of these metrics.parquet files in one pass (pyarrow's dataset reader over their unified schemas,
+    which reads them on every core; a column a file lacks is empty in its rows): (the rows in the order of
+    `paths`, each row's index into `paths`, why each unreadable file could not be read, by index)."""
+    footers, unreadable = {}, {}
+    for index, path in enumerate(paths):
+        try:
+            footers[index] = pq.read_metadata(path)
+        except Exception as err:  # pyarrow's errors for a truncated or foreign file vary
+            unreadable[index] = f"{path} cannot be read ({type(err).__name__}: {err})"
+    readable = list(footers)
+    if not readable:
+        return pd.DataFrame(), np.zeros(0, dtype=np.int64), unreadable
+    schema = pa.unify_schemas([footers[i].schema.to_arrow_schema() for i in readable], promote_options="permissive")
+    try:
+        table = ds.dataset([str(paths[i]) for i in readable], schema=schema, format="parquet").to_table()
+    except Exception:  # a file whose footer reads but whose pages do not: find it, read the rest
+        tables = []
+        for index in list(readable):
+            try:
+                tables.append(pq.read_table(paths[index]))
+            except Exception as err:
+                unreadable[index] = f"{paths[index]} cannot be read ({type(err).__name__}: {err})"
+                readable.remove(index)
+        table = pa.concat_tables(tables, promote_options="permissive") if tables else pa.table({})
+    rows = np.repeat(np.array(readable, dtype=np.int64), [footers[i].num_rows for i in readable])
+    return table.to_pandas(), rows, unreadable
+
+
 def inspect_run(run_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
     """(run.json's record or None, why the run's files are damaged or None): a run.json or metrics.parquet that
     exists but cannot be read (truncated by a full disk or a crash during a copy) is damaged."""
@@ -67,8 +100,8 @@ def inspect_run(run_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
         return None, str(err)
     metrics = Path(run_dir) / METRICS_FILE
     if metrics.exists():
-        try:
-            pd.read_parquet(metrics, columns=["epoch", "val_acc"])
+        try:  # its footer: a file cut short (a full disk, a kill during a copy) or not parquet has none
+            pq.read_metadata(metrics)
         except Exception as err:  # pyarrow's errors for a truncated or foreign file vary
             return record, f"{metrics} cannot be read ({type(err).__name__}: {err})"
     return record, None
