@@ -159,6 +159,26 @@ def plain_sweep(tmp_path_factory):
     return _shared_sweep(tmp_path_factory, "plain", *PLAIN_SWEEP)
 
 
+# A sweep of 1,000 runs as a user outgrowing the main job makes one: 5 batch sizes x 10 learning rates x 2 optimizers x
+# 10 seeds (20 facets), 2 epochs each.
+THOUSAND = ["batch_size=8,16,32,64,128", "lr=0.0001,0.0002,0.0005,0.001,0.002,0.005,0.01,0.02,0.05,0.1",
+            "optimizer=adam,sgd", "seed=0,1,2,3,4,5,6,7,8,9", "epochs=2"]
+
+
+@pytest.fixture(scope="session")
+def thousand_runs(tmp_path_factory) -> Path:
+    """THOUSAND's runs as constructed folders with the probes' files (tests.helpers.sweeps), built once per test
+    run for the tests that read them (a test that changes them copies the folder first: `copy_sweep`)."""
+    from tests.helpers.sweeps import add_probes, study_sweep
+
+    def build(folder: Path) -> dict:
+        add_probes(study_sweep(folder / "sweep", *THOUSAND))
+        return {}
+
+    folder, _ = built_once(tmp_path_factory, "thousand", build)
+    return folder / "sweep"
+
+
 def copy_sweep(shared: Path, into: Path) -> Path:
     """A copy of a shared sweep folder that a test may change (damage, resume, remount)."""
     return Path(shutil.copytree(shared, into, symlinks=True))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.assess import analysis, diagnosis, scaling, tuning, verdicts, why
+from harness.assess import analysis, diagnosis, facets, scaling, tuning, verdicts, why
 from harness.assess.batch_controls import controls_finding, hoffer_finding
 from harness.assess.findings import (
     Finding,
@@ -37,6 +37,8 @@ class Assessment:
     tunings: list[tuning.Tuning]  # +study=tuned: the learning rate chosen per batch size, and its verdicts
     scaling: scaling.Scaling | None = None  # +study=scaling (target_tune_acc): steps to target and the critical batch
     diagnosis: diagnosis.Diagnosis | None = None  # +study=diagnose: the drop split into its causes, the data checks
+    facet_table: facets.FacetTable | None = None  # more than facets.MANY facets: their verdicts as one table
+    drawn: pd.DataFrame | None = None  # with a facet table: the epochs the figures draw (facets.shown)
 
 
 def assess(sweep_dir: Path) -> Assessment:
@@ -46,25 +48,32 @@ def assess(sweep_dir: Path) -> Assessment:
     diagnosed = diagnosis.diagnose(sweep_dir, df)
     if diagnosed is not None:
         return _diagnosis(sweep_dir, df, keys, diagnosed)
-    facets = analysis.facet_keys(df, keys)
+    facet_keys = analysis.facet_keys(df, keys)
     arms = df["overrides"].map(analysis.arm)
-    if facets and arms.notna().all():  # a study built from arms: each facet is called by its arm's name
+    if facet_keys and arms.notna().all():  # a study built from arms: each facet is called by its arm's name
         df["facet"] = arms
     else:
-        df["facet"] = [analysis.facet_label(r, facets) for r in df[facets].to_dict("records")] if facets else "all runs"
+        df["facet"] = ([analysis.facet_label(r, facet_keys) for r in df[facet_keys].to_dict("records")] if facet_keys
+                       else "all runs")
     final = analysis.final_results(df)
-    batch_verdicts = _batch_verdicts(df, final, facets)
+    batch_verdicts = _batch_verdicts(df, final, facet_keys)
     varied = analysis.varied_keys(df, keys)
     found = all_findings(df, final, varied) if not final.empty else []
     if found and df[analysis.BATCH].nunique() < 2:
         batch_verdicts = []  # a study of another suspect at one batch size: its findings are the verdicts
     scaled = scaling.assess(sweep_dir, df)
     if scaled is not None:  # runs stopped at a target: steps to it are the measure, not the last epoch's val_acc
-        return Assessment(df, final, keys, varied, facets, [], found, why.explain(sweep_dir, df), [], scaled)
-    tunings = tuning.assess(df, final, facets, len(analysis.not_started_jobs(sweep_dir)))
+        return Assessment(df, final, keys, varied, facet_keys, [], found, why.explain(sweep_dir, df), [], scaled)
+    tunings = tuning.assess(df, final, facet_keys, len(analysis.not_started_jobs(sweep_dir)))
     if tunings:  # one verdict at the tuned learning rates and one untuned, not one per point of the grid
         batch_verdicts = [v for t in tunings for v in t.verdicts]
-    return Assessment(df, final, keys, varied, facets, batch_verdicts, found, why.explain(sweep_dir, df), tunings)
+    table = None if tunings else facets.table(batch_verdicts, final, df)
+    if table is None:
+        return Assessment(df, final, keys, varied, facet_keys, batch_verdicts, found, why.explain(sweep_dir, df),
+                          tunings)
+    first = df[df["facet"] == table.shown[0]]  # its probes: the Why of the facet that decides the headline
+    return Assessment(df, final, keys, varied, facet_keys, batch_verdicts, found, why.explain(sweep_dir, first),
+                      tunings, facet_table=table, drawn=facets.shown(df, table))
 
 
 def _diagnosis(sweep_dir: Path, df: pd.DataFrame, keys: list[str], diagnosed) -> Assessment:

@@ -4,12 +4,14 @@ embedded as a PNG, rendered on two cores where there are two. Files only: no Ten
 from __future__ import annotations
 
 import base64
+import dataclasses
 import io
 import json
 import os
 import sys
 import threading
 
+from harness.assess.analysis import final_results
 from harness.report.plots import diagnosis, findings, scaling, sweep, tuning, why
 
 SECTIONS = {  # section -> the modules whose figures it shows, in order
@@ -22,7 +24,10 @@ SECTIONS = {  # section -> the modules whose figures it shows, in order
 
 
 def figures(a, section: str = "main") -> list[tuple[str, object, str]]:
-    """(title, Figure, caption) for every figure of a section, for an assessment."""
+    """(title, Figure, caption) for every figure of a section, for an assessment; a sweep of many facets draws
+    only those that decide what the report says (harness.assess.facets.shown)."""
+    if a.drawn is not None:
+        a = dataclasses.replace(a, df=a.drawn, final=final_results(a.drawn))
     return [drawn for module in SECTIONS[section] for drawn in module.figures(a)]
 
 

@@ -16,6 +16,7 @@ import pandas as pd
 
 from harness.assess import analysis
 from harness.assess.assessment import assess
+from harness.assess.verdicts import Verdict
 from harness.report import figures, index, pages, summary
 from harness.store import files, layout
 from harness.store.run_files import FINISHED
@@ -99,6 +100,23 @@ def scaling_rows(s) -> list[list[str]]:
     return rows
 
 
+def index_verdicts(a) -> list:
+    """The verdicts the index shows of the sweep: a sweep of many facets says it in one line, as its report does."""
+    if a.facet_table is None:
+        return a.batch_verdicts
+    return [Verdict("", a.facet_table.rows[0].outcome, a.facet_table.headline)]
+
+
+def facet_rows(table) -> list[list[str]]:
+    """The facets table of a sweep of many facets (harness.assess.facets), a row per facet."""
+    if table is None:
+        return []
+    p = lambda value: "–" if value is None else f"{value:.2g}"  # noqa: E731
+    return [[r.facet, _fmt(r.small), _fmt(r.large), f"{r.drop:+.3f}",
+             "–" if r.interval is None else f"[{r.interval[0]:+.3f}, {r.interval[1]:+.3f}]", str(r.n_seeds),
+             r.outcome, p(r.p_value), p(r.adjusted), "yes" if r.holds else "no"] for r in table.rows]
+
+
 def diagnosis_rows(d) -> list[list[str]]:
     """The diagnosis's parts table: part, the arm that measures it, value, interval, reading."""
     if d is None:
@@ -156,7 +174,7 @@ def _from_snapshot(sweep_dir: Path):
     generated_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     varied = [(k, pages.listed(per_run[k].tolist())) for k in a.varied]
     found = summary.summary(sweep_dir, started_at=summary.earliest(per_run["started_at"].tolist()),
-                            counts=status_counts.to_dict(), varied=varied, verdicts=a.batch_verdicts,
+                            counts=status_counts.to_dict(), varied=varied, verdicts=index_verdicts(a),
                             findings=a.findings, generated_at=generated_at, digest=digest)
     html = summary.embed_summary(found, template.render(
         sweep_id=sweep_dir.name,
@@ -165,6 +183,10 @@ def _from_snapshot(sweep_dir: Path):
         counts={"total": int(status_counts.sum()), "by_status": list(status_counts.items())},
         partial=", ".join(unfinished),
         verdicts=a.batch_verdicts,
+        facet_table=a.facet_table,
+        facet_rows=facet_rows(a.facet_table),
+        verdict_first=next((v for v in a.batch_verdicts if a.facet_table and v.subject == a.facet_table.shown[0]),
+                           None),
         findings=a.findings,
         why=a.why,
         why_figures=why_drawn,

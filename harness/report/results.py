@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 
 import pandas as pd
@@ -157,6 +158,13 @@ def main(argv: list[str] | None = None) -> int:
         if not found:
             return _fail(f"sweep_dir={str(folder)!r}: no sweep found (no run folder with {RUN_FILE})")
         sweeps += found
+    with ExitStack() as held:  # every sweep read once, for the table, its keys and a diagnosis
+        for sweep in sweeps:
+            held.enter_context(snapshot(sweep))
+        return _write(args, sweeps)
+
+
+def _write(args, sweeps: list[Path]) -> int:
     try:
         table = results(sweeps)
     except FileNotFoundError as err:  # runs whose files cannot be read, not even their config

@@ -74,20 +74,18 @@ PENDING = textwrap.dedent("""
 
 
 @pytest.mark.slow  # a constructed sweep of 1,000 runs
-def test_a_resumed_sweep_of_a_thousand_runs_starts_only_the_missing_ones(tmp_path):
+def test_a_resumed_sweep_of_a_thousand_runs_starts_only_the_missing_ones(thousand_runs, tmp_path):
     """The same command again on a folder where most runs are done: the plan's fingerprints match sweep.json's, and
     only the jobs without a finished run (not started, interrupted, damaged) are started."""
-    from tests.helpers.sweeps import study_sweep
+    from tests.conftest import THOUSAND, copy_sweep
 
-    command = ["batch_size=8,16,32,64,128", "lr=0.0001,0.0002,0.0005,0.001,0.002,0.005,0.01,0.02,0.05,0.1",
-               "optimizer=adam,sgd", f"seed={','.join(map(str, range(10)))}", "epochs=1", "probes=false"]
-    sweep = study_sweep(tmp_path / "sweep", *command)
+    sweep = copy_sweep(thousand_runs, tmp_path / "sweep")
     shutil.rmtree(sweep / "17")  # never started
     record = json.loads((sweep / "503" / "run.json").read_text())
     (sweep / "503" / "run.json").write_text(json.dumps({**record, "status": "interrupted"}))  # killed
     (sweep / "998" / "metrics.parquet").write_bytes(b"PAR1 truncated")  # damaged by a full disk
     record_file = tmp_path / "started.json"
-    proc = subprocess.run([sys.executable, "-c", PENDING, str(record_file), *command, f"hydra.sweep.dir={sweep}", "-m"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([sys.executable, "-c", PENDING, str(record_file), *THOUSAND, f"hydra.sweep.dir={sweep}",
+                           "-m"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert record_file.exists(), proc.stderr[-3000:]
     assert json.loads(record_file.read_text()) == [17, 503, 998]

@@ -218,3 +218,43 @@ def test_the_main_job_as_planned_gets_a_verdict_with_three_seeds_and_an_interval
     assert "Larger batches gave lower validation accuracy: reproduced." in text
     assert "n = 3 seeds per batch size" in text and "95% interval of the drop [" in text
     assert "indicative only" not in text.split("Why:")[0]
+
+
+@pytest.mark.slow  # a constructed sweep of 1,000 runs
+def test_the_report_of_a_thousand_runs_reads_as_one_table_and_a_few_figures(thousand_runs, tmp_path):
+    """20 facets (10 learning rates x 2 optimizers): one verdict block and a sortable table of the facets instead of
+    20 blocks, figures that draw two facets, every figure laid out legibly, the runs table folded away, and the page
+    as a user sees it at 1,400 px: nothing wider than the page, every image at (nearly) its own size, a click on a
+    heading sorting the table."""
+    from selenium.webdriver.common.by import By
+
+    from harness.assess.assessment import assess
+    from harness.report.figures import figures
+    from tests.helpers import layout
+    from tests.helpers.browser import chromium, image_states
+
+    page = report.write_report(thousand_runs, tmp_path / "reports")
+    text = page.read_text()
+    assert text.count('<div class="verdict') == 1 and "reproduced in 20 of 20 facets" in text
+    assert page.stat().st_size < 3_000_000
+    assert "<details><summary>1000 run(s)" in text  # folded: a sweep this size is not read run by run
+    a = assess(thousand_runs)
+    for section in ("main", "why"):
+        for title, fig, _ in figures(a, section):
+            assert layout.problems(fig) == [], title
+            assert len(fig.axes) <= 40, title
+    with chromium(tmp_path / "profile", width=1400) as driver:
+        driver.get(page.resolve().as_uri())
+        assert driver.execute_script("return document.documentElement.scrollWidth") <= 1400
+        states = image_states(driver)
+        assert states and all(s["complete"] and s["shown"] >= 0.9 * s["natural"] for s in states), states
+        table = driver.find_element(By.CSS_SELECTOR, "table.sortable")
+        facets = lambda: [row.find_elements(By.TAG_NAME, "td")[0].text  # noqa: E731
+                          for row in table.find_elements(By.CSS_SELECTOR, "tbody tr")]
+        assert len(facets()) == 20
+        table.find_elements(By.TAG_NAME, "th")[0].click()
+        assert facets() == sorted(facets())
+        driver.set_window_size(1400, driver.execute_script("return document.body.scrollHeight"))
+        screenshot = tmp_path / "thousand.png"
+        driver.save_screenshot(str(screenshot))
+        assert screenshot.stat().st_size > 50_000
