@@ -141,3 +141,13 @@ def test_plan_benchmark_smoke_prints_its_table():
     row = re.fullmatch(r"\| 20 \| not measured \| – \| – \| ([\d.]+) s \| ([\d.]+) ms \| (\d+) MB \|", lines[-1])
     assert row, lines[-1]
     assert 0 < float(row.group(1)) < 120 and float(row.group(2)) > 0 and int(row.group(3)) > 50
+
+
+@pytest.mark.slow
+def test_report_benchmark_smoke_prints_its_table():
+    """20 constructed runs and an index of 3 sweeps: the report's and the results table's times and the HTML's size."""
+    text = smoke("bench_report")
+    row = re.search(r"\| 20 runs, 2 facets \| ([\d.]+) s \| ([\d.]+) MB \| ([\d.]+) s \|", text)
+    index = re.search(r"\| `reports/index.html` over 3 sweeps \(12 runs each\) \| ([\d.]+) s \| – \| – \|", text)
+    assert row and index, text
+    assert all(float(value) > 0 for value in (*row.groups(), index.group(1)))
