@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as ds
+import pyarrow.fs as fs
 import pyarrow.parquet as pq
 
 from harness.store.files import DamagedFile, atomic_write, read_json, write_json
@@ -63,32 +64,35 @@ def final_val_acc(run_dir: Path) -> float:
 
 
 def read_metrics(paths: list[Path]) -> tuple[pd.DataFrame, np.ndarray, dict[int, str]]:
-    """Every row of these metrics.parquet files in one pass (pyarrow's dataset reader over their unified schemas,
-    which reads them on every core; a column a file lacks is empty in its rows): (the rows in the order of
-    `paths`, each row's index into `paths`, why each unreadable file could not be read, by index)."""
-    footers, unreadable = {}, {}
+    """Every row of these metrics.parquet files in one pass: pyarrow's dataset reader unifies their schemas and
+    reads them on every core, in C++ (a column a file lacks is empty in its rows; 10,000 files of a sweep in a
+    fraction of the time one pandas read each takes). (The rows in the order of `paths`, each row's index into
+    `paths`, why each unreadable file could not be read, by index.)"""
+    if not paths:
+        return pd.DataFrame(), np.zeros(0, dtype=np.int64), {}
+    names = [str(path) for path in paths]
+    try:
+        factory = ds.FileSystemDatasetFactory(fs.LocalFileSystem(), names, ds.ParquetFileFormat())
+        schema = factory.inspect(promote_options="permissive")
+        table = factory.finish(schema).to_table(columns=[*schema.names, "__filename"])
+    except Exception:  # a file that is not whole parquet: find it, read the rest
+        return _read_one_by_one(paths)
+    index = {name: i for i, name in enumerate(names)}
+    rows = np.array([index[name] for name in table.column("__filename").to_pylist()], dtype=np.int64)
+    return table.drop_columns(["__filename"]).to_pandas(), rows, {}
+
+
+def _read_one_by_one(paths: list[Path]) -> tuple[pd.DataFrame, np.ndarray, dict[int, str]]:
+    tables, rows, unreadable = [], [], {}
     for index, path in enumerate(paths):
         try:
-            footers[index] = pq.read_metadata(path)
+            tables.append(pq.read_table(path))
         except Exception as err:  # pyarrow's errors for a truncated or foreign file vary
             unreadable[index] = f"{path} cannot be read ({type(err).__name__}: {err})"
-    readable = list(footers)
-    if not readable:
-        return pd.DataFrame(), np.zeros(0, dtype=np.int64), unreadable
-    schema = pa.unify_schemas([footers[i].schema.to_arrow_schema() for i in readable], promote_options="permissive")
-    try:
-        table = ds.dataset([str(paths[i]) for i in readable], schema=schema, format="parquet").to_table()
-    except Exception:  # a file whose footer reads but whose pages do not: find it, read the rest
-        tables = []
-        for index in list(readable):
-            try:
-                tables.append(pq.read_table(paths[index]))
-            except Exception as err:
-                unreadable[index] = f"{paths[index]} cannot be read ({type(err).__name__}: {err})"
-                readable.remove(index)
-        table = pa.concat_tables(tables, promote_options="permissive") if tables else pa.table({})
-    rows = np.repeat(np.array(readable, dtype=np.int64), [footers[i].num_rows for i in readable])
-    return table.to_pandas(), rows, unreadable
+            continue
+        rows += [index] * tables[-1].num_rows
+    table = pa.concat_tables(tables, promote_options="permissive") if tables else pa.table({})
+    return table.to_pandas(), np.array(rows, dtype=np.int64), unreadable
 
 
 def inspect_run(run_dir: Path) -> tuple[dict[str, Any] | None, str | None]:

@@ -114,3 +114,28 @@ def test_without_metrics_the_final_val_acc_is_nan_and_a_missing_run_has_no_resul
     assert run_files.run_result(tmp_path / "nowhere") is None
     diverged = make_run(tmp_path / "s", 1, status="diverged", val=())  # diverged in its first epoch
     assert math.isnan(run_files.run_result(diverged))
+
+
+def test_metrics_files_are_read_in_one_pass_and_a_broken_one_is_named_not_fatal(tmp_path):
+    """read_metrics: every file's rows in the order of the paths, a column one file lacks empty in its rows; a file
+    whose tail looks whole but whose pages are garbage is named unreadable and the others are still read."""
+    import numpy as np
+
+    from harness.store.run_files import read_metrics
+
+    paths = []
+    for n, extra in enumerate([{}, {"noise_scale": [5.0, 6.0]}, {}]):
+        path = tmp_path / str(n) / "metrics.parquet"
+        path.parent.mkdir()
+        pd.DataFrame({"run_id": [f"s/{n}"] * 2, "epoch": [1, 2], "val_acc": [0.1 * n, 0.2 * n], **extra}).to_parquet(
+            path, index=False)
+        paths.append(path)
+    frame, rows, unreadable = read_metrics(paths)
+    assert frame["run_id"].tolist() == ["s/0", "s/0", "s/1", "s/1", "s/2", "s/2"] and rows.tolist() == [0, 0, 1, 1, 2, 2]
+    assert frame["noise_scale"].isna().tolist() == [True, True, False, False, True, True]
+    broken = bytearray(paths[1].read_bytes())
+    broken[4:40] = b"\0" * 36  # the pages, not the footer: the last 8 bytes still say parquet
+    paths[1].write_bytes(bytes(broken))
+    frame, rows, unreadable = read_metrics(paths)
+    assert list(unreadable) == [1] and "cannot be read" in unreadable[1]
+    assert np.unique(rows).tolist() == [0, 2] and set(frame["run_id"]) == {"s/0", "s/2"}
