@@ -132,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_FAILED_RUNS
         # Hydra would resolve the folder's ${now:...} again: pin it to the one checked and locked here
         args.overrides = [*args.overrides, f"{folder_key}={quote_override(str(plan.output_dir))}"]
-        hand_over(plan)  # Hydra's sweeper and launcher run these jobs and configs as they are
+        if args.multirun:
+            hand_over(plan)  # Hydra's sweeper and launcher run these jobs and configs as they are
         return _run(parser, args, plan)
 
 
