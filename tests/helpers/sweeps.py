@@ -71,11 +71,13 @@ def _override(key: str, value) -> str:
     return f"{key}={'null' if value is None else value}"
 
 
-def metric_rows(run_id: str, cfg: dict, val, train_eval, tune=None, stale_bn: bool = False) -> list[dict]:
+def metric_rows(run_id: str, cfg: dict, val, train_eval, tune=None, stale_bn: bool = False,
+                running=None) -> list[dict]:
     """The rows harness.run.experiment writes for a run of `cfg` whose epochs ended at these accuracies (`tune`: the
     tuning slice's, with tune_fraction > 0; by default val_acc's). `stale_bn`: a model with batch norm whose
     weights reach these accuracies (the `*_precise_bn` columns) while its moving statistics still carry
-    bn_initial_weight = momentum^step of their start, pulling the accuracies measured with them towards chance."""
+    bn_initial_weight = momentum^step of their start, pulling the accuracies measured with them towards chance.
+    `running`: the running train_acc per epoch (by default train_eval_acc - 0.02)."""
     from harness.config.batching import plan_batches, plan_schedule
     from harness.store.run_files import config_columns
 
@@ -93,6 +95,7 @@ def metric_rows(run_id: str, cfg: dict, val, train_eval, tune=None, stale_bn: bo
         columns["tune_size"] = _train_size(data_and_transforms) - train_size
         tune = val if tune is None else tune
     rows = []
+    running = running if running is not None else [t - 0.02 for t in train_eval]
     for e, (v, t) in enumerate(zip(val, train_eval)):
         step = plan.steps_per_epoch * (e + 1)
         if schedule.total_steps is not None:
@@ -100,7 +103,7 @@ def metric_rows(run_id: str, cfg: dict, val, train_eval, tune=None, stale_bn: bo
         # the lr in effect after the epoch: WarmupSchedule at the optimizer's step count
         warmup = min(1.0, (step + 1) / schedule.warmup_steps) if schedule.warmup_steps else 1.0
         rows.append({
-            **columns, "epoch": e + 1, "step": step, "train_loss": 1.0 / (e + 1), "train_acc": t - 0.02,
+            **columns, "epoch": e + 1, "step": step, "train_loss": 1.0 / (e + 1), "train_acc": running[e],
             "train_eval_loss": 0.9 / (e + 1), "train_eval_acc": t, "val_loss": 1.1 / (e + 1), "val_acc": v,
             **{f"val_recall_{k}": v for k in range(NUM_CLASSES)},
             **({"tune_loss": 1.2 - tune[e], "tune_acc": tune[e]} if tune is not None else {}),
@@ -121,7 +124,7 @@ def _stale_statistics(row: dict, momentum: float) -> dict:
 
 
 def make_run(sweep: Path, job: int, *, status="completed", val=(0.5, 0.7, 0.8), train_eval=None, error=None,
-             finished=True, overrides=None, tune=None, stale_bn=False, **config):
+             finished=True, overrides=None, tune=None, stale_bn=False, running=None, **config):
     """One run folder; `val` gives one val_acc per completed epoch (empty: no metrics file); `stale_bn`: see
     metric_rows."""
     cfg = {**_composed_config_dict(), **config}
@@ -146,7 +149,7 @@ def make_run(sweep: Path, job: int, *, status="completed", val=(0.5, 0.7, 0.8), 
         record.update(fit_seconds=40.0, target_reached_at_epoch=None)
     (run_dir / "run.json").write_text(json.dumps(record, indent=2) + "\n")
     if val:
-        pd.DataFrame(metric_rows(run_id, cfg, val, train_eval, tune, stale_bn)).to_parquet(
+        pd.DataFrame(metric_rows(run_id, cfg, val, train_eval, tune, stale_bn, running)).to_parquet(
             run_dir / "metrics.parquet", index=False)
     return run_dir
 
@@ -230,10 +233,7 @@ def study_sweep(sweep: Path, *overrides: str) -> Path:
         cfg_for_numbers = {**cfg, "global_batch_size": run_cfg.train.batch_size}
         running, train, val = _synthetic_accuracy(cfg_for_numbers, epochs)
         run_dir = make_run(sweep, num, val=val, train_eval=train, overrides=list(job), tune=_tune(cfg, val),
-                           stale_bn=bool(cfg.get("model.batch_norm")), **cfg)
-        frame = pd.read_parquet(run_dir / "metrics.parquet")
-        frame["train_acc"] = running
-        frame.to_parquet(run_dir / "metrics.parquet", index=False)
+                           stale_bn=bool(cfg.get("model.batch_norm")), running=running, **cfg)
         if "diagnose.check_data=true" in job:
             _check_data(run_cfg, run_dir, _command_plan(tuple(overrides)).study["diagnose"]["settings"])
     (sweep / "sweep.json").write_text(json.dumps(_command_plan(tuple(overrides)).sweep_record()))
