@@ -52,6 +52,8 @@ def plan_command(overrides: list[str], multirun: bool, config_name: str = CONFIG
     launcher = str(launcher_cfg.get("_target_", ""))
     if multirun and launcher.endswith("HarnessLauncher"):
         preflight.check_n_jobs(launcher_cfg.get("n_jobs"))
+    if multirun and launcher.endswith("HarnessSlurmLauncher"):
+        preflight.check_slurm_arrays(launcher_cfg)
     if not any(name in launcher for name in REMOTE_LAUNCHERS):  # their GPUs are not this machine's
         preflight.check_devices(run_configs, visible_gpus(),
                                 ids_applied=bool(os.environ.get("HARNESS_GPUS_ASSIGNED")))
@@ -81,6 +83,7 @@ def hydra_job(cfg: DictConfig) -> float | None:
     """One job (Hydra's task function): validate, train, and record a failure instead of ending the sweep; returns
     the run's final val_acc, the tracked metric a Hydra sweeper optimises (None when the run failed)."""
     from harness.config import diagnose
+    from harness.run import slurm
     from harness.run.experiment import run_experiment
 
     run_cfg = to_run_config(cfg)
@@ -93,7 +96,11 @@ def hydra_job(cfg: DictConfig) -> float | None:
         return run_experiment(run_cfg, run_dir, run_id=run_id, overrides=list(hydra_cfg.overrides.task),
                               data_checks=checks if checks is not None and checks.check_data else None)
     except Exception as err:
-        log.error("run %s failed: %s: %s (details in %s)", run_id, type(err).__name__, err, run_dir / layout.RUN_FILE)
+        if slurm.out_of_requeues(err):
+            log.warning("run %s did not finish: %s", run_id, slurm.OUT_OF_REQUEUES)
+        else:
+            log.error("run %s failed: %s: %s (details in %s)", run_id, type(err).__name__, err,
+                      run_dir / layout.RUN_FILE)
         return None
 
 

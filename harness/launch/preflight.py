@@ -29,6 +29,18 @@ def check_n_jobs(n_jobs) -> None:
                           "or per CPU core")
 
 
+def check_slurm_arrays(launcher_cfg) -> None:
+    """The SLURM preset's array keys: `max_array_size` (tasks per array, null for the cluster's MaxArraySize) and
+    `array_parallelism` (runs at once in the whole sweep)."""
+    for key, allowed_null in (("max_array_size", True), ("array_parallelism", False)):
+        value = launcher_cfg.get(key)
+        if value is None and allowed_null:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"hydra.launcher.{key}", value, "an integer >= 1" + (
+                ", or null for the cluster's MaxArraySize" if allowed_null else ""))
+
+
 def check_devices(run_configs: list[RunConfig], gpu_ids: list[int], ids_applied: bool = False) -> None:
     """Runs on this machine may not ask for more GPUs than it has, unless they simulate devices on the CPU.
 

@@ -78,6 +78,9 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
         raise
     except BaseException as err:
         error = err
+        if slurm.out_of_requeues(err):
+            status = "interrupted"
+            record.data.setdefault("notes", []).append(slurm.OUT_OF_REQUEUES)
         raise
     finally:
         record.set_environment(**backend.tensorflow_loaded_on_jax())

@@ -11,6 +11,19 @@ from harness.store.run_files import RunRecord
 PREEMPTED = ("SLURM sent SIGTERM (a preemption or a cancellation): the job is ending and awaits its requeue, "
              "whose attempt resumes from the last complete epoch")
 REQUEUED = "SLURM's warning before the time limit: the job was requeued and resumes from its last complete epoch"
+OUT_OF_REQUEUES = ("SLURM's time limit came after the last requeue hydra.launcher.max_num_timeout allows: the run "
+                   "did not finish, its last complete epoch is kept and the same command resumes it (or raise "
+                   "hydra.launcher.max_num_timeout or hydra.launcher.timeout_min)")
+
+
+def out_of_requeues(err: BaseException) -> bool:
+    """submitit gave up on the run at a time limit (its requeues used up): the run did not finish, it did not fail.
+    submitit raises its UncompletedJobError from the signal handler, inside the run."""
+    if not os.environ.get("SLURM_JOB_ID"):
+        return False
+    from submitit.core.utils import UncompletedJobError
+
+    return isinstance(err, UncompletedJobError) and "timed-out" in str(err)
 
 
 @contextmanager

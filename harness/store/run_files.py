@@ -206,8 +206,9 @@ class RunRecord:
         }
         _reset_peak_memory()
         self._started = time.perf_counter()
-        if notes:  # what happened to damaged files of an earlier attempt
-            self.data["notes"] = list(notes)
+        notes = [*(previous or {}).get("notes", []), *notes]  # earlier attempts' notes stay: the run's history
+        if notes:  # what happened to earlier attempts (requeues, damaged files)
+            self.data["notes"] = list(dict.fromkeys(notes))
         if resumed_from_epoch is not None and previous:
             self.data["started_at"] = previous.get("started_at") or self.data["started_at"]
             self.data["resumed_at"] = now_iso()

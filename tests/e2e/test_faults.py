@@ -162,6 +162,40 @@ def test_a_requeue_by_submitit_records_interrupted_not_failed(tmp_path, compose,
 
 
 
+def test_a_run_whose_slurm_requeues_run_out_records_interrupted_and_keeps_its_earlier_notes(tmp_path, compose,
+                                                                                           monkeypatch):
+    """After hydra.launcher.max_num_timeout requeues, submitit's handler for the next time-limit warning raises
+    UncompletedJobError inside the run: the run did not fail, it did not finish. Its earlier attempt's note stays."""
+    from submitit.core.utils import UncompletedJobError
+
+    from harness.run import slurm, train
+    from harness.run.experiment import run_experiment
+
+    monkeypatch.setenv("SLURM_JOB_ID", "7")
+    original = train.EpochRecorder.on_epoch_end
+    signal_with = {"error": SystemExit(-1)}  # the first attempt is requeued, the second is out of requeues
+
+    def time_limit_in_the_second_epoch(self, epoch, logs=None):
+        original(self, epoch, logs)
+        if epoch == 1:  # the first epoch is checkpointed
+            raise signal_with["error"]
+
+    monkeypatch.setattr(train.EpochRecorder, "on_epoch_end", time_limit_in_the_second_epoch)
+    cfg = compose(*TINY, "epochs=4", "batch_size=32")
+    with pytest.raises(SystemExit):
+        run_experiment(cfg, tmp_path / "run", run_id="s/0")
+    signal_with["error"] = UncompletedJobError("Job not requeued because: timed-out too many times.")
+    with pytest.raises(UncompletedJobError):
+        run_experiment(cfg, tmp_path / "run", run_id="s/0")
+    out = record(tmp_path / "run")
+    assert out["status"] == "interrupted" and out["error"]["type"] == "UncompletedJobError", out
+    assert out["resumed_from_epoch"] == 1  # the second attempt went on from the first's checkpoint
+    assert out["notes"] == [slurm.REQUEUED, slurm.OUT_OF_REQUEUES]
+    assert "hydra.launcher.max_num_timeout" in slurm.OUT_OF_REQUEUES
+    monkeypatch.delenv("SLURM_JOB_ID")  # off SLURM the same error is the run's failure
+    assert not slurm.out_of_requeues(UncompletedJobError("Job not requeued because: timed-out too many times."))
+
+
 SLURM = ["hydra/launcher=slurm", "hydra.launcher.partition=debug", "hydra.launcher.cpus_per_task=1",
          "hydra.launcher.mem_gb=2"]  # one run per job on the local node
 
@@ -299,3 +333,65 @@ def test_a_slurm_preemption_records_interrupted_the_moment_its_sigterm_arrives(t
     finally:
         _stop_job(proc, sweep)
         log.close()
+
+
+def _submitted_tasks(sweep: Path) -> dict[str, set[int]]:
+    """Array job id -> the array indices submitit's folder holds for it (one `<array>_<index>_...` file a task)."""
+    tasks: dict[str, set[int]] = {}
+    for path in (sweep / ".submitit").rglob("*_submitted.pkl"):
+        array, index = path.name.split("_")[:2]
+        tasks.setdefault(array, set()).add(int(index))
+    return tasks
+
+
+@pytest.mark.xdist_group("slurm")
+def test_a_slurm_sweep_of_50_runs_is_cut_into_arrays_and_its_resume_submits_only_the_runs_not_finished(
+        tmp_path, local_slurm):
+    """50 one-step runs on the local SLURM, whose MaxArraySize is 40 (scripts/slurm_local.sh): two arrays, sharing
+    array_parallelism=2. The command is stopped (its jobs cancelled) once half the runs finished; the same command
+    then submits only the others, each under its own job number and folder, and leaves the finished ones alone."""
+    sweep = tmp_path / "sweep"
+    command = [*SLURM, "backend=jax", "budget=steps", "budget_steps=1", "batch_size=32", "probes=false",
+               "dataset.num_samples=600", "seed=range(0,50)", "hydra.launcher.array_parallelism=2",
+               f"hydra.sweep.dir={sweep}", "-m"]
+    log = open(tmp_path / "first.log", "w")
+    proc = subprocess.Popen([sys.executable, "-m", "harness", *command], cwd=tmp_path, text=True, stdout=log,
+                            stderr=subprocess.STDOUT)
+
+    def finished() -> dict[int, dict]:
+        done = {}
+        for num in range(50):
+            try:
+                run = record(sweep / str(num))
+            except (OSError, ValueError):
+                continue
+            if run["status"] == "completed":
+                done[num] = run
+        return done
+
+    try:
+        deadline = time.monotonic() + 400
+        while len(finished()) < 25 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        first_arrays = _submitted_tasks(sweep)
+    finally:
+        _stop_job(proc, sweep)
+        log.close()
+    first = finished()
+    assert 25 <= len(first) < 50, (len(first), (tmp_path / "first.log").read_text()[-3000:])
+    assert sorted(len(indices) for indices in first_arrays.values()) == [10, 40], first_arrays
+    # what the tasks share is written once a submission, not into each task's file (52 KB each before)
+    assert max(path.stat().st_size for path in (sweep / ".submitit").rglob("*_submitted.pkl")) < 2048
+    assert "at most 1 at once" in (tmp_path / "first.log").read_text()
+
+    resumed = run_harness(*command, cwd=tmp_path, timeout=600)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    left = 50 - len(first)
+    assert f"{len(first)} of 50 runs already finished in {sweep}: submitting the other {left}" in resumed.stdout + resumed.stderr
+    new_arrays = {array: indices for array, indices in _submitted_tasks(sweep).items() if array not in first_arrays}
+    assert sum(len(indices) for indices in new_arrays.values()) == left, new_arrays
+    for num in range(50):
+        run = record(sweep / str(num))
+        assert run["status"] == "completed" and f"seed={num}" in run["overrides"], (num, run)
+        if num in first:  # left alone: the same attempt, not run again
+            assert run["finished_at"] == first[num]["finished_at"], num
