@@ -387,8 +387,9 @@ def test_a_slurm_sweep_of_50_runs_is_cut_into_arrays_and_its_resume_submits_only
     resumed = run_harness(*command, cwd=tmp_path, timeout=600)
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     left = 50 - len(first)
-    assert f"{len(first)} of 50 runs already finished in {sweep}: submitting the other {left}" in resumed.stdout + resumed.stderr
-    new_arrays = {array: indices for array, indices in _submitted_tasks(sweep).items() if array not in first_arrays}
+    said = resumed.stdout + resumed.stderr
+    assert f"{len(first)} of 50 runs already finished in {sweep}: submitting the other {left}" in said
+    new_arrays = {array: tasks for array, tasks in _submitted_tasks(sweep).items() if array not in first_arrays}
     assert sum(len(indices) for indices in new_arrays.values()) == left, new_arrays
     for num in range(50):
         run = record(sweep / str(num))
