@@ -12,7 +12,8 @@ import pandas as pd
 from harness.store import layout
 from harness.store.files import DamagedFile, read_json
 from harness.store.layout import METRICS_FILE, RUN_FILE, SWEEP_FILE
-from harness.store.run_files import config_columns, inspect_run, read_metrics
+from harness.store.metrics_cache import read_sweep_metrics
+from harness.store.run_files import config_columns, inspect_run
 
 BATCH = "global_batch_size"
 # Config keys that are never facets: the batch axis itself, the seed (averaged over, with n shown), and
@@ -115,7 +116,7 @@ def not_started_jobs(sweep_dir: Path) -> list[str]:
 
 def load_sweep(sweep_dir: Path) -> pd.DataFrame:
     """One row per completed epoch of every run, with the run's status and timing joined on; every metrics file is
-    read in one pass (harness.store.run_files.read_metrics).
+    read in one pass, through the sweep's cache of them (harness.store.metrics_cache).
 
     A run with no completed epoch (failed early, or still starting) keeps one row with `epoch` missing, so
     it still shows in the runs table. Raises FileNotFoundError when the folder holds no run.
@@ -135,7 +136,7 @@ def load_sweep(sweep_dir: Path) -> pd.DataFrame:
             metrics.append((len(infos) - 1, path))
     if not infos:
         raise FileNotFoundError(f"{sweep_dir}: no run whose files can be read ({'; '.join(unknown)})")
-    epochs, owner, unreadable = read_metrics([path for _, path in metrics])
+    epochs, owner, unreadable = read_sweep_metrics(sweep_dir, [path for _, path in metrics])
     for index, damage in unreadable.items():  # changed since its run.json was read: damaged after all
         run = metrics[index][0]
         record = _damaged(sweep_dir, sweep_dir / infos[run][0]["job"], infos[run][0], damage)

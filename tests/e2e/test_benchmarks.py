@@ -145,9 +145,11 @@ def test_plan_benchmark_smoke_prints_its_table():
 
 @pytest.mark.slow
 def test_report_benchmark_smoke_prints_its_table():
-    """20 constructed runs and an index of 3 sweeps: the report's and the results table's times and the HTML's size."""
+    """20 constructed runs and an index of 3 sweeps: the report's (first and again) and the results table's times
+    (with the metrics cache and without) and the HTML's size."""
     text = smoke("bench_report")
-    row = re.search(r"\| 20 runs, 2 facets \| ([\d.]+) s \| ([\d.]+) MB \| ([\d.]+) s \|", text)
-    index = re.search(r"\| `reports/index.html` over 3 sweeps \(12 runs each\) \| ([\d.]+) s \| – \| – \|", text)
+    row = re.search(r"\| 20 runs, 2 facets \| ([\d.]+) s \| ([\d.]+) s \| ([\d.]+) MB \| ([\d.]+) s \| ([\d.]+) s \|",
+                    text)
+    index = re.search(r"\| `reports/index.html` over 3 sweeps \(12 runs each\) \| ([\d.]+) s( \| –){4} \|", text)
     assert row and index, text
     assert all(float(value) > 0 for value in (*row.groups(), index.group(1)))
