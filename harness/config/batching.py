@@ -35,14 +35,17 @@ TARGET_CHUNK = 5
 
 
 def plan_batches(batch_size: int, per_replica_batch: bool, replicas: int, train_size: int,
-                 steps_per_execution: int = 0, check_target: bool = False) -> BatchPlan:
+                 steps_per_execution: int = 0, check_target: bool = False, backend: str = "tensorflow") -> BatchPlan:
     """Global and per-replica batch, steps per epoch and steps per compiled call; raises ConfigError.
 
     A global batch that does not divide by the replica count is refused rather than split unevenly, so every
     replica always sees the same number of samples per step. steps_per_execution 0 is automatic: a whole epoch
     per call on one replica, one step per call under MirroredStrategy, where Keras 3's multi-step loop fails
-    ("must feed a value for placeholder"). With `check_target` (target_tune_acc), automatic is the largest divisor
-    of the epoch up to TARGET_CHUNK steps: the target can only be checked between compiled calls.
+    ("must feed a value for placeholder"). On JAX (`backend`), Keras's DataParallel runs the multi-step loop over
+    several replicas too (checked with Keras 3.15 / JAX 0.10: the same losses as one step per call), so a whole epoch
+    per call there as well; but JAX shards every batch evenly, so the epoch's last, smaller batch must also divide
+    by the replicas. With `check_target` (target_tune_acc), automatic is the largest divisor of the epoch up to
+    TARGET_CHUNK steps: the target can only be checked between compiled calls.
     """
     if replicas < 1:
         raise ValueError(f"replicas must be >= 1, got {replicas}")
@@ -56,15 +59,21 @@ def plan_batches(batch_size: int, per_replica_batch: bool, replicas: int, train_
         raise ConfigError("batch_size", batch_size, f"an integer from 1 to {limit}: the training-set size "
                         f"{train_size}{what}")
     steps_per_epoch = math.ceil(train_size / global_batch)
-    if steps_per_execution > 1 and replicas > 1:
+    multi_step = replicas == 1 or backend == "jax"  # Keras's multi-step loop runs here
+    last = train_size - (steps_per_epoch - 1) * global_batch
+    if backend == "jax" and last % replicas:
+        raise ConfigError("batch_size", batch_size, f"a global batch whose epoch ends in a batch that splits evenly "
+                          f"over gpus={replicas} on JAX (the {train_size} training samples leave a last batch of "
+                          f"{last}); or a training size that divides by the batch")
+    if steps_per_execution > 1 and not multi_step:
         raise ConfigError("steps_per_execution", steps_per_execution, f"0 or 1 with gpus={replicas} (Keras's "
                         "multi-step loop fails under MirroredStrategy)")
     # A compiled call must not run into the next epoch's batches, so it covers a divisor of the epoch.
     if steps_per_execution and steps_per_epoch % steps_per_execution:
         raise ConfigError("steps_per_execution", steps_per_execution, f"0 (a whole epoch per call) or a divisor of "
                         f"the {steps_per_epoch} steps per epoch")
-    automatic = steps_per_epoch if replicas == 1 else 1
-    if check_target and replicas == 1:
+    automatic = steps_per_epoch if multi_step else 1
+    if check_target and multi_step:
         automatic = max(k for k in range(1, min(TARGET_CHUNK, steps_per_epoch) + 1) if steps_per_epoch % k == 0)
     return BatchPlan(
         batch_size=batch_size,

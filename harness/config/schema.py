@@ -110,9 +110,6 @@ def _devices(cfg: dict) -> DeviceConfig:
     if backend == "jax":
         if importlib.util.find_spec("jax") is None:
             raise ConfigError("backend", backend, "tensorflow, or install JAX first: pip install -e \".[jax]\"")
-        if gpus > 1:
-            raise ConfigError("gpus", gpus, "0 or 1 with backend=jax (JAX runs on one device; several devices are "
-                              "tensorflow's, with MirroredStrategy)")
     return DeviceConfig(gpus=gpus, devices=devices, simulate_devices=simulate, backend=backend)
 
 
@@ -207,6 +204,8 @@ def from_dict(cfg: dict[str, Any]) -> RunConfig:
         return run
     # the planner a run uses raises the same one-line error, naming the key, now instead of at run time
     plan = batching.plan_batches(train.batch_size, train.per_replica_batch, max(device.gpus, 1), train_size,
-                                 train.steps_per_execution, check_target=train.target_tune_acc is not None)
+                                 train.steps_per_execution, check_target=train.target_tune_acc is not None,
+                                 backend=device.backend)
     batching.plan_schedule(plan, train)
+    models.check_replicas(model, plan.replicas, plan.per_replica_batch_size, device.backend)
     return run

@@ -42,7 +42,8 @@ def check_slurm_arrays(launcher_cfg) -> None:
 
 
 def check_devices(run_configs: list[RunConfig], gpu_ids: list[int], ids_applied: bool = False) -> None:
-    """Runs on this machine may not ask for more GPUs than it has, unless they simulate devices on the CPU.
+    """Runs on this machine may not ask for more GPUs than it has, unless they simulate devices on the CPU (on
+    TensorFlow only where no GPU is visible; on JAX always, as host devices).
 
     `ids_applied`: the launcher already narrowed CUDA_VISIBLE_DEVICES to the run's `devices`.
     """
@@ -52,7 +53,7 @@ def check_devices(run_configs: list[RunConfig], gpu_ids: list[int], ids_applied:
             missing = [i for i in device.devices if i not in gpu_ids]
             if missing:
                 raise ConfigError("devices", list(device.devices), f"ids of visible GPUs {gpu_ids}")
-        elif device.gpus > len(gpu_ids) and not (device.simulate_devices and not gpu_ids):
+        elif device.gpus > len(gpu_ids) and not (device.simulate_devices and (not gpu_ids or device.backend == "jax")):
             raise ConfigError(
                 "gpus", device.gpus, f"at most {len(gpu_ids)} (GPUs visible here), or simulate_devices=true "
                 "to split the CPU into that many devices (only when no GPU is visible)",

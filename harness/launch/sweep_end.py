@@ -105,10 +105,19 @@ def interpolate(sweep_dir: Path, worker=None) -> None:
 def prepare_report() -> None:
     """Import the report's modules (matplotlib, SciPy's statistics, the templates: about a second on the 2-core
     CPU) ahead of write_report."""
-    import harness.report.html  # noqa: F401
+    try:
+        import harness.report.html  # noqa: F401
+    except ImportError:  # write_report says so
+        pass
 
 
 def write_report(sweep_dir: Path) -> None:
-    from harness.report.html import publish
-
+    """The sweep's report; where this machine lacks the report's own libraries (a GPU machine given only what
+    runs need, scripts/gpu_smoke.sh jax), one warning line instead: the sweep folder builds it anywhere."""
+    try:
+        from harness.report.html import publish
+    except ModuleNotFoundError as err:
+        print(f"harness: warning: no report here: it needs {err.name}, which is not installed; build it where it "
+              f"is with: python -m harness.report {sweep_dir}", file=sys.stderr)
+        return
     publish(sweep_dir, REPORTS_DIR)

@@ -2,6 +2,7 @@
 so config validation can read the names without loading TensorFlow."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -175,12 +176,41 @@ def build(model_cfg: ModelConfig, input_shape: tuple[int, ...], num_classes: int
     return model
 
 
-def batchnorm_mode(model_cfg, replicas: int) -> str:
-    """Which batch normalisation ran, for the run's record."""
+def check_replicas(model_cfg: ModelConfig, replicas: int, per_replica_batch: int, backend: str) -> None:
+    """On several JAX devices a ghost batch must lie within one replica's share of the batch: its chunks are the
+    per-replica statistics there (replica_model)."""
+    ghost = model_cfg.ghost_batch_size
+    if backend == "jax" and replicas > 1 and ghost and per_replica_batch % ghost:
+        raise ConfigError("model.ghost_batch_size", ghost, f"a divisor of the per-replica batch {per_replica_batch} "
+                          f"with backend=jax gpus={replicas} (each replica's share of the batch is chunked), or null")
+
+
+def replica_model(model_cfg: ModelConfig, replicas: int, per_replica_batch: int, backend: str) -> ModelConfig:
+    """The model a run builds for its devices. Keras's DataParallel on JAX normalises batch norm over the global
+    batch, where MirroredStrategy normalises each replica's share: on JAX a built-in model with
+    `model.sync_batchnorm=false` (the default) gets per-replica statistics as ghost batch norm in chunks of the
+    per-replica batch (the batch is split between the devices in that order), and `sync_batchnorm=true` keeps the
+    global ones (Keras's own synchronized layer is TensorFlow's only: on JAX a plain one is already synchronized).
+    A user's own model normalises over the global batch (batchnorm_mode says so)."""
+    if backend != "jax" or model_cfg.source not in BUILTIN or not model_cfg.batch_norm:
+        return model_cfg
+    if model_cfg.sync_batchnorm:
+        return dataclasses.replace(model_cfg, sync_batchnorm=False)
+    if replicas < 2 or model_cfg.ghost_batch_size:
+        return model_cfg
+    return dataclasses.replace(model_cfg, ghost_batch_size=per_replica_batch)
+
+
+def batchnorm_mode(model_cfg, replicas: int, backend: str = "tensorflow") -> str:
+    """Which batch normalisation ran, for the run's record (`model_cfg` as configured, before replica_model)."""
+    if backend == "jax" and replicas >= 2 and model_cfg.source not in BUILTIN:
+        return "over the global batch, if the model has batch norm (JAX's DataParallel normalises the whole batch)"
     if not model_cfg.batch_norm:
         return "none"
     if model_cfg.ghost_batch_size:
         return f"ghost batch norm (chunks of {model_cfg.ghost_batch_size})"
     if replicas < 2:
         return "single replica"
-    return "synchronized across replicas" if model_cfg.sync_batchnorm else "per replica"
+    if model_cfg.sync_batchnorm:
+        return "synchronized across replicas"
+    return "per replica (ghost batch norm in chunks of the per-replica batch)" if backend == "jax" else "per replica"

@@ -1,9 +1,11 @@
-"""Choose where a run trains: the tf.distribute strategy on TensorFlow, the device on JAX (one device; several
-come later). The one place that decides where training runs."""
+"""Choose where a run trains: the tf.distribute strategy on TensorFlow, the devices and Keras's distribution on
+JAX. The one place that decides where training runs."""
 from __future__ import annotations
 
 import contextlib
 import os
+import re
+import sys
 from dataclasses import dataclass
 
 
@@ -13,16 +15,27 @@ class DeviceError(RuntimeError):
 
 @dataclass
 class Placement:
-    strategy: object | None   # a tf.distribute.Strategy; None on JAX (one device)
+    strategy: object | None   # a tf.distribute.Strategy; None on JAX
     replicas: int
     device_names: list[str]
+    distribution: object | None = None  # on several JAX devices, keras.distribution.DataParallel
 
     def scope(self):
-        """Where the model and its optimizer are built: the strategy's scope, or nothing to enter on JAX."""
+        """Where the model and its optimizer are built: the strategy's or the distribution's scope, or nothing to
+        enter on one JAX device."""
+        if self.distribution is not None:
+            return self.distribution.scope()
         return contextlib.nullcontext() if self.strategy is None else self.strategy.scope()
+
+    def training(self):
+        """Where the model trains: on JAX, Keras's distribution shards each batch between the devices only while it
+        is the current one (a model built in a strategy's scope trains under it wherever fit is called)."""
+        return self.distribution.scope() if self.distribution is not None else contextlib.nullcontext()
 
     @property
     def strategy_name(self) -> str:
+        if self.distribution is not None:
+            return type(self.distribution).__name__
         return "none (one JAX device)" if self.strategy is None else type(self.strategy).__name__
 
 
@@ -34,15 +47,45 @@ def limit_xla_threads(intra_op_threads: int | None) -> None:
         os.environ["XLA_FLAGS"] = f"{flags} --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1".strip()
 
 
-def jax_placement(gpus: int) -> Placement:
-    """gpus=0: the CPU; 1: the first GPU JAX sees. Several devices on JAX are refused by the config's check."""
-    from harness.backend import ops
+HOST_DEVICES = "--xla_force_host_platform_device_count"
 
-    names = ops.device_names("gpu" if gpus else "cpu")
-    if gpus and not names:
-        raise DeviceError("gpus=1 with backend=jax: JAX sees no GPU (install jax with CUDA, e.g. "
-                          "pip install 'jax[cuda12]', or use gpus=0)")
-    return Placement(None, 1, names[:1])
+
+def simulate_jax_devices(count: int) -> None:
+    """Split the CPU into `count` JAX host devices (XLA's flag, on the CPU platform only, so it works on a GPU
+    machine too); possible only before JAX starts, since XLA reads its flags once per process."""
+    if "jax" in sys.modules:  # loaded already (this process ran JAX before): its devices are fixed
+        existing = len(sys.modules["jax"].devices("cpu"))
+        if existing != count:
+            raise DeviceError(f"simulate_devices: this process already has {existing} JAX CPU device(s) and cannot "
+                              f"change to {count}; run each device count in its own process")
+        return
+    flags = re.sub(rf"{HOST_DEVICES}=\S*", "", os.environ.get("XLA_FLAGS", "")).strip()
+    os.environ["XLA_FLAGS"] = f"{flags} {HOST_DEVICES}={count}".strip()
+    os.environ["JAX_PLATFORMS"] = "cpu"
+
+
+def jax_placement(gpus: int, devices: tuple[int, ...] | None = None, simulate_devices: bool = False) -> Placement:
+    """gpus=0: the CPU; 1: a GPU; N >= 2: Keras's DataParallel over N GPUs, or over N host devices with
+    simulate_devices (simulate_jax_devices, before JAX starts). `devices` picks GPUs by JAX's ids."""
+    from harness.backend import keras, ops
+
+    platform = "cpu" if gpus == 0 or simulate_devices else "gpu"
+    names = ops.device_names(platform)
+    if platform == "gpu" and not names:
+        raise DeviceError(f"gpus={gpus} with backend=jax: JAX sees no GPU (install jax with CUDA, e.g. "
+                          "pip install 'jax[cuda12]', or use gpus=0, or simulate_devices=true)")
+    if devices is not None:
+        missing = [i for i in devices if f"gpu:{i}" not in names]
+        if missing:
+            raise DeviceError(f"devices={list(devices)}: GPU id(s) {missing} not visible to JAX ({names})")
+        names = [f"gpu:{i}" for i in devices]
+    count = max(gpus, 1)
+    if len(names) < count:
+        raise DeviceError(f"gpus={gpus} with backend=jax: JAX sees {len(names)} {platform} device(s) ({names})")
+    names = names[:count]
+    if count == 1:
+        return Placement(None, 1, names)
+    return Placement(None, count, names, keras.distribution.DataParallel(devices=names))
 
 
 def _split_cpu(tf, count: int) -> None:

@@ -123,12 +123,15 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, board:
     keras.backend.clear_session()  # jobs of an in-process multirun start from a clean slate
     ops.seed(cfg.train.seed)
     plan = plan_batches(cfg.train.batch_size, cfg.train.per_replica_batch, placement.replicas, len(data_in.y_train),
-                        cfg.train.steps_per_execution, check_target=cfg.train.target_tune_acc is not None)
+                        cfg.train.steps_per_execution, check_target=cfg.train.target_tune_acc is not None,
+                        backend=cfg.device.backend)
+    models.check_replicas(cfg.model, plan.replicas, plan.per_replica_batch_size, cfg.device.backend)
+    model_cfg = models.replica_model(cfg.model, plan.replicas, plan.per_replica_batch_size, cfg.device.backend)
     schedule = plan_schedule(plan, cfg.train)
     _log_plan(run_id, plan, schedule, resume_epoch)
 
     with placement.scope():
-        model = models.build(cfg.model, data_in.input_shape, data_in.num_classes)
+        model = models.build(model_cfg, data_in.input_shape, data_in.num_classes)
         train.compile_model(model, cfg.train.optimizer, train.learning_rate(schedule.peak_lr, schedule.warmup_steps),
                             plan.steps_per_execution)
         if resume_epoch:
@@ -136,7 +139,7 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, board:
     record.update(trainable_params=suspects.trainable_parameters(model))
 
     epoch_probes = _epoch_probes(cfg, run_dir, model, data_in, resume_epoch)
-    precise = _precise_bn(cfg, model, data_in, placement.replicas)
+    precise = _precise_bn(model_cfg, model, data_in, placement.replicas)
     table = MetricsTable(run_dir, keep_epochs=resume_epoch)
     board.start(table.rows)
     columns = {"run_id": run_id, **config_columns(cfg.flat()), "peak_lr": schedule.peak_lr, **plan.as_columns(),
@@ -155,16 +158,17 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, board:
                                    extra_columns=epoch_probes, tune_eval=tune_eval, precise_bn=precise)
     monitor = _target_monitor(cfg, model, data_in, plan, tune_eval, val_inputs)
     fit_started = time.perf_counter()
-    train.fit(model, batches, plan, schedule.epochs,
-              [*([monitor] if monitor else []), recorder, checkpoint.callback(run_dir, model)],
-              initial_epoch=resume_epoch)
+    with placement.training():
+        train.fit(model, batches, plan, schedule.epochs,
+                  [*([monitor] if monitor else []), recorder, checkpoint.callback(run_dir, model)],
+                  initial_epoch=resume_epoch)
     record.update(fit_seconds=time.perf_counter() - fit_started, target_reached_at_epoch=recorder.target_reached_at)
     if monitor is not None:
         record.update(**target.write(run_dir, monitor))
     if cfg.train.probes and not recorder.diverged:
         probes.save_weights(run_dir / layout.FINAL_WEIGHTS, model)
-        probes.write_final_probes(run_dir, _probe_model(cfg, model, data_in, placement.replicas), data_in.x_train,
-                                  data_in.y_train, decoder(data_in.decode), cfg.train.probe_samples)
+        probes.write_final_probes(run_dir, _probe_model(model_cfg, model, data_in, placement.replicas),
+                                  data_in.x_train, data_in.y_train, decoder(data_in.decode), cfg.train.probe_samples)
     checkpoint.remove(run_dir)  # kept until the probes are written: a run killed during them resumes there
     return (recorder.rows[-1]["val_acc"] if recorder.rows else float("nan")), recorder.diverged
 
@@ -197,7 +201,7 @@ def _target_monitor(cfg: RunConfig, model, data_in: Arrays, plan, tune_eval, val
     return target.TargetMonitor(cfg.train.target_tune_acc, tune_eval, plan, at_target)
 
 
-def _precise_bn(cfg: RunConfig, model, data_in: Arrays, replicas: int):
+def _precise_bn(model_cfg, model, data_in: Arrays, replicas: int):
     """The batch-norm statistics recomputed after every epoch (harness.run.precise_bn), for a model with batch norm;
     None for a model without, which gets no columns and pays nothing."""
     from harness.data.batches import decoder
@@ -205,19 +209,19 @@ def _precise_bn(cfg: RunConfig, model, data_in: Arrays, replicas: int):
 
     if not precise_bn.batch_norm_layers(model):
         return None
-    twin = _probe_model(cfg, model, data_in, replicas) if replicas >= 2 else None
+    twin = _probe_model(model_cfg, model, data_in, replicas) if replicas >= 2 else None
     return precise_bn.PreciseBatchNorm(model, data_in.x_train, data_in.y_train, decoder(data_in.decode),
                                        twin=twin)
 
 
-def _probe_model(cfg: RunConfig, model, data_in: Arrays, replicas: int):
-    """The trained model for the end-of-run probes: a single-device twin under data parallelism, whose plain
-    variables the probes can move and differentiate twice outside the strategy."""
+def _probe_model(model_cfg, model, data_in: Arrays, replicas: int):
+    """The trained model for the end-of-run probes: a single-device twin under data parallelism (built outside the
+    strategy's or the distribution's scope), whose plain variables the probes can move and differentiate twice."""
     if replicas < 2:
         return model
     from harness.models import registry as models
 
-    twin = models.build(cfg.model, data_in.input_shape, data_in.num_classes)
+    twin = models.build(model_cfg, data_in.input_shape, data_in.num_classes)
     twin.set_weights(model.get_weights())
     return twin
 
@@ -229,9 +233,14 @@ def _place(cfg: RunConfig, record: RunRecord):
 
     intra_op, inter_op = cpu_threads(cfg)
     if cfg.device.backend == "jax":
-        backend.select("jax", cpu_only=cfg.device.gpus == 0)
+        simulated = cfg.device.simulate_devices and cfg.device.gpus >= 2
+        if simulated:
+            devices.simulate_jax_devices(cfg.device.gpus)
+        backend.select("jax", cpu_only=cfg.device.gpus == 0 or simulated)
         devices.limit_xla_threads(intra_op)
-        placement = devices.jax_placement(cfg.device.gpus)
+        # Under the harness launcher, CUDA_VISIBLE_DEVICES already holds exactly the GPUs `devices` names.
+        explicit = None if os.environ.get("HARNESS_GPUS_ASSIGNED") else cfg.device.devices
+        placement = devices.jax_placement(cfg.device.gpus, explicit, cfg.device.simulate_devices)
         threads = {"intra_op": intra_op}
     else:
         backend.select("tensorflow")
@@ -247,8 +256,8 @@ def _place(cfg: RunConfig, record: RunRecord):
         **backend.ops.versions(), strategy=placement.strategy_name,
         replicas=placement.replicas, devices=placement.device_names, platform=platform.platform(),
         cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
-        simulated_devices=cfg.device.simulate_devices and placement.device_names[0].startswith("/cpu"),
-        batchnorm=models.batchnorm_mode(cfg.model, placement.replicas), cpu_threads=threads,
+        simulated_devices=cfg.device.simulate_devices and placement.device_names[0].lstrip("/").startswith("cpu"),
+        batchnorm=models.batchnorm_mode(cfg.model, placement.replicas, cfg.device.backend), cpu_threads=threads,
     )
     return placement
 

@@ -75,7 +75,7 @@ def validation_transform(cfg: RunConfig, data_in: Arrays):
 
 
 def _evaluated_arrays(x, y, decode, replicas: int = 1):
-    """Numpy evaluation batches as Keras reads them (backend=jax, one device)."""
+    """Numpy evaluation batches as Keras reads them (backend=jax)."""
     from harness.data.batches import EVAL_BATCH, Batches
     from harness.run.train import ArrayDataset
 

@@ -44,7 +44,8 @@ def _expected_epochs(run_cfg) -> int:
     train = run_cfg.train
     try:
         size = expected_train_size(run_cfg.data, train.imbalance, train.train_fraction, train.tune_fraction)
-        plan = plan_batches(train.batch_size, train.per_replica_batch, max(run_cfg.device.gpus, 1), size)
+        plan = plan_batches(train.batch_size, train.per_replica_batch, max(run_cfg.device.gpus, 1), size,
+                            backend=run_cfg.device.backend)
         return plan_schedule(plan, train).epochs
     except ValueError:  # the run itself will report it
         return train.epochs

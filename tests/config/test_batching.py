@@ -53,6 +53,17 @@ def test_automatic_steps_per_execution_is_one_step_per_call_with_several_replica
         plan_batches(64, False, 2, 4000, steps_per_execution=3)
 
 
+def test_on_jax_several_replicas_run_a_whole_epoch_per_call_and_the_last_batch_must_split_evenly():
+    """Keras's DataParallel runs the multi-step loop (MirroredStrategy's does not), and JAX shards every batch
+    evenly, the epoch's last, smaller one too."""
+    assert plan_batches(64, False, 2, 4000, backend="jax").steps_per_execution == 63
+    assert plan_batches(64, False, 2, 4000, steps_per_execution=9, backend="jax").steps_per_execution == 9
+    assert plan_batches(64, False, 2, 4001).steps_per_execution == 1  # TensorFlow splits a last batch of 33
+    with pytest.raises(ConfigError, match=r"batch_size=64 .*over gpus=2 on JAX .*4001 training samples leave a last "
+                                          r"batch of 33"):
+        plan_batches(64, False, 2, 4001, backend="jax")
+
+
 def test_plan_errors_are_config_errors_naming_the_key_and_value():
     with pytest.raises(ConfigError) as caught:
         plan_batches(4001, False, 1, 4000)

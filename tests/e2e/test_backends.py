@@ -43,3 +43,25 @@ def test_the_report_of_a_jax_sweep_names_its_backend(jax_smoke_sweep):
     cwd, finished = jax_smoke_sweep
     html = (cwd / finished.stdout.strip().splitlines()[-1]).read_text()
     assert "<td>backend</td><td>jax</td>" in html and "<td>jax</td><td>0." in html
+
+
+def test_the_main_job_on_two_simulated_jax_devices_completes_with_a_verdict(tmp_path):
+    """`python -m harness batch_size=8,32,64,128 backend=jax gpus=2 simulate_devices=true -m`, shortened (two seeds,
+    three epochs on 1,200 samples, no probes): every run data-parallel over two host devices, and a verdict."""
+    import re
+
+    from tests.conftest import run_harness
+
+    sweep = tmp_path / "sweep"
+    proc = run_harness("batch_size=8,32,64,128", "backend=jax", "gpus=2", "simulate_devices=true", "seed=0,1",
+                       "epochs=3", "dataset.num_samples=1200", "probes=false", f"hydra.sweep.dir={sweep}", "-m",
+                       cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for run in _runs(sweep):
+        record = json.loads((run / "run.json").read_text())
+        assert record["status"] == "completed" and record["environment"]["strategy"] == "DataParallel"
+        assert record["environment"]["replicas"] == 2 and "tensorflow" not in record["environment"]
+    assert len(_runs(sweep)) == 8
+    html = (tmp_path / proc.stdout.strip().splitlines()[-1]).read_text()
+    assert '<h2 id="verdict">Verdict</h2>' in html
+    assert re.search(r'<div class="verdict (reproduced|not-reproduced|inconclusive|reversed)', html), html[:2000]

@@ -190,3 +190,22 @@ def test_the_main_job_runs_three_seeds_per_batch_size_unless_the_command_says(tm
     assert [c.train.seed for c in single] == [0]  # a single run is one run, with the config's seed
     assert [c.train.seed for c in plan_command(["+study=smoke"], multirun=True).run_configs] == [0, 0]
     assert {c.train.seed for c in plan_command(["+study=controls"], multirun=True).run_configs} == {0, 1}
+
+
+def test_a_machine_without_the_reports_libraries_ends_its_sweep_with_one_warning_and_no_report(tmp_path):
+    """A GPU machine given only what runs need (scripts/gpu_smoke.sh jax): the sweep's end says where the report
+    can be built instead of failing after every run has finished."""
+    import subprocess
+    import sys
+
+    from tests.helpers.sweeps import batch_sweep
+
+    sweep = batch_sweep(tmp_path / "s", {8: [0.8, 0.79], 64: [0.7, 0.72]})
+    code = ("import sys; from pathlib import Path; sys.modules['jinja2'] = None; from harness.launch import sweep_end; "
+            "sweep_end.prepare_report(); sweep_end.write_report(Path(sys.argv[1]))")
+    proc = subprocess.run([sys.executable, "-c", code, str(sweep)], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stderr.strip() == (f"harness: warning: no report here: it needs jinja2, which is not installed; "
+                                   f"build it where it is with: python -m harness.report {sweep}")
+    assert not (tmp_path / "reports").exists()

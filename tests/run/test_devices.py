@@ -5,6 +5,7 @@ import json
 import pandas as pd
 import pytest
 
+from harness.fields import ConfigError
 from tests.conftest import TINY, run_harness
 
 
@@ -37,6 +38,37 @@ def test_sync_batchnorm_builds_synchronized_layers(compose):
     assert models.batchnorm_mode(compose("model.batch_norm=true").model, 2) == "per replica"
 
 
+def test_on_several_jax_devices_per_replica_batch_norm_is_ghost_batch_norm_of_the_per_replica_batch(
+        compose, tmp_path, monkeypatch):
+    """JAX's DataParallel normalises the global batch: the built-in models' per-replica statistics (the default,
+    as under MirroredStrategy) are chunks of the per-replica batch; synchronized ones, a chosen ghost batch, one
+    device and a user's model are built as configured."""
+    from harness.models import registry as models
+
+    per_replica = compose("model.batch_norm=true").model
+    assert models.replica_model(per_replica, 2, 16, "jax").ghost_batch_size == 16
+    assert models.batchnorm_mode(per_replica, 2, "jax") == ("per replica (ghost batch norm in chunks of the "
+                                                            "per-replica batch)")
+    synchronized = compose("model.batch_norm=true", "model.sync_batchnorm=true").model
+    for unchanged, replicas, backend in [(per_replica, 2, "tensorflow"), (per_replica, 1, "jax"),
+                                         (synchronized, 2, "tensorflow"),
+                                         (compose("model.batch_norm=true", "model.ghost_batch_size=4").model, 2, "jax"),
+                                         (compose().model, 2, "jax")]:
+        assert models.replica_model(unchanged, replicas, 16, backend) == unchanged
+    # Keras's synchronized layer is TensorFlow's: on JAX a plain layer normalises the global batch already
+    assert models.replica_model(synchronized, 2, 16, "jax") == compose("model.batch_norm=true").model
+    assert models.batchnorm_mode(compose("model.batch_norm=true", "model.sync_batchnorm=true").model, 2,
+                                 "jax") == "synchronized across replicas"
+    (tmp_path / "mymodels.py").write_text("def small(input_shape, num_classes):\n    return None\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    user = compose("model=custom", "model._target_=mymodels.small").model
+    assert models.replica_model(user, 2, 16, "jax") == user
+    assert models.batchnorm_mode(user, 2, "jax").startswith("over the global batch")
+    models.check_replicas(compose("model.batch_norm=true", "model.ghost_batch_size=4").model, 2, 16, "jax")
+    with pytest.raises(ConfigError, match="model.ghost_batch_size=6 .* a divisor of the per-replica batch 16"):
+        models.check_replicas(compose("model.batch_norm=true", "model.ghost_batch_size=6").model, 2, 16, "jax")
+
+
 @pytest.mark.slow
 def test_two_simulated_replicas_really_run_mirrored_with_the_batch_split(tmp_path):
     sweep = tmp_path / "sweep"
@@ -63,6 +95,47 @@ def test_two_simulated_replicas_really_run_mirrored_with_the_batch_split(tmp_pat
 
 
 @pytest.mark.slow
+def test_two_simulated_jax_devices_train_data_parallel_recorded_as_under_mirrored(tmp_path):
+    """backend=jax gpus=2 simulate_devices=true: Keras's DataParallel over two host devices, with the global and
+    per-replica batch in the same columns as MirroredStrategy's, per-replica or synchronized batch norm, the
+    precise-BN columns and the end-of-run probes (on a single-device copy)."""
+    sweep = tmp_path / "sweep"
+    proc = run_harness(*[o for o in TINY if o != "probes=false"], "probe_samples=64", "backend=jax", "gpus=2",
+                       "simulate_devices=true", "per_replica_batch=true", "batch_size=16", "model.batch_norm=true",
+                       "model.sync_batchnorm=false,true", f"hydra.sweep.dir={sweep}", "-m", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    modes = []
+    for num in (0, 1):
+        record = json.loads((sweep / str(num) / "run.json").read_text())
+        env = record["environment"]
+        assert record["status"] == "completed" and "tensorflow" not in env
+        assert env["strategy"] == "DataParallel" and env["replicas"] == 2
+        assert env["devices"] == ["cpu:0", "cpu:1"] and env["simulated_devices"] is True
+        modes.append(env["batchnorm"])
+        frame = pd.read_parquet(sweep / str(num) / "metrics.parquet")
+        assert (frame["replicas"] == 2).all() and (frame["global_batch_size"] == 32).all()
+        assert (frame["per_replica_batch_size"] == 16).all() and list(frame["step"]) == [15, 30]  # 480 / 32
+        assert frame["val_acc"].iloc[-1] > 0.15 and frame["val_acc_precise_bn"].between(0, 1).all()
+        probes = json.loads((sweep / str(num) / "probes.json").read_text())
+        assert probes["hessian_top_eigenvalue"] > 0 and probes["sharpness"] >= 0
+    assert modes == ["per replica (ghost batch norm in chunks of the per-replica batch)",
+                     "synchronized across replicas"]
+
+
+@pytest.mark.slow
+def test_without_batch_norm_two_jax_devices_give_the_val_acc_of_one_at_the_same_global_batch(tmp_path):
+    finals = {}
+    for gpus in (0, 2):
+        proc = run_harness(*TINY, "backend=jax", f"gpus={gpus}", "simulate_devices=true", "batch_size=32",
+                           f"hydra.run.dir=run{gpus}", cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        frame = pd.read_parquet(tmp_path / f"run{gpus}" / "metrics.parquet")
+        assert frame["replicas"].tolist() == [max(gpus, 1)] * 2
+        finals[gpus] = frame["val_acc"].iloc[-1]
+    assert finals[2] == pytest.approx(finals[0], abs=1e-3), finals
+
+
+@pytest.mark.slow
 def test_sweeping_simulated_gpus_shows_replicas_in_the_report(tmp_path):
     sweep = tmp_path / "sweep"
     # one simulated device is OneDeviceStrategy (test_cpu_and_single_simulated_device_strategies, in-process)
@@ -86,3 +159,22 @@ def test_a_training_set_smaller_than_an_evaluation_batch_that_does_not_split_eve
     frame = pd.read_parquet(tmp_path / "run" / "metrics.parquet")
     assert frame["train_size"].tolist() == [301] and frame["replicas"].tolist() == [2]
     assert frame["train_eval_acc"].between(0, 1).all() and frame["val_acc"].between(0, 1).all()
+
+
+def test_simulated_jax_devices_are_host_devices_set_before_jax_starts_and_fixed_after(monkeypatch):
+    import os
+    import sys
+    import types
+
+    from harness.run.devices import DeviceError, simulate_jax_devices
+
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false --xla_force_host_platform_device_count=8")
+    monkeypatch.delenv("JAX_PLATFORMS", raising=False)
+    monkeypatch.delitem(sys.modules, "jax", raising=False)
+    simulate_jax_devices(4)
+    assert os.environ["XLA_FLAGS"] == "--xla_cpu_multi_thread_eigen=false --xla_force_host_platform_device_count=4"
+    assert os.environ["JAX_PLATFORMS"] == "cpu"  # host devices, also on a machine with a GPU
+    monkeypatch.setitem(sys.modules, "jax", types.SimpleNamespace(devices=lambda platform: ["cpu"] * 2))
+    simulate_jax_devices(2)  # what this process has already
+    with pytest.raises(DeviceError, match="already has 2 JAX CPU device.*cannot change to 4"):
+        simulate_jax_devices(4)
