@@ -348,11 +348,11 @@ def _submitted_tasks(sweep: Path) -> dict[str, set[int]]:
 def test_a_slurm_sweep_of_50_runs_is_cut_into_arrays_and_its_resume_submits_only_the_runs_not_finished(
         tmp_path, local_slurm):
     """50 one-step runs on the local SLURM, whose MaxArraySize is 40 (scripts/slurm_local.sh): two arrays, sharing
-    array_parallelism=2. The command is stopped (its jobs cancelled) once half the runs finished; the same command
+    array_parallelism=4 (two tasks each; the node runs two at once). The command is stopped (its jobs cancelled) once half the runs finished; the same command
     then submits only the others, each under its own job number and folder, and leaves the finished ones alone."""
     sweep = tmp_path / "sweep"
     command = [*SLURM, "backend=jax", "budget=steps", "budget_steps=1", "batch_size=32", "probes=false",
-               "dataset.num_samples=600", "seed=range(0,50)", "hydra.launcher.array_parallelism=2",
+               "dataset.num_samples=600", "seed=range(0,50)", "hydra.launcher.array_parallelism=4",
                f"hydra.sweep.dir={sweep}", "-m"]
     log = open(tmp_path / "first.log", "w")
     proc = subprocess.Popen([sys.executable, "-m", "harness", *command], cwd=tmp_path, text=True, stdout=log,
@@ -382,7 +382,7 @@ def test_a_slurm_sweep_of_50_runs_is_cut_into_arrays_and_its_resume_submits_only
     assert sorted(len(indices) for indices in first_arrays.values()) == [10, 40], first_arrays
     # what the tasks share is written once a submission, not into each task's file (52 KB each before)
     assert max(path.stat().st_size for path in (sweep / ".submitit").rglob("*_submitted.pkl")) < 2048
-    assert "at most 1 at once" in (tmp_path / "first.log").read_text()
+    assert "at most 2 at once" in (tmp_path / "first.log").read_text()
 
     resumed = run_harness(*command, cwd=tmp_path, timeout=600)
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
