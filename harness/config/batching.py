@@ -35,7 +35,8 @@ TARGET_CHUNK = 5
 
 
 def plan_batches(batch_size: int, per_replica_batch: bool, replicas: int, train_size: int,
-                 steps_per_execution: int = 0, check_target: bool = False, backend: str = "tensorflow") -> BatchPlan:
+                 steps_per_execution: int = 0, check_target: bool = False, backend: str = "tensorflow",
+                 host_devices: bool = False) -> BatchPlan:
     """Global and per-replica batch, steps per epoch and steps per compiled call; raises ConfigError.
 
     A global batch that does not divide by the replica count is refused rather than split unevenly, so every
@@ -44,8 +45,11 @@ def plan_batches(batch_size: int, per_replica_batch: bool, replicas: int, train_
     ("must feed a value for placeholder"). On JAX (`backend`), Keras's DataParallel runs the multi-step loop over
     several replicas too (checked with Keras 3.15 / JAX 0.10: the same losses as one step per call), so a whole epoch
     per call there as well; but JAX shards every batch evenly, so the epoch's last, smaller batch must also divide
-    by the replicas. With `check_target` (target_tune_acc), automatic is the largest divisor of the epoch up to
-    TARGET_CHUNK steps: the target can only be checked between compiled calls.
+    by the replicas. Except on JAX's simulated host devices (`host_devices`): with a call's steps dispatched at
+    once, XLA:CPU deadlocked their all-reduce (an abort after 40 s, at batch 8 on MNIST-1D in every try, JAX 0.10),
+    so one step per call there, each waited for (harness.run.train.StepSync). With `check_target`
+    (target_tune_acc), automatic is the largest divisor of the epoch up to TARGET_CHUNK steps: the target can only
+    be checked between compiled calls.
     """
     if replicas < 1:
         raise ValueError(f"replicas must be >= 1, got {replicas}")
@@ -59,15 +63,16 @@ def plan_batches(batch_size: int, per_replica_batch: bool, replicas: int, train_
         raise ConfigError("batch_size", batch_size, f"an integer from 1 to {limit}: the training-set size "
                         f"{train_size}{what}")
     steps_per_epoch = math.ceil(train_size / global_batch)
-    multi_step = replicas == 1 or backend == "jax"  # Keras's multi-step loop runs here
+    multi_step = replicas == 1 or (backend == "jax" and not host_devices)  # Keras's multi-step loop runs here
     last = train_size - (steps_per_epoch - 1) * global_batch
     if backend == "jax" and last % replicas:
         raise ConfigError("batch_size", batch_size, f"a global batch whose epoch ends in a batch that splits evenly "
                           f"over gpus={replicas} on JAX (the {train_size} training samples leave a last batch of "
                           f"{last}); or a training size that divides by the batch")
     if steps_per_execution > 1 and not multi_step:
-        raise ConfigError("steps_per_execution", steps_per_execution, f"0 or 1 with gpus={replicas} (Keras's "
-                        "multi-step loop fails under MirroredStrategy)")
+        why = ("JAX's simulated host devices deadlock with several steps in flight" if backend == "jax" else
+               "Keras's multi-step loop fails under MirroredStrategy")
+        raise ConfigError("steps_per_execution", steps_per_execution, f"0 or 1 with gpus={replicas} ({why})")
     # A compiled call must not run into the next epoch's batches, so it covers a divisor of the epoch.
     if steps_per_execution and steps_per_epoch % steps_per_execution:
         raise ConfigError("steps_per_execution", steps_per_execution, f"0 (a whole epoch per call) or a divisor of "

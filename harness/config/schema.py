@@ -65,6 +65,11 @@ class DeviceConfig:
     simulate_devices: bool
     backend: str = "tensorflow"   # the Keras 3 backend the run trains on: tensorflow or jax
 
+    @property
+    def jax_host_devices(self) -> bool:
+        """Several JAX devices split from the CPU (simulate_devices): one step per call (config.batching)."""
+        return self.backend == "jax" and self.simulate_devices and self.gpus >= 2
+
 
 @dataclass(frozen=True)
 class RunConfig:
@@ -205,7 +210,7 @@ def from_dict(cfg: dict[str, Any]) -> RunConfig:
     # the planner a run uses raises the same one-line error, naming the key, now instead of at run time
     plan = batching.plan_batches(train.batch_size, train.per_replica_batch, max(device.gpus, 1), train_size,
                                  train.steps_per_execution, check_target=train.target_tune_acc is not None,
-                                 backend=device.backend)
+                                 backend=device.backend, host_devices=device.jax_host_devices)
     batching.plan_schedule(plan, train)
     models.check_replicas(model, plan.replicas, plan.per_replica_batch_size, device.backend)
     return run

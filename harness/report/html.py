@@ -23,7 +23,8 @@ from harness.store.run_files import FINISHED
 
 SIMULATED_NOTE = (
     "Simulated devices (simulate_devices=true) split one CPU into logical devices that share the same cores: "
-    "the mirrored code path really runs, but their throughput says nothing about real GPUs."
+    "the data-parallel code path (MirroredStrategy, or DataParallel on JAX) really runs, but their throughput says "
+    "nothing about real GPUs."
 )
 RUNNING_NOTE = (
     "{n} run(s) still marked running. If no harness command is working on this sweep now, they were killed before "

@@ -124,7 +124,7 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, board:
     ops.seed(cfg.train.seed)
     plan = plan_batches(cfg.train.batch_size, cfg.train.per_replica_batch, placement.replicas, len(data_in.y_train),
                         cfg.train.steps_per_execution, check_target=cfg.train.target_tune_acc is not None,
-                        backend=cfg.device.backend)
+                        backend=cfg.device.backend, host_devices=cfg.device.jax_host_devices)
     models.check_replicas(cfg.model, plan.replicas, plan.per_replica_batch_size, cfg.device.backend)
     model_cfg = models.replica_model(cfg.model, plan.replicas, plan.per_replica_batch_size, cfg.device.backend)
     schedule = plan_schedule(plan, cfg.train)
@@ -158,9 +158,10 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, board:
                                    extra_columns=epoch_probes, tune_eval=tune_eval, precise_bn=precise)
     monitor = _target_monitor(cfg, model, data_in, plan, tune_eval, val_inputs)
     fit_started = time.perf_counter()
+    step_sync = [train.StepSync()] if cfg.device.jax_host_devices else []  # one step in flight (config.batching)
     with placement.training():
         train.fit(model, batches, plan, schedule.epochs,
-                  [*([monitor] if monitor else []), recorder, checkpoint.callback(run_dir, model)],
+                  [*step_sync, *([monitor] if monitor else []), recorder, checkpoint.callback(run_dir, model)],
                   initial_epoch=resume_epoch)
     record.update(fit_seconds=time.perf_counter() - fit_started, target_reached_at_epoch=recorder.target_reached_at)
     if monitor is not None:
@@ -233,15 +234,16 @@ def _place(cfg: RunConfig, record: RunRecord):
 
     intra_op, inter_op = cpu_threads(cfg)
     if cfg.device.backend == "jax":
-        simulated = cfg.device.simulate_devices and cfg.device.gpus >= 2
+        simulated = cfg.device.jax_host_devices
         if simulated:
             devices.simulate_jax_devices(cfg.device.gpus)
         backend.select("jax", cpu_only=cfg.device.gpus == 0 or simulated)
-        devices.limit_xla_threads(intra_op)
+        if not simulated:  # host devices run side by side and meet in every step's all-reduce: XLA's own threads
+            devices.limit_xla_threads(intra_op)
         # Under the harness launcher, CUDA_VISIBLE_DEVICES already holds exactly the GPUs `devices` names.
         explicit = None if os.environ.get("HARNESS_GPUS_ASSIGNED") else cfg.device.devices
         placement = devices.jax_placement(cfg.device.gpus, explicit, cfg.device.simulate_devices)
-        threads = {"intra_op": intra_op}
+        threads = {"intra_op": None if simulated else intra_op, "xla_flags": os.environ.get("XLA_FLAGS", "")}
     else:
         backend.select("tensorflow")
         from harness.backend import tf

@@ -49,6 +49,14 @@ def compile_model(model: keras.Model, optimizer: str, lr, steps_per_execution: i
     )
 
 
+class StepSync(keras.callbacks.Callback):
+    """Waits for each step to finish before Keras dispatches the next (JAX's simulated host devices: with steps in
+    flight, XLA:CPU deadlocked their all-reduce; harness.config.batching)."""
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.model.optimizer.iterations.numpy()  # the step's last write: ready once the step is done
+
+
 class ArrayDataset(keras.utils.PyDataset):
     """harness.data.batches.Batches as Keras reads them (evaluate, predict) on a backend without tf.data."""
 

@@ -62,6 +62,10 @@ def test_on_jax_several_replicas_run_a_whole_epoch_per_call_and_the_last_batch_m
     with pytest.raises(ConfigError, match=r"batch_size=64 .*over gpus=2 on JAX .*4001 training samples leave a last "
                                           r"batch of 33"):
         plan_batches(64, False, 2, 4001, backend="jax")
+    # JAX's simulated host devices: one step per call (a call's steps in flight deadlocked their all-reduce)
+    assert plan_batches(64, False, 2, 4000, backend="jax", host_devices=True).steps_per_execution == 1
+    with pytest.raises(ConfigError, match="0 or 1 with gpus=2 .JAX's simulated host devices deadlock"):
+        plan_batches(64, False, 2, 4000, steps_per_execution=9, backend="jax", host_devices=True)
 
 
 def test_plan_errors_are_config_errors_naming_the_key_and_value():

@@ -111,6 +111,10 @@ def test_two_simulated_jax_devices_train_data_parallel_recorded_as_under_mirrore
         assert record["status"] == "completed" and "tensorflow" not in env
         assert env["strategy"] == "DataParallel" and env["replicas"] == 2
         assert env["devices"] == ["cpu:0", "cpu:1"] and env["simulated_devices"] is True
+        # two runs at once on two cores get one thread each, but host devices run side by side and meet in every
+        # step's all-reduce: XLA keeps its threads for them
+        flags = env["cpu_threads"]["xla_flags"]
+        assert "--xla_force_host_platform_device_count=2" in flags and "multi_thread_eigen=false" not in flags
         modes.append(env["batchnorm"])
         frame = pd.read_parquet(sweep / str(num) / "metrics.parquet")
         assert (frame["replicas"] == 2).all() and (frame["global_batch_size"] == 32).all()
@@ -124,13 +128,16 @@ def test_two_simulated_jax_devices_train_data_parallel_recorded_as_under_mirrore
 
 @pytest.mark.slow
 def test_without_batch_norm_two_jax_devices_give_the_val_acc_of_one_at_the_same_global_batch(tmp_path):
+    """Batch 8 on the full 4,000 training samples: 500 steps in an epoch, which deadlocked the two host devices'
+    all-reduce every time while a whole epoch's steps were dispatched at once (harness.config.batching)."""
     finals = {}
     for gpus in (0, 2):
-        proc = run_harness(*TINY, "backend=jax", f"gpus={gpus}", "simulate_devices=true", "batch_size=32",
-                           f"hydra.run.dir=run{gpus}", cwd=tmp_path)
+        proc = run_harness("epochs=1", "probes=false", "seed=0", "backend=jax", f"gpus={gpus}",
+                           "simulate_devices=true", "batch_size=8", f"hydra.run.dir=run{gpus}", cwd=tmp_path,
+                           timeout=300)
         assert proc.returncode == 0, proc.stderr[-3000:]
         frame = pd.read_parquet(tmp_path / f"run{gpus}" / "metrics.parquet")
-        assert frame["replicas"].tolist() == [max(gpus, 1)] * 2
+        assert frame["replicas"].tolist() == [max(gpus, 1)] and frame["step"].tolist() == [500]
         finals[gpus] = frame["val_acc"].iloc[-1]
     assert finals[2] == pytest.approx(finals[0], abs=1e-3), finals
 
