@@ -15,7 +15,7 @@ $(PY):
 # compat editable mode keeps hydra_plugins/ visible to Hydra's namespace scan (Hydra issue #3252)
 $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test,jax,docs]" --config-settings editable_mode=compat
+	$(PY) -m pip install --quiet -e ".[test,jax,docs,mlflow]" --config-settings editable_mode=compat
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -11,13 +11,14 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
-WINGS = {"store", "config", "data", "models", "probes", "run", "launch", "assess", "report"}
+WINGS = {"store", "config", "data", "models", "probes", "tracking", "run", "launch", "assess", "report"}
 # modules that stay at the top, each for its reason
 TOP = {
     "__init__.py": "the package",
     "__main__.py": "`python -m harness`",
     "probe.py": "`python -m harness.probe`, the command users type (harness.run.interpolation)",
     "results.py": "`python -m harness.results`, the command users type (harness.report.results)",
+    "track.py": "`python -m harness.track`, the command users type (harness.tracking.sync with the sweep's report)",
     "worker.py": "`python -m harness.worker`, the name the warm workers run under (harness.launch.worker)",
     "fields.py": "ConfigError and the value readers every wing's config group is parsed with",
 }
@@ -39,16 +40,22 @@ def test_every_wing_rule_is_kept():
     assert "0 broken" in linted.stdout
 
 
-def test_a_wrong_import_breaks_a_contract(tmp_path):
-    """The report may not load a backend: a copy of the package whose report imports harness.backend fails."""
+@pytest.mark.parametrize("module, line, broken", [
+    ("report/html.py", "from harness.backend import tf", "harness.report is not allowed to import harness.backend"),
+    ("tracking/sync.py", "import mlflow", "harness is not allowed to import mlflow"),  # only mlflow_store may
+])
+def test_a_wrong_import_breaks_a_contract(tmp_path, module, line, broken):
+    """The report may not load a backend, nor any module but one MLflow: a copy of the package with such an import
+    fails."""
     shutil.copytree(REPO / "harness", tmp_path / "harness", ignore=shutil.ignore_patterns("__pycache__", "conf"))
     shutil.copy(REPO / "pyproject.toml", tmp_path)
-    html = tmp_path / "harness" / "report" / "html.py"
-    html.write_text(html.read_text() + "\nfrom harness.backend import tf  # noqa: E402\n")
+    path = tmp_path / "harness" / module
+    path.write_text(path.read_text() + f"\n{line}  # noqa: E402\n")
     linted = _lint(tmp_path)
     assert linted.returncode == 1, linted.stdout[-3000:]
-    assert "harness.report is not allowed to import harness.backend" in linted.stdout
-    assert "harness.report.html -> harness.backend" in linted.stdout
+    assert broken in linted.stdout
+    importer = "harness." + module.removesuffix(".py").replace("/", ".")
+    assert f"{importer} -> {line.split()[1]}" in linted.stdout
 
 
 def test_what_each_wing_loads_when_imported():
@@ -56,16 +63,17 @@ def test_what_each_wing_loads_when_imported():
     light = ["harness.backend", "harness.data.registry", "harness.models.registry", "harness.config.schema",
              "harness.config.compose",
              *(".".join(path.relative_to(REPO).with_suffix("").parts)
-               for wing in ("launch", "assess", "report", "store")
-               for path in sorted((REPO / "harness" / wing).rglob("*.py")) if path.stem != "__main__"),
+               for wing in ("launch", "assess", "report", "store", "tracking")
+               for path in sorted((REPO / "harness" / wing).rglob("*.py"))
+               if path.stem not in ("__main__", "mlflow_store")),
              "harness.probes.curvature", "harness.probes.noise_scale", "harness.probes.interpolation"]
     code = ("import importlib, json, sys\n"
             f"for name in {light!r}:\n"
             "    importlib.import_module(name)\n"
-            "print(json.dumps([m for m in ('tensorflow', 'keras', 'jax') if m in sys.modules]))")
+            "print(json.dumps([m for m in ('tensorflow', 'keras', 'jax', 'mlflow') if m in sys.modules]))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.strip().splitlines()[-1] == "[]", f"a backend loaded with {light}"
+    assert proc.stdout.strip().splitlines()[-1] == "[]", f"a backend or MLflow loaded with {light}"
 
 
 def test_every_module_sits_in_a_wing_or_says_why_it_is_at_the_top():

@@ -23,9 +23,10 @@ CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 CONFIG_NAME = "config"
 
 
-# A study's own settings (+study=diagnose's `diagnose.*`): they plan a sweep's jobs and tell a run what to check
-# beside training, but they are no run's config (not in RunConfig.flat(), so resuming compares runs without them).
-STUDY_NODES = ("diagnose",)
+# A study's own settings (+study=diagnose's `diagnose.*`) and where runs are tracked (tracking=mlflow's
+# `tracking.*`): they plan a sweep's jobs and tell a run what to do beside training, but they are no run's config
+# (not in RunConfig.flat(), so resuming compares runs without them).
+STUDY_NODES = ("diagnose", "tracking")
 
 
 def to_run_config(cfg: DictConfig | dict[str, Any]) -> schema.RunConfig:
@@ -121,10 +122,11 @@ def expand_jobs(overrides: list[str], multirun: bool, config_name: str) -> tuple
 
 
 def compose_jobs(overrides: list[str], multirun: bool, config_name: str = CONFIG_NAME
-                 ) -> tuple[list[list[str]], Path, DictConfig, list[schema.RunConfig], dict[str, Any]]:
+                 ) -> tuple[list[list[str]], Path, DictConfig, list[schema.RunConfig], dict[str, Any],
+                            dict[str, Any] | None]:
     """Every job of the command composed and validated, with the jobs a study computes from them: (each job's
     overrides, the output folder, the launcher's config, each job's RunConfig, what the study planned for
-    sweep.json); raises ConfigError or a Hydra error on the first bad one."""
+    sweep.json, the `tracking` node or None); raises ConfigError or a Hydra error on the first bad one."""
     from hydra import initialize_config_dir
 
     from harness.config import diagnose
@@ -143,7 +145,7 @@ def compose_jobs(overrides: list[str], multirun: bool, config_name: str = CONFIG
         if multirun and settings is not None:  # +study=diagnose: the arms, from the command's own runs
             jobs, study = diagnose.plan(jobs, run_configs, diagnose.settings_from_dict(settings), given)
             run_configs = [to_run_config(composed(job)) for job in jobs]
-    return jobs, output_dir, base.hydra.launcher, run_configs, study
+    return jobs, output_dir, base.hydra.launcher, run_configs, study, study_settings(base, "tracking")
 
 
 _ABSENT = object()

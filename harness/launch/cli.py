@@ -35,6 +35,7 @@ from harness.launch import preflight, signals, sweep_end
 from harness.launch.plan import CommandPlan, hand_over
 from harness.store import files, layout
 from harness.store.layout import SWEEP_FILE
+from harness.tracking import settings
 
 REMOTE_LAUNCHERS = ("SlurmLauncher",)  # launchers whose runs go to other machines
 EXIT_OK, EXIT_FAILED_RUNS, EXIT_INVALID = 0, 1, 2  # interrupted: 128 + the signal (130 for Ctrl-C)
@@ -48,7 +49,10 @@ def plan_command(overrides: list[str], multirun: bool, config_name: str = CONFIG
     from harness.launch.resources import visible_gpus
 
     preflight.check_searchpath(re.findall(r"file://[^'\],]+", " ".join(o for o in overrides if "searchpath" in o)))
-    jobs, output_dir, launcher_cfg, run_configs, study = compose_jobs(overrides, multirun, config_name)
+    jobs, output_dir, launcher_cfg, run_configs, study, tracking_cfg = compose_jobs(overrides, multirun, config_name)
+    # a single run's "sweep" is the folder above it: sweeps/<id>/0 logs to sweeps/mlflow.db, experiment <id>
+    tracking = None if tracking_cfg is None else settings.from_dict(
+        tracking_cfg, output_dir if multirun else output_dir.parent)
     launcher = str(launcher_cfg.get("_target_", ""))
     if multirun and launcher.endswith("HarnessLauncher"):
         preflight.check_n_jobs(launcher_cfg.get("n_jobs"))
@@ -58,7 +62,7 @@ def plan_command(overrides: list[str], multirun: bool, config_name: str = CONFIG
         preflight.check_devices(run_configs, visible_gpus(),
                                 ids_applied=bool(os.environ.get("HARNESS_GPUS_ASSIGNED")))
     preflight.check_existing_runs(jobs, run_configs, output_dir, multirun)
-    return CommandPlan(jobs, output_dir, launcher, run_configs, study)
+    return CommandPlan(jobs, output_dir, launcher, run_configs, study, tracking)
 
 
 @contextmanager
@@ -87,14 +91,17 @@ def hydra_job(cfg: DictConfig) -> float | None:
     from harness.run.experiment import run_experiment
 
     run_cfg = to_run_config(cfg)
-    settings = study_settings(cfg, "diagnose")  # +study=diagnose: the first job checks the data
-    checks = diagnose.settings_from_dict(settings) if settings else None
+    study = study_settings(cfg, "diagnose")  # +study=diagnose: the first job checks the data
+    checks = diagnose.settings_from_dict(study) if study else None
     hydra_cfg = HydraConfig.get()
     run_dir = Path(hydra_cfg.runtime.output_dir)
     run_id = f"{run_dir.parent.name}/{run_dir.name}"
+    tracking_cfg = study_settings(cfg, "tracking")
+    tracking = None if tracking_cfg is None else settings.from_dict(tracking_cfg, run_dir.parent)
     try:
         return run_experiment(run_cfg, run_dir, run_id=run_id, overrides=list(hydra_cfg.overrides.task),
-                              data_checks=checks if checks is not None and checks.check_data else None)
+                              data_checks=checks if checks is not None and checks.check_data else None,
+                              tracking=tracking)
     except Exception as err:
         if slurm.out_of_requeues(err):
             log.warning("run %s did not finish: %s", run_id, slurm.OUT_OF_REQUEUES)
@@ -128,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
             held.enter_context(output_folder_lock(plan.output_dir, folder_key))
             if args.multirun:  # what the report needs to know which runs have not started, and a study's plan
                 files.write_json(plan.output_dir / SWEEP_FILE, plan.sweep_record())
+                if plan.tracking is not None:  # the sweep's parent run, before any run starts
+                    remote = any(name in plan.launcher for name in REMOTE_LAUNCHERS)
+                    sweep_end.start_tracking(plan.output_dir, plan.tracking, len(plan.jobs), remote)
         except schema.ConfigError as err:
             print(f"harness: error: {err}", file=sys.stderr)
             return EXIT_INVALID
@@ -160,6 +170,8 @@ def _run(parser, args, plan: CommandPlan) -> int:
         print(f"harness: interrupted ({name}); the same command resumes the sweep", file=sys.stderr)
         if args.multirun and plan.output_dir.exists():
             sweep_end.write_report(plan.output_dir)
+            if plan.tracking is not None:
+                sweep_end.track(plan.output_dir)
         return code
     if args.multirun:
         failed, unfinished = analysis.failed_runs(plan.output_dir), analysis.unfinished_runs(plan.output_dir)
@@ -173,6 +185,8 @@ def _run(parser, args, plan: CommandPlan) -> int:
         print(f"sweep: {plan.output_dir}")
         sweep_end.interpolate(plan.output_dir)
         sweep_end.write_report(plan.output_dir)
+        if plan.tracking is not None:  # every run in MLflow, whatever the runs could log; the report beside them
+            sweep_end.track(plan.output_dir)
     else:
         print(f"run: {plan.output_dir}")
     return EXIT_FAILED_RUNS if failed or unfinished else EXIT_OK

@@ -14,6 +14,7 @@ from typing import Any
 
 from harness.config.schema import RunConfig
 from harness.store.run_files import config_hash
+from harness.tracking.settings import Tracking
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,7 @@ class CommandPlan:
     launcher: str           # the launcher's class path
     run_configs: list[RunConfig]
     study: dict[str, Any] = field(default_factory=dict)  # what a study planned beside the jobs (a diagnosis)
+    tracking: Tracking | None = None  # tracking=mlflow: where the runs are tracked
 
     def sweep_record(self) -> dict[str, Any]:
         """sweep.json: every job of the command (its overrides, and its config's fingerprint for a resume to

@@ -1,14 +1,17 @@
 """What follows a multirun, in the command's process: the sweep-level probes (in a warm worker or a process of
-their own, since they load TensorFlow) and the report, written even when the sweep was interrupted."""
+their own, since they load TensorFlow), the report, written even when the sweep was interrupted, and with
+tracking=mlflow every run checked in MLflow and the report beside them (and before a multirun, its parent run)."""
 from __future__ import annotations
 
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
 from harness.store import layout
+from harness.tracking.settings import Tracking
 
 REPORTS_DIR = Path("reports")  # like sweeps/, relative to where the command runs
 WARM, FRESH = "# in a warm run process", "# in a process of its own"  # interpolation.log's first line: where it ran
@@ -121,3 +124,56 @@ def write_report(sweep_dir: Path) -> None:
               f"is with: python -m harness.report {sweep_dir}", file=sys.stderr)
         return
     publish(sweep_dir, REPORTS_DIR)
+
+
+def start_tracking(sweep_dir: Path, tracking: Tracking, jobs: int, remote: bool) -> None:
+    """The sweep's parent run in MLflow, before any run starts (harness.tracking.sync.start_sweep). Runs on other
+    machines (SLURM) do not write to a SQLite store, often on NFS: the sweep's end logs them from their files.
+    A tracker that does not answer is one warning line: the runs go on, untracked until the end tries again."""
+    from harness.tracking import sync
+
+    try:
+        sync.start_sweep(sweep_dir, tracking, live=not (remote and tracking.local_database), jobs=jobs)
+    except sync.TrackingFailed as err:
+        print(f"harness: warning: tracking: {tracking.uri} does not answer ({err}); the runs go on without it, and "
+              "the sweep's end tries again", file=sys.stderr)
+
+
+def track(sweep_dir: Path, reports_dir: Path = REPORTS_DIR) -> None:
+    """At the sweep's end: every run in MLflow with each epoch once and its final status, whatever the runs could
+    log themselves; the report, the results table and diagnosis.json on the sweep's parent run, whose status
+    follows its runs'. A tracker that still does not answer is one warning line naming the command that logs the
+    sweep later (`python -m harness.track`)."""
+    from harness.tracking import settings, sync
+
+    sweep = settings.read_sweep(sweep_dir)
+    if sweep is None:
+        return
+    try:
+        with tempfile.TemporaryDirectory() as scratch:
+            result = sync.sync_sweep(sweep_dir, artifacts=sweep_artifacts(sweep_dir, Path(scratch), reports_dir),
+                                     status=sync.sweep_status(sweep_dir))
+    except sync.TrackingFailed as err:
+        print(f"harness: warning: tracking: the sweep is not all in {sweep.uri} ({err}); once it answers, log it "
+              f"with: python -m harness.track {sweep_dir}", file=sys.stderr)
+        return
+    if result.live_errors:
+        print(f"harness: warning: tracking: {len(result.live_errors)} run(s) could not log to {sweep.uri} as they "
+              f"trained ({result.live_errors[0]}); logged from their files now", file=sys.stderr)
+
+
+def sweep_artifacts(sweep_dir: Path, scratch: Path, reports_dir: Path = REPORTS_DIR) -> list[Path]:
+    """What a sweep's parent run keeps: its report, its results table (written into `scratch`), sweep.json and
+    diagnosis.json, those that exist."""
+    paths = [Path(sweep_dir) / layout.SWEEP_FILE, Path(sweep_dir) / layout.DIAGNOSIS_FILE]
+    try:
+        from harness.report.html import report_path
+        from harness.report.results import sweep_results
+
+        paths.append(report_path(sweep_dir, reports_dir))
+        table = scratch / "results.csv"
+        sweep_results(sweep_dir).to_csv(table, index=False)
+        paths.append(table)
+    except (ModuleNotFoundError, FileNotFoundError):  # no report's libraries here; no run started
+        pass
+    return [path for path in paths if path.exists()]

@@ -1,5 +1,6 @@
 """One training process: devices and distribution, inputs, compile and fit, checkpoints, TensorBoard, the
 recomputed batch-norm statistics, and the sweep's interpolation job.
 
-May import: harness.probes, harness.config, harness.data, harness.models, harness.store, harness.backend.
+May import: harness.tracking, harness.probes, harness.config, harness.data, harness.models, harness.store,
+harness.backend.
 """

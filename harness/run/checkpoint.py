@@ -7,6 +7,7 @@ model is used only through its Keras methods, so this module loads no TensorFlow
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -48,8 +49,9 @@ def remove(run_dir: Path) -> None:
     (Path(run_dir) / CHECKPOINT).unlink(missing_ok=True)
 
 
-def callback(run_dir: Path, model):
-    """A Keras callback that saves `model` after each epoch (after the metrics row: callbacks run in order).
+def callback(run_dir: Path, model, then: Callable[[], None] | None = None):
+    """A Keras callback that saves `model` after each epoch (after the metrics row: callbacks run in order), then
+    calls `then` (what may happen only once the epoch is saved: harness.tracking.live logs it).
 
     A run that stops now (diverged, or at its target loss) has nothing to resume, so nothing is saved then.
     """
@@ -58,5 +60,7 @@ def callback(run_dir: Path, model):
     def on_epoch_end(epoch: int, logs=None) -> None:
         if not model.stop_training:
             save(run_dir, epoch + 1, model)
+            if then is not None:
+                then()
 
     return keras.callbacks.LambdaCallback(on_epoch_end=on_epoch_end)

@@ -30,6 +30,8 @@ from harness.store.run_files import (
     inspect_run,
     recorded_config,
 )
+from harness.tracking.live import RunTracker, open_tracker
+from harness.tracking.settings import Tracking
 
 log = logging.getLogger(__name__)
 
@@ -38,9 +40,10 @@ _runs_in_process: list[str] = []  # run folders this process has trained before 
 
 
 def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: list[str] = (),
-                   data_checks: Settings | None = None) -> float:
+                   data_checks: Settings | None = None, tracking: Tracking | None = None) -> float:
     """Train one configuration, write metrics.parquet and run.json into `run_dir`, return the final val_acc.
     `data_checks`: a diagnosis's settings, for the run that checks the data before it trains (harness.run.suspects).
+    `tracking`: also log the run to MLflow as it trains (harness.tracking.live).
 
     run.json says `running` from the start; its final status (completed, diverged, failed, interrupted) is
     written however the run ends. Exceptions are re-raised after they are recorded. A folder that already holds
@@ -63,12 +66,13 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
     if inputs_note:
         record.update(inputs=inputs_note)
     board = RunBoard(run_dir, run_id, config_columns(cfg.flat()))  # TensorBoard's view of the same run, in tb/
+    tracker = open_tracker(tracking, run_dir, record)  # MLflow's, with tracking=mlflow
     record.set_environment(pid=os.getpid(), earlier_runs_in_process=len(_runs_in_process))
     _runs_in_process.append(str(run_dir))
     status, error = "failed", None
     try:
         with slurm.preemption(record):
-            result, diverged = _train(cfg, run_dir, run_id, record, board, resume_epoch, data_checks)
+            result, diverged = _train(cfg, run_dir, run_id, record, board, tracker, resume_epoch, data_checks)
         status = "diverged" if diverged else "completed"
         return result
     except (KeyboardInterrupt, SystemExit) as err:  # Ctrl-C, SIGTERM, or submitit's requeue before a time limit
@@ -86,6 +90,7 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
         record.set_environment(**backend.tensorflow_loaded_on_jax())
         record.finish(status, error)
         board.finish(status)
+        tracker.finish()
 
 
 
@@ -107,7 +112,7 @@ def _resume_point(run_dir: Path, previous: dict | None, damage: str | None) -> t
 
 
 def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, board: RunBoard,
-           resume_epoch: int, data_checks: Settings | None) -> tuple[float, bool]:
+           tracker: RunTracker, resume_epoch: int, data_checks: Settings | None) -> tuple[float, bool]:
     placement = _place(cfg, record)  # the backend loads from here on
     from harness.backend import keras, ops
     from harness.data.batches import decoder
@@ -142,6 +147,7 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, board:
     precise = _precise_bn(model_cfg, model, data_in, placement.replicas)
     table = MetricsTable(run_dir, keep_epochs=resume_epoch)
     board.start(table.rows)
+    tracker.start(table.rows, resume_epoch)
     columns = {"run_id": run_id, **config_columns(cfg.flat()), "peak_lr": schedule.peak_lr, **plan.as_columns(),
                "num_classes": data_in.num_classes}
     if data_in.y_tune is not None:
@@ -151,6 +157,7 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, board:
         table.append(row)
         board.add_epoch(row)
         record.update(epochs_completed=row["epoch"])
+        tracker.add_epoch(row)
 
     train_eval, val_inputs, batches, tune_eval = training_inputs(cfg, data_in, plan, schedule, resume_epoch)
     recorder = train.EpochRecorder(train_eval, val_inputs, data_in.y_val, len(data_in.y_train), plan.global_batch_size,
@@ -161,7 +168,8 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, board:
     step_sync = [train.StepSync()] if cfg.device.jax_host_devices else []  # one step in flight (config.batching)
     with placement.training():
         train.fit(model, batches, plan, schedule.epochs,
-                  [*step_sync, *([monitor] if monitor else []), recorder, checkpoint.callback(run_dir, model)],
+                  [*step_sync, *([monitor] if monitor else []), recorder,
+                   checkpoint.callback(run_dir, model, then=tracker.flush)],
                   initial_epoch=resume_epoch)
     record.update(fit_seconds=time.perf_counter() - fit_started, target_reached_at_epoch=recorder.target_reached_at)
     if monitor is not None:

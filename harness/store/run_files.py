@@ -215,6 +215,8 @@ class RunRecord:
         notes = [*(previous or {}).get("notes", []), *notes]  # earlier attempts' notes stay: the run's history
         if notes:  # what happened to earlier attempts (requeues, damaged files)
             self.data["notes"] = list(dict.fromkeys(notes))
+        if (previous or {}).get("tracking"):  # the run's MLflow run, which a resumed run continues
+            self.data["tracking"] = previous["tracking"]
         if resumed_from_epoch is not None and previous:
             self.data["started_at"] = previous.get("started_at") or self.data["started_at"]
             self.data["resumed_at"] = now_iso()

@@ -1,0 +1,124 @@
+"""A run logging itself to MLflow while it trains: `start` once the run is placed, `add_epoch` for each metrics row,
+`flush` once the epoch's checkpoint is written, `finish` however the run ends (as harness.run.tensorboard_log's
+RunBoard).
+
+An epoch goes to MLflow only after its checkpoint: a run killed (kill -9) between the two resumes from the epoch
+before and trains this one again, which MLflow must not hold twice. A resumed run continues the MLflow run its
+run.json names and first logs the kept epochs MLflow lacks, so every epoch is there once (one value per step).
+
+The tracker never costs a result: the first error (a server gone, a locked or full store) is one
+`harness: warning:` line and one note in run.json (`tracking.error`), and the run trains on without it; the
+sweep's end logs what is missing from the run's files (harness.tracking.sync).
+"""
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from harness.tracking import sync
+from harness.tracking.settings import SweepTracking, Tracking
+
+log = logging.getLogger(__name__)
+
+
+class RunTracker:
+    """The run's MLflow run. `sweep`: its sweep's tracking.json (the parent run), None for a single run."""
+
+    def __init__(self, tracking: Tracking, sweep: SweepTracking | None, run_dir: Path, record):
+        self.tracking, self.sweep, self.run_dir, self.record = tracking, sweep, Path(run_dir), record
+        self.store = None
+        self.run_id: str | None = None
+        self.logged: set[int] = set()
+        self.pending: list[dict[str, Any]] = []
+        self.failed = False
+
+    def start(self, kept_rows: Iterable[dict[str, Any]], resume_epoch: int) -> None:
+        """Open (or continue) the MLflow run and log the kept epochs it lacks."""
+        def start():
+            from harness.tracking import mlflow_store
+
+            self.store = mlflow_store.store(self.tracking.uri)
+            experiment_id = (self.sweep.experiment_id if self.sweep is not None else
+                             self.store.experiment_id(self.tracking.experiment, self.tracking.artifacts))
+            parent = None if self.sweep is None else self.sweep.parent_run_id
+            self.run_id, self.logged = sync.open_run(self.store, experiment_id, parent, self.record.data,
+                                                     self.tracking.uri, resume_epoch=resume_epoch)
+            self.record.update(tracking={"uri": self.tracking.uri, "run_id": self.run_id})
+            if self.logged:  # a resumed run: RUNNING again
+                self.store.set_status(self.run_id, "RUNNING")
+                self.store.set_tags(self.run_id, {"harness.status": "running"})
+            sync.log_rows(self.store, self.run_id, list(kept_rows), self.logged)
+
+        self._guard(start)
+
+    def add_epoch(self, row: dict[str, Any]) -> None:
+        self.pending.append(row)
+
+    def flush(self) -> None:
+        """Log the epochs added since the last flush (call once their checkpoint is written)."""
+        rows, self.pending = self.pending, []
+        self._guard(lambda: sync.log_rows(self.store, self.run_id, rows, self.logged))
+
+    def finish(self) -> None:
+        """The last epochs, the probes, run.json and the status, after run.json's final write (a run that failed
+        before `start` is opened here, to say so)."""
+        if self.run_id is None:
+            self.start((), 0)
+        self.flush()
+        self._guard(lambda: sync.finish_run(self.store, self.run_id, self.run_dir, self.record.data))
+
+    def _guard(self, action: Callable[[], None]) -> None:
+        if self.failed:
+            return
+        try:
+            action()
+        except Exception as err:
+            self.failed = True
+            reason = sync.describe(err)
+            print(f"harness: warning: tracking: {self.tracking.uri} failed ({reason}); the run goes on without it, "
+                  f"and the sweep's end (or python -m harness.track {self.run_dir.parent}) logs it from its files",
+                  file=sys.stderr, flush=True)
+            log.debug("tracking failed", exc_info=True)
+            entry = {"uri": self.tracking.uri, "run_id": self.run_id, "error": reason}
+            try:
+                self.record.update(tracking=entry)
+            except OSError:  # run.json's own writes will say so
+                pass
+
+
+class Untracked(RunTracker):
+    """A run MLflow does not hear from: every call does nothing (and MLflow is never imported)."""
+
+    def __init__(self):
+        self.tracking = None
+
+    def start(self, kept_rows=(), resume_epoch: int = 0) -> None:
+        pass
+
+    def add_epoch(self, row: dict[str, Any]) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+
+def open_tracker(tracking: Tracking | None, run_dir: Path, record) -> RunTracker:
+    """The run's tracker; Untracked when tracking is off, or when the run is one of a sweep whose command could not
+    reach the tracker, or whose runs must not write to it (SLURM with a SQLite store): its end logs them."""
+    if tracking is None:
+        return Untracked()
+    from harness.tracking.settings import read_sweep
+
+    sweep = read_sweep(Path(run_dir).parent)
+    if sweep is not None and sweep.uri == tracking.uri:
+        if not sweep.live or sweep.parent_run_id is None:
+            return Untracked()
+        tracking = sweep.tracking
+    else:
+        sweep = None
+    return RunTracker(tracking, sweep, run_dir, record)

@@ -1,0 +1,128 @@
+"""tracking=mlflow end to end, checked with MLflow's own client: a sweep logging live to the default SQLite store
+(runs at once, no "database is locked"), kill -9 and resume (one value per step, the same MLflow run), a real
+`mlflow server` stopped mid-sweep (every run completes, one warning, `python -m harness.track` fills the gap), and
+MLflow loaded only when tracking is on."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.conftest import TINY, run_harness
+from tests.helpers.runs import harness_processes, record, wait_for_epochs
+from tests.helpers.tracking import Server, assert_run_matches_files, client, histories, sweep_runs
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_sweep_logs_live_to_the_default_sqlite_store_with_its_report_on_the_parent_run(tmp_path):
+    sweep = tmp_path / "sweeps" / "live"
+    done = run_harness(*TINY, "epochs=3", "batch_size=16,32,64", "hydra.launcher.n_jobs=3", "tracking=mlflow",
+                       f"hydra.sweep.dir={sweep}", "-m", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "warning" not in done.stderr and "locked" not in done.stdout + done.stderr
+    uri = f"sqlite:///{tmp_path / 'sweeps' / 'mlflow.db'}"
+    parent, runs = sweep_runs(uri, sweep)
+    assert sorted(runs) == ["0", "1", "2"] and parent.info.status == "FINISHED"
+    assert client(uri).get_experiment(parent.info.experiment_id).name == "live"
+    for job, run in runs.items():
+        assert run.info.status == "FINISHED" and run.data.tags["harness.status"] == "completed"
+        assert_run_matches_files(uri, run, sweep / job)
+        assert "locked" not in (sweep / job / "train.log").read_text()
+        assert not record(sweep / job)["tracking"].get("error")
+    artifacts = {a.path for a in client(uri).list_artifacts(parent.info.run_id)}
+    report = done.stdout.strip().splitlines()[-1]  # the report's path stays the last line printed
+    assert artifacts == {"sweep.json", "results.csv", report.split("/")[-1]}
+    assert (tmp_path / "sweeps" / "mlartifacts").is_dir() and not (tmp_path / "mlruns").exists()
+
+
+def test_kill_9_then_the_same_command_continues_the_same_mlflow_run_one_value_per_step(tmp_path):
+    sweep = tmp_path / "sweeps" / "killed"
+    command = ["dataset.num_samples=1000", "epochs=12", "seed=0", "probes=false", "batch_size=8",
+               "tracking=mlflow", f"hydra.sweep.dir={sweep}", "-m"]
+    proc = subprocess.Popen([sys.executable, "-m", "harness", *command], cwd=tmp_path, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    wait_for_epochs(sweep / "0", 4)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 60
+    while harness_processes(str(sweep)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    killed = record(sweep / "0")
+    assert killed["status"] == "running" and killed["epochs_completed"] < 12
+    uri = f"sqlite:///{tmp_path / 'sweeps' / 'mlflow.db'}"
+    first = killed["tracking"]["run_id"]
+    assert client(uri).get_run(first).info.status == "RUNNING"  # no `finally` ran
+
+    again = run_harness(*command, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-3000:]
+    parent, runs = sweep_runs(uri, sweep)
+    assert list(runs) == ["0"] and runs["0"].info.run_id == first and runs["0"].info.status == "FINISHED"
+    assert record(sweep / "0")["resumed_from_epoch"] >= 3
+    assert_run_matches_files(uri, runs["0"], sweep / "0")  # every epoch once, those of both attempts
+    assert [step for step, _ in histories(uri, first, ["epoch"])["epoch"]] == list(range(1, 13))
+    assert parent.info.status == "FINISHED"
+
+
+def test_a_server_stopped_mid_sweep_costs_no_run_and_harness_track_fills_the_gap(tmp_path):
+    server = Server(tmp_path).start()
+    sweep = tmp_path / "sweeps" / "served"
+    command = ["dataset.num_samples=1000", "epochs=8", "seed=0", "probes=false", "batch_size=64,8",
+               "hydra.launcher.n_jobs=1", "tracking=mlflow", f"tracking.uri={server.uri}", "tracking.experiment=lab",
+               f"hydra.sweep.dir={sweep}", "-m"]
+    proc = subprocess.Popen([sys.executable, "-m", "harness", *command], cwd=tmp_path, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_for_epochs(sweep / "1", 2)  # run 0 logged whole, run 1 mid-way
+        server.stop()
+        out, err = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+        server.stop()
+    assert proc.returncode == 0, err[-3000:]
+    assert [record(sweep / job)["status"] for job in "01"] == ["completed", "completed"]
+    warnings = [line for line in err.splitlines() if line.startswith("harness: warning: tracking")]
+    assert len(warnings) == 1 and f"python -m harness.track {sweep}" in warnings[0], err[-3000:]
+    assert "cannot connect" in record(sweep / "1")["tracking"]["error"]
+
+    server.start()
+    tracked = subprocess.run([sys.executable, "-m", "harness.track", str(sweep)], cwd=tmp_path, capture_output=True,
+                             text=True, timeout=300)
+    assert tracked.returncode == 0, tracked.stderr[-3000:]
+    assert "1 of 2 run(s) logged from their files" in tracked.stdout
+    try:
+        parent, runs = sweep_runs(server.uri, sweep)
+        assert client(server.uri).get_experiment(parent.info.experiment_id).name == "lab"
+        for job in "01":
+            assert runs[job].info.status == "FINISHED"
+            assert_run_matches_files(server.uri, runs[job], sweep / job)
+            assert [a.path for a in client(server.uri).list_artifacts(runs[job].info.run_id)] == ["run.json"]
+        assert parent.info.status == "FINISHED"
+        assert "results.csv" in {a.path for a in client(server.uri).list_artifacts(parent.info.run_id)}
+    finally:
+        server.stop()
+
+
+MODULES = "import sys; print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'mlflow')[:3]))"
+
+
+@pytest.mark.parametrize("tracking", [False, True])
+def test_mlflow_is_loaded_only_when_tracking_is_on_and_a_single_run_logs_itself(tmp_path, tracking):
+    run_dir = tmp_path / "sweeps" / "one" / "0"
+    args = [*TINY, f"hydra.run.dir={run_dir}", *(["tracking=mlflow"] if tracking else [])]
+    code = f"import json; from harness.launch.cli import main; code = main({args!r}); {MODULES}; sys.exit(code)"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    loaded = json.loads(proc.stdout.strip().splitlines()[-1])
+    if not tracking:
+        assert loaded == [] and "tracking" not in record(run_dir)
+        return
+    assert loaded  # and, with no sweep around it, the run logged itself: no parent, every epoch, its status
+    uri = f"sqlite:///{tmp_path / 'sweeps' / 'mlflow.db'}"
+    run = client(uri).get_run(record(run_dir)["tracking"]["run_id"])
+    assert "mlflow.parentRunId" not in run.data.tags and run.info.status == "FINISHED"
+    assert client(uri).get_experiment(run.info.experiment_id).name == "one"
+    assert_run_matches_files(uri, run, run_dir)
