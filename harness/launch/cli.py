@@ -37,7 +37,6 @@ from harness.store import files, layout
 from harness.store.layout import SWEEP_FILE
 from harness.tracking import settings
 
-REMOTE_LAUNCHERS = ("SlurmLauncher",)  # launchers whose runs go to other machines
 EXIT_OK, EXIT_FAILED_RUNS, EXIT_INVALID = 0, 1, 2  # interrupted: 128 + the signal (130 for Ctrl-C)
 
 log = logging.getLogger("harness")
@@ -58,7 +57,7 @@ def plan_command(overrides: list[str], multirun: bool, config_name: str = CONFIG
         preflight.check_n_jobs(launcher_cfg.get("n_jobs"))
     if multirun and launcher.endswith("HarnessSlurmLauncher"):
         preflight.check_slurm_arrays(launcher_cfg)
-    if not any(name in launcher for name in REMOTE_LAUNCHERS):  # their GPUs are not this machine's
+    if not any(name in launcher for name in sweep_end.REMOTE_LAUNCHERS):  # their GPUs are not this machine's
         preflight.check_devices(run_configs, visible_gpus(),
                                 ids_applied=bool(os.environ.get("HARNESS_GPUS_ASSIGNED")))
     preflight.check_existing_runs(jobs, run_configs, output_dir, multirun)
@@ -127,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         _run_hydra(parser, args)
         return EXIT_OK
     folder_key = "hydra.sweep.dir" if args.multirun else "hydra.run.dir"
+    tracking = None  # with tracking=mlflow, the thread making the sweep's parent run
     with ExitStack() as held:
         try:
             plan = plan_command(args.overrides, args.multirun, args.config_name or CONFIG_NAME)
@@ -136,8 +136,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.multirun:  # what the report needs to know which runs have not started, and a study's plan
                 files.write_json(plan.output_dir / SWEEP_FILE, plan.sweep_record())
                 if plan.tracking is not None:  # the sweep's parent run, before any run starts
-                    remote = any(name in plan.launcher for name in REMOTE_LAUNCHERS)
-                    sweep_end.start_tracking(plan.output_dir, plan.tracking, len(plan.jobs), remote)
+                    tracking = sweep_end.start_tracking(plan.output_dir, plan.tracking, len(plan.jobs), plan.launcher)
         except schema.ConfigError as err:
             print(f"harness: error: {err}", file=sys.stderr)
             return EXIT_INVALID
@@ -151,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         args.overrides = [*args.overrides, f"{folder_key}={quote_override(str(plan.output_dir))}"]
         if args.multirun:
             hand_over(plan)  # Hydra's sweeper and launcher run these jobs and configs as they are
-        return _run(parser, args, plan)
+        return _run(parser, args, plan, tracking)
 
 
 def _run_hydra(parser, args) -> None:
@@ -161,8 +160,9 @@ def _run_hydra(parser, args) -> None:
               config_name=CONFIG_NAME)
 
 
-def _run(parser, args, plan: CommandPlan) -> int:
-    """Hand the validated command to Hydra; the exit code from what the runs' files say."""
+def _run(parser, args, plan: CommandPlan, tracking=None) -> int:
+    """Hand the validated command to Hydra; the exit code from what the runs' files say. `tracking`: the thread
+    making the sweep's parent run in MLflow (sweep_end.start_tracking)."""
     try:
         _run_hydra(parser, args)
     except KeyboardInterrupt as err:  # Ctrl-C, SIGTERM, SIGUSR2 (harness.launch.signals)
@@ -171,7 +171,7 @@ def _run(parser, args, plan: CommandPlan) -> int:
         if args.multirun and plan.output_dir.exists():
             sweep_end.write_report(plan.output_dir)
             if plan.tracking is not None:
-                sweep_end.track(plan.output_dir)
+                sweep_end.track(plan.output_dir, tracking)
         return code
     if args.multirun:
         failed, unfinished = analysis.failed_runs(plan.output_dir), analysis.unfinished_runs(plan.output_dir)
@@ -186,7 +186,7 @@ def _run(parser, args, plan: CommandPlan) -> int:
         sweep_end.interpolate(plan.output_dir)
         sweep_end.write_report(plan.output_dir)
         if plan.tracking is not None:  # every run in MLflow, whatever the runs could log; the report beside them
-            sweep_end.track(plan.output_dir)
+            sweep_end.track(plan.output_dir, tracking)
     else:
         print(f"run: {plan.output_dir}")
     return EXIT_FAILED_RUNS if failed or unfinished else EXIT_OK

@@ -65,6 +65,13 @@ def _die_with_parent() -> None:
         pass
 
 
+class RunWatch(Protocol):
+    """Told of the runs at every poll (harness.launch.tracking_watch.Watcher: MLflow from their files)."""
+
+    def poll(self, running: list[Path], ended: list[Path]) -> None:
+        """The runs' folders: those running now, and those that ended since the last poll."""
+
+
 class SweepEnd(Protocol):
     """What follows the runs, in a warm worker where one is left (harness.launch.sweep_end.Interpolation)."""
 
@@ -93,7 +100,8 @@ class Scheduler:
     """Starts up to `n_jobs` processes at once and waits for all; returns each job's exit code."""
 
     def __init__(self, jobs: list[Job], n_jobs: int, gpu_ids: list[int], *, poll_seconds: float = 0.5,
-                 stop_timeout: float = 60.0, progress: Callable[[str, bool], None] | None = None):
+                 stop_timeout: float = 60.0, progress: Callable[[str, bool], None] | None = None,
+                 watch: RunWatch | None = None):
         self.jobs, self.n_jobs, self.pool = jobs, max(1, n_jobs), GpuPool(gpu_ids)
         self.poll_seconds, self.stop_timeout = poll_seconds, stop_timeout
         self.progress = progress or (lambda line, final: None)
@@ -105,6 +113,7 @@ class Scheduler:
         self.keep = 0  # idle workers kept once no job needs them (one for the interpolation)
         self.then: SweepEnd | None = None
         self.early: Worker | None = None  # the worker `then` started in before the last runs ended
+        self.watch = watch
 
     def _env(self, job: Job, gpu_ids: list[int]) -> dict[str, str]:
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "KERAS_BACKEND": job.backend}
@@ -212,11 +221,15 @@ class Scheduler:
                             self.pool.release(gpu_ids)
                             self.exit_codes[job.num] = 1
                             log.error("harness: could not start run %s: %s: %s", job.run_id, err.strerror, err.filename)
+                ended = []
                 for r in list(running):
                     code = r.exit_code()
                     if code is not None:
                         running.remove(r)
                         self._finish(r, code)
+                        ended.append(r.job.run_dir)
+                if self.watch is not None:
+                    self.watch.poll([r.job.run_dir for r in running], ended)
                 if not any(job.worker_args is not None for job in pending):
                     self._close_idle(keep=self.keep)
                 if self.then is not None and self.early is None and running and not pending:
@@ -259,6 +272,8 @@ class Scheduler:
                 _signal_group(r.process, signal.SIGKILL)
                 code = r.process.wait()
             self._finish(r, code, interrupted=True)
+        if self.watch is not None:
+            self.watch.poll([], [r.job.run_dir for r in running])
 
     def _status_line(self, pending: list[Job], running: list[_Running], started: float) -> str:
         done = [j for j in self.jobs if j.num in self.exit_codes]

@@ -14,6 +14,7 @@ from harness.store import layout
 from harness.tracking.settings import Tracking
 
 REPORTS_DIR = Path("reports")  # like sweeps/, relative to where the command runs
+REMOTE_LAUNCHERS = ("SlurmLauncher",)  # launchers whose runs go to other machines
 WARM, FRESH = "# in a warm run process", "# in a process of its own"  # interpolation.log's first line: where it ran
 
 
@@ -126,26 +127,51 @@ def write_report(sweep_dir: Path) -> None:
     publish(sweep_dir, REPORTS_DIR)
 
 
-def start_tracking(sweep_dir: Path, tracking: Tracking, jobs: int, remote: bool) -> None:
-    """The sweep's parent run in MLflow, before any run starts (harness.tracking.sync.start_sweep). Runs on other
-    machines (SLURM) do not write to a SQLite store, often on NFS: the sweep's end logs them from their files.
-    A tracker that does not answer is one warning line: the runs go on, untracked until the end tries again."""
-    from harness.tracking import sync
+def start_tracking(sweep_dir: Path, tracking: Tracking, jobs: int, launcher: str) -> threading.Thread:
+    """The sweep's parent run in MLflow (harness.tracking.sync.start_sweep), made by a thread of the command while
+    the runs start: importing MLflow and opening its store take 2-5 s of CPU, which would otherwise come before any
+    run (tracking.json says `ready: false` until then, and a run waits for it before it logs). Runs on other
+    machines (SLURM) do not write to a SQLite store, often on NFS: the sweep's end logs them from their files. A
+    tracker that does not answer is one warning line: the runs go on, untracked until the end tries again.
 
-    try:
-        sync.start_sweep(sweep_dir, tracking, live=not (remote and tracking.local_database), jobs=jobs)
-    except sync.TrackingFailed as err:
-        print(f"harness: warning: tracking: {tracking.uri} does not answer ({err}); the runs go on without it, and "
-              "the sweep's end tries again", file=sys.stderr)
+    Who logs the runs as they train (tracking.json's `live_by`): under the harness launcher, the command, from
+    their files (harness.launch.tracking_watch), so that MLflow is imported once, not in every run's process
+    (about 3 s of CPU each); under another launcher, each run itself."""
+    from dataclasses import replace
 
-
-def track(sweep_dir: Path, reports_dir: Path = REPORTS_DIR) -> None:
-    """At the sweep's end: every run in MLflow with each epoch once and its final status, whatever the runs could
-    log themselves; the report, the results table and diagnosis.json on the sweep's parent run, whose status
-    follows its runs'. A tracker that still does not answer is one warning line naming the command that logs the
-    sweep later (`python -m harness.track`)."""
     from harness.tracking import settings, sync
 
+    if launcher.endswith("HarnessLauncher"):
+        live_by = "command"
+    elif any(name in launcher for name in REMOTE_LAUNCHERS) and tracking.local_database:
+        live_by = None
+    else:
+        live_by = "run"
+    previous = settings.read_sweep(sweep_dir)
+    pending = settings.SweepTracking(tracking.uri, tracking.experiment, None, None, live_by, tracking.artifacts)
+    settings.write_sweep(sweep_dir, replace(pending, ready=False))
+
+    def start() -> None:
+        try:
+            sync.start_sweep(sweep_dir, tracking, live_by=live_by, jobs=jobs, previous=previous)
+        except sync.TrackingFailed as err:
+            print(f"harness: warning: tracking: {tracking.uri} does not answer ({err}); the runs go on without it, "
+                  "and the sweep's end tries again", file=sys.stderr)
+
+    thread = threading.Thread(target=start, name="tracking-start", daemon=True)
+    thread.start()
+    return thread
+
+
+def track(sweep_dir: Path, started: threading.Thread | None = None, reports_dir: Path = REPORTS_DIR) -> None:
+    """At the sweep's end (once `started`, start_tracking's thread, is done): every run in MLflow with each epoch
+    once and its final status, whatever the runs could log themselves; the report, the results table and
+    diagnosis.json on the sweep's parent run, whose status follows its runs'. A tracker that still does not answer
+    is one warning line naming the command that logs the sweep later (`python -m harness.track`)."""
+    from harness.tracking import settings, sync
+
+    if started is not None:
+        started.join()
     sweep = settings.read_sweep(sweep_dir)
     if sweep is None:
         return

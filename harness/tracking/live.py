@@ -14,20 +14,23 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from harness.tracking import sync
-from harness.tracking.settings import SweepTracking, Tracking
+from harness.tracking.settings import SweepTracking, Tracking, read_sweep
 
 log = logging.getLogger(__name__)
+READY_TIMEOUT = 120.0  # seconds a run waits for its command to make the sweep's parent run
 
 
 class RunTracker:
-    """The run's MLflow run. `sweep`: its sweep's tracking.json (the parent run), None for a single run."""
+    """The run's MLflow run: a child of its sweep's parent run (tracking.json), or on its own for a single run."""
 
-    def __init__(self, tracking: Tracking, sweep: SweepTracking | None, run_dir: Path, record):
-        self.tracking, self.sweep, self.run_dir, self.record = tracking, sweep, Path(run_dir), record
+    def __init__(self, tracking: Tracking, run_dir: Path, record):
+        self.tracking, self.run_dir, self.record = tracking, Path(run_dir), record
+        self.sweep: SweepTracking | None = None
         self.store = None
         self.run_id: str | None = None
         self.logged: set[int] = set()
@@ -35,7 +38,15 @@ class RunTracker:
         self.failed = False
 
     def start(self, kept_rows: Iterable[dict[str, Any]], resume_epoch: int) -> None:
-        """Open (or continue) the MLflow run and log the kept epochs it lacks."""
+        """Open (or continue) the MLflow run and log the kept epochs it lacks; or, where the sweep's end logs the
+        run instead (sweep_of), do nothing from here on."""
+        self.sweep, logs_itself = sweep_of(self.run_dir.parent, self.tracking)
+        if not logs_itself:
+            self.failed = True  # nothing to warn of: the command has, or the sweep's end will
+            return
+        if self.sweep is not None:
+            self.tracking = self.sweep.tracking
+
         def start():
             from harness.tracking import mlflow_store
 
@@ -64,7 +75,7 @@ class RunTracker:
     def finish(self) -> None:
         """The last epochs, the probes, run.json and the status, after run.json's final write (a run that failed
         before `start` is opened here, to say so)."""
-        if self.run_id is None:
+        if self.run_id is None and not self.failed:
             self.start((), 0)
         self.flush()
         self._guard(lambda: sync.finish_run(self.store, self.run_id, self.run_dir, self.record.data))
@@ -89,10 +100,10 @@ class RunTracker:
 
 
 class Untracked(RunTracker):
-    """A run MLflow does not hear from: every call does nothing (and MLflow is never imported)."""
+    """A run with tracking off: every call does nothing (and MLflow is never imported)."""
 
     def __init__(self):
-        self.tracking = None
+        pass
 
     def start(self, kept_rows=(), resume_epoch: int = 0) -> None:
         pass
@@ -108,17 +119,23 @@ class Untracked(RunTracker):
 
 
 def open_tracker(tracking: Tracking | None, run_dir: Path, record) -> RunTracker:
-    """The run's tracker; Untracked when tracking is off, or when the run is one of a sweep whose command could not
-    reach the tracker, or whose runs must not write to it (SLURM with a SQLite store): its end logs them."""
-    if tracking is None:
-        return Untracked()
-    from harness.tracking.settings import read_sweep
+    """The run's tracker (Untracked when tracking is off)."""
+    return Untracked() if tracking is None else RunTracker(tracking, run_dir, record)
 
-    sweep = read_sweep(Path(run_dir).parent)
-    if sweep is not None and sweep.uri == tracking.uri:
-        if not sweep.live or sweep.parent_run_id is None:
-            return Untracked()
-        tracking = sweep.tracking
-    else:
-        sweep = None
-    return RunTracker(tracking, sweep, run_dir, record)
+
+def sweep_of(sweep_dir: Path, tracking: Tracking, timeout: float = READY_TIMEOUT
+             ) -> tuple[SweepTracking | None, bool]:
+    """The tracking.json of `sweep_dir` (a run's folder's parent; None: a single run, or a sweep tracked
+    elsewhere) and whether its runs log themselves: not under the harness launcher (the command logs them from
+    their files), nor under SLURM with a SQLite store (the sweep's end does), nor when the command could not reach
+    the tracker. Waits for the command to make the parent run (`ready`), at most `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        sweep = read_sweep(sweep_dir)
+        if sweep is None or sweep.uri != tracking.uri:
+            return None, True
+        if sweep.ready:
+            return sweep, sweep.live_by == "run" and sweep.parent_run_id is not None
+        if time.monotonic() > deadline:
+            return None, False
+        time.sleep(0.1)

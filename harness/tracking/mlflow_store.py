@@ -7,6 +7,8 @@ backoff factor of 2 and waits 120 s for each reply by default; here, unless the 
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
 import os
 import time
@@ -142,7 +144,24 @@ _stores: dict[str, Store] = {}
 
 def store(uri: str) -> Store:
     """The Store of `uri`, made once per process: a warm worker's runs share it (opening a SQLite store checks
-    its schema, about 0.8 s)."""
+    its schema, about 0.8 s). A new SQLite file is made by one process at a time: two runs opening it at once
+    would both create its tables (measured: "duplicate column name: step")."""
     if uri not in _stores:
-        _stores[uri] = Store(uri)
+        if uri.startswith("sqlite:///"):
+            with _folder_locked(Path(uri.removeprefix("sqlite:///")).parent):
+                _stores[uri] = Store(uri)
+        else:
+            _stores[uri] = Store(uri)
     return _stores[uri]
+
+
+@contextlib.contextmanager
+def _folder_locked(folder: Path):
+    """An exclusive lock on `folder` itself (flock on its descriptor: no file of its own), made if missing."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # and the lock with it

@@ -55,17 +55,24 @@ def from_dict(cfg: dict[str, Any], sweep_dir: Path) -> Tracking:
     return Tracking(uri=uri, experiment=experiment or sweep_dir.name)
 
 
+# who logs a sweep's runs as they train (tracking.json's `live_by`): the command, from their files (the harness
+# launcher); each run itself (a launcher the harness does not drive, SLURM with a server); null: nobody (SLURM with
+# a SQLite store, often on NFS, or a tracker the command could not reach). The sweep's end logs whatever is missing.
+LIVE_BY = ("command", "run")
+
+
 @dataclass(frozen=True)
 class SweepTracking:
-    """tracking.json in a sweep folder: where the command tracks the sweep, its parent run, and whether the runs
-    log live (not runs on other machines with a SQLite store: the sweep logs them from their files at its end)."""
+    """tracking.json in a sweep folder: where the command tracks the sweep, its parent run, and who logs the runs
+    as they train (LIVE_BY)."""
     uri: str
     experiment: str
     experiment_id: str | None
     parent_run_id: str | None
-    live: bool
+    live_by: str | None
     artifacts: str | None = None
     error: str | None = None  # why the command could not reach the tracker (then no run tries)
+    ready: bool = True        # False while the command is still making the parent run: the runs wait for it
 
     @property
     def tracking(self) -> Tracking:
@@ -81,7 +88,8 @@ def read_sweep(sweep_dir: Path) -> SweepTracking | None:
     if not data:
         return None
     fields = {key: data.get(key) for key in SweepTracking.__dataclass_fields__}
-    fields["live"] = bool(fields["live"])
+    fields["live_by"] = fields["live_by"] if fields["live_by"] in LIVE_BY else None
+    fields["ready"] = data.get("ready", True) is not False
     return SweepTracking(**fields)
 
 

@@ -2,7 +2,8 @@
 the sweep's end (or by `python -m harness.track SWEEP`, afterwards) that every run is there with every epoch and
 its final status, which logs whatever the runs could not.
 
-What a run is in MLflow, the same whether logged live (harness.tracking.live) or from its files here:
+What a run is in MLflow, the same whether it logs itself (harness.tracking.live) or is logged from its files here
+(as it trains, by the command: harness.launch.tracking_watch; at the sweep's end; by harness.track):
 - params: its config as run.json records it (strings as they are, other values as JSON);
 - tags: `harness.sweep`, `harness.job`, `harness.run_id`, `harness.backend`, `harness.status`, `harness.version`,
   and `mlflow.parentRunId` (the sweep's run);
@@ -145,14 +146,15 @@ def open_run(store, experiment_id: str, parent: str | None, record: dict[str, An
     return run_id, logged
 
 
-def start_sweep(sweep_dir: Path, tracking: Tracking, live: bool, jobs: int) -> SweepTracking:
-    """The sweep's parent run, before any of its runs starts: the one tracking.json names (set RUNNING again)
-    for a resumed sweep on the same store, else a new one; tracking.json written either way. Raises
-    TrackingFailed, having written a tracking.json that tells the runs not to try."""
+def start_sweep(sweep_dir: Path, tracking: Tracking, live_by: str | None, jobs: int,
+                previous: SweepTracking | None = None) -> SweepTracking:
+    """The sweep's parent run: the one `previous` (by default tracking.json) names, set RUNNING again, for a resumed
+    sweep on the same store, else a new one; tracking.json written either way. Raises TrackingFailed, having
+    written a tracking.json that tells the runs not to try."""
     from harness.tracking import mlflow_store
 
     sweep_dir = Path(sweep_dir)
-    previous = read_sweep(sweep_dir)
+    previous = read_sweep(sweep_dir) if previous is None else previous
     try:
         store = mlflow_store.store(tracking.uri)
         experiment_id = store.experiment_id(tracking.experiment, tracking.artifacts)
@@ -167,10 +169,10 @@ def start_sweep(sweep_dir: Path, tracking: Tracking, live: bool, jobs: int) -> S
             store.set_status(parent, "RUNNING")
             store.set_tags(parent, {"harness.status": "running", "harness.jobs": str(jobs)})
     except Exception as err:
-        write_sweep(sweep_dir, SweepTracking(tracking.uri, tracking.experiment, None, None, live=False,
+        write_sweep(sweep_dir, SweepTracking(tracking.uri, tracking.experiment, None, None, live_by=None,
                                              artifacts=tracking.artifacts, error=describe(err)))
         raise TrackingFailed(describe(err)) from err
-    sweep = SweepTracking(tracking.uri, tracking.experiment, experiment_id, parent, live, tracking.artifacts)
+    sweep = SweepTracking(tracking.uri, tracking.experiment, experiment_id, parent, live_by, tracking.artifacts)
     write_sweep(sweep_dir, sweep)
     return sweep
 
@@ -178,7 +180,7 @@ def start_sweep(sweep_dir: Path, tracking: Tracking, live: bool, jobs: int) -> S
 @dataclass(frozen=True)
 class Synced:
     runs: int                # runs logged from their files, in part or whole
-    live_errors: list[str]   # why runs could not log as they trained (run.json's tracking.error), one each
+    live_errors: list[str]   # why runs could not log themselves as they trained (run.json's tracking.error)
 
 
 def sweep_status(sweep_dir: Path) -> str:
@@ -218,11 +220,11 @@ def sync_sweep(sweep_dir: Path, tracking: Tracking | None = None, artifacts: Ite
     sweep = read_sweep(sweep_dir)
     if tracking is not None and (sweep is None or sweep.uri != tracking.uri or sweep.parent_run_id is None
                                  or tracking.experiment != sweep.experiment):
-        sweep = start_sweep(sweep_dir, tracking, live=False, jobs=len(layout.run_dirs(sweep_dir)))
+        sweep = start_sweep(sweep_dir, tracking, live_by=None, jobs=len(layout.run_dirs(sweep_dir)))
     if sweep is None:
         raise TrackingFailed(f"{sweep_dir} has no {layout.TRACKING_FILE}: say where to log it (--uri)")
     if sweep.parent_run_id is None:
-        sweep = start_sweep(sweep_dir, sweep.tracking, live=False, jobs=len(layout.run_dirs(sweep_dir)))
+        sweep = start_sweep(sweep_dir, sweep.tracking, live_by=None, jobs=len(layout.run_dirs(sweep_dir)))
     try:
         store = mlflow_store.store(sweep.uri)
         children = store.children(sweep.experiment_id, sweep.parent_run_id, RUN_TAG, EPOCH_KEY)

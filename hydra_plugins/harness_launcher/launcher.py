@@ -51,6 +51,18 @@ def _expected_epochs(run_cfg) -> int:
         return train.epochs
 
 
+def _tracking_watch(sweep_dir: Path):
+    """The thread that logs the runs to MLflow as they train, where the command does (tracking.json), else None."""
+    from harness.tracking.settings import read_sweep
+
+    sweep = read_sweep(sweep_dir)
+    if sweep is None or sweep.live_by != "command":
+        return None
+    from harness.launch.tracking_watch import Watcher
+
+    return Watcher(sweep_dir, sweep.tracking)
+
+
 class HarnessLauncher(Launcher):
     def __init__(self, n_jobs: Optional[int] = None, gpu_ids: Optional[List[int]] = None,
                  poll_seconds: float = 0.5, stop_timeout_s: float = 60.0, reuse_processes: bool = True) -> None:
@@ -121,9 +133,14 @@ class HarnessLauncher(Launcher):
                  + (f", on GPUs {gpu_ids}" if gpu_ids else " on CPU"))
         for job in jobs:
             log.info(f"\t#{job.num} : {' '.join(filter_overrides(job.overrides))}")
+        watch = _tracking_watch(sweep_dir)  # tracking=mlflow: the runs logged from their files as they train
         scheduler = Scheduler(list(jobs), n_jobs, gpu_ids, poll_seconds=self.poll_seconds,
-                              stop_timeout=self.stop_timeout_s, progress=terminal_progress())
-        scheduler.run(then=sweep_end.Interpolation(sweep_dir))  # in a warm worker: TensorFlow already loaded
+                              stop_timeout=self.stop_timeout_s, progress=terminal_progress(), watch=watch)
+        try:
+            scheduler.run(then=sweep_end.Interpolation(sweep_dir))  # in a warm worker: TensorFlow already loaded
+        finally:
+            if watch is not None:
+                watch.close()
         # Failures are in each run's run.json, which decides the exit code; a FAILED JobReturn would make
         # Hydra 1.3 raise here and skip the end-of-sweep report. The return value is the run's final val_acc,
         # what the task function returns in-process, so a sweeper that optimises it gets the metric. Each job's

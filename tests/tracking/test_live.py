@@ -27,25 +27,29 @@ def test_a_bad_tracking_value_is_refused_before_anything_runs(tmp_path):
     assert not (tmp_path / "r").exists()
 
 
-@pytest.mark.parametrize("remote, live_runs", [(False, True), (True, False)])
-def test_runs_on_other_machines_do_not_write_to_a_sqlite_store(tmp_path, remote, live_runs):
-    """Under SLURM a SQLite file (often on NFS) takes no writes from the runs: the sweep's end logs them."""
+@pytest.mark.parametrize("launcher, live_by", [
+    ("hydra_plugins.harness_launcher.launcher.HarnessLauncher", "command"),  # MLflow imported once, not per run
+    ("hydra_plugins.harness_launcher.slurm.HarnessSlurmLauncher", None),     # a SQLite file on NFS: at the end
+    ("hydra._internal.core_plugins.basic_launcher.BasicLauncher", "run"),
+])
+def test_who_logs_the_runs_as_they_train(tmp_path, launcher, live_by):
+    """The harness launcher's command logs its runs from their files; under SLURM a SQLite store (often on NFS)
+    takes no writes from the runs, and the sweep's end logs them; under other launchers each run logs itself."""
     sweep = tmp_path / "sweeps" / "s"
     tracking = settings.from_dict({"uri": None, "experiment": None}, sweep)
-    sweep_end.start_tracking(sweep, tracking, jobs=1, remote=remote)
-    assert settings.read_sweep(sweep).live is live_runs and settings.read_sweep(sweep).parent_run_id
-    run_dir = make_run(sweep, 0)
-    tracker = live.open_tracker(tracking, run_dir, RunRecord(run_dir, "s/0", CONFIG, []))
-    assert (not isinstance(tracker, live.Untracked)) is live_runs
+    started = sweep_end.start_tracking(sweep, tracking, jobs=1, launcher=launcher)
+    recorded, logs_itself = live.sweep_of(sweep, tracking)  # waits for the command's thread
+    assert logs_itself is (live_by == "run") and recorded.live_by == live_by and recorded.parent_run_id
+    started.join()
 
 
 def test_a_tracker_that_fails_is_one_warning_line_and_a_note_and_the_run_goes_on(tmp_path, capsys):
     sweep = tmp_path / "sweeps" / "s"
     closed = settings.from_dict({"uri": "http://127.0.0.1:9", "experiment": None}, sweep)
-    sweep_end.start_tracking(sweep, closed, jobs=1, remote=False)  # the command: one line, the runs will not try
+    sweep_end.start_tracking(sweep, closed, jobs=1, launcher="BasicLauncher").join()  # the command: one line
     said = capsys.readouterr().err.splitlines()
     assert len(said) == 1 and said[0].startswith("harness: warning: tracking: http://127.0.0.1:9 does not answer")
-    assert isinstance(live.open_tracker(closed, make_run(sweep, 0), None), live.Untracked)
+    assert live.sweep_of(sweep, closed)[1] is False  # its runs do not try
 
     run_dir = make_run(tmp_path / "single", 0)  # a single run: it tries, and fails once
     record = RunRecord(run_dir, "single/0", CONFIG, [])

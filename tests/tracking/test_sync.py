@@ -100,4 +100,4 @@ def test_a_tracker_that_does_not_answer_fails_in_one_line(tmp_path):
         sync.sync_sweep(sweep, closed)
     assert str(err.value).startswith("cannot connect") and "\n" not in str(err.value)
     recorded = settings.read_sweep(sweep)
-    assert recorded.parent_run_id is None and not recorded.live and recorded.error == str(err.value)
+    assert recorded.parent_run_id is None and recorded.live_by is None and recorded.error == str(err.value)
