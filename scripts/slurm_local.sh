@@ -41,9 +41,9 @@ SchedulerParameters=sched_interval=2,bf_interval=2
 # A cancelled job's processes get SIGKILL this many seconds after SIGTERM (default 30; submitit's runs ignore
 # SIGTERM, so a cancel took 30 s).
 KillWait=2
-# Arrays of at most 40 tasks (SLURM's default is 1001): the harness's sweeps of 50 runs are cut into arrays here
+# Arrays of at most 8 tasks (SLURM's default is 1001): the harness's sweeps of 12 runs are cut into arrays here
 # as sweeps of thousands are on a real cluster.
-MaxArraySize=40
+MaxArraySize=8
 SlurmdPidFile=$STATE/slurmd.pid
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none

@@ -16,6 +16,7 @@ import logging
 import queue
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,10 +24,13 @@ from harness.run import checkpoint
 from harness.store import layout
 from harness.store.files import DamagedFile, read_json
 from harness.tracking import sync
-from harness.tracking.live import sweep_of
+from harness.tracking.live import wait_ready
 from harness.tracking.settings import Tracking
 
 log = logging.getLogger(__name__)
+
+
+FOLLOW_SECONDS = 2.0  # a running run's file is read at most this often: its epochs since go in one transaction
 
 
 @dataclass
@@ -34,6 +38,7 @@ class _Run:
     run_id: str                       # its MLflow run
     logged: set[int] = field(default_factory=set)
     seen: int | None = None           # metrics.parquet's mtime_ns when last read
+    read_at: float = 0.0              # time.monotonic() of that read
 
 
 class Watcher:
@@ -57,9 +62,9 @@ class Watcher:
         self.thread.join()
 
     def _work(self) -> None:
-        sweep, _ = sweep_of(self.sweep_dir, self.tracking)  # waits for the command's parent run
+        sweep = wait_ready(self.sweep_dir)  # the command's parent run
         store = None
-        if sweep is not None and sweep.parent_run_id is not None:
+        if sweep is not None and sweep.uri == self.tracking.uri and sweep.parent_run_id is not None:
             from harness.tracking import mlflow_store
 
             store = mlflow_store.store(sweep.uri)
@@ -85,38 +90,55 @@ class Watcher:
                     print(f"harness: warning: tracking: {sweep.uri} failed while the runs trained ({self.failed}); "
                           "they go on, and the sweep's end tries again", file=sys.stderr, flush=True)
             if request is None:
+                if store is not None and self.failed is None:
+                    try:  # the runs still followed (an interrupted sweep's): what is queued for them
+                        for run in self.runs.values():
+                            store.wait(run.run_id)
+                    except Exception as err:  # the sweep's end logs what is missing
+                        self.failed = sync.describe(err)
                 return
 
     def _follow(self, store, sweep, run_dir: Path) -> None:
-        """Log the epochs a running run has checkpointed since the last look."""
+        """Log the epochs a running run has checkpointed since the last look (queued: MLflow writes a run's waiting
+        epochs in one transaction)."""
         try:
             seen = (run_dir / layout.METRICS_FILE).stat().st_mtime_ns
-            record = read_json(run_dir / layout.RUN_FILE)
-        except (FileNotFoundError, DamagedFile):  # not started yet, or between two writes
+        except FileNotFoundError:  # no epoch yet
             return
         run = self.runs.get(run_dir)
-        if record is None or (run is not None and run.seen == seen):
+        if run is not None and (run.seen == seen or time.monotonic() - run.read_at < FOLLOW_SECONDS):
             return
         if run is None:
+            try:
+                record = read_json(run_dir / layout.RUN_FILE)
+            except DamagedFile:  # between two writes: the next poll
+                return
+            if record is None:
+                return
             run_id, logged = sync.open_run(store, sweep.experiment_id, sweep.parent_run_id, record, sweep.uri)
             run = self.runs[run_dir] = _Run(run_id, logged)
-            store.set_status(run_id, "RUNNING")
+            if logged:  # a resumed run's
+                store.set_status(run_id, "RUNNING")
         try:
             saved = checkpoint.saved_epoch(run_dir)
         except (OSError, ValueError, KeyError):  # replaced while read: the next poll
             return
+        if run.logged and saved <= max(run.logged):
+            return  # the epoch is written, its checkpoint not yet: the next poll
         rows = sync.metric_rows(run_dir)
-        if rows and rows[-1]["epoch"] <= saved:  # else its checkpoint is still being written: look again
+        run.read_at = time.monotonic()
+        if rows and rows[-1]["epoch"] <= saved:
             run.seen = seen
-        sync.log_rows(store, run.run_id, [row for row in rows if row["epoch"] <= saved], run.logged)
+        sync.log_rows(store, run.run_id, [row for row in rows if row["epoch"] <= saved], run.logged, queued=True)
 
     def _end(self, store, sweep, run_dir: Path) -> None:
         """A run that ended: the rest of it, from its files (its process is gone, so run.json may be written)."""
+        run = self.runs.pop(run_dir, None)
+        if run is not None:
+            store.wait(run.run_id)  # its queued epochs first: the end reads what MLflow holds
         try:
             record = read_json(run_dir / layout.RUN_FILE)
         except DamagedFile:
             return
-        if record is None:
-            return
-        run = self.runs.pop(run_dir, None)
-        sync.sync_run(store, sweep, run_dir, record, None if run is None else run.run_id)
+        if record is not None:
+            sync.sync_run(store, sweep, run_dir, record, None if run is None else run.run_id)

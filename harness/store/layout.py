@@ -6,6 +6,7 @@
                                        probes.json, target.json, data_checks.json, initial.weights.npz,
                                        final.weights.npz, tb/, .hydra/
     reports/                           <sweep-id>-<hash>.html, latest.html, index.html
+    sweeps/                            mlflow.db, mlartifacts/ (tracking=mlflow's default store)
 
 Readers and writers ask this module for a name, never a string of their own.
 """
@@ -19,7 +20,10 @@ INTERPOLATION_FILE = "interpolation.parquet"  # the loss between the smallest- a
 INTERPOLATION_LOG = "interpolation.log"      # that job's TensorFlow chatter and any traceback, off the console
 LOCK_FILE = ".harness.lock"                  # in a command's output folder, held while the command runs
 DIAGNOSIS_FILE = "diagnosis.json"            # +study=diagnose: the drop split into its causes, the data checks
-TRACKING_FILE = "tracking.json"              # tracking=mlflow: the store, the sweep's parent run, live or not
+TRACKING_FILE = "tracking.json"              # tracking=mlflow: the store, the sweep's parent run, who logs live
+
+# beside the sweep folders
+MLFLOW_DB, MLFLOW_ARTIFACTS = "mlflow.db", "mlartifacts"  # tracking=mlflow's default store and its artifacts
 
 # a run folder
 RUN_FILE = "run.json"                        # status and provenance

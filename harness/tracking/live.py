@@ -35,14 +35,16 @@ class RunTracker:
         self.run_id: str | None = None
         self.logged: set[int] = set()
         self.pending: list[dict[str, Any]] = []
-        self.failed = False
+        self.started = False  # start() ran: whether the run logs itself is decided
+        self.active = True    # False once the run does not (or no longer) log itself
 
     def start(self, kept_rows: Iterable[dict[str, Any]], resume_epoch: int) -> None:
         """Open (or continue) the MLflow run and log the kept epochs it lacks; or, where the sweep's end logs the
         run instead (sweep_of), do nothing from here on."""
+        self.started = True
         self.sweep, logs_itself = sweep_of(self.run_dir.parent, self.tracking)
-        if not logs_itself:
-            self.failed = True  # nothing to warn of: the command has, or the sweep's end will
+        if not logs_itself:  # nothing to warn of: the command logs it, or has warned, or the sweep's end will
+            self.active = False
             return
         if self.sweep is not None:
             self.tracking = self.sweep.tracking
@@ -75,18 +77,18 @@ class RunTracker:
     def finish(self) -> None:
         """The last epochs, the probes, run.json and the status, after run.json's final write (a run that failed
         before `start` is opened here, to say so)."""
-        if self.run_id is None and not self.failed:
+        if not self.started:
             self.start((), 0)
         self.flush()
         self._guard(lambda: sync.finish_run(self.store, self.run_id, self.run_dir, self.record.data))
 
     def _guard(self, action: Callable[[], None]) -> None:
-        if self.failed:
+        if not self.active:
             return
         try:
             action()
         except Exception as err:
-            self.failed = True
+            self.active = False
             reason = sync.describe(err)
             print(f"harness: warning: tracking: {self.tracking.uri} failed ({reason}); the run goes on without it, "
                   f"and the sweep's end (or python -m harness.track {self.run_dir.parent}) logs it from its files",
@@ -128,14 +130,24 @@ def sweep_of(sweep_dir: Path, tracking: Tracking, timeout: float = READY_TIMEOUT
     """The tracking.json of `sweep_dir` (a run's folder's parent; None: a single run, or a sweep tracked
     elsewhere) and whether its runs log themselves: not under the harness launcher (the command logs them from
     their files), nor under SLURM with a SQLite store (the sweep's end does), nor when the command could not reach
-    the tracker. Waits for the command to make the parent run (`ready`), at most `timeout` seconds."""
+    the tracker. Where they do, waits for the command to make the parent run (wait_ready)."""
+    sweep = read_sweep(sweep_dir)
+    if sweep is None or sweep.uri != tracking.uri:
+        return None, True
+    if sweep.live_by != "run":  # known before the parent run is made
+        return sweep, False
+    sweep = wait_ready(sweep_dir, timeout)
+    return sweep, sweep is not None and sweep.parent_run_id is not None
+
+
+def wait_ready(sweep_dir: Path, timeout: float = READY_TIMEOUT) -> SweepTracking | None:
+    """tracking.json once the command has made the sweep's parent run (or failed to: `ready`, with an `error`), at
+    most `timeout` seconds from now; None if it never was."""
     deadline = time.monotonic() + timeout
     while True:
         sweep = read_sweep(sweep_dir)
-        if sweep is None or sweep.uri != tracking.uri:
-            return None, True
-        if sweep.ready:
-            return sweep, sweep.live_by == "run" and sweep.parent_run_id is not None
+        if sweep is not None and sweep.ready:
+            return sweep
         if time.monotonic() > deadline:
-            return None, False
+            return None
         time.sleep(0.1)

@@ -16,7 +16,6 @@ from harness.store import layout
 from harness.store.files import DamagedFile, read_json, write_json
 
 KEYS = {"uri", "experiment"}
-DATABASE, ARTIFACTS = "mlflow.db", "mlartifacts"  # the default store, in the sweep folder's parent
 SCHEMES = ("sqlite:///", "http://", "https://", "postgresql://", "postgresql+", "mysql://", "mysql+", "mssql://",
            "file://", "databricks")
 
@@ -50,8 +49,8 @@ def from_dict(cfg: dict[str, Any], sweep_dir: Path) -> Tracking:
         raise ConfigError("tracking.experiment", experiment, "null (the sweep's folder name) or a non-empty name")
     sweep_dir = Path(sweep_dir).resolve()
     if uri is None:
-        return Tracking(uri=f"sqlite:///{sweep_dir.parent / DATABASE}", experiment=experiment or sweep_dir.name,
-                        artifacts=(sweep_dir.parent / ARTIFACTS).as_uri())
+        return Tracking(uri=f"sqlite:///{sweep_dir.parent / layout.MLFLOW_DB}", experiment=experiment or sweep_dir.name,
+                        artifacts=(sweep_dir.parent / layout.MLFLOW_ARTIFACTS).as_uri())
     return Tracking(uri=uri, experiment=experiment or sweep_dir.name)
 
 

@@ -25,7 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterable
 
-import pandas as pd
+import pyarrow.parquet as pq
 
 from harness import __version__
 from harness.store import layout, probes_file
@@ -96,18 +96,19 @@ def timestamp(iso: str | None) -> float | None:
 
 
 def metric_rows(run_dir: Path) -> list[dict[str, Any]]:
+    """metrics.parquet's rows (none without the file), as plain Python values."""
     try:
-        return pd.read_parquet(Path(run_dir) / layout.METRICS_FILE).to_dict("records")
+        return pq.read_table(Path(run_dir) / layout.METRICS_FILE).to_pylist()
     except (FileNotFoundError, OSError, ValueError):
         return []
 
 
-def log_rows(store, run_id: str, rows: Iterable[dict[str, Any]], logged: set[int]) -> None:
-    """The rows whose epoch the run does not hold yet, one log_batch each, in order."""
+def log_rows(store, run_id: str, rows: Iterable[dict[str, Any]], logged: set[int], queued: bool = False) -> None:
+    """The rows whose epoch the run does not hold yet, one log_batch each, in order (`queued`: Store.log_step)."""
     for row in rows:
         epoch = int(row[EPOCH_KEY])
         if epoch not in logged:
-            store.log_step(run_id, epoch, epoch_metrics(row))
+            store.log_step(run_id, epoch, epoch_metrics(row), queued=queued)
             logged.add(epoch)
 
 
@@ -115,10 +116,8 @@ def finish_run(store, run_id: str, run_dir: Path, record: dict[str, Any]) -> Non
     """A finished run's last words: its probes, its status tag, run.json, its MLflow status."""
     status = record["status"]
     if status != "running":
-        probes = probe_metrics(run_dir)
-        if probes:
-            store.log_step(run_id, int(record.get("epochs_completed") or 0), probes)
-        store.set_tags(run_id, {"harness.status": status})
+        store.log_step(run_id, int(record.get("epochs_completed") or 0), probe_metrics(run_dir),
+                       tags={"harness.status": status})
         store.log_artifact(run_id, Path(run_dir) / layout.RUN_FILE)
     store.set_status(run_id, STATUS[status], end_time=timestamp(record.get("finished_at")))
 

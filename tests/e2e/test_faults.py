@@ -14,6 +14,7 @@ import pytest
 from tests import conftest
 from tests.conftest import PLAIN_SWEEP, REPO, copy_sweep, run_harness
 from tests.helpers.runs import harness_processes, metrics, record, wait_for_epochs
+from tests.helpers.tracking import assert_run_matches_files, sweep_runs
 
 pytestmark = pytest.mark.slow
 TINY = ["dataset.num_samples=600", "seed=0", "probe_samples=64"]  # probes on, their end-of-run part small
@@ -345,14 +346,15 @@ def _submitted_tasks(sweep: Path) -> dict[str, set[int]]:
 
 
 @pytest.mark.xdist_group("slurm")
-def test_a_slurm_sweep_of_50_runs_is_cut_into_arrays_and_its_resume_submits_only_the_runs_not_finished(
+def test_a_slurm_sweep_of_12_runs_is_cut_into_arrays_and_its_resume_submits_only_the_runs_not_finished(
         tmp_path, local_slurm):
-    """50 one-step runs on the local SLURM, whose MaxArraySize is 40 (scripts/slurm_local.sh): two arrays, sharing
-    array_parallelism=4 (two tasks each; the node runs two at once). The command is stopped (its jobs cancelled) once half the runs finished; the same command
-    then submits only the others, each under its own job number and folder, and leaves the finished ones alone."""
+    """12 one-step runs on the local SLURM, whose MaxArraySize is 8 (scripts/slurm_local.sh): two arrays, sharing
+    array_parallelism=4 (two tasks each; the node runs two at once). The command is stopped (its jobs cancelled)
+    once half the runs finished; the same command, with tracking=mlflow now, then submits only the others, each
+    under its own job number and folder, leaves the finished ones alone, and logs all of them at its end."""
     sweep = tmp_path / "sweep"
     command = [*SLURM, "backend=jax", "budget=steps", "budget_steps=1", "batch_size=32", "probes=false",
-               "dataset.num_samples=600", "seed=range(0,50)", "hydra.launcher.array_parallelism=4",
+               "dataset.num_samples=600", "seed=range(0,12)", "hydra.launcher.array_parallelism=4",
                f"hydra.sweep.dir={sweep}", "-m"]
     log = open(tmp_path / "first.log", "w")
     proc = subprocess.Popen([sys.executable, "-m", "harness", *command], cwd=tmp_path, text=True, stdout=log,
@@ -360,7 +362,7 @@ def test_a_slurm_sweep_of_50_runs_is_cut_into_arrays_and_its_resume_submits_only
 
     def finished() -> dict[int, dict]:
         done = {}
-        for num in range(50):
+        for num in range(12):
             try:
                 run = record(sweep / str(num))
             except (OSError, ValueError):
@@ -371,28 +373,37 @@ def test_a_slurm_sweep_of_50_runs_is_cut_into_arrays_and_its_resume_submits_only
 
     try:
         deadline = time.monotonic() + 400
-        while len(finished()) < 25 and proc.poll() is None and time.monotonic() < deadline:
+        while len(finished()) < 6 and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.5)
         first_arrays = _submitted_tasks(sweep)
     finally:
         _stop_job(proc, sweep)
         log.close()
     first = finished()
-    assert 25 <= len(first) < 50, (len(first), (tmp_path / "first.log").read_text()[-3000:])
-    assert sorted(len(indices) for indices in first_arrays.values()) == [10, 40], first_arrays
+    assert 6 <= len(first) < 12, (len(first), (tmp_path / "first.log").read_text()[-3000:])
+    assert sorted(len(indices) for indices in first_arrays.values()) == [4, 8], first_arrays
     # what the tasks share is written once a submission, not into each task's file (52 KB each before)
     assert max(path.stat().st_size for path in (sweep / ".submitit").rglob("*_submitted.pkl")) < 2048
     assert "at most 2 at once" in (tmp_path / "first.log").read_text()
 
-    resumed = run_harness(*command, cwd=tmp_path, timeout=600)
+    # resumed with tracking=mlflow, which is no run's config: the same runs; a SQLite store takes no writes from
+    # the cluster's runs (often on NFS), and the sweep's end logs every run from its files
+    resumed = run_harness(*command, "tracking=mlflow", cwd=tmp_path, timeout=600)
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
-    left = 50 - len(first)
+    left = 12 - len(first)
     said = resumed.stdout + resumed.stderr
-    assert f"{len(first)} of 50 runs already finished in {sweep}: submitting the other {left}" in said
+    assert f"{len(first)} of 12 runs already finished in {sweep}: submitting the other {left}" in said
     new_arrays = {array: tasks for array, tasks in _submitted_tasks(sweep).items() if array not in first_arrays}
     assert sum(len(indices) for indices in new_arrays.values()) == left, new_arrays
-    for num in range(50):
+    for num in range(12):
         run = record(sweep / str(num))
         assert run["status"] == "completed" and f"seed={num}" in run["overrides"], (num, run)
         if num in first:  # left alone: the same attempt, not run again
             assert run["finished_at"] == first[num]["finished_at"], num
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    assert json.loads((sweep / "tracking.json").read_text())["live_by"] is None
+    parent, runs = sweep_runs(uri, sweep)
+    assert sorted(runs, key=int) == [str(num) for num in range(12)] and parent.info.status == "FINISHED"
+    for num, run in runs.items():
+        assert run.info.status == "FINISHED"
+        assert_run_matches_files(uri, run, sweep / num)

@@ -38,9 +38,11 @@ def test_who_logs_the_runs_as_they_train(tmp_path, launcher, live_by):
     sweep = tmp_path / "sweeps" / "s"
     tracking = settings.from_dict({"uri": None, "experiment": None}, sweep)
     started = sweep_end.start_tracking(sweep, tracking, jobs=1, launcher=launcher)
-    recorded, logs_itself = live.sweep_of(sweep, tracking)  # waits for the command's thread
-    assert logs_itself is (live_by == "run") and recorded.live_by == live_by and recorded.parent_run_id
+    _, logs_itself = live.sweep_of(sweep, tracking)  # waits for the command's thread where the runs log
+    assert logs_itself is (live_by == "run")
     started.join()
+    recorded = settings.read_sweep(sweep)
+    assert recorded.live_by == live_by and recorded.parent_run_id and recorded.ready
 
 
 def test_a_tracker_that_fails_is_one_warning_line_and_a_note_and_the_run_goes_on(tmp_path, capsys):
@@ -61,3 +63,25 @@ def test_a_tracker_that_fails_is_one_warning_line_and_a_note_and_the_run_goes_on
     said = capsys.readouterr().err.splitlines()
     assert len(said) == 1 and said[0].startswith("harness: warning: tracking: http://127.0.0.1:9 failed (cannot")
     assert record.data["tracking"]["error"].startswith("cannot connect")
+
+
+def test_tracking_without_mlflow_installed_is_one_line_naming_the_extra(tmp_path, monkeypatch):
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "mlflow" else find_spec(name, *a))
+    with pytest.raises(settings.ConfigError, match=r"install MLflow first: pip install -e \"\.\[mlflow\]\""):
+        settings.from_dict({"uri": None, "experiment": None}, tmp_path)
+
+
+def test_the_parent_run_keeps_the_report_the_results_table_and_the_diagnosis(tmp_path):
+    from harness.report.html import report_path
+
+    sweep = tmp_path / "sweeps" / "s"
+    make_run(sweep, 0)
+    for path in (sweep / "sweep.json", sweep / "diagnosis.json", report_path(sweep, tmp_path / "reports")):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}")
+    kept = sweep_end.sweep_artifacts(sweep, tmp_path, tmp_path / "reports")
+    assert [p.name for p in kept] == ["sweep.json", "diagnosis.json", report_path(sweep).name, "results.csv"]
+    assert "val_acc" in (tmp_path / "results.csv").read_text().splitlines()[0]
