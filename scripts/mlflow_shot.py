@@ -4,7 +4,8 @@
     python -m scripts.mlflow_shot sweeps/main-job docs/mlflow-compare.png
 
 Starts `mlflow ui` on the sweep's store (its tracking.json) on a free local port, opens MLflow's compare page for the
-runs of the smallest and largest batch size, seeds 0 and 1, and saves the window. Needs Debian's chromium and
+runs of the smallest and largest batch size, seeds 0 and 1, with their final train_eval_acc and val_acc in its
+parallel-coordinates plot, and saves the window. Needs Debian's chromium and
 chromium-driver (`make browser`) and selenium (the test extra).
 """
 from __future__ import annotations
@@ -84,12 +85,44 @@ def shoot(url: str, out: Path, size: str) -> None:
         try:
             driver.get(url)
             deadline = time.monotonic() + 60
-            while "val_acc" not in driver.page_source and time.monotonic() < deadline:
+            while "Metrics:" not in driver.page_source and time.monotonic() < deadline:
                 time.sleep(0.5)
-            time.sleep(3)  # the charts draw after their data arrives
+            time.sleep(2)
+            show_metrics(driver, METRICS)
+            time.sleep(3)  # the plot draws after its data arrives
             driver.save_screenshot(str(out))
         finally:
             driver.quit()
+
+
+METRICS = ("train_eval_acc", "val_acc")  # the parallel-coordinates plot's, after batch_size
+
+
+def show_metrics(driver, metrics: tuple[str, ...]) -> None:
+    """Close MLflow's assistant panel and plot batch_size against `metrics`, instead of the params and the metric
+    MLflow picks (the first by name): through the page's own controls, as a user would."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    for button in driver.find_elements(By.CSS_SELECTOR, 'button[aria-label="Close"]')[:1]:
+        button.click()
+
+    def select(label: str):
+        return driver.find_element(By.XPATH, f"//div[normalize-space(text())='{label}']/following-sibling::div[1]")
+
+    for chip in select("Parameters:").find_elements(By.CSS_SELECTOR, ".du-bois-light-select-selection-item"):
+        if chip.text.strip() != "batch_size":
+            chip.find_element(By.CSS_SELECTOR, ".du-bois-light-select-selection-item-remove").click()
+    metric_select = select("Metrics:")
+    for remove in metric_select.find_elements(By.CSS_SELECTOR, ".du-bois-light-select-selection-item-remove"):
+        remove.click()
+    for metric in metrics:
+        metric_select.click()
+        driver.switch_to.active_element.send_keys(metric)  # the list shows the names that match
+        time.sleep(0.5)
+        options = driver.find_elements(By.XPATH, f"//div[contains(@class, 'select-item-option') and @title='{metric}']")
+        next(option for option in options if option.is_displayed()).click()
+    driver.switch_to.active_element.send_keys(Keys.ESCAPE)  # the list closed
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from harness.store import layout
 from harness.store.files import DamagedFile, read_json
 from harness.store.layout import METRICS_FILE, RUN_FILE, SWEEP_FILE
 from harness.store.metrics_cache import read_sweep_metrics
-from harness.store.run_files import config_columns, inspect_run
+from harness.store.run_files import config_columns, config_hash, inspect_run
 
 BATCH = "global_batch_size"
 # Config keys that are never facets: the batch axis itself, the seed (averaged over, with n shown), and
@@ -108,8 +108,13 @@ def not_started_jobs(sweep_dir: Path) -> list[str]:
     except DamagedFile:
         sweep = None  # count the run folders instead
     if sweep is not None:
-        ran = {tuple(record.get("overrides", [])) for record in read_run_records(sweep_dir)}
-        return [job["job"] for job in sweep["jobs"] if tuple(job["overrides"]) not in ran]
+        records = read_run_records(sweep_dir)
+        ran = {tuple(record.get("overrides", [])) for record in records}
+        # a job's config fingerprint where sweep.json has it: a run resumed with other settings than run config
+        # (tracking=mlflow) has other overrides, and is the same run
+        configs = {config_hash(record["config"]) for record in records if "config" in record}
+        return [job["job"] for job in sweep["jobs"]
+                if tuple(job["overrides"]) not in ran and job.get("config") not in configs]
     folders = [p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit() and not (p / RUN_FILE).exists()]
     return sorted((p.name for p in folders), key=int)
 

@@ -8,12 +8,10 @@ writes run.json itself when a process died without doing so.
 """
 from __future__ import annotations
 
-import ctypes
 import logging
 import os
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +19,7 @@ from typing import Callable, Protocol, TextIO
 
 from harness.launch.progress import clock
 from harness.launch.resources import GpuPool, cpu_count
-from harness.launch.worker import Worker
+from harness.launch.worker import Worker, die_with_parent, signal_group
 from harness.store import layout
 from harness.store.files import write_json
 from harness.store.layout import RUN_FILE
@@ -53,23 +51,9 @@ class Job:
         return f"{self.run_dir.parent.name}/{self.run_dir.name}"
 
 
-def _preexec():
-    return _die_with_parent if sys.platform.startswith("linux") else None
-
-
-def _die_with_parent() -> None:
-    """In the child, before exec: be killed when the launcher dies, even by kill -9 (Linux)."""
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
-
-
 class RunWatch(Protocol):
-    """Told of the runs at every poll (harness.launch.tracking_watch.Watcher: MLflow from their files)."""
-
     def poll(self, running: list[Path], ended: list[Path]) -> None:
-        """The runs' folders: those running now, and those that ended since the last poll."""
+        """At every poll, the runs' folders running now and those ended since (tracking_watch.Watcher)."""
 
 
 class SweepEnd(Protocol):
@@ -133,13 +117,13 @@ class Scheduler:
         job.run_dir.mkdir(parents=True, exist_ok=True)
         if job.worker_args is not None and not gpu_ids:
             worker = (self._idle_worker(job.backend)
-                      or Worker(job.run_dir.parent, self._env(job, gpu_ids), _preexec(), backend=job.backend))
+                      or Worker(job.run_dir.parent, self._env(job, gpu_ids), die_with_parent(), backend=job.backend))
             worker.send(job.worker_args, job.run_dir / layout.TRAIN_LOG)
             return _Running(job, worker.process, gpu_ids, None, worker)
         log = open(job.run_dir / layout.TRAIN_LOG, "a")
         process = subprocess.Popen(
             job.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self._env(job, gpu_ids),
-            start_new_session=True, preexec_fn=_preexec(),
+            start_new_session=True, preexec_fn=die_with_parent(),
         )
         return _Running(job, process, gpu_ids, log)
 
@@ -200,7 +184,7 @@ class Scheduler:
             then.finish(worker)
         except BaseException:  # Ctrl-C during it: the worker (a session of its own) is stopped as a run would be
             if worker is not None:
-                _signal_group(worker.process, signal.SIGINT)
+                signal_group(worker.process, signal.SIGINT)
             raise
         finally:
             if worker is not None:
@@ -239,7 +223,7 @@ class Scheduler:
                     time.sleep(self.poll_seconds)
         except KeyboardInterrupt:
             if self.early is not None:  # the sweep end it started: stopped with the runs
-                _signal_group(self.early.process, signal.SIGINT)
+                signal_group(self.early.process, signal.SIGINT)
             self._stop(running)
             self.progress(self._status_line(pending, [], started) + " · interrupted", True)
             raise
@@ -263,13 +247,13 @@ class Scheduler:
     def _stop(self, running: list[_Running]) -> None:
         """Ctrl-C: SIGINT to every child (they record `interrupted`), then SIGKILL any that linger."""
         for r in running:
-            _signal_group(r.process, signal.SIGINT)
+            signal_group(r.process, signal.SIGINT)
         deadline = time.monotonic() + self.stop_timeout
         for r in running:
             try:
                 code = r.process.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                _signal_group(r.process, signal.SIGKILL)
+                signal_group(r.process, signal.SIGKILL)
                 code = r.process.wait()
             self._finish(r, code, interrupted=True)
         if self.watch is not None:
@@ -287,13 +271,6 @@ class Scheduler:
         skipped = f" · {len(self.skipped)} already done" if self.skipped else ""
         return (f"[harness] runs {len(done) + len(self.skipped)}/{len(self.jobs)} done · {len(running)} running · "
                 f"{failed} failed{skipped} · elapsed {clock(elapsed)} · ETA {eta}")
-
-
-def _signal_group(process: subprocess.Popen, sig: int) -> None:
-    try:
-        os.killpg(process.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _record_lost_run(job: Job, record: dict | None, code: int, interrupted: bool) -> None:

@@ -17,9 +17,11 @@ later job runs in a process whose state is in doubt.
 """
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import select
+import signal
 import subprocess
 import sys
 import traceback
@@ -177,3 +179,24 @@ def run_as_command() -> None:
 
 if __name__ == "__main__":
     run_as_command()
+
+
+def die_with_parent():
+    """A child's preexec_fn that has it killed when the launcher dies, even by kill -9 (Linux; None elsewhere)."""
+    return _die_with_parent if sys.platform.startswith("linux") else None
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def signal_group(process: subprocess.Popen, sig: int) -> None:
+    """`sig` to the process's whole group (its session: the run and any child of it)."""
+    try:
+        os.killpg(process.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -39,6 +39,14 @@ def test_jobs_without_run_json_are_not_started(tmp_path):
     (sweep / "0").rename(sweep / "b8")  # hydra.sweep.subdir=b${batch_size}: runs are matched by their overrides
     make_run(sweep, 4, batch_size=32, seed=1)
     assert analysis.not_started_jobs(sweep) == ["1", "2", "3", "5", "6", "7", "8"]
+    # resumed with tracking=mlflow (no run config): other overrides, the same run by its config's fingerprint
+    from harness.store.run_files import config_hash
+
+    record = json.loads((sweep / "4" / "run.json").read_text())
+    jobs[4] = {**jobs[4], "overrides": [*jobs[4]["overrides"], "tracking=mlflow"],
+               "config": config_hash(record["config"])}
+    (sweep / "sweep.json").write_text(json.dumps({"jobs": jobs}))
+    assert analysis.not_started_jobs(sweep) == ["1", "2", "3", "5", "6", "7", "8"]
 
 
 def test_run_json_target_epoch_reaches_the_frame(tmp_path):

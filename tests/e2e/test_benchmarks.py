@@ -153,3 +153,17 @@ def test_report_benchmark_smoke_prints_its_table():
     index = re.search(r"\| `reports/index.html` over 3 sweeps \(12 runs each\) \| ([\d.]+) s( \| –){4} \|", text)
     assert row and index, text
     assert all(float(value) > 0 for value in (*row.groups(), index.group(1)))
+
+
+@pytest.mark.slow
+def test_tracking_benchmark_smoke_prints_its_table():
+    """A 2-run job with and without tracking=mlflow: both times, their ratio as the cost, the new store's time;
+    the script itself checks each tracked run in MLflow (one value per epoch) and fails otherwise."""
+    text = smoke("bench_tracking")
+    row = re.search(r"\| `python -m harness batch_size=32,64 [^`]*-m`, median of 1 \| ([\d.]+) s \| ([\d.]+) s \| "
+                    r"([+-][\d.]+)% \|", text)
+    assert row, text
+    off, on, cost = (float(value) for value in row.groups())
+    assert off > 0 and on > 0 and abs(cost - (on / off - 1) * 100) < 1.5  # of times printed to 0.1 s
+    made = re.search(r"opening MLflow took ([\d.]+) s with a new store, ([\d.]+) s with an existing one", text)
+    assert made and float(made.group(1)) > 0 and float(made.group(2)) > 0, text
