@@ -52,11 +52,15 @@ def _expected_epochs(run_cfg) -> int:
 
 
 def _tracking_watch(sweep_dir: Path):
-    """The thread that logs the runs to MLflow as they train, where the command does (tracking.json), else None."""
+    """The thread that logs the runs to MLflow as they train, where the command does: its plan tracks the sweep
+    (a tracking.json left by an earlier command with tracking=mlflow does not), and tracking.json says the
+    command logs the runs; else None."""
+    from harness.launch.plan import handed
     from harness.tracking.settings import read_sweep
 
+    plan = handed(sweep_dir)
     sweep = read_sweep(sweep_dir)
-    if sweep is None or sweep.live_by != "command":
+    if plan is None or plan.tracking is None or sweep is None or sweep.live_by != "command":
         return None
     from harness.launch.tracking_watch import Watcher
 

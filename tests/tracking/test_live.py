@@ -85,3 +85,22 @@ def test_the_parent_run_keeps_the_report_the_results_table_and_the_diagnosis(tmp
     kept = sweep_end.sweep_artifacts(sweep, tmp_path, tmp_path / "reports")
     assert [p.name for p in kept] == ["sweep.json", "diagnosis.json", report_path(sweep).name, "results.csv"]
     assert "val_acc" in (tmp_path / "results.csv").read_text().splitlines()[0]
+
+
+def test_a_sweep_resumed_without_tracking_is_not_logged(tmp_path):
+    """tracking.json stays in a sweep once tracked; a command without tracking=mlflow leaves MLflow alone."""
+    from dataclasses import replace
+
+    from harness.launch.plan import CommandPlan, hand_over
+    from hydra_plugins.harness_launcher.launcher import _tracking_watch
+
+    sweep = tmp_path / "sweeps" / "s"
+    tracking = settings.from_dict({"uri": None, "experiment": None}, sweep)
+    settings.write_sweep(sweep, settings.SweepTracking(tracking.uri, "s", "1", "abc", "command"))
+    plan = CommandPlan([], sweep, "hydra_plugins.harness_launcher.launcher.HarnessLauncher", [])
+    hand_over(plan)
+    assert _tracking_watch(sweep) is None
+    hand_over(replace(plan, tracking=tracking))
+    watch = _tracking_watch(sweep)
+    assert watch is not None
+    watch.close()
