@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         _run_hydra(parser, args)
         return EXIT_OK
     folder_key = "hydra.sweep.dir" if args.multirun else "hydra.run.dir"
-    tracking = None  # with tracking=mlflow, the thread making the sweep's parent run
+    tracking = None  # with tracking=mlflow, the sweep's tracking process (sweep_end.start_tracking)
     with ExitStack() as held:
         try:
             plan = plan_command(args.overrides, args.multirun, args.config_name or CONFIG_NAME)
@@ -161,8 +161,8 @@ def _run_hydra(parser, args) -> None:
 
 
 def _run(parser, args, plan: CommandPlan, tracking=None) -> int:
-    """Hand the validated command to Hydra; the exit code from what the runs' files say. `tracking`: the thread
-    making the sweep's parent run in MLflow (sweep_end.start_tracking)."""
+    """Hand the validated command to Hydra; the exit code from what the runs' files say. `tracking`: the sweep's
+    tracking process (sweep_end.start_tracking), handed the report at the end."""
     try:
         _run_hydra(parser, args)
     except KeyboardInterrupt as err:  # Ctrl-C, SIGTERM, SIGUSR2 (harness.launch.signals)

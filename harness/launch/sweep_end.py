@@ -1,6 +1,7 @@
 """What follows a multirun, in the command's process: the sweep-level probes (in a warm worker or a process of
 their own, since they load TensorFlow), the report, written even when the sweep was interrupted, and with
-tracking=mlflow every run checked in MLflow and the report beside them (and before a multirun, its parent run)."""
+tracking=mlflow the sweep's tracking process (harness.launch.tracking_watch): started before the runs, handed the
+report at the end."""
 from __future__ import annotations
 
 import signal
@@ -127,19 +128,20 @@ def write_report(sweep_dir: Path) -> None:
     publish(sweep_dir, REPORTS_DIR)
 
 
-def start_tracking(sweep_dir: Path, tracking: Tracking, jobs: int, launcher: str) -> threading.Thread:
-    """The sweep's parent run in MLflow (harness.tracking.sync.start_sweep), made by a thread of the command while
-    the runs start: importing MLflow and opening its store take 2-5 s of CPU, which would otherwise come before any
-    run (tracking.json says `ready: false` until then, and a run waits for it before it logs). Runs on other
-    machines (SLURM) do not write to a SQLite store, often on NFS: the sweep's end logs them from their files. A
-    tracker that does not answer is one warning line: the runs go on, untracked until the end tries again.
+def start_tracking(sweep_dir: Path, tracking: Tracking, jobs: int, launcher: str):
+    """The sweep's tracking process (harness.launch.tracking_watch), started before any run: it makes the parent
+    run while the runs start (tracking.json says `ready: false` until then, and a run that logs itself waits for
+    it), and a tracker that does not answer is one warning line (the runs go on, untracked until the end tries
+    again). Runs on other machines (SLURM) do not write to a SQLite store, often on NFS: the sweep's end logs them
+    from their files.
 
-    Who logs the runs as they train (tracking.json's `live_by`): under the harness launcher, the command, from
-    their files (harness.launch.tracking_watch), so that MLflow is imported once, not in every run's process
-    (about 3 s of CPU each); under another launcher, each run itself."""
+    Who logs the runs as they train (tracking.json's `live_by`): under the harness launcher, the tracking process,
+    from their files, so that MLflow is imported once, not in every run's process (about 3 s of CPU each); under
+    another launcher, each run itself."""
     from dataclasses import replace
 
-    from harness.tracking import settings, sync
+    from harness.launch import tracking_watch
+    from harness.tracking import settings
 
     if launcher.endswith("HarnessLauncher"):
         live_by = "command"
@@ -150,42 +152,14 @@ def start_tracking(sweep_dir: Path, tracking: Tracking, jobs: int, launcher: str
     previous = settings.read_sweep(sweep_dir)
     pending = settings.SweepTracking(tracking.uri, tracking.experiment, None, None, live_by, tracking.artifacts)
     settings.write_sweep(sweep_dir, replace(pending, ready=False))
-
-    def start() -> None:
-        try:
-            sync.start_sweep(sweep_dir, tracking, live_by=live_by, jobs=jobs, previous=previous)
-        except sync.TrackingFailed as err:
-            print(f"harness: warning: tracking: {tracking.uri} does not answer ({err}); the runs go on without it, "
-                  "and the sweep's end tries again", file=sys.stderr)
-
-    thread = threading.Thread(target=start, name="tracking-start", daemon=True)
-    thread.start()
-    return thread
+    return tracking_watch.start(sweep_dir, tracking, live_by, jobs, previous)
 
 
-def track(sweep_dir: Path, started: threading.Thread | None = None, reports_dir: Path = REPORTS_DIR) -> None:
-    """At the sweep's end (once `started`, start_tracking's thread, is done): every run in MLflow with each epoch
-    once and its final status, whatever the runs could log themselves; the report, the results table and
-    diagnosis.json on the sweep's parent run, whose status follows its runs'. A tracker that still does not answer
-    is one warning line naming the command that logs the sweep later (`python -m harness.track`)."""
-    from harness.tracking import settings, sync
-
-    if started is not None:
-        started.join()
-    sweep = settings.read_sweep(sweep_dir)
-    if sweep is None:
-        return
-    try:
-        with tempfile.TemporaryDirectory() as scratch:
-            result = sync.sync_sweep(sweep_dir, artifacts=sweep_artifacts(sweep_dir, Path(scratch), reports_dir),
-                                     status=sync.sweep_status(sweep_dir))
-    except sync.TrackingFailed as err:
-        print(f"harness: warning: tracking: the sweep is not all in {sweep.uri} ({err}); once it answers, log it "
-              f"with: python -m harness.track {sweep_dir}", file=sys.stderr)
-        return
-    if result.live_errors:
-        print(f"harness: warning: tracking: {len(result.live_errors)} run(s) could not log to {sweep.uri} as they "
-              f"trained ({result.live_errors[0]}); logged from their files now", file=sys.stderr)
+def track(sweep_dir: Path, tracker, reports_dir: Path = REPORTS_DIR) -> None:
+    """At the sweep's end: the report, the results table and diagnosis.json handed to `tracker` (start_tracking's),
+    which checks every run in MLflow and keeps them on the sweep's parent run; returns once it is done."""
+    with tempfile.TemporaryDirectory() as scratch:
+        tracker.end(sweep_artifacts(sweep_dir, Path(scratch), reports_dir))
 
 
 def sweep_artifacts(sweep_dir: Path, scratch: Path, reports_dir: Path = REPORTS_DIR) -> list[Path]:

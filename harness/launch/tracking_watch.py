@@ -1,36 +1,116 @@
-"""tracking=mlflow under the harness launcher: the command logs its runs to MLflow from their files as they train.
+"""tracking=mlflow in a multirun: a process of the command's own, `python -m harness.launch.tracking_watch`, does all
+of the MLflow work, so that the command (and every run's process) never imports MLflow.
 
-The runs' processes never import MLflow (about 3 s of CPU in each warm worker, 4% of the main job on a 2-core
-machine): the command imports it once, for the sweep's parent run, and a thread of it follows the runs the
-scheduler reports (harness.launch.scheduler's `watch`). Each epoch is logged once its checkpoint is written, as a
-run logging itself would (harness.tracking.live): a run killed between the two trains that epoch again, which MLflow
-must not hold twice. When a run ends, the rest (its last epoch, probes, run.json, status) is logged, and its
-run.json records its MLflow run; a resumed run continues the MLflow run tagged with its run_id. One process writes
-to the store, so runs at once never meet a locked SQLite database.
+It makes the sweep's parent run as the runs start; where the command logs the runs as they train (tracking.json's
+`live_by: command`, under the harness launcher) it logs each run from its files, fed by the scheduler's polls; and
+at the sweep's end it checks every run against its files and keeps the report on the parent run. Measured on the
+main job (2-core CPU, benchmarks/bench_tracking.py): the same work in a thread of the command cost more than 5% of
+the sweep's wall time, most of it importing MLflow (about 4 s of CPU) while the runs' processes import TensorFlow,
+and the thread holding the command's GIL. Here the process runs at the lowest priority (nice 19) while the runs
+train, on the CPU time they leave idle (between runs, the report), and the command waits for it only at the end.
 
-A tracker that fails is one warning line; the runs go on, and the sweep's end logs what is missing.
+Each epoch is logged once its checkpoint is written, as a run logging itself does (harness.tracking.live): a run
+killed between the two trains that epoch again, which MLflow must not hold twice. When a run ends, the rest (its
+last epoch, probes, run.json, status) is logged, and its run.json records its MLflow run; a resumed run continues
+the MLflow run tagged with its run_id. One process writes to the store, so runs at once never meet a locked SQLite
+database. A tracker that fails is one warning line; the runs go on, and the sweep's end tries again.
+
+The command talks to it through its stdin, a JSON line each: `{"running": [...], "ended": [...]}` when the
+scheduler's runs change, then `{"end": [artifacts...]}`.
 """
 from __future__ import annotations
 
+import json
 import logging
+import os
 import queue
+import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import IO, Any
 
+from harness.launch.worker import die_with_parent
 from harness.run import checkpoint
 from harness.store import layout
 from harness.store.files import DamagedFile, read_json
 from harness.tracking import sync
-from harness.tracking.live import wait_ready
-from harness.tracking.settings import Tracking
+from harness.tracking.settings import SweepTracking, Tracking, read_sweep
 
 log = logging.getLogger(__name__)
 
-
 FOLLOW_SECONDS = 2.0  # a running run's file is read at most this often: its epochs since go in one transaction
+IDLE_NICE = 19        # the process's niceness while runs train: it takes the CPU time they leave
+
+
+class Tracker:
+    """The command's side: starts the process, tells it what the scheduler sees (`poll`, the scheduler's
+    RunWatch), and at the sweep's end hands it the artifacts and waits for it (`end`)."""
+
+    def __init__(self, sweep_dir: Path, tracking: Tracking, live_by: str | None, jobs: int,
+                 previous: SweepTracking | None):
+        self.sweep_dir, self.tracking, self.live_by = Path(sweep_dir), tracking, live_by
+        start = {"tracking": asdict(tracking), "live_by": live_by, "jobs": jobs,
+                 "previous": None if previous is None else asdict(previous),
+                 "nice": IDLE_NICE if live_by in ("command", None) else 0}  # runs that log themselves wait for it
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "harness.launch.tracking_watch", str(self.sweep_dir), json.dumps(start)],
+            stdin=subprocess.PIPE, start_new_session=True, preexec_fn=die_with_parent())  # no Ctrl-C of its own
+        os.set_blocking(self.process.stdin.fileno(), False)  # a poll never waits for the process to read
+        self.unsent = b""
+        self.running: list[str] | None = None
+
+    def poll(self, running: list[Path], ended: list[Path]) -> None:
+        """The runs training now, and those that ended since the last poll (sent only when they change)."""
+        names = [str(path) for path in running]
+        if names != self.running or ended:
+            self.running = names
+            self._send({"running": names, "ended": [str(path) for path in ended]})
+
+    def close(self) -> None:
+        """The scheduler's end: the process keeps its work for `end`."""
+
+    def end(self, artifacts: list[Path]) -> None:
+        """The sweep's end: every run checked in MLflow and `artifacts` on the parent run; returns once the process
+        is done (it prints its own warnings)."""
+        os.set_blocking(self.process.stdin.fileno(), True)
+        self._send({"end": [str(path) for path in artifacts]})
+        try:
+            self.process.stdin.close()
+        except BrokenPipeError:
+            pass
+        code = self.process.wait()
+        _started.pop(self.sweep_dir.resolve(), None)
+        if code != 0:
+            print(f"harness: warning: tracking: the tracking process ended with exit code {code}; log the sweep "
+                  f"with: python -m harness.track {self.sweep_dir}", file=sys.stderr, flush=True)
+
+    def _send(self, message: dict[str, Any]) -> None:
+        self.unsent += (json.dumps(message) + "\n").encode()
+        try:
+            while self.unsent:
+                self.unsent = self.unsent[os.write(self.process.stdin.fileno(), self.unsent):]
+        except BlockingIOError:  # its pipe is full: the rest goes with the next message
+            pass
+        except (BrokenPipeError, ValueError):  # it ended (end says how)
+            self.unsent = b""
+
+
+_started: dict[Path, Tracker] = {}
+
+
+def start(sweep_dir: Path, tracking: Tracking, live_by: str | None, jobs: int,
+          previous: SweepTracking | None) -> Tracker:
+    tracker = _started[Path(sweep_dir).resolve()] = Tracker(sweep_dir, tracking, live_by, jobs, previous)
+    return tracker
+
+
+def started(sweep_dir: Path) -> Tracker | None:
+    """The tracking process this command started for `sweep_dir` (a tracking.json an earlier command left does not
+    make one)."""
+    return _started.get(Path(sweep_dir).resolve())
 
 
 @dataclass
@@ -41,64 +121,14 @@ class _Run:
     read_at: float = 0.0              # time.monotonic() of that read
 
 
-class Watcher:
-    """The thread that logs the sweep's runs as they train; `poll` from the scheduler's loop, `close` at its end."""
+class Follower:
+    """In the process: logs the runs the command reports, from their files."""
 
-    def __init__(self, sweep_dir: Path, tracking: Tracking):
-        self.sweep_dir, self.tracking = Path(sweep_dir), tracking
-        self.requests: queue.Queue = queue.Queue()
+    def __init__(self, store, sweep: SweepTracking):
+        self.store, self.sweep = store, sweep
         self.runs: dict[Path, _Run] = {}
-        self.failed: str | None = None
-        self.thread = threading.Thread(target=self._work, name="tracking-watch", daemon=True)
-        self.thread.start()
 
-    def poll(self, running: list[Path], ended: list[Path]) -> None:
-        """The runs training now, and those that ended since the last poll."""
-        self.requests.put((list(running), list(ended)))
-
-    def close(self) -> None:
-        """Log what the last polls reported, then stop."""
-        self.requests.put(None)
-        self.thread.join()
-
-    def _work(self) -> None:
-        sweep = wait_ready(self.sweep_dir)  # the command's parent run
-        store = None
-        if sweep is not None and sweep.uri == self.tracking.uri and sweep.parent_run_id is not None:
-            from harness.tracking import mlflow_store
-
-            store = mlflow_store.store(sweep.uri)
-        while True:
-            request = self.requests.get()
-            ended: list[Path] = []
-            running: list[Path] = []
-            while request is not None:  # what piled up while the last request was logged: the latest, and every end
-                running = request[0]
-                ended += request[1]
-                try:
-                    request = self.requests.get_nowait()
-                except queue.Empty:
-                    break
-            if store is not None and self.failed is None:
-                try:
-                    for run_dir in ended:
-                        self._end(store, sweep, run_dir)
-                    for run_dir in running:
-                        self._follow(store, sweep, run_dir)
-                except Exception as err:  # the runs go on; the sweep's end logs what is missing
-                    self.failed = sync.describe(err)
-                    print(f"harness: warning: tracking: {sweep.uri} failed while the runs trained ({self.failed}); "
-                          "they go on, and the sweep's end tries again", file=sys.stderr, flush=True)
-            if request is None:
-                if store is not None and self.failed is None:
-                    try:  # the runs still followed (an interrupted sweep's): what is queued for them
-                        for run in self.runs.values():
-                            store.wait(run.run_id)
-                    except Exception as err:  # the sweep's end logs what is missing
-                        self.failed = sync.describe(err)
-                return
-
-    def _follow(self, store, sweep, run_dir: Path) -> None:
+    def follow(self, run_dir: Path) -> None:
         """Log the epochs a running run has checkpointed since the last look (queued: MLflow writes a run's waiting
         epochs in one transaction)."""
         try:
@@ -115,10 +145,11 @@ class Watcher:
                 return
             if record is None:
                 return
-            run_id, logged = sync.open_run(store, sweep.experiment_id, sweep.parent_run_id, record, sweep.uri)
+            run_id, logged = sync.open_run(self.store, self.sweep.experiment_id, self.sweep.parent_run_id, record,
+                                           self.sweep.uri)
             run = self.runs[run_dir] = _Run(run_id, logged)
             if logged:  # a resumed run's
-                store.set_status(run_id, "RUNNING")
+                self.store.set_status(run_id, "RUNNING")
         try:
             saved = checkpoint.saved_epoch(run_dir)
         except (OSError, ValueError, KeyError):  # replaced while read: the next poll
@@ -129,16 +160,121 @@ class Watcher:
         run.read_at = time.monotonic()
         if rows and rows[-1]["epoch"] <= saved:
             run.seen = seen
-        sync.log_rows(store, run.run_id, [row for row in rows if row["epoch"] <= saved], run.logged, queued=True)
+        sync.log_rows(self.store, run.run_id, [row for row in rows if row["epoch"] <= saved], run.logged,
+                      queued=True)
 
-    def _end(self, store, sweep, run_dir: Path) -> None:
+    def end(self, run_dir: Path) -> None:
         """A run that ended: the rest of it, from its files (its process is gone, so run.json may be written)."""
         run = self.runs.pop(run_dir, None)
         if run is not None:
-            store.wait(run.run_id)  # its queued epochs first: the end reads what MLflow holds
+            self.store.wait(run.run_id)  # its queued epochs first: the end reads what MLflow holds
         try:
             record = read_json(run_dir / layout.RUN_FILE)
         except DamagedFile:
             return
         if record is not None:
-            sync.sync_run(store, sweep, run_dir, record, None if run is None else run.run_id)
+            sync.sync_run(self.store, self.sweep, run_dir, record, None if run is None else run.run_id)
+
+    def wait(self) -> None:
+        """What is queued for the runs still followed (an interrupted sweep's)."""
+        for run in self.runs.values():
+            self.store.wait(run.run_id)
+
+
+def serve(sweep_dir: Path, start: dict[str, Any], requests: IO[str]) -> int:
+    """The process: the parent run, then the command's requests until its `end` (or its stdin closing)."""
+    tracking = Tracking(**start["tracking"])
+    previous = None if start["previous"] is None else SweepTracking(**start["previous"])
+    try:
+        sweep = sync.start_sweep(sweep_dir, tracking, live_by=start["live_by"], jobs=start["jobs"], previous=previous)
+    except sync.TrackingFailed as err:
+        print(f"harness: warning: tracking: {tracking.uri} does not answer ({err}); the runs go on without it, "
+              "and the sweep's end tries again", file=sys.stderr, flush=True)
+        sweep = None
+    follower = None
+    if sweep is not None and sweep.live_by == "command":
+        from harness.tracking import mlflow_store
+
+        follower = Follower(mlflow_store.store(sweep.uri), sweep)
+    lines = _lines(requests)
+    running: list[Path] = []
+    failed: str | None = None
+    while True:
+        try:
+            request = lines.get(timeout=FOLLOW_SECONDS)
+        except queue.Empty:
+            request = {"running": [str(path) for path in running], "ended": []}
+        if request is None or "end" in request:
+            break
+        running = [Path(path) for path in request["running"]]
+        if follower is not None and failed is None:
+            try:
+                for run_dir in request["ended"]:
+                    follower.end(Path(run_dir))
+                for run_dir in running:
+                    follower.follow(run_dir)
+            except Exception as err:  # the runs go on; the sweep's end logs what is missing
+                failed = sync.describe(err)
+                print(f"harness: warning: tracking: {sweep.uri} failed while the runs trained ({failed}); they go "
+                      "on, and the sweep's end tries again", file=sys.stderr, flush=True)
+    if request is None:  # the command died: the runs of this attempt stay as they are, for the next
+        return 0
+    _not_nice()
+    if follower is not None and failed is None:
+        try:
+            follower.wait()
+        except Exception:  # the sweep's end logs what is missing
+            pass
+    finish(sweep_dir, [Path(path) for path in request["end"]])
+    return 0
+
+
+def finish(sweep_dir: Path, artifacts: list[Path]) -> None:
+    """Every run in MLflow with each epoch once and its final status, whatever was logged as they trained; the
+    `artifacts` on the parent run, whose status follows its runs'. A tracker that still does not answer is one
+    warning line naming the command that logs the sweep later (`python -m harness.track`)."""
+    sweep = read_sweep(sweep_dir)
+    if sweep is None:
+        return
+    try:
+        result = sync.sync_sweep(sweep_dir, artifacts=artifacts, status=sync.sweep_status(sweep_dir))
+    except sync.TrackingFailed as err:
+        print(f"harness: warning: tracking: the sweep is not all in {sweep.uri} ({err}); once it answers, log it "
+              f"with: python -m harness.track {sweep_dir}", file=sys.stderr, flush=True)
+        return
+    if result.live_errors:
+        print(f"harness: warning: tracking: {len(result.live_errors)} run(s) could not log to {sweep.uri} as they "
+              f"trained ({result.live_errors[0]}); logged from their files now", file=sys.stderr, flush=True)
+
+
+def _lines(stream: IO[str]) -> queue.Queue:
+    """The command's requests as they come, read by a thread (None once its stdin closes)."""
+    lines: queue.Queue = queue.Queue()
+
+    def read() -> None:
+        for line in stream:
+            lines.put(json.loads(line))
+        lines.put(None)
+
+    threading.Thread(target=read, name="requests", daemon=True).start()
+    return lines
+
+
+def _not_nice() -> None:
+    """Back to normal priority for the end, which the command waits for (where the system allows it)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, 0)
+    except OSError:  # an unprivileged process may not: it goes on at its niceness
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    sweep_dir, start = (sys.argv[1:] if argv is None else argv)
+    start = json.loads(start)
+    if start["nice"]:
+        os.nice(start["nice"])
+    return serve(Path(sweep_dir), start, sys.stdin)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

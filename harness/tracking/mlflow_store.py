@@ -35,10 +35,11 @@ MAX_PARAMS, MAX_METRICS = 100, 1000  # MLflow's limits on one log_batch
 
 @dataclass(frozen=True)
 class Child:
-    """A run as the store has it: its id, status and the last epoch it holds (0: none)."""
+    """A run as the store has it: its id, status, the last epoch it holds (0: none) and its params' names."""
     run_id: str
     status: str
     last_epoch: int
+    params: frozenset[str] = frozenset()
 
 
 class Store:
@@ -95,10 +96,14 @@ class Store:
             for run in page:
                 key = run.data.tags.get(key_tag)
                 if key is not None:
-                    found[key] = Child(run.info.run_id, run.info.status, int(run.data.metrics.get(epoch_key, 0)))
+                    found[key] = Child(run.info.run_id, run.info.status, int(run.data.metrics.get(epoch_key, 0)),
+                                       frozenset(run.data.params))
             token = page.token
             if not token:
                 return found
+
+    def params(self, run_id: str) -> dict[str, str]:
+        return dict(self.client.get_run(run_id).data.params)
 
     def log_params(self, run_id: str, params: dict[str, str]) -> None:
         items = [Param(key, value) for key, value in params.items()]

@@ -126,7 +126,8 @@ def open_run(store, experiment_id: str, parent: str | None, record: dict[str, An
              known: str | None = None, resume_epoch: int | None = None) -> tuple[str, set[int]]:
     """The run's MLflow run (the one run.json names for this store, else `known`, else the one tagged with its
     run_id, else a new one with its params and tags) and the epochs it holds. One that holds epochs past
-    `resume_epoch` (an earlier attempt whose files were damaged and thrown away) is deleted for a new one."""
+    `resume_epoch` (an earlier attempt whose files were damaged and thrown away) is deleted for a new one; one that
+    lacks params (its tracker stopped between making it and logging them) gets them."""
     entry = record.get("tracking") or {}
     run_id = entry.get("run_id") if entry.get("uri") == uri else None
     if run_id is not None and not store.exists(run_id):
@@ -138,10 +139,14 @@ def open_run(store, experiment_id: str, parent: str | None, record: dict[str, An
         if resume_epoch is not None and logged and max(logged) > resume_epoch:
             store.delete(run_id)
             run_id, logged = None, set()
+    wanted = params(record.get("config", {}))
     if run_id is None:
         run_id = store.create_run(experiment_id, run_name(record), run_tags(record), parent,
                                   start_time=timestamp(record.get("started_at")))
-        store.log_params(run_id, params(record.get("config", {})))
+        store.log_params(run_id, wanted)
+    else:  # made by a tracker that stopped before its params
+        held = store.params(run_id)
+        store.log_params(run_id, {key: value for key, value in wanted.items() if key not in held})
     return run_id, logged
 
 
@@ -254,7 +259,8 @@ def sync_sweep(sweep_dir: Path, tracking: Tracking | None = None, artifacts: Ite
 def _up_to_date(child, record: dict[str, Any], uri: str) -> bool:
     entry = record.get("tracking") or {}
     return (child.status == STATUS[record["status"]] and child.last_epoch == (record.get("epochs_completed") or 0)
-            and entry.get("uri") == uri and entry.get("run_id") == child.run_id and not entry.get("error"))
+            and child.params >= set(record.get("config", {})) and entry.get("uri") == uri
+            and entry.get("run_id") == child.run_id and not entry.get("error"))
 
 
 def sync_run(store, sweep: SweepTracking, run_dir: Path, record: dict[str, Any], known: str | None) -> str:

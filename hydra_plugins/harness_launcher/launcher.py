@@ -52,19 +52,12 @@ def _expected_epochs(run_cfg) -> int:
 
 
 def _tracking_watch(sweep_dir: Path):
-    """The thread that logs the runs to MLflow as they train, where the command does: its plan tracks the sweep
-    (a tracking.json left by an earlier command with tracking=mlflow does not), and tracking.json says the
-    command logs the runs; else None."""
-    from harness.launch.plan import handed
-    from harness.tracking.settings import read_sweep
+    """The tracking process this command started for the sweep (tracking=mlflow; a tracking.json left by an earlier
+    command is not enough), where it logs the runs from their files as they train; else None."""
+    from harness.launch.tracking_watch import started
 
-    plan = handed(sweep_dir)
-    sweep = read_sweep(sweep_dir)
-    if plan is None or plan.tracking is None or sweep is None or sweep.live_by != "command":
-        return None
-    from harness.launch.tracking_watch import Watcher
-
-    return Watcher(sweep_dir, sweep.tracking)
+    tracker = started(sweep_dir)
+    return tracker if tracker is not None and tracker.live_by == "command" else None
 
 
 class HarnessLauncher(Launcher):

@@ -38,20 +38,24 @@ def test_who_logs_the_runs_as_they_train(tmp_path, launcher, live_by):
     sweep = tmp_path / "sweeps" / "s"
     tracking = settings.from_dict({"uri": None, "experiment": None}, sweep)
     started = sweep_end.start_tracking(sweep, tracking, jobs=1, launcher=launcher)
-    _, logs_itself = live.sweep_of(sweep, tracking)  # waits for the command's thread where the runs log
+    _, logs_itself = live.sweep_of(sweep, tracking)  # waits for the tracking process where the runs log
     assert logs_itself is (live_by == "run")
-    started.join()
+    assert live.wait_ready(sweep, timeout=60).parent_run_id
+    started.end([])
+    assert started.process.returncode == 0
     recorded = settings.read_sweep(sweep)
     assert recorded.live_by == live_by and recorded.parent_run_id and recorded.ready
 
 
-def test_a_tracker_that_fails_is_one_warning_line_and_a_note_and_the_run_goes_on(tmp_path, capsys):
+def test_a_tracker_that_fails_is_one_warning_line_and_a_note_and_the_run_goes_on(tmp_path, capfd):
     sweep = tmp_path / "sweeps" / "s"
     closed = settings.from_dict({"uri": "http://127.0.0.1:9", "experiment": None}, sweep)
-    sweep_end.start_tracking(sweep, closed, jobs=1, launcher="BasicLauncher").join()  # the command: one line
-    said = capsys.readouterr().err.splitlines()
-    assert len(said) == 1 and said[0].startswith("harness: warning: tracking: http://127.0.0.1:9 does not answer")
+    started = sweep_end.start_tracking(sweep, closed, jobs=1, launcher="BasicLauncher")
     assert live.sweep_of(sweep, closed)[1] is False  # its runs do not try
+    started.end([])  # the command: a line as the runs start, one at the end naming harness.track
+    said = capfd.readouterr().err.splitlines()
+    assert len(said) == 2 and said[0].startswith("harness: warning: tracking: http://127.0.0.1:9 does not answer")
+    assert said[1].endswith(f"log it with: python -m harness.track {sweep}")
 
     run_dir = make_run(tmp_path / "single", 0)  # a single run: it tries, and fails once
     record = RunRecord(run_dir, "single/0", CONFIG, [])
@@ -60,7 +64,7 @@ def test_a_tracker_that_fails_is_one_warning_line_and_a_note_and_the_run_goes_on
     tracker.add_epoch({"epoch": 1, "val_acc": 0.5})
     tracker.flush()
     tracker.finish()
-    said = capsys.readouterr().err.splitlines()
+    said = capfd.readouterr().err.splitlines()
     assert len(said) == 1 and said[0].startswith("harness: warning: tracking: http://127.0.0.1:9 failed (cannot")
     assert record.data["tracking"]["error"].startswith("cannot connect")
 
@@ -88,19 +92,16 @@ def test_the_parent_run_keeps_the_report_the_results_table_and_the_diagnosis(tmp
 
 
 def test_a_sweep_resumed_without_tracking_is_not_logged(tmp_path):
-    """tracking.json stays in a sweep once tracked; a command without tracking=mlflow leaves MLflow alone."""
-    from dataclasses import replace
-
-    from harness.launch.plan import CommandPlan, hand_over
+    """tracking.json stays in a sweep once tracked; a command without tracking=mlflow starts no tracking process,
+    and its launcher follows none."""
     from hydra_plugins.harness_launcher.launcher import _tracking_watch
 
     sweep = tmp_path / "sweeps" / "s"
     tracking = settings.from_dict({"uri": None, "experiment": None}, sweep)
     settings.write_sweep(sweep, settings.SweepTracking(tracking.uri, "s", "1", "abc", "command"))
-    plan = CommandPlan([], sweep, "hydra_plugins.harness_launcher.launcher.HarnessLauncher", [])
-    hand_over(plan)
     assert _tracking_watch(sweep) is None
-    hand_over(replace(plan, tracking=tracking))
-    watch = _tracking_watch(sweep)
-    assert watch is not None
-    watch.close()
+    started = sweep_end.start_tracking(sweep, tracking, jobs=0, launcher="hydra_plugins.harness_launcher.launcher."
+                                                                        "HarnessLauncher")
+    assert _tracking_watch(sweep) is started
+    started.end([])
+    assert _tracking_watch(sweep) is None

@@ -101,3 +101,24 @@ def test_a_tracker_that_does_not_answer_fails_in_one_line(tmp_path):
     assert str(err.value).startswith("cannot connect") and "\n" not in str(err.value)
     recorded = settings.read_sweep(sweep)
     assert recorded.parent_run_id is None and recorded.live_by is None and recorded.error == str(err.value)
+
+
+def test_a_run_made_by_a_tracker_that_stopped_before_its_params_gets_them(tmp_path):
+    """The server went away between a run's creation and its params (seen in CI): the end's sync, or harness.track,
+    logs them."""
+    from harness.tracking import mlflow_store
+
+    sweep = tmp_path / "sweeps" / "s"
+    make_run(sweep, 0, status="completed", val=(0.5, 0.7))
+    tracking = default_tracking(sweep)
+    started = sync.start_sweep(sweep, tracking, live_by="command", jobs=1)
+    store = mlflow_store.store(tracking.uri)
+    record = json.loads((sweep / "0" / "run.json").read_text())
+    made = store.create_run(started.experiment_id, "0", sync.run_tags(record), started.parent_run_id)
+    assert client(tracking.uri).get_run(made).data.params == {}
+
+    assert sync.sync_sweep(sweep, status="FINISHED").runs == 1
+    _, runs = sweep_runs(tracking.uri, sweep)
+    assert runs["0"].info.run_id == made
+    assert_run_matches_files(tracking.uri, runs["0"], sweep / "0")
+    assert sync.sync_sweep(sweep, status="FINISHED").runs == 0
