@@ -53,7 +53,8 @@ class Job:
 
 class RunWatch(Protocol):
     def poll(self, running: list[Path], ended: list[Path]) -> None:
-        """At every poll, the runs' folders running now and those ended since (tracking_watch.Watcher)."""
+        """At every poll, the runs' folders running now and those ended since (tracking_watch.Tracker: to the
+        command's tracking process)."""
 
 
 class SweepEnd(Protocol):

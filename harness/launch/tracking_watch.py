@@ -219,7 +219,7 @@ def serve(sweep_dir: Path, start: dict[str, Any], requests: IO[str]) -> int:
                       "on, and the sweep's end tries again", file=sys.stderr, flush=True)
     if request is None:  # the command died: the runs of this attempt stay as they are, for the next
         return 0
-    _not_nice()
+    _nice(0)  # the command waits for the end
     if follower is not None and failed is None:
         try:
             follower.wait()
@@ -260,11 +260,18 @@ def _lines(stream: IO[str]) -> queue.Queue:
     return lines
 
 
-def _not_nice() -> None:
-    """Back to normal priority for the end, which the command waits for (where the system allows it)."""
+def _nice(value: int) -> None:
+    """This process's niceness, and its autogroup's: where the kernel groups processes by session (Linux's
+    autogroup, on by default), the CPU is shared between sessions first, and a process's own niceness counts only
+    within its session (this one's own: start_new_session). Raising priority again may be refused to an
+    unprivileged process: then it goes on as it is."""
     try:
-        os.setpriority(os.PRIO_PROCESS, 0, 0)
-    except OSError:  # an unprivileged process may not: it goes on at its niceness
+        os.setpriority(os.PRIO_PROCESS, 0, value)
+    except OSError:
+        pass
+    try:
+        Path("/proc/self/autogroup").write_text(str(value))
+    except OSError:  # not Linux, or no autogroup
         pass
 
 
@@ -272,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     sweep_dir, start = (sys.argv[1:] if argv is None else argv)
     start = json.loads(start)
     if start["nice"]:
-        os.nice(start["nice"])
+        _nice(start["nice"])
     return serve(Path(sweep_dir), start, sys.stdin)
 
 

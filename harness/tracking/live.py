@@ -128,9 +128,9 @@ def open_tracker(tracking: Tracking | None, run_dir: Path, record) -> RunTracker
 def sweep_of(sweep_dir: Path, tracking: Tracking, timeout: float = READY_TIMEOUT
              ) -> tuple[SweepTracking | None, bool]:
     """The tracking.json of `sweep_dir` (a run's folder's parent; None: a single run, or a sweep tracked
-    elsewhere) and whether its runs log themselves: not under the harness launcher (the command logs them from
-    their files), nor under SLURM with a SQLite store (the sweep's end does), nor when the command could not reach
-    the tracker. Where they do, waits for the command to make the parent run (wait_ready)."""
+    elsewhere) and whether its runs log themselves: not under the harness launcher (the command's tracking process
+    logs them from their files), nor under SLURM with a SQLite store (the sweep's end does), nor when the command
+    could not reach the tracker. Where they do, waits for the command to make the parent run (wait_ready)."""
     sweep = read_sweep(sweep_dir)
     if sweep is None or sweep.uri != tracking.uri:
         return None, True

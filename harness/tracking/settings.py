@@ -54,9 +54,10 @@ def from_dict(cfg: dict[str, Any], sweep_dir: Path) -> Tracking:
     return Tracking(uri=uri, experiment=experiment or sweep_dir.name)
 
 
-# who logs a sweep's runs as they train (tracking.json's `live_by`): the command, from their files (the harness
-# launcher); each run itself (a launcher the harness does not drive, SLURM with a server); null: nobody (SLURM with
-# a SQLite store, often on NFS, or a tracker the command could not reach). The sweep's end logs whatever is missing.
+# who logs a sweep's runs as they train (tracking.json's `live_by`): the command's tracking process, from their
+# files (the harness launcher); each run itself (a launcher the harness does not drive, SLURM with a server); null:
+# nobody (SLURM with a SQLite store, often on NFS, or a tracker the command could not reach). The sweep's end logs
+# whatever is missing.
 LIVE_BY = ("command", "run")
 
 
