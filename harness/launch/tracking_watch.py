@@ -6,8 +6,9 @@ It makes the sweep's parent run as the runs start; where the command logs the ru
 at the sweep's end it checks every run against its files and keeps the report on the parent run. Measured on the
 main job (2-core CPU, benchmarks/bench_tracking.py): the same work in a thread of the command cost more than 5% of
 the sweep's wall time, most of it importing MLflow (about 4 s of CPU) while the runs' processes import TensorFlow,
-and the thread holding the command's GIL. Here the process runs at the lowest priority (nice 19) while the runs
-train, on the CPU time they leave idle (between runs, the report), and the command waits for it only at the end.
+and the thread holding the command's GIL. Here the process runs at the lowest priority while the runs train
+(`tracking.nice`, 19 by default), on the CPU time they leave idle (between runs, the report), and the command
+waits for it only at the end.
 
 Each epoch is logged once its checkpoint is written, as a run logging itself does (harness.tracking.live): a run
 killed between the two trains that epoch again, which MLflow must not hold twice. When a run ends, the rest (its
@@ -42,7 +43,6 @@ from harness.tracking.settings import SweepTracking, Tracking, read_sweep
 log = logging.getLogger(__name__)
 
 FOLLOW_SECONDS = 2.0  # a running run's file is read at most this often: its epochs since go in one transaction
-IDLE_NICE = 19        # the process's niceness while runs train: it takes the CPU time they leave
 
 
 class Tracker:
@@ -54,7 +54,7 @@ class Tracker:
         self.sweep_dir, self.tracking, self.live_by = Path(sweep_dir), tracking, live_by
         start = {"tracking": asdict(tracking), "live_by": live_by, "jobs": jobs,
                  "previous": None if previous is None else asdict(previous),
-                 "nice": IDLE_NICE if live_by in ("command", None) else 0}  # runs that log themselves wait for it
+                 "nice": tracking.nice if live_by in ("command", None) else 0}  # runs that log themselves wait for it
         self.process = subprocess.Popen(
             [sys.executable, "-m", "harness.launch.tracking_watch", str(self.sweep_dir), json.dumps(start)],
             stdin=subprocess.PIPE, start_new_session=True, preexec_fn=die_with_parent())  # no Ctrl-C of its own

@@ -15,7 +15,8 @@ from harness.fields import ConfigError, check_keys
 from harness.store import layout
 from harness.store.files import DamagedFile, read_json, write_json
 
-KEYS = {"uri", "experiment"}
+KEYS = {"uri", "experiment", "nice"}
+NICE = range(0, 20)  # a process's niceness: 0 (as the runs) to 19 (the lowest priority)
 SCHEMES = ("sqlite:///", "http://", "https://", "postgresql://", "postgresql+", "mysql://", "mysql+", "mssql://",
            "file://", "databricks")
 
@@ -23,10 +24,12 @@ SCHEMES = ("sqlite:///", "http://", "https://", "postgresql://", "postgresql+", 
 @dataclass(frozen=True)
 class Tracking:
     """Where a sweep's runs are tracked. `artifacts`: the artifact root a new experiment gets (the default store's
-    sweeps/mlartifacts); None lets the tracking server choose."""
+    sweeps/mlartifacts); None lets the tracking server choose. `nice`: the tracking process's priority while the
+    runs train (harness.launch.tracking_watch)."""
     uri: str
     experiment: str
     artifacts: str | None = None
+    nice: int = 19
 
     @property
     def local_database(self) -> bool:
@@ -47,11 +50,15 @@ def from_dict(cfg: dict[str, Any], sweep_dir: Path) -> Tracking:
                           "http://HOST:PORT, or an MLflow tracking URI (sqlite:///PATH, postgresql://...)")
     if experiment is not None and (not isinstance(experiment, str) or not experiment.strip()):
         raise ConfigError("tracking.experiment", experiment, "null (the sweep's folder name) or a non-empty name")
+    nice = cfg.get("nice", 19)
+    if isinstance(nice, bool) or not isinstance(nice, int) or nice not in NICE:
+        raise ConfigError("tracking.nice", nice, "an integer from 0 (MLflow keeps up with the runs, taking CPU time "
+                          "from them) to 19 (only the CPU time they leave idle)")
     sweep_dir = Path(sweep_dir).resolve()
     if uri is None:
         return Tracking(uri=f"sqlite:///{sweep_dir.parent / layout.MLFLOW_DB}", experiment=experiment or sweep_dir.name,
-                        artifacts=(sweep_dir.parent / layout.MLFLOW_ARTIFACTS).as_uri())
-    return Tracking(uri=uri, experiment=experiment or sweep_dir.name)
+                        artifacts=(sweep_dir.parent / layout.MLFLOW_ARTIFACTS).as_uri(), nice=nice)
+    return Tracking(uri=uri, experiment=experiment or sweep_dir.name, nice=nice)
 
 
 # who logs a sweep's runs as they train (tracking.json's `live_by`): the command's tracking process, from their

@@ -73,6 +73,7 @@ def test_a_server_stopped_mid_sweep_costs_no_run_and_harness_track_fills_the_gap
     sweep = tmp_path / "sweeps" / "served"
     command = ["dataset.num_samples=1000", "epochs=8", "seed=0", "probes=false", "batch_size=64,8",
                "hydra.launcher.n_jobs=1", "tracking=mlflow", f"tracking.uri={server.uri}", "tracking.experiment=lab",
+               "tracking.nice=0",  # MLflow up to date with the runs on a loaded machine: the server stops mid-run
                f"hydra.sweep.dir={sweep}", "-m"]
     proc = subprocess.Popen([sys.executable, "-m", "harness", *command], cwd=tmp_path, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -12,10 +12,13 @@ HARNESS_LAUNCHER = "hydra_plugins.harness_launcher.launcher.HarnessLauncher"
 
 
 def test_the_tracking_process_runs_at_the_lowest_priority_only_where_no_run_waits_for_it(tmp_path):
-    for launcher, nice in ((HARNESS_LAUNCHER, 19), ("hydra._internal.core_plugins.basic_launcher.BasicLauncher", 0)):
-        sweep = tmp_path / "sweeps" / launcher.rpartition(".")[2]
-        tracker = sweep_end.start_tracking(sweep, settings.from_dict({"uri": None, "experiment": None}, sweep),
-                                           jobs=0, launcher=launcher)
+    """Where runs log themselves they wait for its parent run: it runs as they do there."""
+    basic = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
+    for name, (launcher, cfg, nice) in enumerate([(HARNESS_LAUNCHER, {}, 19), (HARNESS_LAUNCHER, {"nice": 7}, 7),
+                                                   (basic, {}, 0)]):
+        sweep = tmp_path / "sweeps" / str(name)
+        tracker = sweep_end.start_tracking(sweep, settings.from_dict({"uri": None, **cfg}, sweep), jobs=0,
+                                           launcher=launcher)
         assert live.wait_ready(sweep, timeout=60).parent_run_id
         assert os.getpriority(os.PRIO_PROCESS, tracker.process.pid) - os.getpriority(os.PRIO_PROCESS, 0) == nice
         group = Path(f"/proc/{tracker.process.pid}/autogroup")  # where the kernel shares the CPU by session first

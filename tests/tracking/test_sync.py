@@ -27,7 +27,8 @@ def test_the_default_store_is_sqlite_beside_the_sweep_folders(tmp_path):
 
 @pytest.mark.parametrize("cfg, key", [({"uri": "localhost:5000"}, "tracking.uri"),
                                       ({"experiment": " "}, "tracking.experiment"),
-                                      ({"uri": None, "port": 5000}, "tracking.port")])
+                                      ({"uri": None, "port": 5000}, "tracking.port"),
+                                      ({"nice": 20}, "tracking.nice"), ({"nice": "low"}, "tracking.nice")])
 def test_a_bad_tracking_key_names_the_key_and_what_is_allowed(tmp_path, cfg, key):
     with pytest.raises(settings.ConfigError) as err:
         settings.from_dict(cfg, tmp_path)
