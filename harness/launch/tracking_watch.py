@@ -5,8 +5,8 @@ It makes the sweep's parent run as the runs start; where the command logs the ru
 `live_by: command`, under the harness launcher) it logs each run from its files, fed by the scheduler's polls; and
 at the sweep's end it checks every run against its files and keeps the report on the parent run. Measured on the
 main job (2-core CPU, benchmarks/bench_tracking.py): the same work in a thread of the command cost more than 5% of
-the sweep's wall time, most of it importing MLflow (about 4 s of CPU) while the runs' processes import TensorFlow,
-and the thread holding the command's GIL. Here the process runs at the lowest priority while the runs train
+the sweep's wall time, most of it importing MLflow (about 4 s of CPU) while the runs' processes import TensorFlow.
+Here the process runs at the lowest priority while the runs train
 (`tracking.nice`, 19 by default), on the CPU time they leave idle (between runs, the report), and the command
 waits for it only at the end.
 
@@ -22,7 +22,6 @@ scheduler's runs change, then `{"end": [artifacts...]}`.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import queue
 import subprocess
@@ -39,8 +38,6 @@ from harness.store import layout
 from harness.store.files import DamagedFile, read_json
 from harness.tracking import sync
 from harness.tracking.settings import SweepTracking, Tracking, read_sweep
-
-log = logging.getLogger(__name__)
 
 FOLLOW_SECONDS = 2.0  # a running run's file is read at most this often: its epochs since go in one transaction
 
