@@ -6,9 +6,8 @@ It makes the sweep's parent run as the runs start; where the command logs the ru
 at the sweep's end it checks every run against its files and keeps the report on the parent run. Measured on the
 main job (2-core CPU, benchmarks/bench_tracking.py): the same work in a thread of the command cost more than 5% of
 the sweep's wall time, most of it importing MLflow (about 4 s of CPU) while the runs' processes import TensorFlow.
-Here the process runs at the lowest priority while the runs train
-(`tracking.nice`, 19 by default), on the CPU time they leave idle (between runs, the report), and the command
-waits for it only at the end.
+Here the process runs at the lowest priority while the runs train (`tracking.nice`, 19 by default), on the CPU
+time they leave idle (between runs, the report), and the command waits for it only at the end.
 
 Each epoch is logged once its checkpoint is written, as a run logging itself does (harness.tracking.live): a run
 killed between the two trains that epoch again, which MLflow must not hold twice. When a run ends, the rest (its
