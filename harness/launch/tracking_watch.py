@@ -65,9 +65,6 @@ class Tracker:
             self.running = names
             self._send({"running": names, "ended": [str(path) for path in ended]})
 
-    def close(self) -> None:
-        """The scheduler's end: the process keeps its work for `end`."""
-
     def end(self, artifacts: list[Path]) -> None:
         """The sweep's end: every run checked in MLflow and `artifacts` on the parent run; returns once the process
         is done (it prints its own warnings)."""

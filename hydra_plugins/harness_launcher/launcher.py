@@ -133,11 +133,7 @@ class HarnessLauncher(Launcher):
         watch = _tracking_watch(sweep_dir)  # tracking=mlflow: the runs logged from their files as they train
         scheduler = Scheduler(list(jobs), n_jobs, gpu_ids, poll_seconds=self.poll_seconds,
                               stop_timeout=self.stop_timeout_s, progress=terminal_progress(), watch=watch)
-        try:
-            scheduler.run(then=sweep_end.Interpolation(sweep_dir))  # in a warm worker: TensorFlow already loaded
-        finally:
-            if watch is not None:
-                watch.close()
+        scheduler.run(then=sweep_end.Interpolation(sweep_dir))  # in a warm worker: TensorFlow already loaded
         # Failures are in each run's run.json, which decides the exit code; a FAILED JobReturn would make
         # Hydra 1.3 raise here and skip the end-of-sweep report. The return value is the run's final val_acc,
         # what the task function returns in-process, so a sweeper that optimises it gets the metric. Each job's
