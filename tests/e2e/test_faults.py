@@ -13,7 +13,7 @@ import pytest
 
 from tests import conftest
 from tests.conftest import PLAIN_SWEEP, REPO, copy_sweep, run_harness
-from tests.helpers.runs import harness_processes, metrics, record, wait_for_epochs
+from tests.helpers.runs import frozen, harness_processes, metrics, record, wait_for_epochs, wait_for_signal
 from tests.helpers.tracking import assert_run_matches_files, sweep_runs
 
 pytestmark = pytest.mark.slow
@@ -35,7 +35,11 @@ def test_sigterm_mid_sweep_records_interrupted_writes_a_report_and_the_same_comm
     proc = subprocess.Popen([sys.executable, "-m", "harness", *command], cwd=tmp_path, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     wait_for_epochs(sweep / "0", 2)
-    proc.send_signal(signal.SIGTERM)  # what SLURM's preemption, scancel and `timeout` send
+    # its remaining epochs take under a second: the run waits, frozen, until the command has forwarded the signal
+    workers = harness_processes(str(sweep), "harness.worker")
+    with frozen(workers):
+        proc.send_signal(signal.SIGTERM)  # what SLURM's preemption, scancel and `timeout` send
+        wait_for_signal(workers, signal.SIGINT)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 143, err[-3000:]
     assert "interrupted (SIGTERM); the same command resumes the sweep" in err
