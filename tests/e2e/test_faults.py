@@ -36,10 +36,10 @@ def test_sigterm_mid_sweep_records_interrupted_writes_a_report_and_the_same_comm
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     wait_for_epochs(sweep / "0", 2)
     # its remaining epochs take under a second: the run waits, frozen, until the command has forwarded the signal
-    workers = harness_processes(str(sweep), "harness.worker")
-    with frozen(workers):
+    worker = record(sweep / "0")["environment"]["pid"]
+    with frozen(worker):
         proc.send_signal(signal.SIGTERM)  # what SLURM's preemption, scancel and `timeout` send
-        wait_for_signal(workers, signal.SIGINT)
+        wait_for_signal(worker, signal.SIGINT)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 143, err[-3000:]
     assert "interrupted (SIGTERM); the same command resumes the sweep" in err

@@ -6,7 +6,7 @@ import os
 import signal
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pandas as pd
@@ -22,14 +22,12 @@ def metrics(run_dir: Path) -> pd.DataFrame:
     return pd.read_parquet(run_dir / "metrics.parquet").drop(columns=NOT_COMPARED)
 
 
-def harness_processes(marker: str, module: str = "") -> list[int]:
-    """Live processes whose command line mentions `marker` (a sweep's folder), and `module` (harness.worker: the
-    sweep's warm workers, where its runs train)."""
+def harness_processes(marker: str) -> list[int]:
+    """Live processes whose command line mentions `marker` (a sweep's folder)."""
     found = []
     for proc in Path("/proc").iterdir():
         try:
-            line = (proc / "cmdline").read_bytes().decode(errors="ignore") if proc.name.isdigit() else ""
-            if marker in line and module in line:
+            if proc.name.isdigit() and marker in (proc / "cmdline").read_bytes().decode(errors="ignore"):
                 found.append(int(proc.name))
         except OSError:
             continue
@@ -49,26 +47,27 @@ def wait_for_epochs(run_dir: Path, epochs: int, timeout: float = 240) -> None:
 
 
 @contextmanager
-def frozen(pids: list[int]) -> Iterator[None]:
-    """The processes stopped (SIGSTOP) for the block, then continued: a signal sent to them meanwhile waits for them,
-    so it lands where they were frozen however long its sender takes on a loaded machine."""
-    for pid in pids:
-        os.kill(pid, signal.SIGSTOP)
+def frozen(pid: int) -> Iterator[None]:
+    """The process stopped (SIGSTOP) for the block, then continued: a signal sent to it meanwhile waits for it, so it
+    lands where the process was frozen however long its sender takes on a loaded machine."""
+    os.kill(pid, signal.SIGSTOP)
     try:
         yield
     finally:
-        for pid in pids:
+        with suppress(ProcessLookupError):  # killed meanwhile
             os.kill(pid, signal.SIGCONT)
 
 
-def wait_for_signal(pids: list[int], signum: int, timeout: float = 120) -> None:
-    """Until one of the processes has `signum` pending (Linux's /proc/PID/status), e.g. forwarded to a frozen one."""
+def wait_for_signal(pid: int, signum: int, timeout: float = 120) -> None:
+    """Until the process has `signum` pending (Linux's /proc/PID/status), e.g. one sent to it while frozen."""
     bit = 1 << (signum - 1)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for pid in pids:
+        try:
             status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
-            if (int(status["SigPnd"], 16) | int(status["ShdPnd"], 16)) & bit:
-                return
+        except FileNotFoundError:
+            break  # it ended (killed) without it
+        if (int(status["SigPnd"], 16) | int(status["ShdPnd"], 16)) & bit:
+            return
         time.sleep(0.05)
-    raise AssertionError(f"no process of {pids} was sent {signal.Signals(signum).name}")
+    raise AssertionError(f"process {pid} was never sent {signal.Signals(signum).name}")
