@@ -1,12 +1,12 @@
 """The command's tracking process (harness.launch.tracking_watch): it runs at the lowest priority where it logs the
 runs from their files, and a process that does not read (busy, or stopped) never holds up the scheduler's polls."""
 import os
-import signal
 import threading
 from pathlib import Path
 
 from harness.launch import sweep_end
 from harness.tracking import live, settings
+from tests.helpers.runs import frozen
 
 HARNESS_LAUNCHER = "hydra_plugins.harness_launcher.launcher.HarnessLauncher"
 
@@ -32,8 +32,7 @@ def test_a_tracking_process_that_does_not_read_never_holds_up_the_polls(tmp_path
     sweep = tmp_path / "sweeps" / "s"
     tracker = sweep_end.start_tracking(sweep, settings.from_dict({"uri": None, "experiment": None}, sweep), jobs=0,
                                        launcher=HARNESS_LAUNCHER)
-    os.kill(tracker.process.pid, signal.SIGSTOP)
-    try:
+    with frozen(tracker.process.pid):
         runs = [sweep / f"{job:05d}-{'x' * 200}" for job in range(300)]  # far more than a pipe holds (64 KiB)
         polls = threading.Thread(target=lambda: [tracker.poll(runs[:n], []) for n in range(1, len(runs))],
                                  daemon=True)
@@ -41,7 +40,5 @@ def test_a_tracking_process_that_does_not_read_never_holds_up_the_polls(tmp_path
         polls.join(timeout=60)
         assert not polls.is_alive(), "a poll waited for the tracking process"
         assert len(tracker.unsent) > 65536  # kept for later, not lost
-    finally:
-        os.kill(tracker.process.pid, signal.SIGCONT)
     tracker.end([])  # it reads it all (none of those folders exists), then ends
     assert tracker.process.returncode == 0 and tracker.unsent == b""
