@@ -26,6 +26,7 @@ def reference_eigenvalue(run_dir: Path) -> float:
 
     from harness.config.compose import recorded_run_config
     from harness.data import batches
+    from harness.data.decode import decoder
     from harness.models import registry as models
     from harness.probes.in_run import PROBE_BATCH, load_weights, probe_indices
     from harness.probes.objective import Objective
@@ -36,7 +37,7 @@ def reference_eigenvalue(run_dir: Path) -> float:
     model = models.build(cfg.model, data_in.input_shape, data_in.num_classes)
     model.set_weights(load_weights(run_dir / layout.FINAL_WEIGHTS)[0])
     chosen = probe_indices(len(data_in.y_train), cfg.train.probe_samples)
-    decode = batches.decoder(data_in.decode)
+    decode = decoder(data_in.decode)
     objective = Objective(model, batches.fixed_batches(data_in.x_train[chosen], data_in.y_train[chosen],
                                                        PROBE_BATCH, decode))
     operator = LinearOperator((objective.size, objective.size), matvec=objective.hessian_vector, dtype=np.float64)

@@ -21,17 +21,6 @@ def epoch_order(train_size: int, shuffle: bool, seed: int, epoch: int) -> np.nda
     return np.random.default_rng([seed, epoch]).permutation(train_size)
 
 
-def decoder(decode: tuple | None, transform: Callable | None = None) -> Callable | None:
-    """A function from a batch of x to model inputs: image files decoded (and resized, scaled to [0, 1]) per
-    batch, then `transform` (a validation mismatch); None when x already holds the inputs and nothing applies.
-    Files are decoded by TensorFlow (harness.data.pipelines), whatever the backend."""
-    if decode is None:
-        return transform
-    from harness.data.pipelines import file_decoder
-
-    return file_decoder(decode, transform)
-
-
 def as_array(batch) -> np.ndarray:
     return np.asarray(batch)
 

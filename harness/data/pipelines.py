@@ -1,8 +1,8 @@
 """The tf.data pipelines a TensorFlow run reads its arrays through: each epoch's sample order (stateless, so a
 resumed run sees the batches an uninterrupted one would), image files decoded per batch, training batches that
-never span two epochs and evaluation batches (harness.data.batches holds the numpy ones of backend=jax). Image
-files are decoded here for every backend. TensorFlow loads with this module: only run processes import it, and
-on JAX only to decode image files.
+never span two epochs and evaluation batches (harness.data.batches holds the numpy ones of backend=jax, to the same
+contract). Image files are decoded by harness.data.decode. TensorFlow loads with this module: only TensorFlow run
+processes import it.
 """
 from __future__ import annotations
 
@@ -24,39 +24,6 @@ def epoch_order(train_size: int, shuffle: bool, seed: int, epoch) -> tf.Tensor:
         return indices
     seed_pair = tf.stack([tf.constant(seed, tf.int64), tf.cast(epoch, tf.int64)])
     return tf.random.experimental.stateless_shuffle(indices, seed=seed_pair)
-
-
-def decoder(decode: tuple | None, transform: Callable | None = None) -> Callable | None:
-    """A function from a batch of x to model inputs: image files decoded (and resized, scaled to [0, 1]) per
-    batch, then `transform` (a validation mismatch); None when x already holds the inputs and nothing applies."""
-    return transform if decode is None else file_decoder(decode, transform)
-
-
-def file_decoder(decode: tuple, transform: Callable | None = None) -> Callable:
-    """Batches of image file paths -> image tensors, by tf.io's decoders (used on every backend)."""
-    _, size, color_mode = decode
-    channels = 3 if color_mode == "rgb" else 1
-
-    def one(path):
-        # three channels first: TensorFlow decodes GIF and BMP files to 3 (or 4) channels only
-        image = tf.io.decode_image(tf.io.read_file(path), channels=3, expand_animations=False)
-        if channels == 1:
-            image = tf.image.rgb_to_grayscale(image)
-        return tf.image.resize(image, size) / 255.0  # resize as keras.utils.image_dataset_from_directory does
-
-    def batch(paths):
-        images = tf.map_fn(one, paths, fn_output_signature=tf.TensorSpec((*size, channels), tf.float32))
-        return images if transform is None else transform(images)
-
-    return batch
-
-
-def sample_std(x: np.ndarray, decode: tuple | None, samples: int = 512, seed: int = 0) -> float:
-    """The training inputs' standard deviation; for files on disk, over a seeded sample of `samples` of them."""
-    if decode is None:
-        return float(x.std())
-    chosen = np.random.default_rng(seed).permutation(len(x))[:samples]
-    return float(tf.math.reduce_std(decoder(decode)(tf.constant(x[np.sort(chosen)]))).numpy())
 
 
 def training_dataset(x: np.ndarray, y: np.ndarray, batch_size: int, steps_per_epoch: int, shuffle: bool, seed: int,

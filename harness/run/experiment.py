@@ -115,7 +115,7 @@ def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, board:
            tracker: RunTracker, resume_epoch: int, data_checks: Settings | None) -> tuple[float, bool]:
     placement = _place(cfg, record)  # the backend loads from here on
     from harness.backend import keras, ops
-    from harness.data.batches import decoder
+    from harness.data.decode import decoder
     from harness.models import registry as models
     from harness.run import suspects, target, train
 
@@ -187,7 +187,7 @@ def _epoch_probes(cfg: RunConfig, run_dir: Path, model, data_in: Arrays, resume_
     resumed run measures its distance from the same start."""
     if not cfg.train.probes:
         return None
-    from harness.data.batches import decoder
+    from harness.data.decode import decoder
 
     path = run_dir / layout.INITIAL_WEIGHTS
     if not resume_epoch or not path.exists():
@@ -202,7 +202,7 @@ def _target_monitor(cfg: RunConfig, model, data_in: Arrays, plan, tune_eval, val
     """The within-epoch check of target_tune_acc (harness.run.target), or None without a target."""
     if cfg.train.target_tune_acc is None:
         return None
-    from harness.data.batches import decoder
+    from harness.data.decode import decoder
     from harness.run import target, train
 
     at_target = target.measure_at_target(model, lambda: train.validation_metrics(model, val_inputs, data_in.y_val),
@@ -213,7 +213,7 @@ def _target_monitor(cfg: RunConfig, model, data_in: Arrays, plan, tune_eval, val
 def _precise_bn(model_cfg, model, data_in: Arrays, replicas: int):
     """The batch-norm statistics recomputed after every epoch (harness.run.precise_bn), for a model with batch norm;
     None for a model without, which gets no columns and pays nothing."""
-    from harness.data.batches import decoder
+    from harness.data.decode import decoder
     from harness.run import precise_bn
 
     if not precise_bn.batch_norm_layers(model):

@@ -32,7 +32,7 @@ def prepare_data(cfg: RunConfig) -> Arrays:
 def training_inputs(cfg: RunConfig, data_in: Arrays, plan: BatchPlan, schedule: Schedule, resume_epoch: int):
     """(training data to evaluate, validation inputs, training batches, tuning slice to evaluate or None): image
     files are decoded per batch, and a preprocessing mismatch is applied to the validation inputs only."""
-    from harness.data.batches import decoder
+    from harness.data.decode import decoder
 
     train_eval, val_inputs = evaluation_inputs(cfg, data_in, plan.replicas)
     decode = decoder(data_in.decode)
@@ -54,7 +54,7 @@ def training_inputs(cfg: RunConfig, data_in: Arrays, plan: BatchPlan, schedule: 
 def evaluation_inputs(cfg: RunConfig, data_in: Arrays, replicas: int = 1):
     """(training (x, y) batches to evaluate, validation inputs) as the run measures them after each epoch, in
     batches that split over `replicas`."""
-    from harness.data.batches import decoder
+    from harness.data.decode import decoder
 
     decode = decoder(data_in.decode)
     val_decode = decoder(data_in.decode, validation_transform(cfg, data_in))
@@ -85,6 +85,6 @@ def _evaluated_arrays(x, y, decode, replicas: int = 1):
 def _sample_std(cfg: RunConfig, data_in: Arrays) -> float:
     if data_in.decode is None:
         return float(data_in.x_train.std())
-    from harness.data.pipelines import sample_std
+    from harness.data.decode import sample_std
 
     return sample_std(data_in.x_train, data_in.decode)

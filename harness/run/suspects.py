@@ -13,7 +13,8 @@ import numpy as np
 
 from harness.config.diagnose import Settings
 from harness.config.schema import RunConfig
-from harness.data.batches import decoder, epoch_order
+from harness.data.batches import epoch_order
+from harness.data.decode import decoder
 from harness.data.transforms import Arrays
 from harness.run.inputs import validation_transform
 from harness.store import files, layout

@@ -47,7 +47,7 @@ def test_image_size_and_grayscale_set_the_input_shape(tmp_path, compose):
 
 def test_the_decoder_resizes_and_scales_each_batch(tmp_path, compose):
     from harness.backend import tf
-    from harness.data.pipelines import decoder
+    from harness.data.decode import decoder
 
     write_images(tmp_path / "d", per_class=2, size=(9, 13))
     cfg = compose("dataset=images", f"dataset.path={tmp_path / 'd'}", "dataset.image_size=[8,6]", "batch_size=2")
@@ -175,7 +175,7 @@ def test_a_truncated_jpeg_is_named_before_training(tmp_path):
 @pytest.mark.parametrize("suffix", [".gif", ".bmp"])
 def test_grayscale_reads_every_accepted_suffix(tmp_path, compose, suffix):
     from harness.backend import tf
-    from harness.data.pipelines import decoder
+    from harness.data.decode import decoder
 
     write_images(tmp_path / "d", per_class=2, size=(6, 6), suffix=suffix)
     cfg = compose("dataset=images", f"dataset.path={tmp_path / 'd'}", "dataset.color_mode=grayscale",
