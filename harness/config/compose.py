@@ -1,6 +1,7 @@
 """Hydra's half of the command line: compose the config, expand a sweep into its jobs, validate each into a
-RunConfig, and fold Hydra's messages into one line. The only module of harness.config that imports hydra or
-omegaconf (the launch wing's command line and launcher plugin are the others).
+RunConfig, and fold Hydra's messages into one line. The module of harness.config that imports hydra and omegaconf
+(with harness.config.hydra_internals, Hydra's private API; the launch wing's command line and the plugins are the
+others).
 """
 from __future__ import annotations
 
@@ -8,14 +9,14 @@ import copy
 import functools
 import re
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override, OverrideType
 from hydra.errors import MissingConfigException, OverrideParseException
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
-from harness.config import schema
+from harness.config import hydra_internals, schema
 from harness.store import layout
 
 # installed with the package; the repository links conf/ to it
@@ -105,7 +106,6 @@ def expand_jobs(overrides: list[str], multirun: bool, config_name: str) -> tuple
     they would write, and the command's config without its swept values (the launcher's, a study's settings);
     call inside an initialized config dir (compose_jobs)."""
     from hydra import compose
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 
     parser = OverridesParser.create()
     parsed = parser.parse_overrides(overrides)
@@ -117,16 +117,23 @@ def expand_jobs(overrides: list[str], multirun: bool, config_name: str) -> tuple
     params = base.hydra.sweeper.get("params")
     params = OmegaConf.to_container(params, resolve=False) if params else {}
     arguments = [f"{key}={value}" for key, value in params.items()] + task
-    jobs = BasicSweeper.split_arguments(parser.parse_overrides(arguments), None)[0]
+    jobs = hydra_internals.split_sweep(parser.parse_overrides(arguments))
     return jobs, Path(str(base.hydra.sweep.dir)), base
 
 
-def compose_jobs(overrides: list[str], multirun: bool, config_name: str = CONFIG_NAME
-                 ) -> tuple[list[list[str]], Path, DictConfig, list[schema.RunConfig], dict[str, Any],
-                            dict[str, Any] | None]:
-    """Every job of the command composed and validated, with the jobs a study computes from them: (each job's
-    overrides, the output folder, the launcher's config, each job's RunConfig, what the study planned for
-    sweep.json, the `tracking` node or None); raises ConfigError or a Hydra error on the first bad one."""
+class ComposedCommand(NamedTuple):
+    jobs: list[list[str]]               # each job's overrides, a study's computed jobs included
+    output_dir: Path                    # where the command writes
+    launcher: DictConfig                # hydra.launcher, the launcher's config
+    run_configs: list[schema.RunConfig]
+    study: dict[str, Any]               # what the study planned for sweep.json
+    tracking: dict[str, Any] | None     # the `tracking` node, or None
+    study_name: str | None              # the study preset named (+study=...), or None
+
+
+def compose_jobs(overrides: list[str], multirun: bool, config_name: str = CONFIG_NAME) -> ComposedCommand:
+    """Every job of the command composed and validated, with the jobs a study computes from them; raises
+    ConfigError or a Hydra error on the first bad one."""
     from hydra import initialize_config_dir
 
     from harness.config import diagnose
@@ -145,7 +152,8 @@ def compose_jobs(overrides: list[str], multirun: bool, config_name: str = CONFIG
         if multirun and settings is not None:  # +study=diagnose: the arms, from the command's own runs
             jobs, study = diagnose.plan(jobs, run_configs, diagnose.settings_from_dict(settings), given)
             run_configs = [to_run_config(composed(job)) for job in jobs]
-    return jobs, output_dir, base.hydra.launcher, run_configs, study, study_settings(base, "tracking")
+    return ComposedCommand(jobs, output_dir, base.hydra.launcher, run_configs, study, study_settings(base, "tracking"),
+                           base.hydra.runtime.choices.get("study"))
 
 
 _ABSENT = object()

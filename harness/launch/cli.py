@@ -20,7 +20,7 @@ from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
 from harness.assess import analysis
-from harness.config import schema
+from harness.config import hydra_internals, schema
 from harness.config.compose import (
     CONF_DIR,
     CONFIG_NAME,
@@ -31,10 +31,10 @@ from harness.config.compose import (
     to_run_config,
 )
 from harness.data import registry as datasets
-from harness.launch import preflight, signals, sweep_end
-from harness.launch.plan import CommandPlan, hand_over
+from harness.launch import launchers, preflight, signals, sweep_end
+from harness.launch.plan import CommandPlan
+from harness.launch.tracker import start as start_tracker
 from harness.store import files, layout
-from harness.store.layout import SWEEP_FILE
 from harness.tracking import settings
 
 EXIT_OK, EXIT_FAILED_RUNS, EXIT_INVALID = 0, 1, 2  # interrupted: 128 + the signal (130 for Ctrl-C)
@@ -48,20 +48,20 @@ def plan_command(overrides: list[str], multirun: bool, config_name: str = CONFIG
     from harness.launch.resources import visible_gpus
 
     preflight.check_searchpath(re.findall(r"file://[^'\],]+", " ".join(o for o in overrides if "searchpath" in o)))
-    jobs, output_dir, launcher_cfg, run_configs, study, tracking_cfg = compose_jobs(overrides, multirun, config_name)
+    composed = compose_jobs(overrides, multirun, config_name)
+    output_dir = composed.output_dir
     # a single run's "sweep" is the folder above it: sweeps/<id>/0 logs to sweeps/mlflow.db, experiment <id>
-    tracking = None if tracking_cfg is None else settings.from_dict(
-        tracking_cfg, output_dir if multirun else output_dir.parent)
-    launcher = str(launcher_cfg.get("_target_", ""))
-    if multirun and launcher.endswith("HarnessLauncher"):
-        preflight.check_n_jobs(launcher_cfg.get("n_jobs"))
-    if multirun and launcher.endswith("HarnessSlurmLauncher"):
-        preflight.check_slurm_arrays(launcher_cfg)
-    if not any(name in launcher for name in sweep_end.REMOTE_LAUNCHERS):  # their GPUs are not this machine's
-        preflight.check_devices(run_configs, visible_gpus(),
+    tracking = None if composed.tracking is None else settings.from_dict(
+        composed.tracking, output_dir if multirun else output_dir.parent)
+    launcher = launchers.traits(str(composed.launcher.get("_target_", "")))
+    if multirun and launcher.check_config is not None:
+        launcher.check_config(composed.launcher)
+    if not launcher.remote:  # a remote launcher's GPUs are not this machine's
+        preflight.check_devices(composed.run_configs, visible_gpus(),
                                 ids_applied=bool(os.environ.get("HARNESS_GPUS_ASSIGNED")))
-    preflight.check_existing_runs(jobs, run_configs, output_dir, multirun)
-    return CommandPlan(jobs, output_dir, launcher, run_configs, study, tracking)
+    preflight.check_existing_runs(composed.jobs, composed.run_configs, output_dir, multirun)
+    return CommandPlan(composed.jobs, output_dir, launcher, composed.run_configs, composed.study, tracking,
+                       composed.study_name)
 
 
 @contextmanager
@@ -112,9 +112,7 @@ def hydra_job(cfg: DictConfig) -> float | None:
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m harness [overrides] [-m]`; returns the exit code. Flags may come anywhere among overrides."""
-    from hydra._internal.utils import get_args_parser
-
-    parser = get_args_parser()
+    parser = hydra_internals.args_parser()
     parser.prog = "python -m harness"
     args = parser.parse_intermixed_args(sys.argv[1:] if argv is None else argv)
     signals.install()
@@ -126,17 +124,17 @@ def main(argv: list[str] | None = None) -> int:
         _run_hydra(parser, args)
         return EXIT_OK
     folder_key = "hydra.sweep.dir" if args.multirun else "hydra.run.dir"
-    tracking = None  # with tracking=mlflow, the sweep's tracking process (sweep_end.start_tracking)
+    tracker = None  # with tracking=mlflow, the sweep's tracking process
     with ExitStack() as held:
         try:
             plan = plan_command(args.overrides, args.multirun, args.config_name or CONFIG_NAME)
             for note in dict.fromkeys(filter(None, (datasets.input_note(c.data) for c in plan.run_configs))):
                 print(f"harness: warning: {note}", file=sys.stderr)
             held.enter_context(output_folder_lock(plan.output_dir, folder_key))
-            if args.multirun:  # what the report needs to know which runs have not started, and a study's plan
-                files.write_json(plan.output_dir / SWEEP_FILE, plan.sweep_record())
+            if args.multirun:  # the plan Hydra's sweeper and launcher run, and what the report and a resume read
+                plan.write()
                 if plan.tracking is not None:  # the sweep's parent run, before any run starts
-                    tracking = sweep_end.start_tracking(plan.output_dir, plan.tracking, len(plan.jobs), plan.launcher)
+                    tracker = start_tracker(plan.output_dir, plan.tracking, len(plan.jobs), plan.launcher)
         except schema.ConfigError as err:
             print(f"harness: error: {err}", file=sys.stderr)
             return EXIT_INVALID
@@ -148,30 +146,23 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_FAILED_RUNS
         # Hydra would resolve the folder's ${now:...} again: pin it to the one checked and locked here
         args.overrides = [*args.overrides, f"{folder_key}={quote_override(str(plan.output_dir))}"]
-        if args.multirun:
-            hand_over(plan)  # Hydra's sweeper and launcher run these jobs and configs as they are
-        return _run(parser, args, plan, tracking)
+        return _run(parser, args, plan, tracker)
 
 
 def _run_hydra(parser, args) -> None:
-    from hydra._internal.utils import _run_hydra as run_hydra
-
-    run_hydra(args=args, args_parser=parser, task_function=hydra_job, config_path=str(CONF_DIR),
-              config_name=CONFIG_NAME)
+    hydra_internals.run_hydra(args, parser, hydra_job, str(CONF_DIR), CONFIG_NAME)
 
 
-def _run(parser, args, plan: CommandPlan, tracking=None) -> int:
-    """Hand the validated command to Hydra; the exit code from what the runs' files say. `tracking`: the sweep's
-    tracking process (sweep_end.start_tracking), handed the report at the end."""
+def _run(parser, args, plan: CommandPlan, tracker=None) -> int:
+    """Hand the validated command to Hydra; the exit code from what the runs' files say. A multirun's end (the
+    report, the tracking process's end: harness.launch.sweep_end.close) follows it, interrupted or not."""
     try:
         _run_hydra(parser, args)
     except KeyboardInterrupt as err:  # Ctrl-C, SIGTERM, SIGUSR2 (harness.launch.signals)
         code, name = signals.exit_code(err)
         print(f"harness: interrupted ({name}); the same command resumes the sweep", file=sys.stderr)
         if args.multirun and plan.output_dir.exists():
-            sweep_end.write_report(plan.output_dir)
-            if plan.tracking is not None:
-                sweep_end.track(plan.output_dir, tracking)
+            sweep_end.close(plan.output_dir, tracker, interrupted=True)
         return code
     if args.multirun:
         failed, unfinished = analysis.failed_runs(plan.output_dir), analysis.unfinished_runs(plan.output_dir)
@@ -183,10 +174,7 @@ def _run(parser, args, plan: CommandPlan, tracking=None) -> int:
         print(f"harness: {len(unfinished)} run(s) did not finish: {', '.join(unfinished)}", file=sys.stderr)
     if args.multirun:
         print(f"sweep: {plan.output_dir}")
-        sweep_end.interpolate(plan.output_dir)
-        sweep_end.write_report(plan.output_dir)
-        if plan.tracking is not None:  # every run in MLflow, whatever the runs could log; the report beside them
-            sweep_end.track(plan.output_dir, tracking)
+        sweep_end.close(plan.output_dir, tracker, interrupted=False)
     else:
         print(f"run: {plan.output_dir}")
     return EXIT_FAILED_RUNS if failed or unfinished else EXIT_OK

@@ -1,10 +1,11 @@
-"""A command's one plan: every job it runs (its overrides and validated RunConfig), and where.
+"""A command's one plan: every job it runs (its overrides and validated RunConfig), where, and under which launcher.
 
 The command line makes it once (harness.config.compose expands the command and composes each structure once;
-harness.config.diagnose adds a diagnosis's arms) and hands it to Hydra's sweeper and launcher in the same process
-(hydra_plugins/harness_sweeper, hydra_plugins/harness_launcher), which run it as it is: no job is expanded or
-composed a second time, and sweep.json records exactly what runs. Hydra instantiates its plugins from config and
-gives them only overrides, so the plan crosses that boundary here, keyed by the folder the command writes.
+harness.config.diagnose adds a diagnosis's arms) and writes it to the sweep folder's sweep.json
+(harness.store.sweep_file) before Hydra starts. Hydra instantiates its sweeper and launcher from config and gives
+them only overrides; they read that file and run its jobs as they are (hydra_plugins/harness_sweeper,
+hydra_plugins/harness_launcher): no job is expanded or composed a second time, and sweep.json records exactly what
+runs.
 """
 from __future__ import annotations
 
@@ -13,7 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.config.schema import RunConfig
+from harness.launch.launchers import LauncherTraits
+from harness.store import sweep_file
 from harness.store.run_files import config_hash
+from harness.store.sweep_file import PlannedJob
 from harness.tracking.settings import Tracking
 
 
@@ -21,26 +25,42 @@ from harness.tracking.settings import Tracking
 class CommandPlan:
     jobs: list[list[str]]   # each job's task overrides, in job order
     output_dir: Path        # the sweep folder, or the run folder of a single run
-    launcher: str           # the launcher's class path
+    launcher: LauncherTraits
     run_configs: list[RunConfig]
     study: dict[str, Any] = field(default_factory=dict)  # what a study planned beside the jobs (a diagnosis)
     tracking: Tracking | None = None  # tracking=mlflow: where the runs are tracked
+    study_name: str | None = None     # the study preset the command named (+study=...)
+
+    def planned_jobs(self) -> list[PlannedJob]:
+        return [planned_job(num, job, cfg) for num, (job, cfg) in enumerate(zip(self.jobs, self.run_configs))]
 
     def sweep_record(self) -> dict[str, Any]:
-        """sweep.json: every job of the command (its overrides, and its config's fingerprint for a resume to
-        compare), and what its study planned, written before any job runs."""
-        return {"jobs": [{"job": str(num), "overrides": job, "config": config_hash(cfg.flat())}
-                         for num, (job, cfg) in enumerate(zip(self.jobs, self.run_configs))], **self.study}
+        """sweep.json: every job of the command (its overrides, its config's fingerprint for a resume to compare,
+        what its launcher needs), the study's name and what it planned."""
+        return sweep_file.record(self.planned_jobs(), self.study_name, self.study)
+
+    def write(self) -> None:
+        """sweep.json in the output folder, before any job runs."""
+        sweep_file.write(self.output_dir, self.sweep_record())
 
 
-_handed: dict[Path, CommandPlan] = {}
+def planned_job(num: int, overrides: list[str], cfg: RunConfig, round_: int = 1) -> PlannedJob:
+    device = cfg.device
+    return PlannedJob(job=str(num), overrides=list(overrides), config=config_hash(cfg.flat()), round=round_,
+                      gpus=device.gpus, devices=None if device.devices is None else list(device.devices),
+                      simulate_devices=device.simulate_devices, backend=device.backend, epochs=expected_epochs(cfg))
 
 
-def hand_over(plan: CommandPlan) -> None:
-    """Make `plan` the one Hydra's sweeper and launcher run for its output folder, in this process."""
-    _handed[Path(plan.output_dir).resolve()] = plan
+def expected_epochs(run_cfg: RunConfig) -> int:
+    """Epochs the run will train (a step budget decides them from the batch size), for the progress line's ETA."""
+    from harness.config.batching import plan_batches, plan_schedule
+    from harness.data.registry import expected_train_size
 
-
-def handed(output_dir: Path) -> CommandPlan | None:
-    """The plan handed over for `output_dir`, or None (Hydra driven some other way: compose as Hydra would)."""
-    return _handed.get(Path(str(output_dir)).resolve())
+    train = run_cfg.train
+    try:
+        size = expected_train_size(run_cfg.data, train.imbalance, train.train_fraction, train.tune_fraction)
+        plan = plan_batches(train.batch_size, train.per_replica_batch, max(run_cfg.device.gpus, 1), size,
+                            backend=run_cfg.device.backend)
+        return plan_schedule(plan, train).epochs
+    except ValueError:  # the run itself will report it
+        return train.epochs

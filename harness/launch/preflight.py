@@ -8,8 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.config.schema import ConfigError, RunConfig
+from harness.store import sweep_file
 from harness.store.files import DamagedFile, read_json
-from harness.store.layout import RUN_FILE, SWEEP_FILE
+from harness.store.layout import RUN_FILE
 from harness.store.run_files import config_hash, recorded_config
 
 
@@ -68,7 +69,7 @@ def check_existing_runs(jobs: list[list[str]], run_configs: list[RunConfig], out
     config fingerprint the folder's sweep.json already holds was planned the same before: its run.json is not
     read (a resumed sweep of thousands of runs starts at once); any other job's run.json is compared.
     """
-    planned = _planned_hashes(output_dir) if multirun else {}
+    planned = sweep_file.config_hashes(output_dir) if multirun else {}
     for num, (overrides, run_cfg) in enumerate(zip(jobs, run_configs)):
         if planned and planned.get(str(num)) == config_hash(run_cfg.flat()):
             continue
@@ -83,12 +84,3 @@ def check_existing_runs(jobs: list[list[str]], run_configs: list[RunConfig], out
                 key, str(output_dir), f"a new folder or one holding this same command's runs; {run_dir} ran "
                 f"'{' '.join(record.get('overrides', []))}' but this command's run there is '{' '.join(overrides)}'"
             )
-
-
-def _planned_hashes(output_dir: Path) -> dict[str, str]:
-    """Job number -> config fingerprint, from the folder's sweep.json (empty without one, or an older one)."""
-    try:
-        sweep = read_json(Path(output_dir) / SWEEP_FILE)
-    except DamagedFile:
-        return {}
-    return {job["job"]: job["config"] for job in (sweep or {}).get("jobs", []) if "config" in job}

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol, TextIO
 
+from harness.launch.processes import die_with_parent, signal_group
 from harness.launch.progress import clock
 from harness.launch.resources import GpuPool, cpu_count
-from harness.launch.worker import Worker, die_with_parent, signal_group
+from harness.launch.worker import Worker
 from harness.store import layout
 from harness.store.files import write_json
 from harness.store.layout import RUN_FILE
@@ -42,19 +43,13 @@ class Job:
     gpus: int = 0                               # GPU slots the job needs (0: CPU)
     devices: tuple[int, ...] | None = None      # explicit GPU ids it must get
     epochs: int = 1
-    config: dict = field(default_factory=dict)  # flat config, for a run.json written on the run's behalf
+    config: Callable[[], dict] = dict           # its flat config, for a run.json written on the run's behalf
     worker_args: list[str] | None = None        # `python -m harness` arguments, if a warm CPU worker may run it
     backend: str = "tensorflow"                 # Keras's backend: fixed per process, so warm workers are per backend
 
     @property
     def run_id(self) -> str:
         return f"{self.run_dir.parent.name}/{self.run_dir.name}"
-
-
-class RunWatch(Protocol):
-    def poll(self, running: list[Path], ended: list[Path]) -> None:
-        """At every poll, the runs' folders running now and those ended since (tracking_watch.Tracker: to the
-        command's tracking process)."""
 
 
 class SweepEnd(Protocol):
@@ -85,8 +80,7 @@ class Scheduler:
     """Starts up to `n_jobs` processes at once and waits for all; returns each job's exit code."""
 
     def __init__(self, jobs: list[Job], n_jobs: int, gpu_ids: list[int], *, poll_seconds: float = 0.5,
-                 stop_timeout: float = 60.0, progress: Callable[[str, bool], None] | None = None,
-                 watch: RunWatch | None = None):
+                 stop_timeout: float = 60.0, progress: Callable[[str, bool], None] | None = None):
         self.jobs, self.n_jobs, self.pool = jobs, max(1, n_jobs), GpuPool(gpu_ids)
         self.poll_seconds, self.stop_timeout = poll_seconds, stop_timeout
         self.progress = progress or (lambda line, final: None)
@@ -98,7 +92,6 @@ class Scheduler:
         self.keep = 0  # idle workers kept once no job needs them (one for the interpolation)
         self.then: SweepEnd | None = None
         self.early: Worker | None = None  # the worker `then` started in before the last runs ended
-        self.watch = watch
 
     def _env(self, job: Job, gpu_ids: list[int]) -> dict[str, str]:
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "KERAS_BACKEND": job.backend}
@@ -206,15 +199,11 @@ class Scheduler:
                             self.pool.release(gpu_ids)
                             self.exit_codes[job.num] = 1
                             log.error("harness: could not start run %s: %s: %s", job.run_id, err.strerror, err.filename)
-                ended = []
                 for r in list(running):
                     code = r.exit_code()
                     if code is not None:
                         running.remove(r)
                         self._finish(r, code)
-                        ended.append(r.job.run_dir)
-                if self.watch is not None:
-                    self.watch.poll([r.job.run_dir for r in running], ended)
                 if not any(job.worker_args is not None for job in pending):
                     self._close_idle(keep=self.keep)
                 if self.then is not None and self.early is None and running and not pending:
@@ -257,8 +246,6 @@ class Scheduler:
                 signal_group(r.process, signal.SIGKILL)
                 code = r.process.wait()
             self._finish(r, code, interrupted=True)
-        if self.watch is not None:
-            self.watch.poll([], [r.job.run_dir for r in running])
 
     def _status_line(self, pending: list[Job], running: list[_Running], started: float) -> str:
         done = [j for j in self.jobs if j.num in self.exit_codes]
@@ -276,7 +263,7 @@ class Scheduler:
 
 def _record_lost_run(job: Job, record: dict | None, code: int, interrupted: bool) -> None:
     """A child that died without writing its outcome (killed, crashed) still gets a final run.json."""
-    record = record or {"run_id": job.run_id, "config": job.config, "overrides": job.overrides,
+    record = record or {"run_id": job.run_id, "config": _config(job), "overrides": job.overrides,
                         "started_at": None, "epochs_completed": 0, "environment": {}}
     record["status"] = "interrupted" if interrupted else "failed"
     record["finished_at"] = now_iso()
@@ -288,3 +275,12 @@ def _record_lost_run(job: Job, record: dict | None, code: int, interrupted: bool
     except OSError as err:  # a full disk or a read-only folder: say so in one line and go on with the sweep
         log.error("harness: could not record run %s as %s: %s: %s", job.run_id, record["status"],
                   err.strerror or type(err).__name__, err.filename or job.run_dir / RUN_FILE)
+
+
+def _config(job: Job) -> dict:
+    """The job's flat config for a run.json written on its behalf (composed now: a lost run is rare)."""
+    try:
+        return job.config()
+    except Exception as err:  # composing it failed here too: the record says which run it was, without its config
+        log.error("harness: the config of run %s could not be recorded: %s: %s", job.run_id, type(err).__name__, err)
+        return {}

@@ -1,7 +1,6 @@
-"""What follows a multirun, in the command's process: the sweep-level probes (in a warm worker or a process of
-their own, since they load TensorFlow), the report, written even when the sweep was interrupted, and with
-tracking=mlflow the sweep's tracking process (harness.launch.tracking_watch): started before the runs, handed the
-report at the end."""
+"""What follows a multirun, in the command's process (`close`): the sweep-level probes (in a warm worker or a
+process of their own, since they load TensorFlow), the report, written even when the sweep was interrupted, and
+with tracking=mlflow the end of the sweep's tracking process (harness.launch.tracker), handed the report."""
 from __future__ import annotations
 
 import signal
@@ -12,10 +11,8 @@ import threading
 from pathlib import Path
 
 from harness.store import layout
-from harness.tracking.settings import Tracking
 
 REPORTS_DIR = Path("reports")  # like sweeps/, relative to where the command runs
-REMOTE_LAUNCHERS = ("SlurmLauncher",)  # launchers whose runs go to other machines
 WARM, FRESH = "# in a warm run process", "# in a process of its own"  # interpolation.log's first line: where it ran
 
 
@@ -128,38 +125,17 @@ def write_report(sweep_dir: Path) -> None:
     publish(sweep_dir, REPORTS_DIR)
 
 
-def start_tracking(sweep_dir: Path, tracking: Tracking, jobs: int, launcher: str):
-    """The sweep's tracking process (harness.launch.tracking_watch), started before any run: it makes the parent
-    run while the runs start (tracking.json says `ready: false` until then, and a run that logs itself waits for
-    it), and a tracker that does not answer is one warning line (the runs go on, untracked until the end tries
-    again). Runs on other machines (SLURM) do not write to a SQLite store, often on NFS: the sweep's end logs them
-    from their files.
-
-    Who logs the runs as they train (tracking.json's `live_by`): under the harness launcher, the tracking process,
-    from their files, so that MLflow is imported once, not in every run's process (about 3 s of CPU each); under
-    another launcher, each run itself."""
-    from dataclasses import replace
-
-    from harness.launch import tracking_watch
-    from harness.tracking import settings
-
-    if launcher.endswith("HarnessLauncher"):
-        live_by = "command"
-    elif any(name in launcher for name in REMOTE_LAUNCHERS) and tracking.local_database:
-        live_by = None
-    else:
-        live_by = "run"
-    previous = settings.read_sweep(sweep_dir)
-    pending = settings.SweepTracking(tracking.uri, tracking.experiment, None, None, live_by, tracking.artifacts)
-    settings.write_sweep(sweep_dir, replace(pending, ready=False))
-    return tracking_watch.start(sweep_dir, tracking, live_by, jobs, previous)
-
-
-def track(sweep_dir: Path, tracker, reports_dir: Path = REPORTS_DIR) -> None:
-    """At the sweep's end: the report, the results table and diagnosis.json handed to `tracker` (start_tracking's),
-    which checks every run in MLflow and keeps them on the sweep's parent run; returns once it is done."""
-    with tempfile.TemporaryDirectory() as scratch:
-        tracker.end(sweep_artifacts(sweep_dir, Path(scratch), reports_dir))
+def close(sweep_dir: Path, tracker=None, interrupted: bool = False) -> None:
+    """The end of every multirun, in one place, reached after the runs whether they all ended or were interrupted:
+    the interpolation (unless interrupted; it does nothing where the launcher already made it), the report (a
+    partial one after an interrupt), and with tracking=mlflow the tracking process's end (`tracker`,
+    harness.launch.tracker.Tracker), handed the report, the results table and diagnosis.json."""
+    if not interrupted:
+        interpolate(sweep_dir)
+    write_report(sweep_dir)
+    if tracker is not None:  # every run in MLflow, whatever the runs could log; the report beside them
+        with tempfile.TemporaryDirectory() as scratch:
+            tracker.end(sweep_artifacts(sweep_dir, Path(scratch)))
 
 
 def sweep_artifacts(sweep_dir: Path, scratch: Path, reports_dir: Path = REPORTS_DIR) -> list[Path]:

@@ -1,13 +1,16 @@
-"""tracking=mlflow in a multirun: a process of the command's own, `python -m harness.launch.tracking_watch`, does all
-of the MLflow work, so that the command (and every run's process) never imports MLflow.
+"""tracking=mlflow in a multirun: the command's tracking process, `python -m harness.launch.tracking_process`, does
+all of the MLflow work, so that the command (and every run's process) never imports MLflow. The command starts it
+and ends it (harness.launch.tracker); nothing else talks to it.
 
 It makes the sweep's parent run as the runs start; where the command logs the runs as they train (tracking.json's
-`live_by: command`, under the harness launcher) it logs each run from its files, fed by the scheduler's polls; and
-at the sweep's end it checks every run against its files and keeps the report on the parent run. Measured on the
-main job (2-core CPU, benchmarks/bench_tracking.py): the same work in a thread of the command cost more than 5% of
-the sweep's wall time, most of it importing MLflow (about 4 s of CPU) while the runs' processes import TensorFlow.
-Here the process runs at the lowest priority while the runs train (`tracking.nice`, 19 by default), on the CPU
-time they leave idle (between runs, the report), and the command waits for it only at the end.
+`live_by: command`: the launcher says its runs do not log themselves) it follows them from their files: every
+FOLLOW_SECONDS it looks at the sweep's run.json files (RunWatch) and logs each running run's new epochs, and the
+rest of a run once its run.json says it ended. At the sweep's end it checks every run against its files and keeps
+the report on the parent run. Measured on the main job (2-core CPU, benchmarks/bench_tracking.py): the same work in
+a thread of the command cost more than 5% of the sweep's wall time, most of it importing MLflow (about 4 s of CPU)
+while the runs' processes import TensorFlow. Here the process runs at the lowest priority while the runs train
+(`tracking.nice`, 19 by default), on the CPU time they leave idle (between runs, the report), and the command
+waits for it only at the end.
 
 Each epoch is logged once its checkpoint is written, as a run logging itself does (harness.tracking.live): a run
 killed between the two trains that epoch again, which MLflow must not hold twice. When a run ends, the rest (its
@@ -15,23 +18,21 @@ last epoch, probes, run.json, status) is logged, and its run.json records its ML
 the MLflow run tagged with its run_id. One process writes to the store, so runs at once never meet a locked SQLite
 database. A tracker that fails is one warning line; the runs go on, and the sweep's end tries again.
 
-The command talks to it through its stdin, a JSON line each: `{"running": [...], "ended": [...]}` when the
-scheduler's runs change, then `{"end": [artifacts...]}`.
+The command writes one JSON line on its stdin, `{"end": [artifacts...]}`, at the sweep's end; its stdin closing
+without it means the command died.
 """
 from __future__ import annotations
 
 import json
-import os
 import queue
-import subprocess
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from harness.launch.worker import die_with_parent
+from harness.launch.processes import lower_priority
 from harness.run import checkpoint
 from harness.store import layout
 from harness.store.files import DamagedFile, read_json
@@ -39,71 +40,6 @@ from harness.tracking import sync
 from harness.tracking.settings import SweepTracking, Tracking, read_sweep
 
 FOLLOW_SECONDS = 2.0  # a running run's file is read at most this often: its epochs since go in one transaction
-
-
-class Tracker:
-    """The command's side: starts the process, tells it what the scheduler sees (`poll`, the scheduler's
-    RunWatch), and at the sweep's end hands it the artifacts and waits for it (`end`)."""
-
-    def __init__(self, sweep_dir: Path, tracking: Tracking, live_by: str | None, jobs: int,
-                 previous: SweepTracking | None):
-        self.sweep_dir, self.tracking, self.live_by = Path(sweep_dir), tracking, live_by
-        start = {"tracking": asdict(tracking), "live_by": live_by, "jobs": jobs,
-                 "previous": None if previous is None else asdict(previous),
-                 "nice": tracking.nice if live_by in ("command", None) else 0}  # runs that log themselves wait for it
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "harness.launch.tracking_watch", str(self.sweep_dir), json.dumps(start)],
-            stdin=subprocess.PIPE, start_new_session=True, preexec_fn=die_with_parent())  # no Ctrl-C of its own
-        os.set_blocking(self.process.stdin.fileno(), False)  # a poll never waits for the process to read
-        self.unsent = b""
-        self.running: list[str] | None = None
-
-    def poll(self, running: list[Path], ended: list[Path]) -> None:
-        """The runs training now, and those that ended since the last poll (sent only when they change)."""
-        names = [str(path) for path in running]
-        if names != self.running or ended:
-            self.running = names
-            self._send({"running": names, "ended": [str(path) for path in ended]})
-
-    def end(self, artifacts: list[Path]) -> None:
-        """The sweep's end: every run checked in MLflow and `artifacts` on the parent run; returns once the process
-        is done (it prints its own warnings)."""
-        os.set_blocking(self.process.stdin.fileno(), True)
-        self._send({"end": [str(path) for path in artifacts]})
-        try:
-            self.process.stdin.close()
-        except BrokenPipeError:
-            pass
-        code = self.process.wait()
-        _started.pop(self.sweep_dir.resolve(), None)
-        if code != 0:
-            print(f"harness: warning: tracking: the tracking process ended with exit code {code}; log the sweep "
-                  f"with: python -m harness.track {self.sweep_dir}", file=sys.stderr, flush=True)
-
-    def _send(self, message: dict[str, Any]) -> None:
-        self.unsent += (json.dumps(message) + "\n").encode()
-        try:
-            while self.unsent:
-                self.unsent = self.unsent[os.write(self.process.stdin.fileno(), self.unsent):]
-        except BlockingIOError:  # its pipe is full: the rest goes with the next message
-            pass
-        except (BrokenPipeError, ValueError):  # it ended (end says how)
-            self.unsent = b""
-
-
-_started: dict[Path, Tracker] = {}
-
-
-def start(sweep_dir: Path, tracking: Tracking, live_by: str | None, jobs: int,
-          previous: SweepTracking | None) -> Tracker:
-    tracker = _started[Path(sweep_dir).resolve()] = Tracker(sweep_dir, tracking, live_by, jobs, previous)
-    return tracker
-
-
-def started(sweep_dir: Path) -> Tracker | None:
-    """The tracking process this command started for `sweep_dir` (a tracking.json an earlier command left does not
-    make one)."""
-    return _started.get(Path(sweep_dir).resolve())
 
 
 @dataclass
@@ -115,7 +51,7 @@ class _Run:
 
 
 class Follower:
-    """In the process: logs the runs the command reports, from their files."""
+    """In the process: logs the runs RunWatch finds running or ended, from their files."""
 
     def __init__(self, store, sweep: SweepTracking):
         self.store, self.sweep = store, sweep
@@ -174,8 +110,45 @@ class Follower:
             self.store.wait(run.run_id)
 
 
+class RunWatch:
+    """Which of a sweep's runs train now, and which ended since the last look, from their run.json files: a run is
+    running while its run.json says so, and ended when its run.json changes from running (or none) to a final status
+    (the run's own `finally`, or the scheduler's record of a run that died). What the first look finds ended was so
+    before this command, and a run that started and ended between two looks from an earlier final status is not
+    seen to end: the sweep's end checks those."""
+
+    def __init__(self, sweep_dir: Path):
+        self.sweep_dir = Path(sweep_dir)
+        self.seen: dict[Path, tuple[int, str | None]] = {}  # run folder: (run.json's mtime_ns, its status)
+        self.looked = False
+
+    def look(self) -> tuple[list[Path], list[Path]]:
+        """(the runs running now, those ended since the last look), each in job order."""
+        running, ended = [], []
+        for run_dir in layout.run_dirs(self.sweep_dir):
+            try:
+                mtime = (run_dir / layout.RUN_FILE).stat().st_mtime_ns
+            except FileNotFoundError:
+                continue
+            known = self.seen.get(run_dir)
+            if known is None or known[0] != mtime:
+                try:
+                    status = (read_json(run_dir / layout.RUN_FILE) or {}).get("status")
+                except DamagedFile:  # between two writes: the next look
+                    continue
+                self.seen[run_dir] = (mtime, status)
+                # once: the tracker's own note in a finished run's run.json changes the file, not the run
+                if self.looked and status != "running" and (known is None or known[1] == "running"):
+                    ended.append(run_dir)
+            if self.seen[run_dir][1] == "running":
+                running.append(run_dir)
+        self.looked = True
+        return running, ended
+
+
 def serve(sweep_dir: Path, start: dict[str, Any], requests: IO[str]) -> int:
-    """The process: the parent run, then the command's requests until its `end` (or its stdin closing)."""
+    """The process: the parent run, then (where it logs the runs live) the runs followed from their files until
+    the command's `end` (or its stdin closing)."""
     tracking = Tracking(**start["tracking"])
     previous = None if start["previous"] is None else SweepTracking(**start["previous"])
     try:
@@ -184,26 +157,25 @@ def serve(sweep_dir: Path, start: dict[str, Any], requests: IO[str]) -> int:
         print(f"harness: warning: tracking: {tracking.uri} does not answer ({err}); the runs go on without it, "
               "and the sweep's end tries again", file=sys.stderr, flush=True)
         sweep = None
-    follower = None
+    follower = watch = None
     if sweep is not None and sweep.live_by == "command":
         from harness.tracking import mlflow_store
 
-        follower = Follower(mlflow_store.store(sweep.uri), sweep)
+        follower, watch = Follower(mlflow_store.store(sweep.uri), sweep), RunWatch(sweep_dir)
     lines = _lines(requests)
-    running: list[Path] = []
     failed: str | None = None
     while True:
         try:
             request = lines.get(timeout=FOLLOW_SECONDS)
         except queue.Empty:
-            request = {"running": [str(path) for path in running], "ended": []}
+            request = {}
         if request is None or "end" in request:
             break
-        running = [Path(path) for path in request["running"]]
         if follower is not None and failed is None:
             try:
-                for run_dir in request["ended"]:
-                    follower.end(Path(run_dir))
+                running, ended = watch.look()
+                for run_dir in ended:
+                    follower.end(run_dir)
                 for run_dir in running:
                     follower.follow(run_dir)
             except Exception as err:  # the runs go on; the sweep's end logs what is missing
@@ -212,7 +184,7 @@ def serve(sweep_dir: Path, start: dict[str, Any], requests: IO[str]) -> int:
                       "on, and the sweep's end tries again", file=sys.stderr, flush=True)
     if request is None:  # the command died: the runs of this attempt stay as they are, for the next
         return 0
-    _nice(0)  # the command waits for the end
+    lower_priority(0)  # the command waits for the end
     if follower is not None and failed is None:
         try:
             follower.wait()
@@ -253,26 +225,11 @@ def _lines(stream: IO[str]) -> queue.Queue:
     return lines
 
 
-def _nice(value: int) -> None:
-    """This process's niceness, and its autogroup's: where the kernel groups processes by session (Linux's
-    autogroup, on by default), the CPU is shared between sessions first, and a process's own niceness counts only
-    within its session (this one's own: start_new_session). Raising priority again may be refused to an
-    unprivileged process: then it goes on as it is."""
-    try:
-        os.setpriority(os.PRIO_PROCESS, 0, value)
-    except OSError:
-        pass
-    try:
-        Path("/proc/self/autogroup").write_text(str(value))
-    except OSError:  # not Linux, or no autogroup
-        pass
-
-
 def main(argv: list[str] | None = None) -> int:
     sweep_dir, start = (sys.argv[1:] if argv is None else argv)
     start = json.loads(start)
     if start["nice"]:
-        _nice(start["nice"])
+        lower_priority(start["nice"])
     return serve(Path(sweep_dir), start, sys.stdin)
 
 

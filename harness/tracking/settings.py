@@ -25,7 +25,7 @@ SCHEMES = ("sqlite:///", "http://", "https://", "postgresql://", "postgresql+", 
 class Tracking:
     """Where a sweep's runs are tracked. `artifacts`: the artifact root a new experiment gets (the default store's
     sweeps/mlartifacts); None lets the tracking server choose. `nice`: the tracking process's priority while the
-    runs train (harness.launch.tracking_watch)."""
+    runs train (harness.launch.tracking_process)."""
     uri: str
     experiment: str
     artifacts: str | None = None

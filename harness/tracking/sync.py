@@ -3,7 +3,7 @@ the sweep's end (or by `python -m harness.track SWEEP`, afterwards) that every r
 its final status, which logs whatever the runs could not.
 
 What a run is in MLflow, the same whether it logs itself (harness.tracking.live) or is logged from its files here
-(as it trains, by the command's tracking process: harness.launch.tracking_watch; at the sweep's end; by
+(as it trains, by the command's tracking process: harness.launch.tracking_process; at the sweep's end; by
 harness.track):
 - params: its config as run.json records it (strings as they are, other values as JSON);
 - tags: `harness.sweep`, `harness.job`, `harness.run_id`, `harness.backend`, `harness.status`, `harness.version`,

@@ -36,31 +36,18 @@ class HarnessLauncherConf:
 ConfigStore.instance().store(group="hydra/launcher", name="harness", node=HarnessLauncherConf)
 
 
-def _expected_epochs(run_cfg) -> int:
-    """Epochs the run will train (a step budget decides them from the batch size), for the progress ETA."""
-    from harness.config.batching import plan_batches, plan_schedule
-    from harness.data.registry import expected_train_size
-
-    train = run_cfg.train
-    try:
-        size = expected_train_size(run_cfg.data, train.imbalance, train.train_fraction, train.tune_fraction)
-        plan = plan_batches(train.batch_size, train.per_replica_batch, max(run_cfg.device.gpus, 1), size,
-                            backend=run_cfg.device.backend)
-        return plan_schedule(plan, train).epochs
-    except ValueError:  # the run itself will report it
-        return train.epochs
-
-
-def _tracking_watch(sweep_dir: Path):
-    """The tracking process this command started for the sweep (tracking=mlflow; a tracking.json left by an earlier
-    command is not enough), where it logs the runs from their files as they train; else None."""
-    from harness.launch.tracking_watch import started
-
-    tracker = started(sweep_dir)
-    return tracker if tracker is not None and tracker.live_by == "command" else None
-
-
 class HarnessLauncher(Launcher):
+    # what the command reads before starting it (harness.launch.launchers): its runs train on this machine, and with
+    # tracking=mlflow the command's tracking process logs them from their files (MLflow imported once, not per run)
+    harness_remote = False
+    harness_runs_log_themselves = False
+
+    @classmethod
+    def harness_check_config(cls, launcher_cfg) -> None:
+        from harness.launch.preflight import check_n_jobs
+
+        check_n_jobs(launcher_cfg.get("n_jobs"))
+
     def __init__(self, n_jobs: Optional[int] = None, gpu_ids: Optional[List[int]] = None,
                  poll_seconds: float = 0.5, stop_timeout_s: float = 60.0, reuse_processes: bool = True) -> None:
         self.n_jobs, self.gpu_ids = n_jobs, None if gpu_ids is None else list(gpu_ids)
@@ -72,40 +59,45 @@ class HarnessLauncher(Launcher):
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         self.config, self.hydra_context = config, hydra_context
 
-    def _job(self, num: int, overrides: List[str], run_cfg):
+    def _job(self, planned):
+        """The scheduler's Job for a job of the plan (harness.store.sweep_file.PlannedJob)."""
         from harness.config.compose import quote_override
         from harness.launch.scheduler import Job
 
-        run_dir = Path(str(self.config.hydra.sweep.dir)) / str(num)  # hydra.sweep.subdir: ${hydra.job.num}
+        run_dir = Path(str(self.config.hydra.sweep.dir)) / planned.job  # hydra.sweep.subdir: ${hydra.job.num}
         searchpath = [quote_override(str(path)) for path in self.config.hydra.searchpath]  # a user's config folder
         args = [
-            *overrides, *([f"hydra.searchpath=[{','.join(searchpath)}]"] if searchpath else []),
+            *planned.overrides, *([f"hydra.searchpath=[{','.join(searchpath)}]"] if searchpath else []),
             f"hydra.run.dir={quote_override(str(run_dir))}",
             "hydra.job_logging.root.handlers=[console]",  # the console is the run's train.log
         ]
-        device = run_cfg.device
-        warm = self.reuse_processes and device.gpus == 0 and not device.simulate_devices
-        return Job(num=num, overrides=list(overrides), run_dir=run_dir,
-                   command=[sys.executable, "-m", "harness", *args], gpus=device.gpus, devices=device.devices,
-                   epochs=_expected_epochs(run_cfg), config=run_cfg.flat(), worker_args=args if warm else None,
-                   backend=device.backend)
+        warm = self.reuse_processes and planned.gpus == 0 and not planned.simulate_devices
+        return Job(num=planned.num, overrides=list(planned.overrides), run_dir=run_dir,
+                   command=[sys.executable, "-m", "harness", *args], gpus=planned.gpus,
+                   devices=None if planned.devices is None else tuple(planned.devices), epochs=planned.epochs,
+                   config=lambda: self._run_config(planned.num, planned.overrides).flat(),
+                   worker_args=args if warm else None, backend=planned.backend)
 
-    def _run_configs(self, job_overrides: List[List[str]], initial_job_idx: int) -> list:
-        """Each job's RunConfig: the command's plan's (harness.launch.plan), composed once before anything ran; for
-        jobs another sweeper made, composed here the way Hydra composes a job."""
+    def _run_config(self, num: int, overrides: List[str]):
+        """A job's RunConfig, composed the way Hydra composes a job."""
         from harness.config.compose import to_run_config
-        from harness.launch.plan import handed
 
-        plan = handed(Path(str(self.config.hydra.sweep.dir)))
-        if plan is not None and initial_job_idx == 0 and plan.jobs == job_overrides:
-            return list(plan.run_configs)
-        configs = []
-        for num, overrides in enumerate(job_overrides, start=initial_job_idx):
-            sweep_config = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
-            with open_dict(sweep_config):
-                sweep_config.hydra.job.id = sweep_config.hydra.job.num = num
-            configs.append(to_run_config(sweep_config))
-        return configs
+        sweep_config = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+        with open_dict(sweep_config):
+            sweep_config.hydra.job.id = sweep_config.hydra.job.num = num
+        return to_run_config(sweep_config)
+
+    def _planned(self, job_overrides: List[List[str]], initial_job_idx: int) -> list:
+        """The jobs as the command planned them (its sweep.json), composed once before anything ran; jobs another
+        sweeper made are composed here, the way Hydra composes a job."""
+        from harness.launch.plan import planned_job
+        from harness.store import sweep_file
+
+        planned = sweep_file.planned_jobs(Path(str(self.config.hydra.sweep.dir)))
+        if planned is not None and initial_job_idx == 0 and [job.overrides for job in planned] == job_overrides:
+            return planned
+        return [planned_job(num, overrides, self._run_config(num, overrides))
+                for num, overrides in enumerate(job_overrides, start=initial_job_idx)]
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         from harness.launch import sweep_end
@@ -120,19 +112,15 @@ class HarnessLauncher(Launcher):
         sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
 
-        job_overrides = [list(overrides) for overrides in job_overrides]
-        run_configs = self._run_configs(job_overrides, initial_job_idx)
-        jobs = [self._job(initial_job_idx + i, overrides, run_cfg)
-                for i, (overrides, run_cfg) in enumerate(zip(job_overrides, run_configs))]
+        jobs = [self._job(planned) for planned in self._planned([list(o) for o in job_overrides], initial_job_idx)]
         gpu_ids = visible_gpus() if self.gpu_ids is None else self.gpu_ids
         n_jobs = self.n_jobs or default_parallelism(len(jobs), gpu_ids)
         log.info(f"Launching {len(jobs)} jobs, {n_jobs} at a time, each in its own process"
                  + (f", on GPUs {gpu_ids}" if gpu_ids else " on CPU"))
         for job in jobs:
             log.info(f"\t#{job.num} : {' '.join(filter_overrides(job.overrides))}")
-        watch = _tracking_watch(sweep_dir)  # tracking=mlflow: the runs logged from their files as they train
         scheduler = Scheduler(list(jobs), n_jobs, gpu_ids, poll_seconds=self.poll_seconds,
-                              stop_timeout=self.stop_timeout_s, progress=terminal_progress(), watch=watch)
+                              stop_timeout=self.stop_timeout_s, progress=terminal_progress())
         scheduler.run(then=sweep_end.Interpolation(sweep_dir))  # in a warm worker: TensorFlow already loaded
         # Failures are in each run's run.json, which decides the exit code; a FAILED JobReturn would make
         # Hydra 1.3 raise here and skip the end-of-sweep report. The return value is the run's final val_acc,

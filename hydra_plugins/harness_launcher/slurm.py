@@ -1,9 +1,9 @@
 """Hydra launcher for `hydra/launcher=slurm` (conf/hydra/launcher/slurm.yaml): hydra-submitit-launcher's
 SlurmLauncher, made to hold at thousands of runs.
 
-- The jobs are the command's one plan (harness.launch.plan), numbered as planned: a resume submits only the runs
-  that have not finished (completed or diverged), each under its own job number and folder, not every task to
-  skip itself in the queue.
+- The jobs are the command's one plan (its sweep.json, harness.launch.plan), numbered as planned: a resume submits
+  only the runs that have not finished (completed or diverged), each under its own job number and folder, not
+  every task to skip itself in the queue.
 - A sweep of more tasks than the cluster's MaxArraySize (SLURM's default is 1001) is cut into several arrays, and
   `array_parallelism` stays the throttle of the whole sweep: it is shared between the arrays.
 - Each task composes its own job inside SLURM, as the submitit launcher does; the submitting command composes
@@ -97,6 +97,14 @@ class SlurmTask:
 
 
 class HarnessSlurmLauncher(SlurmLauncher):
+    harness_remote = True  # its runs go to the cluster's machines: this one's GPUs say nothing of theirs
+
+    @classmethod
+    def harness_check_config(cls, launcher_cfg) -> None:
+        from harness.launch.preflight import check_slurm_arrays
+
+        check_slurm_arrays(launcher_cfg)
+
     def __init__(self, max_array_size: Optional[int] = None, **params: Any) -> None:
         super().__init__(**params)
         self.max_array_size = max_array_size

@@ -2,9 +2,10 @@
 
 `python -m harness ... -m` expands the command, composes and validates every job, and adds the jobs a study
 computes from the command itself (+study=diagnose's arms, from the user's batch sizes, epochs and data) before
-Hydra starts (harness.launch.cli.plan_command). Hydra's basic sweeper would then expand the command again, and
-could not compute those arms at all: this sweeper hands the plan's jobs to the launcher as they are, in one batch
-(harness.launch.plan). `hydra.sweeper.params` keeps its meaning: the command line planner reads it.
+Hydra starts (harness.launch.cli.plan_command), and writes them to the sweep folder's sweep.json
+(harness.launch.plan). Hydra's basic sweeper would then expand the command again, and could not compute those arms
+at all: this sweeper reads the plan's jobs from that file and hands them to the launcher as they are, in one
+batch. `hydra.sweeper.params` keeps its meaning: the command line planner reads it.
 """
 
 import logging
@@ -45,12 +46,12 @@ class HarnessSweeper(Sweeper):
                                                                 task_function=task_function, config=config)
 
     def sweep(self, arguments: List[str]) -> Any:
-        from harness.launch.plan import handed
+        from harness.store import sweep_file
 
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
-        plan = handed(sweep_dir)
-        if plan is None:
-            raise HydraException("the harness sweeper runs the plan its command made: start a sweep with "
-                                 "`python -m harness OVERRIDES -m`")
-        log.info(f"Sweep {sweep_dir}: {len(plan.jobs)} jobs, as planned")
-        return [self.launcher.launch(plan.jobs, initial_job_idx=0)]
+        planned = sweep_file.planned_jobs(sweep_dir)
+        if planned is None:
+            raise HydraException(f"the harness sweeper runs the plan its command made ({sweep_dir}/sweep.json, "
+                                 "which is not there): start a sweep with `python -m harness OVERRIDES -m`")
+        log.info(f"Sweep {sweep_dir}: {len(planned)} jobs, as planned")
+        return [self.launcher.launch([job.overrides for job in planned], initial_job_idx=0)]

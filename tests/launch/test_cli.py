@@ -32,7 +32,7 @@ def test_the_plan_holds_each_job_its_folder_and_the_launcher(tmp_path):
     sweep = tmp_path / "sweep"
     plan = plan_command(["+study=smoke", "seed=0,1", "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={sweep}"],
                         multirun=True)
-    assert plan.output_dir == sweep and plan.launcher.endswith("HarnessLauncher")
+    assert plan.output_dir == sweep and plan.launcher.target.endswith("HarnessLauncher")
     # seed-major, as Hydra orders the default sweep (seed first) and a study's keys; no hydra.* override
     assert [sorted(job) for job in plan.jobs] == [sorted(["+study=smoke", f"batch_size={b}", f"seed={s}"])
                                                   for s in (0, 1) for b in (16, 64)]

@@ -9,6 +9,7 @@ import textwrap
 import pytest
 
 from harness.launch.cli import plan_command
+from harness.store.run_files import config_hash
 
 # The command in a process of its own (Hydra sets up logging and global state for a whole process), with Hydra's
 # per-job composition counted and the scheduler replaced by a recorder: nothing trains.
@@ -30,7 +31,8 @@ RECORDED = textwrap.dedent("""
 
     scheduler.Scheduler = Recorder
     code = main(sys.argv[2:])
-    jobs = [{"overrides": j.overrides, "config": j.config, "run_dir": str(j.run_dir)} for j in launched]
+    jobs = [{"overrides": j.overrides, "gpus": j.gpus, "backend": j.backend, "epochs": j.epochs,
+             "warm": j.worker_args is not None, "run_dir": str(j.run_dir)} for j in launched]
     with open(sys.argv[1], "w") as out:
         json.dump({"code": code, "composed": len(composed), "launched": jobs}, out)
 """)
@@ -39,7 +41,7 @@ RECORDED = textwrap.dedent("""
 def test_the_launcher_runs_the_commands_plan_without_composing_a_job_again(tmp_path):
     """Hydra's basic sweeper would expand the command again and validate every job with load_sweep_config, and the
     launcher compose each once more: here neither is called, and what the launcher starts is sweep.json's jobs
-    with the plan's validated configs, a diagnosis's computed arms included."""
+    as the plan made them (a diagnosis's computed arms included), read from that file alone."""
     sweep, record = tmp_path / "sweep", tmp_path / "launched.json"
     command = ["+study=diagnose", "batch_size=8,64", "seed=0,1", "model.batch_norm=true", "epochs=2"]
     proc = subprocess.run([sys.executable, "-c", RECORDED, str(record), *command, f"hydra.sweep.dir={sweep}", "-m"],
@@ -51,8 +53,11 @@ def test_the_launcher_runs_the_commands_plan_without_composing_a_job_again(tmp_p
     planned = json.loads((sweep / "sweep.json").read_text())["jobs"]
     assert len(planned) == 10 and [job["overrides"] for job in found["launched"]] == [j["overrides"] for j in planned]
     expected = plan_command([*command, f"hydra.sweep.dir={tmp_path / 'other'}"], multirun=True)
-    assert [job["config"] for job in found["launched"]] == [json.loads(json.dumps(cfg.flat()))
-                                                           for cfg in expected.run_configs]
+    assert [job["config"] for job in planned] == [config_hash(cfg.flat()) for cfg in expected.run_configs]
+    assert [(job["gpus"], job["backend"], job["epochs"], job["warm"]) for job in found["launched"]] == [
+        (0, "tensorflow", job["epochs"], True) for job in planned]
+    # the arms with b's updates train B/b times b's epochs: what the progress line's ETA weighs each run by
+    assert sorted({job["epochs"] for job in found["launched"]}) == [2, 16]
     assert [job["run_dir"] for job in found["launched"]] == [str(sweep / str(num)) for num in range(10)]
 
 

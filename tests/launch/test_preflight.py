@@ -73,6 +73,7 @@ def test_a_resume_reads_no_run_json_of_a_job_its_sweep_json_planned_the_same(tmp
     command's before, so their run.json files are not read; a job planned otherwise is compared as ever, and so is
     every job of a sweep.json without fingerprints (an older harness's)."""
     from harness.launch import preflight
+    from harness.store import sweep_file
     from harness.store.files import write_json
 
     sweep = tmp_path / "sweep"
@@ -82,7 +83,8 @@ def test_a_resume_reads_no_run_json_of_a_job_its_sweep_json_planned_the_same(tmp
     _write_runs(sweep, plan.run_configs, plan.jobs)
     read = []
     original = preflight.read_json
-    monkeypatch.setattr(preflight, "read_json", lambda path: read.append(path) or original(path))
+    for module in (preflight, sweep_file):  # a run.json, and the sweep's plan
+        monkeypatch.setattr(module, "read_json", lambda path: read.append(path) or original(path))
     assert len(plan_command(command, multirun=True).jobs) == 36 and read == [sweep / "sweep.json"]
     read.clear()
     with pytest.raises(ConfigError, match=r"ran '.*batch_size=8.*' but this command's run there is"):

@@ -18,7 +18,7 @@ def stand_in(tmp_path, num, *, gpus=0, devices=None, sleep=0.6, code=0):
     out = tmp_path / f"env-{num}.json"
     command = [sys.executable, "-c", RECORD_ENV.format(sleep=sleep, code=code, blas=BLAS_THREADS), str(out)]
     return Job(num=num, overrides=[f"job={num}"], run_dir=run_dir, command=command, gpus=gpus, devices=devices,
-               config={"batch_size": 8})
+               config=lambda: {"batch_size": 8})
 
 
 def seen(tmp_path, num):

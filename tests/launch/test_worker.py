@@ -1,5 +1,6 @@
-"""Warm worker processes (harness.launch.worker): CPU jobs of a sweep run one after another in one process per slot,
-with exactly the metrics a fresh process gives, and a worker that dies loses nothing but its run."""
+"""Warm worker processes (harness.launch.worker, the scheduler's side; harness/worker.py, the process): CPU jobs of
+a sweep run one after another in one process per slot, with exactly the metrics a fresh process gives, and a worker
+that dies loses nothing but its run."""
 import os
 import signal
 import subprocess
@@ -9,6 +10,7 @@ import time
 import pandas as pd
 import pytest
 
+from harness import worker as worker_process
 from harness.launch import worker as worker_module
 from harness.launch.worker import Worker
 from tests.conftest import PLAIN_SWEEP, REPO, run_harness
@@ -67,12 +69,12 @@ def test_an_interpolation_request_runs_harness_probe_with_its_options(tmp_path, 
     import json
 
     seen = []
-    monkeypatch.setattr(worker_module, "_run_job", lambda args, log, probe: (seen.append((args, probe)), (0, True))[1])
+    monkeypatch.setattr(worker_process, "_run_job", lambda args, log, probe: (seen.append((args, probe)), (0, True))[1])
     requests = [{"probe": "sweeps/a", "log": str(tmp_path / "a.log")},
                 {"probe": "sweeps/a", "log": str(tmp_path / "a.log"), "include_running": True},
                 {"args": ["batch_size=8"], "log": str(tmp_path / "0.log")}]
     replies = io.StringIO()
-    assert worker_module.serve(io.StringIO("".join(json.dumps(r) + "\n" for r in requests)), replies) == 0
+    assert worker_process.serve(io.StringIO("".join(json.dumps(r) + "\n" for r in requests)), replies) == 0
     assert seen == [(["sweeps/a"], True), (["sweeps/a", "--include-running"], True), (["batch_size=8"], False)]
     assert [json.loads(line) for line in replies.getvalue().splitlines()] == [{"code": 0, "reusable": True}] * 3
 

@@ -3,8 +3,10 @@ its end, a run of a sweep whose command could not reach the tracker does not try
 is one warning line and one note in run.json, never the run's failure."""
 import pytest
 
-from harness.launch import sweep_end
+from harness.launch import launchers, sweep_end
 from harness.launch.cli import plan_command
+from harness.launch.tracker import live_by as who_logs_live
+from harness.launch.tracker import start as start_tracker
 from harness.store.run_files import RunRecord, config_hash
 from harness.tracking import live, settings
 from tests.helpers.sweeps import CONFIG, make_run
@@ -27,30 +29,39 @@ def test_a_bad_tracking_value_is_refused_before_anything_runs(tmp_path):
     assert not (tmp_path / "r").exists()
 
 
-@pytest.mark.parametrize("launcher, live_by", [
-    ("hydra_plugins.harness_launcher.launcher.HarnessLauncher", "command"),  # MLflow imported once, not per run
-    ("hydra_plugins.harness_launcher.slurm.HarnessSlurmLauncher", None),     # a SQLite file on NFS: at the end
-    ("hydra._internal.core_plugins.basic_launcher.BasicLauncher", "run"),
+@pytest.mark.parametrize("launcher, uri, live_by", [
+    ("hydra_plugins.harness_launcher.launcher.HarnessLauncher", None, "command"),  # MLflow imported once, not per run
+    ("hydra_plugins.harness_launcher.slurm.HarnessSlurmLauncher", None, None),     # a SQLite file on NFS: at the end
+    ("hydra_plugins.harness_launcher.slurm.HarnessSlurmLauncher", "http://mlflow:5000", "run"),  # a server: live
+    ("hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher", None, None),
+    ("hydra._internal.core_plugins.basic_launcher.BasicLauncher", None, "run"),
+    ("my_lab.launchers.Mine", None, "run"),  # a class this machine cannot import declares nothing
 ])
-def test_who_logs_the_runs_as_they_train(tmp_path, launcher, live_by):
+def test_who_logs_the_runs_as_they_train(tmp_path, launcher, uri, live_by):
     """The harness launcher's command logs its runs from their files; under SLURM a SQLite store (often on NFS)
     takes no writes from the runs, and the sweep's end logs them; under other launchers each run logs itself."""
+    tracking = settings.from_dict({"uri": uri, "experiment": None}, tmp_path / "sweeps" / "s")
+    assert who_logs_live(launchers.traits(launcher), tracking) == live_by
+
+
+def test_the_tracking_process_makes_the_parent_run_and_says_who_logs_live(tmp_path):
+    """One real tracking process, where runs log themselves: they find the parent run ready in tracking.json."""
     sweep = tmp_path / "sweeps" / "s"
     tracking = settings.from_dict({"uri": None, "experiment": None}, sweep)
-    started = sweep_end.start_tracking(sweep, tracking, jobs=1, launcher=launcher)
+    started = start_tracker(sweep, tracking, jobs=1, launcher=launchers.traits("BasicLauncher"))
     _, logs_itself = live.sweep_of(sweep, tracking)  # waits for the tracking process where the runs log
-    assert logs_itself is (live_by == "run")
+    assert logs_itself is True
     assert live.wait_ready(sweep, timeout=60).parent_run_id
     started.end([])
     assert started.process.returncode == 0
     recorded = settings.read_sweep(sweep)
-    assert recorded.live_by == live_by and recorded.parent_run_id and recorded.ready
+    assert recorded.live_by == "run" and recorded.parent_run_id and recorded.ready
 
 
 def test_a_tracker_that_fails_is_one_warning_line_and_a_note_and_the_run_goes_on(tmp_path, capfd):
     sweep = tmp_path / "sweeps" / "s"
     closed = settings.from_dict({"uri": "http://127.0.0.1:9", "experiment": None}, sweep)
-    started = sweep_end.start_tracking(sweep, closed, jobs=1, launcher="BasicLauncher")
+    started = start_tracker(sweep, closed, jobs=1, launcher=launchers.traits("BasicLauncher"))
     assert live.sweep_of(sweep, closed)[1] is False  # its runs do not try
     started.end([])  # the command: a line as the runs start, one at the end naming harness.track
     said = capfd.readouterr().err.splitlines()
@@ -89,19 +100,3 @@ def test_the_parent_run_keeps_the_report_the_results_table_and_the_diagnosis(tmp
     kept = sweep_end.sweep_artifacts(sweep, tmp_path, tmp_path / "reports")
     assert [p.name for p in kept] == ["sweep.json", "diagnosis.json", report_path(sweep).name, "results.csv"]
     assert "val_acc" in (tmp_path / "results.csv").read_text().splitlines()[0]
-
-
-def test_a_sweep_resumed_without_tracking_is_not_logged(tmp_path):
-    """tracking.json stays in a sweep once tracked; a command without tracking=mlflow starts no tracking process,
-    and its launcher follows none."""
-    from hydra_plugins.harness_launcher.launcher import _tracking_watch
-
-    sweep = tmp_path / "sweeps" / "s"
-    tracking = settings.from_dict({"uri": None, "experiment": None}, sweep)
-    settings.write_sweep(sweep, settings.SweepTracking(tracking.uri, "s", "1", "abc", "command"))
-    assert _tracking_watch(sweep) is None
-    started = sweep_end.start_tracking(sweep, tracking, jobs=0, launcher="hydra_plugins.harness_launcher.launcher."
-                                                                        "HarnessLauncher")
-    assert _tracking_watch(sweep) is started
-    started.end([])
-    assert _tracking_watch(sweep) is None

@@ -1,0 +1,50 @@
+"""The launch wing's process helpers: a child that dies with the command, a signal to a child's whole session, a
+process that yields the CPU to the runs. Every process the command starts (runs, warm workers, the tracking
+process) is started in a session of its own, so the terminal's Ctrl-C reaches the command alone and the command
+decides what each child gets."""
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+
+
+def die_with_parent():
+    """A child's preexec_fn that has it killed when the command dies, even by kill -9 (Linux; None elsewhere)."""
+    return _die_with_parent if sys.platform.startswith("linux") else None
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def signal_group(process: subprocess.Popen, sig: int) -> None:
+    """`sig` to the process's whole group (its session: the run and any child of it)."""
+    try:
+        os.killpg(process.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def lower_priority(niceness: int) -> None:
+    """This process's niceness, and its autogroup's: where the kernel groups processes by session (Linux's
+    autogroup, on by default), the CPU is shared between sessions first, and a process's own niceness counts only
+    within its session. Raising priority again may be refused to an unprivileged process: then it goes on as it
+    is."""
+    try:
+        psutil.Process().nice(niceness)
+    except psutil.Error:
+        pass
+    try:
+        Path("/proc/self/autogroup").write_text(str(niceness))
+    except OSError:  # not Linux, or no autogroup
+        pass
