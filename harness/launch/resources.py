@@ -5,6 +5,8 @@ import os
 import shutil
 import subprocess
 
+import psutil
+
 MEMORY_PER_RUN = 1.5 * 2**30  # bytes a CPU run may need; caps the default parallelism
 
 
@@ -57,23 +59,13 @@ def cpu_count() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-MEMINFO = "/proc/meminfo"
-
-
 def available_memory() -> int | None:
-    """Bytes a new process can have without swapping: Linux's MemAvailable (free memory plus the page cache and
-    other memory the kernel can reclaim), else free physical pages (SC_AVPHYS_PAGES), which leave the page cache
-    out: after a few GB of reads, free memory can be 2 GB of a machine with 23 available. None when unknown."""
+    """Bytes a new process can have without swapping: the kernel's estimate (Linux's MemAvailable: free memory plus
+    the page cache and other memory it can reclaim), not free pages alone, which leave the page cache out: after a
+    few GB of reads, free memory can be 2 GB of a machine with 23 available. None when unknown."""
     try:
-        with open(MEMINFO) as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
-    except (ValueError, OSError):
+        return int(psutil.virtual_memory().available)
+    except (OSError, RuntimeError, psutil.Error):
         return None
 
 

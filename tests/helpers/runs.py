@@ -10,6 +10,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pandas as pd
+import psutil
 
 NOT_COMPARED = ["run_id", "epoch_seconds", "samples_per_second"]
 
@@ -24,14 +25,8 @@ def metrics(run_dir: Path) -> pd.DataFrame:
 
 def harness_processes(marker: str) -> list[int]:
     """Live processes whose command line mentions `marker` (a sweep's folder)."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        try:
-            if proc.name.isdigit() and marker in (proc / "cmdline").read_bytes().decode(errors="ignore"):
-                found.append(int(proc.name))
-        except OSError:
-            continue
-    return found
+    return [proc.pid for proc in psutil.process_iter(["cmdline"])
+            if marker in " ".join(proc.info["cmdline"] or [])]
 
 
 def wait_for_epochs(run_dir: Path, epochs: int, timeout: float = 240) -> None:

@@ -63,16 +63,15 @@ def test_default_parallelism_is_one_run_per_gpu_or_per_core_within_memory(monkey
 def test_available_memory_counts_the_reclaimable_page_cache_not_only_free_pages(tmp_path, monkeypatch):
     """A machine after a CI run: 2 GB free, 23 GB available. Free pages alone had set the default to one run at a
     time on 2 cores (found running +study=scaling)."""
-    meminfo = tmp_path / "meminfo"
-    meminfo.write_text("MemTotal:       24683520 kB\nMemFree:         2033664 kB\nMemAvailable:   23681024 kB\n")
-    monkeypatch.setattr(resources, "MEMINFO", str(meminfo))
-    monkeypatch.setattr(resources.os, "sysconf", lambda name: {"SC_PAGE_SIZE": 4096,
-                                                                "SC_AVPHYS_PAGES": 2033664 // 4}[name])
+    import psutil
+
+    (tmp_path / "meminfo").write_text("MemTotal:       24683520 kB\nMemFree:         2033664 kB\n"
+                                      "MemAvailable:   23681024 kB\nBuffers: 0 kB\nCached: 0 kB\n"
+                                      "Active: 0 kB\nInactive: 0 kB\nShmem: 0 kB\nSReclaimable: 0 kB\n")
+    monkeypatch.setattr(psutil, "PROCFS_PATH", str(tmp_path))  # where psutil reads the kernel's numbers
     assert resources.available_memory() == 23681024 * 1024
     monkeypatch.setattr(resources, "cpu_count", lambda: 2)
     assert resources.default_parallelism(135, []) == 2
-    monkeypatch.setattr(resources, "MEMINFO", str(tmp_path / "none"))  # no /proc: free pages
-    assert resources.available_memory() == 2033664 * 1024
 
 
 def test_cpu_count_is_the_cores_this_process_may_use():
