@@ -6,13 +6,16 @@ model is used only through its Keras methods, so this module loads no TensorFlow
 """
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
 from harness.store.files import atomic_write
-from harness.store.layout import CHECKPOINT
+from harness.store.layout import CHECKPOINT, METRICS_FILE
+
+log = logging.getLogger(__name__)
 
 
 def saved_epoch(run_dir: Path) -> int:
@@ -64,3 +67,20 @@ def callback(run_dir: Path, model, then: Callable[[], None] | None = None):
                 then()
 
     return keras.callbacks.LambdaCallback(on_epoch_end=on_epoch_end)
+
+
+def resume_point(run_dir: Path, previous: dict | None, damage: str | None) -> tuple[int, list[str]]:
+    """The epoch to continue after, and notes on damaged files of the earlier attempt: a checkpoint, run.json or
+    metrics.parquet that cannot be read sends the run back to epoch 0 (its stale rows dropped), with a warning."""
+    if previous is None and damage is None:
+        return 0, []
+    try:
+        if damage is None:
+            return saved_epoch(run_dir), []
+    except Exception as err:  # a truncated or foreign checkpoint.npz
+        damage = f"{run_dir / CHECKPOINT} cannot be read ({type(err).__name__}: {err})"
+    note = f"{damage}: the run started again from epoch 0"
+    log.warning(note)
+    remove(run_dir)
+    (run_dir / METRICS_FILE).unlink(missing_ok=True)
+    return 0, [note]

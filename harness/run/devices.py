@@ -3,10 +3,17 @@ JAX. The one place that decides where training runs."""
 from __future__ import annotations
 
 import contextlib
+import math
 import os
+import platform
 import re
 import sys
 from dataclasses import dataclass
+
+from harness import backend
+from harness.config.schema import RunConfig
+from harness.data import registry as data
+from harness.store.run_files import RunRecord
 
 
 class DeviceError(RuntimeError):
@@ -40,7 +47,7 @@ class Placement:
 
 
 def limit_xla_threads(intra_op_threads: int | None) -> None:
-    """One intra-op thread for XLA on the CPU (a tiny input, harness.run.experiment.cpu_threads), set before JAX
+    """One intra-op thread for XLA on the CPU (a tiny input, cpu_threads), set before JAX
     loads; XLA reads its flags once per process."""
     if intra_op_threads == 1 and "--xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
         flags = os.environ.get("XLA_FLAGS", "")
@@ -143,3 +150,58 @@ def make_strategy(gpus: int, devices: tuple[int, ...] | None, simulate_devices: 
     names = [f"/gpu:{i}" for i in range(gpus)]
     strategy = tf.distribute.MirroredStrategy(names) if gpus >= 2 else tf.distribute.OneDeviceStrategy(names[0])
     return Placement(strategy, gpus, names)
+
+
+def place(cfg: RunConfig, record: RunRecord) -> Placement:
+    """Load the backend, choose the devices (and on TensorFlow the strategy), and record where the run trains."""
+    from harness.models import registry as models
+
+    intra_op, inter_op = cpu_threads(cfg)
+    if cfg.device.backend == "jax":
+        simulated = cfg.device.jax_host_devices
+        if simulated:
+            simulate_jax_devices(cfg.device.gpus)
+        backend.select("jax", cpu_only=cfg.device.gpus == 0 or simulated)
+        if not simulated:  # host devices run side by side and meet in every step's all-reduce: XLA's own threads
+            limit_xla_threads(intra_op)
+        # Under the harness launcher, CUDA_VISIBLE_DEVICES already holds exactly the GPUs `devices` names.
+        explicit = None if os.environ.get("HARNESS_GPUS_ASSIGNED") else cfg.device.devices
+        placement = jax_placement(cfg.device.gpus, explicit, cfg.device.simulate_devices)
+        threads = {"intra_op": None if simulated else intra_op, "xla_flags": os.environ.get("XLA_FLAGS", "")}
+    else:
+        backend.select("tensorflow")
+        from harness.backend import tf
+
+        # Under the harness launcher, CUDA_VISIBLE_DEVICES already holds exactly the GPUs `devices` names.
+        explicit = None if os.environ.get("HARNESS_GPUS_ASSIGNED") else cfg.device.devices
+        placement = make_strategy(cfg.device.gpus, explicit, cfg.device.simulate_devices,
+                                          intra_op_threads=intra_op, inter_op_threads=inter_op)
+        threads = {"intra_op": tf.config.threading.get_intra_op_parallelism_threads(),
+                   "inter_op": tf.config.threading.get_inter_op_parallelism_threads()}
+    record.set_environment(
+        **backend.ops.versions(), strategy=placement.strategy_name,
+        replicas=placement.replicas, devices=placement.device_names, platform=platform.platform(),
+        cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
+        simulated_devices=cfg.device.simulate_devices and placement.device_names[0].lstrip("/").startswith("cpu"),
+        batchnorm=models.batchnorm_mode(cfg.model, placement.replicas, cfg.device.backend), cpu_threads=threads,
+    )
+    return placement
+
+
+SMALL_INPUT = 256  # numbers per sample below which one intra-op thread is fastest (measured on MNIST-1D)
+
+
+def cpu_threads(cfg: RunConfig) -> tuple[int | None, int | None]:
+    """The backend's (intra-op, inter-op) CPU threads for this run; None keeps its default.
+
+    Tiny per-sample inputs get one intra-op thread: splitting ops that small over cores costs more than it saves
+    (about 2x slower at batch 8 on MNIST-1D with 2 threads). HARNESS_THREADS, set by the launcher for CPU runs
+    (the cores divided among the runs it runs at once), caps both, so parallel runs do not oversubscribe the
+    cores; it never raises the one thread of a tiny input, whatever the size of the sweep.
+    """
+    value = os.environ.get("HARNESS_THREADS")
+    cap = int(value) if value else None
+    shape = data.input_shape(cfg.data)
+    if cfg.device.gpus == 0 and shape is not None and math.prod(shape) < SMALL_INPUT:
+        return 1, cap
+    return cap, cap

@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import logging
-import math
 import os
-import platform
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness import backend
@@ -15,12 +14,11 @@ from harness.config.schema import RunConfig
 from harness.data import registry as data
 from harness.data.transforms import Arrays
 from harness.probes import in_run as probes
-from harness.run import checkpoint, slurm
+from harness.run import checkpoint, devices, slurm
 from harness.run.inputs import prepare_data, training_inputs
 from harness.run.tensorboard_log import RunBoard
 from harness.store import layout
 from harness.store.files import remove_partial_writes
-from harness.store.layout import METRICS_FILE
 from harness.store.run_files import (
     FINISHED,
     MetricsTable,
@@ -34,6 +32,16 @@ from harness.tracking.live import RunTracker, open_tracker
 from harness.tracking.settings import Tracking
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What every stage of one training run shares."""
+    cfg: RunConfig
+    run_dir: Path
+    run_id: str
+    record: RunRecord
+    resume_epoch: int
 
 
 _runs_in_process: list[str] = []  # run folders this process has trained before (a warm worker's earlier jobs)
@@ -59,7 +67,7 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
         log.info("run %s already %s: left as it is", run_id, previous["status"])
         return final_val_acc(run_dir)
     remove_partial_writes(run_dir)
-    resume_epoch, notes = _resume_point(run_dir, previous, damage)
+    resume_epoch, notes = checkpoint.resume_point(run_dir, previous, damage)
     record = RunRecord(run_dir, run_id, config, list(overrides),
                        resumed_from_epoch=resume_epoch or None, previous=previous, notes=notes)
     inputs_note = data.input_note(cfg.data)  # the inputs' scale, when it is suspect (harness.data.checks)
@@ -72,7 +80,7 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
     status, error = "failed", None
     try:
         with slurm.preemption(record):
-            result, diverged = _train(cfg, run_dir, run_id, record, board, tracker, resume_epoch, data_checks)
+            result, diverged = _train(_Run(cfg, run_dir, run_id, record, resume_epoch), board, tracker, data_checks)
         status = "diverged" if diverged else "completed"
         return result
     except (KeyboardInterrupt, SystemExit) as err:  # Ctrl-C, SIGTERM, or submitit's requeue before a time limit
@@ -94,133 +102,172 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
 
 
 
-def _resume_point(run_dir: Path, previous: dict | None, damage: str | None) -> tuple[int, list[str]]:
-    """The epoch to continue after, and notes on damaged files of the earlier attempt: a checkpoint, run.json or
-    metrics.parquet that cannot be read sends the run back to epoch 0 (its stale rows dropped), with a warning."""
-    if previous is None and damage is None:
-        return 0, []
-    try:
-        if damage is None:
-            return checkpoint.saved_epoch(run_dir), []
-    except Exception as err:  # a truncated or foreign checkpoint.npz
-        damage = f"{run_dir / layout.CHECKPOINT} cannot be read ({type(err).__name__}: {err})"
-    note = f"{damage}: the run started again from epoch 0"
-    log.warning(note)
-    checkpoint.remove(run_dir)
-    (run_dir / METRICS_FILE).unlink(missing_ok=True)
-    return 0, [note]
-
-
-def _train(cfg: RunConfig, run_dir: Path, run_id: str, record: RunRecord, board: RunBoard,
-           tracker: RunTracker, resume_epoch: int, data_checks: Settings | None) -> tuple[float, bool]:
-    placement = _place(cfg, record)  # the backend loads from here on
-    from harness.backend import keras, ops
+def _train(run: _Run, board: RunBoard, tracker: RunTracker, data_checks: Settings | None) -> tuple[float, bool]:
+    """The run's stages in order: devices, data, the batch plan, the model, what each epoch measures and where its
+    row goes, fit, the end-of-run files. Returns (the final val_acc, whether it diverged)."""
+    placement = devices.place(run.cfg, run.record)  # the backend loads from here on
     from harness.data.decode import decoder
-    from harness.models import registry as models
-    from harness.run import suspects, target, train
+    from harness.run import train
 
-    data_in = prepare_data(cfg)
+    data_in = _data(run, data_checks)
+    decode = decoder(data_in.decode)  # image files to inputs (None for arrays), for every measurement
+    plan, schedule = _plan(run, placement, data_in)
+    model_cfg, model = _model(run, placement, data_in, plan, schedule)
+    train_eval, val_inputs, batches, tune_eval = training_inputs(run.cfg, data_in, plan, schedule, run.resume_epoch)
+    table = MetricsTable(run.run_dir, keep_epochs=run.resume_epoch)
+    recorder = train.EpochRecorder(
+        _columns(run, plan, schedule, data_in), _sinks(run, table, board, tracker),
+        _measures(run, model, model_cfg, data_in, decode, placement.replicas, train_eval, val_inputs, tune_eval),
+        len(data_in.y_train), plan.global_batch_size, rows=table.rows)
+    divergence = train.StopOnDivergence(recorder.rows)
+    at_loss = None if run.cfg.train.target_train_loss is None else train.StopAtTrainLoss(
+        run.cfg.train.target_train_loss, recorder.rows)
+    monitor = _target_monitor(run.cfg, model, data_in, decode, plan, tune_eval, val_inputs)
+    step_sync = train.StepSync() if run.cfg.device.jax_host_devices else None  # one step in flight (config.batching)
+    fit_started = time.perf_counter()
+    with placement.training():  # callbacks in order: the row, then what stops on it, then the checkpoint
+        train.fit(model, batches, plan, schedule.epochs,
+                  [c for c in (step_sync, monitor, recorder, divergence, at_loss) if c is not None]
+                  + [checkpoint.callback(run.run_dir, model, then=tracker.flush)], initial_epoch=run.resume_epoch)
+    run.record.update(fit_seconds=time.perf_counter() - fit_started,
+                      target_reached_at_epoch=None if at_loss is None else at_loss.reached_at)
+    _end_of_run(run, model, model_cfg, data_in, decode, placement.replicas, monitor, divergence.diverged)
+    return (recorder.rows[-1]["val_acc"] if recorder.rows else float("nan")), divergence.diverged
+
+
+def _end_of_run(run: _Run, model, model_cfg, data_in: Arrays, decode, replicas: int, monitor, diverged: bool) -> None:
+    """target.json (with a target), the final weights and the end-of-run probes (with probes on, unless it
+    diverged); the checkpoint is removed last: a run killed during the probes resumes there."""
+    if monitor is not None:
+        from harness.run import target
+
+        run.record.update(**target.write(run.run_dir, monitor))
+    if run.cfg.train.probes and not diverged:
+        probes.save_weights(run.run_dir / layout.FINAL_WEIGHTS, model)
+        probes.write_final_probes(run.run_dir, _probe_model(model_cfg, model, data_in, replicas),
+                                  data_in.x_train, data_in.y_train, decode, run.cfg.train.probe_samples)
+    checkpoint.remove(run.run_dir)
+
+
+def _data(run: _Run, data_checks: Settings | None) -> Arrays:
+    """The run's data as it trains on it; a diagnosis's first run checks it first (harness.run.suspects)."""
+    from harness.run import suspects
+
+    data_in = prepare_data(run.cfg)
     if data_checks is not None:
-        suspects.check_once(cfg, data_in, run_dir, data_checks)
+        suspects.check_once(run.cfg, data_in, run.run_dir, data_checks)
     if data_in.classes is not None:
-        record.set_environment(classes=data_in.classes)  # label k's name in the user's data
-    # Seed after loading: generating MNIST-1D reseeds the global numpy and python generators.
+        run.record.set_environment(classes=data_in.classes)  # label k's name in the user's data
+    return data_in
+
+
+def _plan(run: _Run, placement, data_in: Arrays) -> tuple[BatchPlan, Schedule]:
+    """The batch plan (global and per-replica batch, steps) and the schedule (epochs, learning rate, warm-up), the
+    run's seed set (after loading: generating MNIST-1D reseeds the global numpy and python generators)."""
+    from harness.backend import keras, ops
+
+    cfg = run.cfg
     keras.backend.clear_session()  # jobs of an in-process multirun start from a clean slate
     ops.seed(cfg.train.seed)
     plan = plan_batches(cfg.train.batch_size, cfg.train.per_replica_batch, placement.replicas, len(data_in.y_train),
                         cfg.train.steps_per_execution, check_target=cfg.train.target_tune_acc is not None,
                         backend=cfg.device.backend, host_devices=cfg.device.jax_host_devices)
+    schedule = plan_schedule(plan, cfg.train)
+    _log_plan(run.run_id, plan, schedule, run.resume_epoch)
+    return plan, schedule
+
+
+def _model(run: _Run, placement, data_in: Arrays, plan: BatchPlan, schedule: Schedule):
+    """(the model's config for its replicas, the model built and compiled in the placement's scope, its checkpoint
+    restored on a resume)."""
+    from harness.models import registry as models
+    from harness.run import suspects, train
+
+    cfg = run.cfg
     models.check_replicas(cfg.model, plan.replicas, plan.per_replica_batch_size, cfg.device.backend)
     model_cfg = models.replica_model(cfg.model, plan.replicas, plan.per_replica_batch_size, cfg.device.backend)
-    schedule = plan_schedule(plan, cfg.train)
-    _log_plan(run_id, plan, schedule, resume_epoch)
-
     with placement.scope():
         model = models.build(model_cfg, data_in.input_shape, data_in.num_classes)
         train.compile_model(model, cfg.train.optimizer, train.learning_rate(schedule.peak_lr, schedule.warmup_steps),
                             plan.steps_per_execution)
-        if resume_epoch:
-            checkpoint.restore(model, run_dir)
-    record.update(trainable_params=suspects.trainable_parameters(model))
+        if run.resume_epoch:
+            checkpoint.restore(model, run.run_dir)
+    run.record.update(trainable_params=suspects.trainable_parameters(model))
+    return model_cfg, model
 
-    epoch_probes = _epoch_probes(cfg, run_dir, model, data_in, resume_epoch)
-    precise = _precise_bn(model_cfg, model, data_in, placement.replicas)
-    table = MetricsTable(run_dir, keep_epochs=resume_epoch)
-    board.start(table.rows)
-    tracker.start(table.rows, resume_epoch)
-    columns = {"run_id": run_id, **config_columns(cfg.flat()), "peak_lr": schedule.peak_lr, **plan.as_columns(),
-               "num_classes": data_in.num_classes}
+
+def _columns(run: _Run, plan: BatchPlan, schedule: Schedule, data_in: Arrays) -> dict:
+    """What every metrics row of the run holds besides its measurements: its config, plan and data's sizes."""
+    columns = {"run_id": run.run_id, **config_columns(run.cfg.flat()), "peak_lr": schedule.peak_lr,
+               **plan.as_columns(), "num_classes": data_in.num_classes}
     if data_in.y_tune is not None:
         columns["tune_size"] = len(data_in.y_tune)
+    return columns
+
+
+def _sinks(run: _Run, table: MetricsTable, board: RunBoard, tracker: RunTracker):
+    """Where each epoch's row goes: metrics.parquet, TensorBoard, run.json's epoch count, MLflow."""
+    board.start(table.rows)
+    tracker.start(table.rows, run.resume_epoch)
 
     def on_row(row: dict) -> None:
         table.append(row)
         board.add_epoch(row)
-        record.update(epochs_completed=row["epoch"])
+        run.record.update(epochs_completed=row["epoch"])
         tracker.add_epoch(row)
 
-    train_eval, val_inputs, batches, tune_eval = training_inputs(cfg, data_in, plan, schedule, resume_epoch)
-    recorder = train.EpochRecorder(train_eval, val_inputs, data_in.y_val, len(data_in.y_train), plan.global_batch_size,
-                                   columns, on_row, rows=table.rows, target_train_loss=cfg.train.target_train_loss,
-                                   extra_columns=epoch_probes, tune_eval=tune_eval, precise_bn=precise)
-    monitor = _target_monitor(cfg, model, data_in, plan, tune_eval, val_inputs)
-    fit_started = time.perf_counter()
-    step_sync = [train.StepSync()] if cfg.device.jax_host_devices else []  # one step in flight (config.batching)
-    with placement.training():
-        train.fit(model, batches, plan, schedule.epochs,
-                  [*step_sync, *([monitor] if monitor else []), recorder,
-                   checkpoint.callback(run_dir, model, then=tracker.flush)],
-                  initial_epoch=resume_epoch)
-    record.update(fit_seconds=time.perf_counter() - fit_started, target_reached_at_epoch=recorder.target_reached_at)
-    if monitor is not None:
-        record.update(**target.write(run_dir, monitor))
-    if cfg.train.probes and not recorder.diverged:
-        probes.save_weights(run_dir / layout.FINAL_WEIGHTS, model)
-        probes.write_final_probes(run_dir, _probe_model(model_cfg, model, data_in, placement.replicas),
-                                  data_in.x_train, data_in.y_train, decoder(data_in.decode), cfg.train.probe_samples)
-    checkpoint.remove(run_dir)  # kept until the probes are written: a run killed during them resumes there
-    return (recorder.rows[-1]["val_acc"] if recorder.rows else float("nan")), recorder.diverged
+    return on_row
 
 
-def _epoch_probes(cfg: RunConfig, run_dir: Path, model, data_in: Arrays, resume_epoch: int):
-    """The per-epoch probes (None with probes=false); the initial weights are saved before the first epoch, so a
-    resumed run measures its distance from the same start."""
-    if not cfg.train.probes:
-        return None
-    from harness.data.decode import decoder
+def _measures(run: _Run, model, model_cfg, data_in: Arrays, decode, replicas: int, train_eval, val_inputs,
+              tune_eval) -> list:
+    """What the run measures after each epoch (harness.run.measures), in its metrics' column order."""
+    from harness.run import measures
 
-    path = run_dir / layout.INITIAL_WEIGHTS
-    if not resume_epoch or not path.exists():
+    epoch_probes = _epoch_probes(run, model, data_in, decode) if run.cfg.train.probes else None  # traced first
+    precise = _precise_bn(model_cfg, model, data_in, decode, replicas)
+    found = [measures.Evaluation(model, train_eval), measures.Validation(model, val_inputs, data_in.y_val)]
+    if tune_eval is not None:
+        found.append(measures.TuningSlice(model, tune_eval))
+    if precise is not None:
+        found.append(measures.PreciseStatistics(precise, val_inputs, data_in.y_val))
+    if epoch_probes is not None:
+        found.append(measures.Probes(epoch_probes))
+    return found
+
+
+def _epoch_probes(run: _Run, model, data_in: Arrays, decode):
+    """The per-epoch probes; the initial weights are saved before the first epoch, so a resumed run measures its
+    distance from the same start."""
+    path = run.run_dir / layout.INITIAL_WEIGHTS
+    if not run.resume_epoch or not path.exists():
         probes.save_weights(path, model)
     weights, trainable = probes.load_weights(path)
     initial = [w for w, t in zip(weights, trainable) if t]
-    return probes.EpochProbes(model, data_in.x_train, data_in.y_train, decoder(data_in.decode),
-                              cfg.train.seed, initial)
+    return probes.EpochProbes(model, data_in.x_train, data_in.y_train, decode, run.cfg.train.seed, initial)
 
 
-def _target_monitor(cfg: RunConfig, model, data_in: Arrays, plan, tune_eval, val_inputs):
+def _target_monitor(cfg: RunConfig, model, data_in: Arrays, decode, plan: BatchPlan, tune_eval, val_inputs):
     """The within-epoch check of target_tune_acc (harness.run.target), or None without a target."""
     if cfg.train.target_tune_acc is None:
         return None
-    from harness.data.decode import decoder
-    from harness.run import target, train
+    from harness.run import target
+    from harness.run.measures import validation_metrics
 
-    at_target = target.measure_at_target(model, lambda: train.validation_metrics(model, val_inputs, data_in.y_val),
-                                         data_in.x_train, data_in.y_train, decoder(data_in.decode), cfg.train.seed)
+    at_target = target.measure_at_target(model, lambda: validation_metrics(model, val_inputs, data_in.y_val),
+                                         data_in.x_train, data_in.y_train, decode, cfg.train.seed)
     return target.TargetMonitor(cfg.train.target_tune_acc, tune_eval, plan, at_target)
 
 
-def _precise_bn(model_cfg, model, data_in: Arrays, replicas: int):
+def _precise_bn(model_cfg, model, data_in: Arrays, decode, replicas: int):
     """The batch-norm statistics recomputed after every epoch (harness.run.precise_bn), for a model with batch norm;
     None for a model without, which gets no columns and pays nothing."""
-    from harness.data.decode import decoder
     from harness.run import precise_bn
 
     if not precise_bn.batch_norm_layers(model):
         return None
     twin = _probe_model(model_cfg, model, data_in, replicas) if replicas >= 2 else None
-    return precise_bn.PreciseBatchNorm(model, data_in.x_train, data_in.y_train, decoder(data_in.decode),
-                                       twin=twin)
+    return precise_bn.PreciseBatchNorm(model, data_in.x_train, data_in.y_train, decode, twin=twin)
 
 
 def _probe_model(model_cfg, model, data_in: Arrays, replicas: int):
@@ -235,64 +282,8 @@ def _probe_model(model_cfg, model, data_in: Arrays, replicas: int):
     return twin
 
 
-def _place(cfg: RunConfig, record: RunRecord):
-    """Load the backend, choose the devices (and on TensorFlow the strategy), and record where the run trains."""
-    from harness.models import registry as models
-    from harness.run import devices
-
-    intra_op, inter_op = cpu_threads(cfg)
-    if cfg.device.backend == "jax":
-        simulated = cfg.device.jax_host_devices
-        if simulated:
-            devices.simulate_jax_devices(cfg.device.gpus)
-        backend.select("jax", cpu_only=cfg.device.gpus == 0 or simulated)
-        if not simulated:  # host devices run side by side and meet in every step's all-reduce: XLA's own threads
-            devices.limit_xla_threads(intra_op)
-        # Under the harness launcher, CUDA_VISIBLE_DEVICES already holds exactly the GPUs `devices` names.
-        explicit = None if os.environ.get("HARNESS_GPUS_ASSIGNED") else cfg.device.devices
-        placement = devices.jax_placement(cfg.device.gpus, explicit, cfg.device.simulate_devices)
-        threads = {"intra_op": None if simulated else intra_op, "xla_flags": os.environ.get("XLA_FLAGS", "")}
-    else:
-        backend.select("tensorflow")
-        from harness.backend import tf
-
-        # Under the harness launcher, CUDA_VISIBLE_DEVICES already holds exactly the GPUs `devices` names.
-        explicit = None if os.environ.get("HARNESS_GPUS_ASSIGNED") else cfg.device.devices
-        placement = devices.make_strategy(cfg.device.gpus, explicit, cfg.device.simulate_devices,
-                                          intra_op_threads=intra_op, inter_op_threads=inter_op)
-        threads = {"intra_op": tf.config.threading.get_intra_op_parallelism_threads(),
-                   "inter_op": tf.config.threading.get_inter_op_parallelism_threads()}
-    record.set_environment(
-        **backend.ops.versions(), strategy=placement.strategy_name,
-        replicas=placement.replicas, devices=placement.device_names, platform=platform.platform(),
-        cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
-        simulated_devices=cfg.device.simulate_devices and placement.device_names[0].lstrip("/").startswith("cpu"),
-        batchnorm=models.batchnorm_mode(cfg.model, placement.replicas, cfg.device.backend), cpu_threads=threads,
-    )
-    return placement
-
-
 def _log_plan(run_id: str, plan: BatchPlan, schedule: Schedule, resume_epoch: int) -> None:
     log.info("run %s: %s; lr %.3g%s, %d epochs%s%s", run_id, plan.describe(), schedule.peak_lr,
              f" after {schedule.warmup_steps} warm-up steps" if schedule.warmup_steps else "", schedule.epochs,
              f" ({schedule.total_steps} steps)" if schedule.total_steps else "",
              f"; resuming after epoch {resume_epoch}" if resume_epoch else "")
-
-
-SMALL_INPUT = 256  # numbers per sample below which one intra-op thread is fastest (measured on MNIST-1D)
-
-
-def cpu_threads(cfg: RunConfig) -> tuple[int | None, int | None]:
-    """The backend's (intra-op, inter-op) CPU threads for this run; None keeps its default.
-
-    Tiny per-sample inputs get one intra-op thread: splitting ops that small over cores costs more than it saves
-    (about 2x slower at batch 8 on MNIST-1D with 2 threads). HARNESS_THREADS, set by the launcher for CPU runs
-    (the cores divided among the runs it runs at once), caps both, so parallel runs do not oversubscribe the
-    cores; it never raises the one thread of a tiny input, whatever the size of the sweep.
-    """
-    value = os.environ.get("HARNESS_THREADS")
-    cap = int(value) if value else None
-    shape = data.input_shape(cfg.data)
-    if cfg.device.gpus == 0 and shape is not None and math.prod(shape) < SMALL_INPUT:
-        return 1, cap
-    return cap, cap

@@ -32,7 +32,7 @@ def interpolate(sweep_dir: Path, pair: interpolation.Pair, alphas=interpolation.
     from harness.backend import keras, ops
     from harness.config.compose import recorded_run_config
     from harness.models import registry as models
-    from harness.run import inputs, train
+    from harness.run import inputs, measures
 
     cfg = recorded_run_config(sweep_dir / pair.small_dir)
     data_in = inputs.prepare_data(cfg)
@@ -53,8 +53,8 @@ def interpolate(sweep_dir: Path, pair: interpolation.Pair, alphas=interpolation.
     for alpha in alphas:
         mixed = [(1 - alpha) * s + alpha * l for s, l in zip(small, large)]
         model.set_weights([np.maximum(m, 0) if v else m for m, v in zip(mixed, variance)])
-        train_loss, train_acc = train.classification_metrics(probabilities(train_inputs), data_in.y_train)
-        val_loss, val_acc = train.classification_metrics(probabilities(val_inputs), data_in.y_val)
+        train_loss, train_acc = measures.classification_metrics(probabilities(train_inputs), data_in.y_train)
+        val_loss, val_acc = measures.classification_metrics(probabilities(val_inputs), data_in.y_val)
         rows.append({"alpha": float(alpha), "train_loss": train_loss, "train_acc": train_acc,
                      "val_loss": val_loss, "val_acc": val_acc})
     frame = pd.DataFrame(rows)

@@ -73,7 +73,7 @@ class PreciseBatchNorm:
     def columns(self, steps: int, val_inputs, val_labels: np.ndarray) -> dict[str, float]:
         """The epoch's columns: loss and accuracy on the training subset and on validation with the statistics
         recomputed, and bn_initial_weight after `steps` updates. `val_inputs`: batches of validation inputs."""
-        from harness.run.train import classification_metrics
+        from harness.run.measures import classification_metrics
 
         if self.in_memory and self._val is None:
             self._val = [np.asarray(batch) for batch in val_inputs]  # a few small arrays, kept

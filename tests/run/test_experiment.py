@@ -297,7 +297,7 @@ def test_a_run_whose_tensorflow_cannot_load_is_recorded_as_failed(tmp_path):
 
 
 def test_tiny_inputs_keep_one_intra_op_thread_whatever_the_launcher_allows(compose, monkeypatch):
-    from harness.run.experiment import cpu_threads
+    from harness.run.devices import cpu_threads
 
     monkeypatch.delenv("HARNESS_THREADS", raising=False)
     assert cpu_threads(compose("dataset=mnist1d")) == (1, None)

@@ -9,7 +9,7 @@ import pytest
 
 from harness.backend import keras
 from harness.models import registry as models
-from harness.run import precise_bn, train
+from harness.run import measures, precise_bn, train
 from harness.run.experiment import run_experiment
 from tests.conftest import TINY, compose_config
 from tests.helpers import backends
@@ -37,7 +37,7 @@ def stale(backend):
 
 
 def _accuracy(model, x, y) -> float:
-    return train.classification_metrics(model.predict(x, batch_size=1024, verbose=0), y)[1]
+    return measures.classification_metrics(model.predict(x, batch_size=1024, verbose=0), y)[1]
 
 
 def test_recomputed_statistics_recover_the_accuracy_and_the_model_is_restored_bit_for_bit(stale):

@@ -1,4 +1,5 @@
-"""Compile and fit (harness.run.train): warm-up, optimizers, the epoch rows, divergence and target stops."""
+"""Compile and fit (harness.run.train): warm-up, optimizers, the epoch rows and their measures, divergence and
+target stops."""
 import dataclasses
 
 import numpy as np
@@ -7,6 +8,7 @@ import pytest
 from harness.backend import keras
 from harness.config.batching import plan_batches, plan_schedule
 from harness.data import pipelines
+from harness.run import measures as run_measures
 from harness.run import train
 
 
@@ -55,18 +57,23 @@ def test_each_optimizer_name_compiles_its_keras_optimizer(name, cls, momentum):
     assert model.steps_per_execution == 4
 
 
-def _record(x, y, x_val, y_val, epochs, **recorder_options):
-    """Fit a tiny model through train.fit with an EpochRecorder; returns (rows handed on, recorder)."""
+def _record(x, y, x_val, y_val, epochs, target_train_loss=None, measures=()):
+    """Fit a tiny model through train.fit with an EpochRecorder (evaluation and validation, then `measures`) and the
+    stops; returns (rows handed on, recorder, model, the divergence stop, the target-loss stop)."""
     model = _tiny_model(x.shape[1], 3)
     train.compile_model(model, "sgd", 0.1)
     plan = plan_batches(10, False, 1, len(x))
     handed = []
-    recorder = train.EpochRecorder(
-        pipelines.evaluation_dataset(x, y), pipelines.evaluation_dataset(x_val, y_val).map(lambda a, b: a), y_val,
-        len(x), plan.global_batch_size, {"run_id": "s/0", "batch_size": 10}, handed.append, **recorder_options)
+    measured = [run_measures.Evaluation(model, pipelines.evaluation_dataset(x, y)),
+                run_measures.Validation(model, pipelines.evaluation_dataset(x_val, y_val).map(lambda a, b: a), y_val),
+                *measures]
+    recorder = train.EpochRecorder({"run_id": "s/0", "batch_size": 10}, handed.append, measured, len(x),
+                                   plan.global_batch_size)
+    divergence = train.StopOnDivergence(recorder.rows)
+    at_loss = train.StopAtTrainLoss(target_train_loss, recorder.rows) if target_train_loss is not None else None
     batches = pipelines.training_dataset(x, y, plan.global_batch_size, plan.steps_per_epoch, True, 0, epochs)
-    train.fit(model, batches, plan, epochs, [recorder])
-    return handed, recorder, model
+    train.fit(model, batches, plan, epochs, [c for c in (recorder, divergence, at_loss) if c is not None])
+    return handed, recorder, model, divergence, at_loss
 
 
 def _three_classes(n, seed):
@@ -79,7 +86,7 @@ def _three_classes(n, seed):
 def test_every_epoch_becomes_one_row_with_validation_and_per_class_recall():
     x, y = _three_classes(60, 0)
     x_val, y_val = _three_classes(30, 1)
-    rows, recorder, model = _record(x, y, x_val, y_val, epochs=2)
+    rows, recorder, model, divergence, _ = _record(x, y, x_val, y_val, epochs=2)
     assert rows == recorder.rows and [r["epoch"] for r in rows] == [1, 2] and [r["step"] for r in rows] == [6, 12]
     assert list(rows[0]) == ["run_id", "batch_size", "epoch", "step", "train_loss", "train_acc", "train_eval_loss",
                              "train_eval_acc", "val_loss", "val_acc", "val_recall_0", "val_recall_1",
@@ -92,17 +99,42 @@ def test_every_epoch_becomes_one_row_with_validation_and_per_class_recall():
     evaluated = model.evaluate(x_val, y_val, verbose=0, return_dict=True)
     assert last["val_loss"] == pytest.approx(evaluated["loss"], rel=1e-4)
     assert last["lr"] == pytest.approx(0.1) and last["samples_per_second"] > 0
-    assert not recorder.diverged and recorder.target_reached_at is None
+    assert not divergence.diverged
 
 
 def test_a_nan_loss_stops_training_as_diverged():
     x, y = _three_classes(60, 0)
     x[0, 0] = np.nan
-    rows, recorder, _ = _record(x, y, *_three_classes(30, 1), epochs=3)
-    assert recorder.diverged and len(rows) == 1
+    rows, _, _, divergence, _ = _record(x, y, *_three_classes(30, 1), epochs=3)
+    assert divergence.diverged and len(rows) == 1
 
 
 def test_reaching_the_target_training_loss_stops_training():
     x, y = _three_classes(60, 0)
-    rows, recorder, _ = _record(x, y, *_three_classes(30, 1), epochs=3, target_train_loss=100.0)
-    assert recorder.target_reached_at == 1 and len(rows) == 1 and not recorder.diverged
+    rows, _, _, divergence, at_loss = _record(x, y, *_three_classes(30, 1), epochs=3, target_train_loss=100.0)
+    assert at_loss.reached_at == 1 and len(rows) == 1 and not divergence.diverged
+
+
+class _Counted:
+    """A measure that records when it was asked."""
+
+    def __init__(self, needs_finite_loss):
+        self.needs_finite_loss, self.asked = needs_finite_loss, []
+
+    def __call__(self, epoch, step):
+        self.asked.append((epoch, step))
+        return {f"asked_{'finite' if self.needs_finite_loss else 'always'}": float(epoch)}
+
+
+def test_each_measure_adds_its_columns_and_one_that_needs_a_finite_loss_is_skipped_after_a_nan():
+    """A measure's columns follow the validation's, those that need a finite loss come after the epoch's speed;
+    after a NaN loss (the run stops, diverged) only the others are asked."""
+    x, y = _three_classes(60, 0)
+    always, finite = _Counted(False), _Counted(True)
+    rows, *_ = _record(x, y, *_three_classes(30, 1), epochs=2, measures=[finite, always])
+    assert always.asked == finite.asked == [(1, 6), (2, 12)]
+    assert list(rows[0])[-5:] == ["asked_always", "lr", "epoch_seconds", "samples_per_second", "asked_finite"]
+    x[0, 0] = np.nan
+    always, finite = _Counted(False), _Counted(True)
+    rows, *_ = _record(x, y, *_three_classes(30, 1), epochs=2, measures=[finite, always])
+    assert always.asked == [(1, 6)] and finite.asked == [] and "asked_finite" not in rows[0]
