@@ -1,7 +1,7 @@
 """A command's one plan: every job it runs (its overrides and validated RunConfig), where, and under which launcher.
 
 The command line makes it once (harness.config.compose expands the command and composes each structure once;
-harness.config.diagnose adds a diagnosis's arms) and writes it to the sweep folder's sweep.json
+harness.config.diagnosis adds a diagnosis's arms) and writes it to the sweep folder's sweep.json
 (harness.store.sweep_file) before Hydra starts. Hydra instantiates its sweeper and launcher from config and gives
 them only overrides; they read that file and run its jobs as they are (hydra_plugins/harness_sweeper,
 hydra_plugins/harness_launcher): no job is expanded or composed a second time, and sweep.json records exactly what
@@ -59,6 +59,8 @@ def expected_epochs(run_cfg: RunConfig) -> int:
     train = run_cfg.train
     try:
         size = expected_train_size(run_cfg.data, train.imbalance, train.train_fraction, train.tune_fraction)
+        if size is None:  # known only once the data are loaded (a TFDS set not prepared yet)
+            return train.epochs
         plan = plan_batches(train.batch_size, train.per_replica_batch, max(run_cfg.device.gpus, 1), size,
                             backend=run_cfg.device.backend)
         return plan_schedule(plan, train).epochs

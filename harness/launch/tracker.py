@@ -12,6 +12,7 @@ from pathlib import Path
 
 from harness.launch.launchers import LauncherTraits
 from harness.launch.processes import die_with_parent
+from harness.store import layout
 from harness.tracking import settings
 from harness.tracking.settings import SweepTracking, Tracking
 
@@ -43,23 +44,41 @@ class Tracker:
         self.sweep_dir, self.tracking, self.live_by = Path(sweep_dir), tracking, live_by
         start = {"tracking": asdict(tracking), "live_by": live_by, "jobs": jobs,
                  "previous": None if previous is None else asdict(previous),
-                 "nice": niceness(live_by, tracking)}
+                 "nice": niceness(live_by, tracking),
+                 # the runs' files as they are before any run of this command starts: what changes after is its
+                 "before": run_files_before(self.sweep_dir) if live_by == "command" else {}}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "harness.launch.tracking_process", str(self.sweep_dir), json.dumps(start)],
+            [sys.executable, "-m", "harness.launch.tracking_process", str(self.sweep_dir)],
             stdin=subprocess.PIPE, start_new_session=True, preexec_fn=die_with_parent())  # no Ctrl-C of its own
+        self._send(start)
 
     def end(self, artifacts: list[Path]) -> None:
         """The sweep's end: every run checked in MLflow and `artifacts` on the parent run; returns once the process
         is done (it prints its own warnings)."""
+        self._send({"end": [str(path) for path in artifacts]})
         try:
-            self.process.stdin.write((json.dumps({"end": [str(path) for path in artifacts]}) + "\n").encode())
             self.process.stdin.close()
-        except BrokenPipeError:  # it ended already (the exit code says how)
+        except BrokenPipeError:
             pass
         code = self.process.wait()
         if code != 0:
             print(f"harness: warning: tracking: the tracking process ended with exit code {code}; log the sweep "
                   f"with: python -m harness.track {self.sweep_dir}", file=sys.stderr, flush=True)
+
+
+    def _send(self, message: dict) -> None:
+        try:
+            self.process.stdin.write((json.dumps(message) + "\n").encode())
+            self.process.stdin.flush()
+        except BrokenPipeError:  # it ended already (`end` says how)
+            pass
+
+
+def run_files_before(sweep_dir: Path) -> dict[str, int]:
+    """Each run folder's run.json modification time (ns) by folder name, read by the command before any of its runs
+    starts: the tracking process takes a run.json that differs from it as this command's (a run that ended before
+    the process first looked is still logged as it ends), without comparing a file's time with a clock."""
+    return {run_dir.name: (run_dir / layout.RUN_FILE).stat().st_mtime_ns for run_dir in layout.run_dirs(sweep_dir)}
 
 
 def start(sweep_dir: Path, tracking: Tracking, jobs: int, launcher: LauncherTraits) -> Tracker:

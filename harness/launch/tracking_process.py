@@ -18,8 +18,9 @@ last epoch, probes, run.json, status) is logged, and its run.json records its ML
 the MLflow run tagged with its run_id. One process writes to the store, so runs at once never meet a locked SQLite
 database. A tracker that fails is one warning line; the runs go on, and the sweep's end tries again.
 
-The command writes one JSON line on its stdin, `{"end": [artifacts...]}`, at the sweep's end; its stdin closing
-without it means the command died.
+The command writes two JSON lines on its stdin: the settings first (with each run.json's modification time before
+any run of the command started), then `{"end": [artifacts...]}` at the sweep's end; its stdin closing without the
+end means the command died.
 """
 from __future__ import annotations
 
@@ -112,15 +113,15 @@ class Follower:
 
 class RunWatch:
     """Which of a sweep's runs train now, and which ended since the last look, from their run.json files: a run is
-    running while its run.json says so, and ended when its run.json changes from running (or none) to a final status
-    (the run's own `finally`, or the scheduler's record of a run that died). What the first look finds ended was so
-    before this command, and a run that started and ended between two looks from an earlier final status is not
-    seen to end: the sweep's end checks those."""
+    running while its run.json says so, and ended when its run.json turns from running to a final status (the run's
+    own `finally`, or the scheduler's record of a run that died), or first seen final but written since the command
+    started (`before`: each run.json's modification time then, harness.launch.tracker.run_files_before). A run.json
+    rewritten while final (the tracker's own note of its MLflow run) is not a run ending again; nor is a run that
+    started and ended between two looks from an earlier final status: the sweep's end checks those."""
 
-    def __init__(self, sweep_dir: Path):
-        self.sweep_dir = Path(sweep_dir)
+    def __init__(self, sweep_dir: Path, before: dict[str, int]):
+        self.sweep_dir, self.before = Path(sweep_dir), before
         self.seen: dict[Path, tuple[int, str | None]] = {}  # run folder: (run.json's mtime_ns, its status)
-        self.looked = False
 
     def look(self) -> tuple[list[Path], list[Path]]:
         """(the runs running now, those ended since the last look), each in job order."""
@@ -137,12 +138,11 @@ class RunWatch:
                 except DamagedFile:  # between two writes: the next look
                     continue
                 self.seen[run_dir] = (mtime, status)
-                # once: the tracker's own note in a finished run's run.json changes the file, not the run
-                if self.looked and status != "running" and (known is None or known[1] == "running"):
+                if status != "running" and (known[1] == "running" if known is not None
+                                            else self.before.get(run_dir.name) != mtime):
                     ended.append(run_dir)
             if self.seen[run_dir][1] == "running":
                 running.append(run_dir)
-        self.looked = True
         return running, ended
 
 
@@ -161,7 +161,7 @@ def serve(sweep_dir: Path, start: dict[str, Any], requests: IO[str]) -> int:
     if sweep is not None and sweep.live_by == "command":
         from harness.tracking import mlflow_store
 
-        follower, watch = Follower(mlflow_store.store(sweep.uri), sweep), RunWatch(sweep_dir)
+        follower, watch = Follower(mlflow_store.store(sweep.uri), sweep), RunWatch(sweep_dir, start["before"])
     lines = _lines(requests)
     failed: str | None = None
     while True:
@@ -226,8 +226,8 @@ def _lines(stream: IO[str]) -> queue.Queue:
 
 
 def main(argv: list[str] | None = None) -> int:
-    sweep_dir, start = (sys.argv[1:] if argv is None else argv)
-    start = json.loads(start)
+    [sweep_dir] = sys.argv[1:] if argv is None else argv
+    start = json.loads(sys.stdin.readline())  # the command's first line: the settings, the runs' files before
     if start["nice"]:
         lower_priority(start["nice"])
     return serve(Path(sweep_dir), start, sys.stdin)

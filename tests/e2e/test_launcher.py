@@ -101,7 +101,8 @@ def test_ctrl_c_stops_the_runs_cleanly_and_marks_them_interrupted(tmp_path):
     assert proc.returncode == 130, output[-3000:]
     for num in (0, 1):
         record = json.loads((sweep / str(num) / "run.json").read_text())
-        assert record["status"] == "interrupted" and record["finished_at"], record
+        assert record["status"] == "interrupted" and record["finished_at"], {
+            key: record.get(key) for key in ("run_id", "status", "error", "epochs_completed", "finished_at")}
     assert "the same command resumes the sweep" in output
     assert output.strip().splitlines()[-1] == str(report_path(sweep, Path("reports")))  # a partial report
 

@@ -5,7 +5,7 @@ import os
 from pathlib import Path
 
 from harness.launch import launchers
-from harness.launch.tracker import niceness
+from harness.launch.tracker import niceness, run_files_before
 from harness.launch.tracker import start as start_tracker
 from harness.launch.tracking_process import RunWatch
 from harness.tracking import live, settings
@@ -45,13 +45,15 @@ def _status(sweep: Path, job: int, status: str, **note) -> Path:
 
 
 def test_the_run_watch_finds_the_runs_that_train_and_those_that_ended_in_their_files(tmp_path):
-    """What the first look finds ended was so before (the sweep's end checks those); a run ends once, when its
-    run.json turns from running (or nothing) to a final status, not when a tracker's note rewrites it."""
+    """A run ends once: when its run.json turns from running to a final status, or is first seen final but written
+    since the command started (a fast run that ended before the process first looked); not when it was final
+    before the command, nor when a tracker's note rewrites it."""
     sweep = tmp_path / "s"
     _status(sweep, 0, "completed")
     stale = _status(sweep, 1, "interrupted")
-    watch = RunWatch(sweep)
-    assert watch.look() == ([], [])
+    watch = RunWatch(sweep, run_files_before(sweep))  # the command's baseline, before any run of its starts
+    fast = _status(sweep, 5, "completed")  # started and ended before the process's first look
+    assert watch.look() == ([], [fast])
     first, resumed = _status(sweep, 2, "running"), _status(sweep, 1, "running")
     assert watch.look() == ([resumed, first], [])
     _status(sweep, 2, "failed")  # the scheduler's record of a run that died
