@@ -111,11 +111,12 @@ def sweep(backend: str, args: list[str], sweep_dir: Path) -> tuple[float, dict]:
 def agreement(sweeps: dict[str, Path]) -> list[str]:
     """Rows of the agreement table: per batch size, each backend's mean val_acc ± half its 95% interval, and
     whether each mean lies inside the other backend's interval; then each backend's verdict."""
-    from harness.assess.analysis import final_results, load_sweep
+    from harness.assess import sweep as sweep_files
+    from harness.assess.analysis import final_results
     from harness.assess.intervals import t_interval
     from harness.assess.verdicts import batch_size_verdict
 
-    finals = {b: final_results(load_sweep(path)) for b, path in sweeps.items()}
+    finals = {b: final_results(sweep_files.read(path).epochs) for b, path in sweeps.items()}
     rows = []
     for size in sorted(finals["tensorflow"]["batch_size"].unique()):
         values = {b: finals[b].loc[finals[b]["batch_size"] == size, "val_acc"].to_numpy() for b in BACKENDS}

@@ -1,4 +1,4 @@
-"""What the data checks cost (harness.data.checks): their share of a one-epoch run's whole command, measured
+"""What the data checks cost (harness.data.validity): their share of a one-epoch run's whole command, measured
 inside the command itself.
 
     python -m benchmarks.bench_data_checks                  # medians of 3
@@ -7,7 +7,7 @@ inside the command itself.
 
 Two commands, each `python -m harness ... epochs=1 probes=false` (one run, its process started from the shell
 as a user's is): the default MNIST-1D, and a folder of 10,000 PNG images (10 classes, 32x32). The command runs
-with every entry point of harness.data.checks wrapped in a timer (a few lines run before the command's own
+with every entry point of harness.data.validity wrapped in a timer (a few lines run before the command's own
 module, in the same process); the share is the checks' seconds over the command's wall time, both from that
 one process, so nothing else on the machine enters the ratio twice.
 """
@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parent.parent
 # os._exit, so nothing can be written at exit); nested calls are counted once
 PRELUDE = """
 import runpy, sys, time
-from harness.data import checks
+from harness.data import validity
 depth, log = [0], open(sys.argv.pop(1), "a")
 def timed(function):
     def wrapper(*args, **kwargs):
@@ -41,7 +41,7 @@ def timed(function):
                 log.write(f"{time.perf_counter() - started}\\n"); log.flush()
     return wrapper
 for name in ("arrays", "finite", "label_values", "same_length"):
-    setattr(checks, name, timed(getattr(checks, name)))
+    setattr(validity, name, timed(getattr(validity, name)))
 sys.argv[0] = "harness"
 runpy.run_module("harness", run_name="__main__", alter_sys=True)
 """

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks import doc_blocks
+from harness.store import diagnosis_file
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ def run_case(case: Case, folder: Path) -> tuple[dict, float, float]:
     wall = time.perf_counter() - started
     if proc.returncode != 0:
         raise RuntimeError(f"{case.name}: exit {proc.returncode}: {proc.stderr[-2000:]}")
-    found = json.loads((sweep / "diagnosis.json").read_text())
+    found = diagnosis_file.read(sweep)
     checks = sum(json.loads(p.read_text())["seconds"] for p in sweep.glob("*/data_checks.json"))
     checks += sum(c.get("seconds") or 0.0 for c in found["checks"] if c["name"] == "capacity")
     return found, wall, checks

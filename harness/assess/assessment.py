@@ -20,6 +20,7 @@ from harness.assess.findings import (
     preprocess_finding,
     shuffle_finding,
 )
+from harness.assess.sweep import Sweep, read
 
 
 @dataclass
@@ -41,51 +42,77 @@ class Assessment:
     drawn: pd.DataFrame | None = None  # with a facet table: the epochs the figures draw (facets.shown)
 
 
-def assess(sweep_dir: Path) -> Assessment:
-    """Load a sweep and compute its verdicts and findings."""
-    df = analysis.load_sweep(sweep_dir)
-    keys = analysis.config_keys(sweep_dir)
-    diagnosed = diagnosis.diagnose(sweep_dir, df)
-    if diagnosed is not None:
-        return _diagnosis(sweep_dir, df, keys, diagnosed)
-    facet_keys = analysis.facet_keys(df, keys)
-    arms = df["overrides"].map(analysis.arm)
-    if facet_keys and arms.notna().all():  # a study built from arms: each facet is called by its arm's name
-        df["facet"] = arms
-    else:
-        df["facet"] = ([analysis.facet_label(r, facet_keys) for r in df[facet_keys].to_dict("records")] if facet_keys
-                       else "all runs")
+def assess(sweep: Sweep | Path) -> Assessment:
+    """The sweep's verdicts and findings (a sweep folder is read first: harness.assess.sweep.read). The study that
+    sweep.json names chooses the reading (STUDIES; any other preset is a batch-size study); for the main job, an
+    ad-hoc sweep or one recorded before studies were named, what its files hold decides (`detect`)."""
+    sweep = sweep if isinstance(sweep, Sweep) else read(sweep)
+    kind = STUDIES.get(sweep.study, BATCH_SIZE) if sweep.study is not None else detect(sweep)
+    if kind == DIAGNOSE:
+        return _diagnosis(sweep)
+    df = _with_facets(sweep)
+    facet_keys = analysis.facet_keys(df, sweep.keys)
     final = analysis.final_results(df)
     batch_verdicts = _batch_verdicts(df, final, facet_keys)
-    varied = analysis.varied_keys(df, keys)
+    varied = analysis.varied_keys(df, sweep.keys)
     found = all_findings(df, final, varied) if not final.empty else []
     if found and df[analysis.BATCH].nunique() < 2:
         batch_verdicts = []  # a study of another suspect at one batch size: its findings are the verdicts
-    scaled = scaling.assess(sweep_dir, df)
+    scaled = scaling.assess(sweep, df) if kind == SCALING else None
     if scaled is not None:  # runs stopped at a target: steps to it are the measure, not the last epoch's val_acc
-        return Assessment(df, final, keys, varied, facet_keys, [], found, why.explain(sweep_dir, df), [], scaled)
-    tunings = tuning.assess(df, final, facet_keys, len(analysis.not_started_jobs(sweep_dir)))
+        return Assessment(df, final, sweep.keys, varied, facet_keys, [], found, why.explain(sweep, df), [], scaled)
+    # a scaling study short of two batch sizes at its target is read for its learning-rate grid, as a tuned one
+    tunings = tuning.assess(df, final, facet_keys, len(sweep.not_started)) if kind in (TUNED, SCALING) else []
     if tunings:  # one verdict at the tuned learning rates and one untuned, not one per point of the grid
         batch_verdicts = [v for t in tunings for v in t.verdicts]
     table = None if tunings else facets.table(batch_verdicts, final, df)
     if table is None:
-        return Assessment(df, final, keys, varied, facet_keys, batch_verdicts, found, why.explain(sweep_dir, df),
+        return Assessment(df, final, sweep.keys, varied, facet_keys, batch_verdicts, found, why.explain(sweep, df),
                           tunings)
     first = df[df["facet"] == table.shown[0]]  # its probes: the Why of the facet that decides the headline
-    return Assessment(df, final, keys, varied, facet_keys, batch_verdicts, found, why.explain(sweep_dir, first),
+    return Assessment(df, final, sweep.keys, varied, facet_keys, batch_verdicts, found, why.explain(sweep, first),
                       tunings, facet_table=table, drawn=facets.shown(df, table))
 
 
-def _diagnosis(sweep_dir: Path, df: pd.DataFrame, keys: list[str], diagnosed) -> Assessment:
+BATCH_SIZE, DIAGNOSE, SCALING, TUNED = "batch_size", "diagnose", "scaling", "tuned"
+STUDIES = {"diagnose": DIAGNOSE, "scaling": SCALING, "tuned": TUNED}  # presets (conf/study/) read their own way
+
+
+def detect(sweep: Sweep) -> str:
+    """The kind of study a sweep without a study's name is, from its files: a diagnosis's plan; runs stopped at a
+    target (scaling); a learning-rate grid at some batch size, tuned on a held-out slice (tuned); else a
+    batch-size study."""
+    if (sweep.plan or {}).get("diagnose") is not None:
+        return DIAGNOSE
+    if "target_tune_acc" in sweep.epochs.columns and sweep.epochs["target_tune_acc"].notna().any():
+        return SCALING
+    return TUNED if tuning.tunes(sweep.epochs) else BATCH_SIZE
+
+
+def _with_facets(sweep: Sweep) -> pd.DataFrame:
+    """The sweep's epochs with a `facet` column: the arm a study built from arms calls each run by, else the values
+    of the varied keys other than batch size and seed (harness.assess.analysis.facet_keys)."""
+    df = sweep.epochs
+    facet_keys = analysis.facet_keys(df, sweep.keys)
+    arms = df["overrides"].map(analysis.arm)
+    if facet_keys and arms.notna().all():
+        return df.assign(facet=arms)
+    return df.assign(facet=[analysis.facet_label(r, facet_keys) for r in df[facet_keys].to_dict("records")]
+                     if facet_keys else "all runs")
+
+
+def _diagnosis(sweep: Sweep) -> Assessment:
     """A diagnose sweep: its facets are its arms; the verdict and the probes' Why read the runs as they are (the
     command's batch sizes), and the diagnosis replaces the other suspects' findings (its checks speak for them)."""
-    plan = diagnosis.read_plan(sweep_dir)
-    df["facet"] = df["job"].map(lambda job: plan["arms"].get(str(job), "not planned")).str.replace("_", " ")
+    diagnosed = diagnosis.diagnose(sweep)
+    plan = diagnosis.read_plan(sweep)
+    df = sweep.epochs.assign(facet=sweep.epochs["job"].map(lambda job: plan["arms"].get(str(job), "not planned"))
+                             .str.replace("_", " "))
     final = analysis.final_results(df)
     as_is = df[df["facet"] == diagnosis.AS_IS.replace("_", " ")]
     verdict = verdicts.batch_size_verdict(analysis.final_results(as_is), "as is", analysis.runs_table(as_is))
-    varied = analysis.varied_keys(df, keys)
-    return Assessment(df, final, keys, varied, ["arm"], [verdict], [], why.explain(sweep_dir, as_is), [],
+    varied = analysis.varied_keys(df, sweep.keys)
+    return Assessment(df, final, sweep.keys, varied, ["arm"], [verdict], [], why.explain(sweep, as_is), [],
                       diagnosis=diagnosed)
 
 

@@ -1,9 +1,9 @@
 """+study=diagnose: the drop in val_acc from the small batch b to the large batch B, split into its causes, and the
 data checked for the other suspects. Files in, numbers and sentences out.
 
-The plan (sweep.json's `diagnose`, harness.config.diagnose) names each job's arm. Per seed, v is a run's final
+The plan (sweep.json's `diagnose`, harness.config.diagnosis) names each job's arm. Per seed, v is a run's final
 val_acc and v' the same with batch-norm statistics recomputed for its final weights (v' = v without batch norm,
-and for class-sorted data, whose batch statistics are each one class's); harness.assess.attribution splits
+and for class-sorted data, whose batch statistics are each one class's); harness.assess.diagnosis_parts splits
 D = v(b) - v(B) into parts that add up to it, with paired t-intervals over the seeds complete in every arm. The
 checks are the first job's data_checks.json (label_shift, order, feature_shift), and capacity from b's runs.
 """
@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from harness.assess import attribution
-from harness.assess.analysis import BATCH, read_run_records
+from harness.assess import diagnosis_parts
+from harness.assess.analysis import BATCH
 from harness.assess.batchnorm import PRECISE
-from harness.data import suspects
-from harness.store import layout, probes_file
-from harness.store.files import DamagedFile, read_json
+from harness.assess.sweep import Sweep
+from harness.data import data_checks
+from harness.store.files import DamagedFile
 
 AS_IS = "as_is"
 SHIFT_CHECKS = ("label_shift", "feature_shift")  # a capacity gap is not read as such when these are flagged
@@ -38,8 +37,8 @@ class Diagnosis:
     attribution: str
     ladder: list[str]                  # the ladder's arms in order (the arms the parts are read from)
     seeds: list[int]                   # the seeds complete in every arm: the parts' pairs
-    drop: attribution.Estimate | None
-    parts: list[attribution.Part]
+    drop: diagnosis_parts.Estimate | None
+    parts: list[diagnosis_parts.Part]
     checks: list[dict[str, Any]]
     headline: str
     arm_values: dict[str, tuple[float, float]]  # b, B and each arm: mean (v, v') over the seeds that count
@@ -48,7 +47,7 @@ class Diagnosis:
 
     def as_json(self) -> dict[str, Any]:
         """diagnosis.json's fields."""
-        drop = self.drop or attribution.estimate([])
+        drop = self.drop or diagnosis_parts.estimate([])
         return {
             "small_batch": self.small_batch, "large_batch": self.large_batch, "headline": self.headline,
             "drop": {"value": drop.value, "low": drop.low, "high": drop.high},
@@ -60,13 +59,9 @@ class Diagnosis:
         }
 
 
-def read_plan(sweep_dir: Path) -> dict[str, Any] | None:
+def read_plan(sweep: Sweep) -> dict[str, Any] | None:
     """sweep.json's diagnosis plan, or None for any other sweep."""
-    try:
-        sweep = read_json(Path(sweep_dir) / layout.SWEEP_FILE)
-    except DamagedFile:
-        return None
-    return None if sweep is None else sweep.get("diagnose")
+    return (sweep.plan or {}).get("diagnose")
 
 
 def _finals(df: pd.DataFrame, plan: dict[str, Any]) -> pd.DataFrame:
@@ -93,9 +88,9 @@ def _pieces(arm: str) -> frozenset[str]:
     return frozenset() if arm == "B" else frozenset(arm.split("_"))
 
 
-def diagnose(sweep_dir: Path, df: pd.DataFrame) -> Diagnosis | None:
+def diagnose(sweep: Sweep) -> Diagnosis | None:
     """The diagnosis of a +study=diagnose sweep (None for any other), from the runs finished so far."""
-    plan = read_plan(sweep_dir)
+    plan, df = read_plan(sweep), sweep.epochs
     if plan is None:
         return None
     b, big = plan["small_batch"], plan["large_batch"]
@@ -116,24 +111,24 @@ def diagnose(sweep_dir: Path, df: pd.DataFrame) -> Diagnosis | None:
     if why_not:
         notes.append(why_not)
     if shapley:
-        drop, parts = attribution.shapley_parts({_pieces(k): v[k] for k in keys[1:]},
+        drop, parts = diagnosis_parts.shapley_parts({_pieces(k): v[k] for k in keys[1:]},
                                                 {_pieces(k): v_precise[k] for k in keys[1:]}, v["b"],
                                                 v_precise["b"], sorted(_pieces(arms[-1]) if arms else []))
     else:
-        drop, parts = attribution.ladder_parts(v, v_precise, arms)
+        drop, parts = diagnosis_parts.ladder_parts(v, v_precise, arms)
     if not precise:
         parts = [p for p in parts if p.name != "stale_statistics"]
     if not seeds:
         drop, parts = None, []
     levels = {k: (_mean(v[k]), _mean(v_precise[k])) for k in keys} if seeds else {}
-    checks, unchecked = _checks(sweep_dir, df, finals, plan)
+    checks, unchecked = _checks(sweep, finals, plan)
     notes += unchecked
-    headline = (attribution.sentence(drop, parts) if drop is not None else
+    headline = (diagnosis_parts.sentence(drop, parts) if drop is not None else
                 "No seed has finished runs in every arm yet: nothing to split.")
     notes += _reading_notes(plan, parts, len(seeds))
     return Diagnosis(b, big, plan["attribution"], list(plan["ladder"]), seeds, drop, parts, checks, headline, levels,
-                     notes, _evidence(sweep_dir, finals, b, big, next((p.estimate for p in parts
-                                                                        if p.name == "remains"), None)))
+                     notes, _evidence(sweep, finals, b, big, next((p.estimate for p in parts
+                                                                    if p.name == "remains"), None)))
 
 
 def _mean(values: np.ndarray) -> float:
@@ -178,14 +173,14 @@ def _reading_notes(plan: dict[str, Any], parts: list, n_seeds: int) -> list[str]
     return notes
 
 
-def _checks(sweep_dir: Path, df: pd.DataFrame, finals: pd.DataFrame, plan: dict) -> tuple[list[dict], list[str]]:
+def _checks(sweep: Sweep, finals: pd.DataFrame, plan: dict) -> tuple[list[dict], list[str]]:
     """(the first job's data checks and capacity from the small batch's runs, each once by name; notes on checks
     that did not run)."""
     found: dict[str, dict] = {}
     notes = ["The data checks have not run yet: the first job checks them before it trains."]
-    for record in read_run_records(sweep_dir):
+    for record in sweep.records:
         try:
-            written = read_json(Path(sweep_dir) / record["job"] / layout.DATA_CHECKS_FILE)
+            written = sweep.data_checks(record["job"])
         except DamagedFile as err:
             notes = [f"The data checks cannot be read: {err}."]
             continue
@@ -194,21 +189,21 @@ def _checks(sweep_dir: Path, df: pd.DataFrame, finals: pd.DataFrame, plan: dict)
             notes = [f"The data checks failed: {written['error']}."] if written.get("error") else []
             break
     shifted = any(found.get(name, {}).get("flagged") for name in SHIFT_CHECKS)
-    found["capacity"] = _capacity(sweep_dir, df, finals, plan, shifted).as_dict()
+    found["capacity"] = _capacity(sweep, finals, plan, shifted).as_dict()
     return [found[name] for name in CHECKS if name in found], notes
 
 
-def _capacity(sweep_dir: Path, df: pd.DataFrame, finals: pd.DataFrame, plan: dict, shifted: bool):
-    small = finals[finals["key"] == "b"]
+def _capacity(sweep: Sweep, finals: pd.DataFrame, plan: dict, shifted: bool):
+    small, df = finals[finals["key"] == "b"], sweep.epochs
     last = df[df["job"].isin(small["job"]) & df["epoch"].notna()].sort_values("epoch").groupby("run_id").tail(1)
     gaps = (last["train_eval_acc"] - last["tune_acc"]).dropna().tolist() if "tune_acc" in last else []
-    params = [r.get("trainable_params") for r in read_run_records(sweep_dir) if r["job"] in set(small["job"])]
+    params = [r.get("trainable_params") for r in sweep.records if r["job"] in set(small["job"])]
     train_size = int(last["train_size"].iloc[0]) if len(last) else 0
-    return suspects.capacity(next((p for p in params if p), 0), train_size, gaps, shifted,
+    return data_checks.capacity(next((p for p in params if p), 0), train_size, gaps, shifted,
                              threshold=plan["settings"]["capacity"])
 
 
-def _evidence(sweep_dir: Path, finals: pd.DataFrame, b: int, big: int, remains) -> list[str]:
+def _evidence(sweep: Sweep, finals: pd.DataFrame, b: int, big: int, remains) -> list[str]:
     """Beside remains: the top eigenvalue and sharpness at b and in the steps arm (the same learning rate: a larger
     one alone lowers the top eigenvalue), where the probes ran."""
     measured = {}
@@ -216,7 +211,7 @@ def _evidence(sweep_dir: Path, finals: pd.DataFrame, b: int, big: int, remains) 
         values = []
         for job in finals.loc[finals["key"] == key, "job"]:
             try:
-                probes = probes_file.read(Path(sweep_dir) / str(job))
+                probes = sweep.probes(str(job))
             except DamagedFile:
                 probes = None
             if probes and not probes.get("error"):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -20,8 +19,8 @@ from harness.assess import mccandlish
 from harness.assess.analysis import BATCH
 from harness.assess.intervals import t_interval
 from harness.assess.mccandlish import BOOTSTRAP, FIT_TOLERANCE, LEVEL, Fit, Noise, noise_at_target
+from harness.assess.sweep import Sweep
 from harness.probes import noise_scale
-from harness.store import target_file
 from harness.store.files import DamagedFile
 
 PERFECT = 0.2         # "perfect scaling": S(2B) within 20% of S(B)/2
@@ -85,12 +84,12 @@ class Scaling:
                 f"{self.target:g} ({where}){predicted}.")
 
 
-def assess(sweep_dir: Path, df: pd.DataFrame) -> Scaling | None:
+def assess(sweep: Sweep, df: pd.DataFrame) -> Scaling | None:
     """The scaling study's reading of a sweep, or None when its runs had no target_tune_acc or swept fewer than
     two batch sizes."""
     if "target_tune_acc" not in df.columns or df["target_tune_acc"].isna().all() or df[BATCH].nunique() < 2:
         return None
-    runs = _runs(Path(sweep_dir), df)
+    runs = _runs(sweep, df)
     if runs.empty:
         return None
     target = float(df["target_tune_acc"].dropna().iloc[0])
@@ -115,7 +114,7 @@ def _noise_batch(runs: pd.DataFrame) -> int:
     return int(batches.iloc[0]) if len(batches) else noise_scale.SMALL_BATCH
 
 
-def _runs(sweep_dir: Path, df: pd.DataFrame) -> pd.DataFrame:
+def _runs(sweep: Sweep, df: pd.DataFrame) -> pd.DataFrame:
     """One row per completed or diverged run with its target.json (a diverged run never reaches the target)."""
     per_run = df.drop_duplicates("run_id")
     rows = []
@@ -123,7 +122,7 @@ def _runs(sweep_dir: Path, df: pd.DataFrame) -> pd.DataFrame:
         if record["status"] not in ("completed", "diverged"):
             continue
         try:
-            found = target_file.read(sweep_dir / record["job"]) or {}
+            found = sweep.target(record["job"]) or {}
         except DamagedFile:
             found = {}
         if record["status"] == "completed" and not found:

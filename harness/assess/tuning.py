@@ -97,7 +97,7 @@ def scaling_exponent(choices: list[Choice]) -> float | None:
     return float(k)
 
 
-def _tunes(frame: pd.DataFrame) -> bool:
+def tunes(frame: pd.DataFrame) -> bool:
     """The runs held out a tuning slice and some batch size ran at two or more points of a learning-rate grid."""
     if "tune_acc" not in frame.columns or frame["tune_acc"].isna().all():
         return False
@@ -114,7 +114,7 @@ def assess(df: pd.DataFrame, final: pd.DataFrame, facets: list[str], not_started
     groups = df.groupby(others, dropna=False, sort=False) if others else [((), df)]
     found = []
     for values, frame in groups:
-        if not _tunes(frame):
+        if not tunes(frame):
             continue
         values = values if isinstance(values, tuple) else (values,)
         group = ", ".join(f"{k}={v}" for k, v in zip(others, values))

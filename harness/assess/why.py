@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.assess.analysis import BATCH, facet_order, read_run_records
+from harness.assess.analysis import BATCH, facet_order
 from harness.assess.intervals import welch_p
+from harness.assess.sweep import Sweep
 from harness.probes import curvature
 from harness.store import probes_file
 from harness.store.files import DamagedFile
@@ -77,15 +78,15 @@ def smoothed_noise_scale(run: pd.DataFrame, beta: float = EMA_BETA) -> pd.Series
     return (trace / norm).where(norm > 0)
 
 
-def read_probes(sweep_dir: Path, df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+def read_probes(sweep: Sweep, df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """One row per run with a usable probes.json: its final metrics row (config, batch size, facet) with the probe
     values on top. A damaged file or a failed probe is left out with a note, never an error."""
     last = df[df["epoch"].notna()].sort_values("epoch").groupby("run_id").tail(1).set_index("run_id")
     rows, notes = [], []
-    for record in read_run_records(sweep_dir):
+    for record in sweep.records:
         run_id = record["run_id"]
         try:
-            probes = probes_file.read(Path(sweep_dir) / record["job"])
+            probes = sweep.probes(record["job"])
         except DamagedFile as err:
             notes.append(f"Left out: {err}.")
             continue
@@ -166,10 +167,10 @@ SCALING_NOTE = ("B_simple only estimates the critical batch size; to measure it 
                 "+study=scaling -m.")
 
 
-def explain(sweep_dir: Path, df: pd.DataFrame) -> Why:
-    """Read the probes of the sweep in `sweep_dir` (`df`: its epochs with a `facet` column) and say what they show."""
-    probes, notes = read_probes(sweep_dir, df)
-    interpolation, more = read_interpolation(sweep_dir)
+def explain(sweep: Sweep, df: pd.DataFrame) -> Why:
+    """The probes of `sweep` (`df`: its epochs with a `facet` column, or some of them) and what they show."""
+    probes, notes = read_probes(sweep, df)
+    interpolation, more = read_interpolation(sweep.folder)
     if interpolation is not None:  # each pair in the facet of its small-batch run, so a figure can show every facet
         facet_of = df.drop_duplicates("run_id").set_index("run_id")["facet"]
         interpolation["facet"] = interpolation["small_run"].map(facet_of).fillna("all runs")

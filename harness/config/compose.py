@@ -136,7 +136,7 @@ def compose_jobs(overrides: list[str], multirun: bool, config_name: str = CONFIG
     ConfigError or a Hydra error on the first bad one."""
     from hydra import initialize_config_dir
 
-    from harness.config import diagnose
+    from harness.config import diagnosis
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="harness"):
         jobs, output_dir, base = expand_jobs(overrides, multirun, config_name)
@@ -148,9 +148,9 @@ def compose_jobs(overrides: list[str], multirun: bool, config_name: str = CONFIG
         given = {o.key_or_group: o.input_line for o in parsed if not o.is_hydra_override()}
         settings = study_settings(base, "diagnose")
         if multirun:
-            diagnose.check_fixed_studies(given)
+            diagnosis.check_fixed_studies(given)
         if multirun and settings is not None:  # +study=diagnose: the arms, from the command's own runs
-            jobs, study = diagnose.plan(jobs, run_configs, diagnose.settings_from_dict(settings), given)
+            jobs, study = diagnosis.plan(jobs, run_configs, diagnosis.settings_from_dict(settings), given)
             run_configs = [to_run_config(composed(job)) for job in jobs]
     return ComposedCommand(jobs, output_dir, base.hydra.launcher, run_configs, study, study_settings(base, "tracking"),
                            base.hydra.runtime.choices.get("study"))

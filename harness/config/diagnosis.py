@@ -13,7 +13,7 @@ same ladder by hand):
   built-in models with batch norm only.
 
 diagnose.attribution=shapley runs every subset of those pieces at B instead (2^k configurations), so that
-harness.assess.attribution can give Shapley values that depend on no order. Stale batch-norm statistics cost no
+harness.assess.diagnosis_parts can give Shapley values that depend on no order. Stale batch-norm statistics cost no
 arm: every run of a model with batch norm records its accuracies with recomputed statistics. The first job also
 checks the data (diagnose.check_data), in its run process, on the arrays as that run feeds them.
 Pure: the plan's jobs and RunConfigs in, the new jobs and what sweep.json records out (no Hydra).

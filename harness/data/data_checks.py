@@ -12,7 +12,7 @@ split (deepchecks' train-test suite). One Check per suspect:
 - capacity: training accuracy above a tuning slice held out of the training split (not the validation split, so a
   train/validation shift is not read as overfitting).
 
-It never refuses data: harness.data.checks refuses invalid data; this module only reports. numpy, SciPy and
+It never refuses data: harness.data.validity refuses invalid data; this module only reports. numpy, SciPy and
 scikit-learn: no backend.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Data sets by name: one dict registry for the built-in data and the user's own (`dataset=<name>`).
 
 Each entry says which `dataset.*` keys it takes, how to check them, how to read the data without TensorFlow
-(what validation needs before anything runs: the data's checks (harness.data.checks), training samples per
+(what validation needs before anything runs: the data's checks (harness.data.validity), training samples per
 class to check a batch size, one sample's shape to check a model) and how to load it. Importing this module does
 not import TensorFlow.
 """
@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from harness.data import builtin, checks, images, sources, tfds_source
+from harness.data import builtin, images, sources, tfds_source, validity
 from harness.data.builtin import DataUnavailable, cache_dir  # noqa: F401  (the names runs and tests use)
 from harness.data.transforms import Arrays, fraction_counts, imbalanced_counts, tune_counts
 from harness.fields import ConfigError, RegistryEntry, check_keys
@@ -106,13 +106,13 @@ def config_from_dict(cfg: Any) -> DataConfig:
 
 
 def _checked(data_cfg, data: Arrays) -> str | None:
-    """harness.data.checks on what a source returned, its errors naming the file (or the data set)."""
+    """harness.data.validity on what a source returned, its errors naming the file (or the data set)."""
     key, where = ("dataset.path", data_cfg.path) if data_cfg.path else ("dataset", data_cfg.name)
-    return checks.arrays(data, key, where)
+    return validity.arrays(data, key, where)
 
 
 def load(data_cfg) -> Arrays:
-    """Load the data set `data_cfg` (a DataConfig) describes, checked (harness.data.checks)."""
+    """Load the data set `data_cfg` (a DataConfig) describes, checked (harness.data.validity)."""
     data = DATASETS[data_cfg.source].load(data_cfg)
     _checked(data_cfg, data)
     return data

@@ -2,7 +2,7 @@
 
 Each source has two functions the data registry (harness.data.registry) calls: `validate` (raw config -> typed
 values, one-line ConfigError) and `load` (the arrays a run trains on, without TensorFlow, so the command checks
-them too). Labels may be integers, strings or whole-number floats (harness.data.checks); they become 0..K-1 in
+them too). Labels may be integers, strings or whole-number floats (harness.data.validity); they become 0..K-1 in
 sorted order.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.data import checks
+from harness.data import validity
 from harness.data.transforms import Arrays
 from harness.fields import ConfigError, float_value, int_value
 
@@ -84,8 +84,8 @@ def _npz_labels(data_cfg) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray
         pairs = (("x_train", "y_train"), ("x_val", "y_val")) if "x_train" in arrays.files else (("x", "y"),)
         labels = []
         for x_name, y_name in pairs:
-            y = checks.label_values(arrays[y_name], "dataset.path", where, y_name)
-            checks.same_length(_array_shape(where, x_name)[0], len(y), "dataset.path", where, (x_name, y_name))
+            y = validity.label_values(arrays[y_name], "dataset.path", where, y_name)
+            validity.same_length(_array_shape(where, x_name)[0], len(y), "dataset.path", where, (x_name, y_name))
             labels.append(y)
     encoded, classes = encode_labels(*labels)
     if len(encoded) == 2:
@@ -125,7 +125,7 @@ def load_npz(data_cfg):
     with np.load(data_cfg.path, allow_pickle=False) as arrays:
         raw = {name: arrays[name] for name in (("x_train", "x_val") if train_idx is None else ("x",))}
     for name, x in raw.items():  # before any split, so a bad value is named by its sample in the file
-        checks.finite(x, "dataset.path", data_cfg.path, name)
+        validity.finite(x, "dataset.path", data_cfg.path, name)
     x_train, x_val = (raw["x_train"], raw["x_val"]) if train_idx is None else (raw["x"][train_idx], raw["x"][val_idx])
     as_samples = lambda x: _with_channel(np.asarray(x, dtype=np.float32))  # noqa: E731
     return Arrays(as_samples(x_train), y_train, as_samples(x_val), y_val, len(classes), classes=classes,
@@ -171,7 +171,7 @@ def _read_table(path: str, label: str):
 
 def _table_split(data_cfg):
     x, raw_labels = _read_table(data_cfg.path, data_cfg.label)
-    labels = checks.label_values(raw_labels, "dataset.label", data_cfg.label, f"column '{data_cfg.label}'")
+    labels = validity.label_values(raw_labels, "dataset.label", data_cfg.label, f"column '{data_cfg.label}'")
     (y,), classes = encode_labels(labels)
     train_idx, val_idx = split_indices(y, data_cfg.val_fraction, data_cfg.data_seed)
     return x, y, train_idx, val_idx, classes

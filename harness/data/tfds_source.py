@@ -8,7 +8,7 @@ Before anything runs, the command checks a prepared data set from the files TFDS
 (dataset_info.json, features.json: JSON, so no TensorFlow in the command): the splits exist and hold examples,
 every shard file is there, the data is supervised, the labels are one class per example with at least two
 classes, and the inputs are numbers of one fixed shape. Values (finite, classes present in both splits) need the
-records decoded, so a run checks those once it has loaded them (harness.data.checks), as for every source.
+records decoded, so a run checks those once it has loaded them (harness.data.validity), as for every source.
 """
 from __future__ import annotations
 

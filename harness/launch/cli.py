@@ -19,7 +19,7 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
-from harness.assess import analysis
+from harness.assess import sweep as sweep_files
 from harness.config import hydra_internals, schema
 from harness.config.compose import (
     CONF_DIR,
@@ -85,13 +85,13 @@ def output_folder_lock(folder: Path, key: str):
 def hydra_job(cfg: DictConfig) -> float | None:
     """One job (Hydra's task function): validate, train, and record a failure instead of ending the sweep; returns
     the run's final val_acc, the tracked metric a Hydra sweeper optimises (None when the run failed)."""
-    from harness.config import diagnose
+    from harness.config import diagnosis
     from harness.run import slurm
     from harness.run.experiment import run_experiment
 
     run_cfg = to_run_config(cfg)
     study = study_settings(cfg, "diagnose")  # +study=diagnose: the first job checks the data
-    checks = diagnose.settings_from_dict(study) if study else None
+    checks = diagnosis.settings_from_dict(study) if study else None
     hydra_cfg = HydraConfig.get()
     run_dir = Path(hydra_cfg.runtime.output_dir)
     run_id = f"{run_dir.parent.name}/{run_dir.name}"
@@ -99,7 +99,7 @@ def hydra_job(cfg: DictConfig) -> float | None:
     tracking = None if tracking_cfg is None else settings.from_dict(tracking_cfg, run_dir.parent)
     try:
         return run_experiment(run_cfg, run_dir, run_id=run_id, overrides=list(hydra_cfg.overrides.task),
-                              data_checks=checks if checks is not None and checks.check_data else None,
+                              check_data=checks if checks is not None and checks.check_data else None,
                               tracking=tracking)
     except Exception as err:
         if slurm.out_of_requeues(err):
@@ -165,9 +165,9 @@ def _run(parser, args, plan: CommandPlan, tracker=None) -> int:
             sweep_end.close(plan.output_dir, tracker, interrupted=True)
         return code
     if args.multirun:
-        failed, unfinished = analysis.failed_runs(plan.output_dir), analysis.unfinished_runs(plan.output_dir)
+        failed, unfinished = sweep_files.failed_runs(plan.output_dir), sweep_files.unfinished_runs(plan.output_dir)
     else:
-        failed, unfinished = analysis.run_outcome(plan.output_dir)
+        failed, unfinished = sweep_files.run_outcome(plan.output_dir)
     if failed:
         print(f"harness: {len(failed)} run(s) failed: {', '.join(failed)}", file=sys.stderr)
     if unfinished:

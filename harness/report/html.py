@@ -16,9 +16,10 @@ import pandas as pd
 
 from harness.assess import analysis
 from harness.assess.assessment import assess
+from harness.assess.sweep import read as read_sweep
 from harness.assess.verdicts import Verdict
 from harness.report import figures, index, pages, summary
-from harness.store import files, layout
+from harness.store import diagnosis_file, files, layout
 from harness.store.run_files import FINISHED
 
 SIMULATED_NOTE = (
@@ -62,7 +63,7 @@ def _runs_rows(df: pd.DataFrame, sweep_id: str, not_started: list[str]) -> list[
     return rows
 
 
-def _classes_line(df: pd.DataFrame, final: pd.DataFrame, sweep_dir: Path, worst: int = 5) -> str:
+def _classes_line(df: pd.DataFrame, final: pd.DataFrame, records: list[dict], worst: int = 5) -> str:
     """The number of classes and chance accuracy, and the classes recalled worst at the final epoch: a summary
     that stays one line with 120 classes."""
     k = analysis.num_classes(df)
@@ -70,16 +71,14 @@ def _classes_line(df: pd.DataFrame, final: pd.DataFrame, sweep_dir: Path, worst:
     recalls = [c for c in final.columns if str(c).startswith("val_recall_")]
     if final.empty or not recalls:
         return line
-    names = next((r["environment"]["classes"] for r in analysis.read_run_records(sweep_dir)
-                  if r.get("environment", {}).get("classes")), None)
+    names = next((r["environment"]["classes"] for r in records if r.get("environment", {}).get("classes")), None)
     means = final[recalls].mean().sort_values().head(worst)
     named = [f"{names[int(c.rsplit('_', 1)[1])] if names else c.rsplit('_', 1)[1]} {v:.2f}" for c, v in means.items()]
     return (f"{line} Lowest per-class validation recall at the final epoch, mean over completed runs: "
             f"{', '.join(named)}.")
 
 
-def _environment(sweep_dir: Path) -> list[tuple[str, str]]:
-    records = analysis.read_run_records(sweep_dir)
+def _environment(records: list[dict]) -> list[tuple[str, str]]:
     found = next((r["environment"] for r in records if "keras" in r.get("environment", {})),
                  records[0].get("environment", {}))
     return [(key, ", ".join(map(str, v)) if isinstance(v, list) else str(v)) for key, v in found.items()]
@@ -149,17 +148,13 @@ def build_report(sweep_dir: Path) -> str:
 def _built(sweep_dir: Path):
     """(the report's HTML, the assessment it shows), from one reading of the runs' files."""
     sweep_dir = Path(sweep_dir)
-    with analysis.snapshot(sweep_dir):
-        return _from_snapshot(sweep_dir)
-
-
-def _from_snapshot(sweep_dir: Path):
     digest = summary.runs_digest(sweep_dir)  # before reading: a run that changes meanwhile makes the report stale
-    a = assess(sweep_dir)
+    sweep = read_sweep(sweep_dir)
+    a = assess(sweep)
     per_run = a.df.drop_duplicates("run_id")
     drawn, why_drawn, tuning_drawn, scaling_drawn, diagnosis_drawn = figures.sections(a)
     simulated = "simulate_devices" in per_run.columns and per_run["simulate_devices"].astype(bool).any()
-    not_started = analysis.not_started_jobs(sweep_dir)
+    not_started = sweep.not_started
     status_counts = per_run["status"].value_counts()
     if not_started:
         status_counts[analysis.NOT_STARTED] = len(not_started)
@@ -170,7 +165,7 @@ def _from_snapshot(sweep_dir: Path):
     if analysis.DAMAGED in status_counts:
         notes.append(DAMAGED_NOTE.format(n=status_counts[analysis.DAMAGED]))
     notes += [f"A run whose files cannot be read at all, left out: {line}" for line in a.df.attrs.get("unreadable", [])]
-    notes += sorted({f"Inputs: {r['inputs']}" for r in analysis.read_run_records(sweep_dir) if r.get("inputs")})
+    notes += sorted({f"Inputs: {r['inputs']}" for r in sweep.records if r.get("inputs")})
     template = pages.template("report.html.j2")
     generated_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     varied = [(k, pages.listed(per_run[k].tolist())) for k in a.varied]
@@ -205,9 +200,9 @@ def _from_snapshot(sweep_dir: Path):
         constant=[(k, _fmt(per_run[k].iloc[0])) for k in a.keys if k in per_run.columns and k not in a.varied],
         figures=drawn,
         runs=_runs_rows(a.df, sweep_dir.name, not_started),
-        environment=_environment(sweep_dir),
+        environment=_environment(sweep.records),
         notes=notes,
-        classes=_classes_line(a.df, a.final, sweep_dir),
+        classes=_classes_line(a.df, a.final, sweep.records),
     ))
     return html, a
 
@@ -224,7 +219,7 @@ def write_report(sweep_dir: Path, reports_dir: Path = Path("reports"), sweeps_di
     return the report's path."""
     html, a = _built(sweep_dir)
     if a.diagnosis is not None:
-        files.write_json(Path(sweep_dir) / layout.DIAGNOSIS_FILE, a.diagnosis.as_json())
+        diagnosis_file.write(sweep_dir, a.diagnosis.as_json())
     target = report_path(sweep_dir, reports_dir)
     for path in (target, Path(reports_dir) / layout.LATEST_FILE):
         files.write_text(path, html)

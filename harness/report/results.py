@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from contextlib import ExitStack
 from pathlib import Path
 
 import pandas as pd
 
 from harness.assess import diagnosis
-from harness.assess.analysis import RUN_COLUMNS, config_keys, load_sweep, snapshot
+from harness.assess.analysis import RUN_COLUMNS
+from harness.assess.sweep import Sweep
+from harness.assess.sweep import read as read_sweep
 from harness.store import layout, probes_file, target_file
 from harness.store.files import DamagedFile
 from harness.store.layout import RUN_FILE
@@ -34,14 +35,11 @@ PRINTED_METRICS = ["epoch", "train_acc", "train_eval_acc", "val_acc", "gap", "va
 OUT_SUFFIXES = (".csv", ".parquet")
 
 
-def sweep_results(sweep_dir: Path) -> pd.DataFrame:
-    """One row per run of the sweep (see the module's docstring); raises FileNotFoundError without runs."""
-    with snapshot(sweep_dir):
-        return _sweep_results(Path(sweep_dir))
-
-
-def _sweep_results(sweep_dir: Path) -> pd.DataFrame:
-    epochs = load_sweep(sweep_dir)
+def sweep_results(sweep: Sweep | Path) -> pd.DataFrame:
+    """One row per run of the sweep (see the module's docstring; a folder is read first); raises FileNotFoundError
+    without runs."""
+    sweep = sweep if isinstance(sweep, Sweep) else read_sweep(sweep)
+    epochs = sweep.epochs
     order = epochs.drop_duplicates("run_id")["run_id"]
     last = epochs.sort_values("epoch", kind="stable").groupby("run_id", sort=False).tail(1).set_index("run_id")
     table = last.loc[order].reset_index()
@@ -51,15 +49,15 @@ def _sweep_results(sweep_dir: Path) -> pd.DataFrame:
             table[column] = float("nan")
     table["gap"] = table["train_eval_acc"] - table["val_acc"]
     table = table.merge(_best_epochs(epochs), on="run_id", how="left")
-    probes = pd.DataFrame([_probes(sweep_dir / job) for job in table["job"]], index=table.index).astype(PROBE_TYPES)
-    targets = pd.DataFrame([_target(sweep_dir / job) for job in table["job"]], index=table.index,
+    probes = pd.DataFrame([_probes(sweep, job) for job in table["job"]], index=table.index).astype(PROBE_TYPES)
+    targets = pd.DataFrame([_target(sweep, job) for job in table["job"]], index=table.index,
                            columns=list(TARGET_COLUMNS)).astype(float)
     table = pd.concat([table, probes, targets], axis=1)
-    table.insert(0, "sweep", sweep_dir.name)
-    plan = diagnosis.read_plan(sweep_dir)
+    table.insert(0, "sweep", sweep.folder.name)
+    plan = diagnosis.read_plan(sweep)
     if plan is not None:  # +study=diagnose: which arm each run is
         table.insert(3, "arm", table["job"].map(lambda job: plan["arms"].get(str(job))))
-    keys = [k for k in config_keys(sweep_dir) if k in table.columns]
+    keys = [k for k in sweep.keys if k in table.columns]
     arm = ["arm"] if plan is not None else []
     first = ["sweep", "run_id", "job", *arm, "status", *keys, *[c for c in FINAL_METRICS if c in table.columns]]
     last_columns = [*PROBE_COLUMNS.values(), *TARGET_COLUMNS, *[c for c in RUN_COLUMNS if c not in first]]
@@ -76,12 +74,12 @@ def _best_epochs(epochs: pd.DataFrame) -> pd.DataFrame:
     return best[["run_id", "val_acc", "epoch"]].rename(columns={"val_acc": "best_val_acc", "epoch": "best_epoch"})
 
 
-def _probes(run_dir: Path) -> dict:
+def _probes(sweep: Sweep, job: str) -> dict:
     """The run's probes.json values by column; empty values without the file (probes=false, or a run that did not
     finish) and a note in `probe_error` when it cannot be read."""
     values = dict.fromkeys(PROBE_COLUMNS.values())
     try:
-        found = probes_file.read(run_dir)
+        found = sweep.probes(job)
     except DamagedFile as err:
         return {**values, "probe_error": str(err)}
     for key, column in PROBE_COLUMNS.items():
@@ -89,19 +87,20 @@ def _probes(run_dir: Path) -> dict:
     return values
 
 
-def _target(run_dir: Path) -> dict:
+def _target(sweep: Sweep, job: str) -> dict:
     """The run's target.json scalars by column; empty without the file (no target_tune_acc, or not finished) or
     when it cannot be read."""
     try:
-        found = target_file.read(run_dir) or {}
+        found = sweep.target(job) or {}
     except DamagedFile:
         found = {}
     return {column: found.get(column) for column in TARGET_COLUMNS}
 
 
-def results(sweep_dirs: list[Path]) -> pd.DataFrame:
-    """The runs of every sweep, one table: config keys a sweep lacks are empty for its runs."""
-    return pd.concat([sweep_results(path) for path in sweep_dirs], ignore_index=True)
+def results(sweeps: list[Sweep | Path]) -> pd.DataFrame:
+    """The runs of every sweep (each read once; a folder is read first), one table: config keys a sweep lacks are
+    empty for its runs."""
+    return pd.concat([sweep_results(sweep) for sweep in sweeps], ignore_index=True)
 
 
 def find_sweeps(folder: Path) -> list[Path]:
@@ -121,14 +120,14 @@ def printable(table: pd.DataFrame, keys: list[str]) -> str:
     return shown.to_string(index=False, na_rep="-", float_format=lambda v: f"{v:.4g}")
 
 
-def diagnoses(sweep_dirs: list[Path]) -> str:
+def diagnoses(sweeps: list[Sweep]) -> str:
     """Each +study=diagnose sweep's parts of the drop, one line each, under a line naming the sweep ('' if none)."""
     lines = []
-    for sweep_dir in sweep_dirs:
-        found = diagnosis.diagnose(sweep_dir, load_sweep(sweep_dir)) if diagnosis.read_plan(sweep_dir) else None
+    for sweep in sweeps:
+        found = diagnosis.diagnose(sweep)
         if found is None or found.drop is None:
             continue
-        lines.append(f"{sweep_dir.name} diagnosis: {found.headline}")
+        lines.append(f"{sweep.folder.name} diagnosis: {found.headline}")
         for part in [*found.parts]:
             e = part.estimate
             value = "not measured" if e.value is None else f"{e.value:+.4f}"
@@ -158,19 +157,17 @@ def main(argv: list[str] | None = None) -> int:
         if not found:
             return _fail(f"sweep_dir={str(folder)!r}: no sweep found (no run folder with {RUN_FILE})")
         sweeps += found
-    with ExitStack() as held:  # every sweep read once, for the table, its keys and a diagnosis
-        for sweep in sweeps:
-            held.enter_context(snapshot(sweep))
-        return _write(args, sweeps)
-
-
-def _write(args, sweeps: list[Path]) -> int:
-    try:
-        table = results(sweeps)
+    try:  # every sweep read once, for the table, its keys and a diagnosis
+        read = [read_sweep(folder) for folder in sweeps]
     except FileNotFoundError as err:  # runs whose files cannot be read, not even their config
         return _fail(str(err))
+    return _write(args, read)
+
+
+def _write(args, sweeps: list[Sweep]) -> int:
+    table = results(sweeps)
     if args.out is None:
-        print(printable(table, [k for sweep in sweeps for k in config_keys(sweep)]))
+        print(printable(table, [k for sweep in sweeps for k in sweep.keys]))
         parts = diagnoses(sweeps)
         if parts:
             print(parts)

@@ -1,4 +1,4 @@
-"""A diagnosis's data checks (harness.data.suspects), run once, in the first job's run process, before it trains:
+"""A diagnosis's data checks (harness.data.data_checks), run once, in the first job's run process, before it trains:
 on the arrays as that run feeds them to the model, after the harness's transforms (the tuning slice held out, a
 fraction, class imbalance, class-sorted order), with a deliberate preprocessing mismatch applied to validation as
 the run applies it. Image files are checked on a fixed downsampled grayscale copy. The checks go to the run's
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.config.diagnose import Settings
+from harness.config.diagnosis import Settings
 from harness.config.schema import RunConfig
 from harness.data.batches import epoch_order
 from harness.data.decode import decoder
@@ -40,17 +40,17 @@ def check_once(cfg: RunConfig, data_in: Arrays, run_dir: Path, settings: Setting
 
 
 def run_checks(cfg: RunConfig, data_in: Arrays, settings: Settings) -> list:
-    """label_shift, order and feature_shift on this run's data (harness.data.suspects.Check each; capacity needs
+    """label_shift, order and feature_shift on this run's data (harness.data.data_checks.Check each; capacity needs
     the small batch's runs: assess). scikit-learn loads here, in the one run that checks, not in every run."""
-    from harness.data import suspects
+    from harness.data import data_checks
 
-    labels = suspects.label_shift(data_in.y_train, data_in.y_val, data_in.num_classes, classes=data_in.classes,
+    labels = data_checks.label_shift(data_in.y_train, data_in.y_val, data_in.num_classes, classes=data_in.classes,
                                   threshold=settings.label_shift, p_value=settings.label_shift_p)
     train = cfg.train
     fed = data_in.y_train[epoch_order(len(data_in.y_train), train.shuffle, train.seed, 0)]
-    order = suspects.order(fed, train.shuffle, threshold=settings.order)
+    order = data_checks.order(fed, train.shuffle, threshold=settings.order)
     x_train, y_train, x_val, y_val, names = _inputs(cfg, data_in, settings.max_samples)
-    shift = suspects.feature_shift(x_train, y_train, x_val, y_val, threshold=settings.feature_shift,
+    shift = data_checks.feature_shift(x_train, y_train, x_val, y_val, threshold=settings.feature_shift,
                                    max_samples=settings.max_samples, seed=train.seed, feature_names=names)
     return [labels, order, shift]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from harness import backend
 from harness.config.batching import BatchPlan, Schedule, plan_batches, plan_schedule
-from harness.config.diagnose import Settings
+from harness.config.diagnosis import Settings
 from harness.config.schema import RunConfig
 from harness.data import registry as data
 from harness.data.transforms import Arrays
@@ -48,9 +48,9 @@ _runs_in_process: list[str] = []  # run folders this process has trained before 
 
 
 def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: list[str] = (),
-                   data_checks: Settings | None = None, tracking: Tracking | None = None) -> float:
+                   check_data: Settings | None = None, tracking: Tracking | None = None) -> float:
     """Train one configuration, write metrics.parquet and run.json into `run_dir`, return the final val_acc.
-    `data_checks`: a diagnosis's settings, for the run that checks the data before it trains (harness.run.suspects).
+    `check_data`: a diagnosis's settings, for the run that checks the data before it trains (harness.run.data_checks).
     `tracking`: also log the run to MLflow as it trains (harness.tracking.live).
 
     run.json says `running` from the start; its final status (completed, diverged, failed, interrupted) is
@@ -70,7 +70,7 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
     resume_epoch, notes = checkpoint.resume_point(run_dir, previous, damage)
     record = RunRecord(run_dir, run_id, config, list(overrides),
                        resumed_from_epoch=resume_epoch or None, previous=previous, notes=notes)
-    inputs_note = data.input_note(cfg.data)  # the inputs' scale, when it is suspect (harness.data.checks)
+    inputs_note = data.input_note(cfg.data)  # the inputs' scale, when it is suspect (harness.data.validity)
     if inputs_note:
         record.update(inputs=inputs_note)
     board = RunBoard(run_dir, run_id, config_columns(cfg.flat()))  # TensorBoard's view of the same run, in tb/
@@ -80,7 +80,7 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
     status, error = "failed", None
     try:
         with slurm.preemption(record):
-            result, diverged = _train(_Run(cfg, run_dir, run_id, record, resume_epoch), board, tracker, data_checks)
+            result, diverged = _train(_Run(cfg, run_dir, run_id, record, resume_epoch), board, tracker, check_data)
         status = "diverged" if diverged else "completed"
         return result
     except (KeyboardInterrupt, SystemExit) as err:  # Ctrl-C, SIGTERM, or submitit's requeue before a time limit
@@ -102,14 +102,14 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
 
 
 
-def _train(run: _Run, board: RunBoard, tracker: RunTracker, data_checks: Settings | None) -> tuple[float, bool]:
+def _train(run: _Run, board: RunBoard, tracker: RunTracker, check_data: Settings | None) -> tuple[float, bool]:
     """The run's stages in order: devices, data, the batch plan, the model, what each epoch measures and where its
     row goes, fit, the end-of-run files. Returns (the final val_acc, whether it diverged)."""
     placement = devices.place(run.cfg, run.record)  # the backend loads from here on
     from harness.data.decode import decoder
     from harness.run import train
 
-    data_in = _data(run, data_checks)
+    data_in = _data(run, check_data)
     decode = decoder(data_in.decode)  # image files to inputs (None for arrays), for every measurement
     plan, schedule = _plan(run, placement, data_in)
     model_cfg, model = _model(run, placement, data_in, plan, schedule)
@@ -149,13 +149,13 @@ def _end_of_run(run: _Run, model, model_cfg, data_in: Arrays, decode, replicas: 
     checkpoint.remove(run.run_dir)
 
 
-def _data(run: _Run, data_checks: Settings | None) -> Arrays:
-    """The run's data as it trains on it; a diagnosis's first run checks it first (harness.run.suspects)."""
-    from harness.run import suspects
+def _data(run: _Run, check_data: Settings | None) -> Arrays:
+    """The run's data as it trains on it; a diagnosis's first run checks it first (harness.run.data_checks)."""
+    from harness.run import data_checks
 
     data_in = prepare_data(run.cfg)
-    if data_checks is not None:
-        suspects.check_once(run.cfg, data_in, run.run_dir, data_checks)
+    if check_data is not None:
+        data_checks.check_once(run.cfg, data_in, run.run_dir, check_data)
     if data_in.classes is not None:
         run.record.set_environment(classes=data_in.classes)  # label k's name in the user's data
     return data_in
@@ -181,7 +181,7 @@ def _model(run: _Run, placement, data_in: Arrays, plan: BatchPlan, schedule: Sch
     """(the model's config for its replicas, the model built and compiled in the placement's scope, its checkpoint
     restored on a resume)."""
     from harness.models import registry as models
-    from harness.run import suspects, train
+    from harness.run import data_checks, train
 
     cfg = run.cfg
     models.check_replicas(cfg.model, plan.replicas, plan.per_replica_batch_size, cfg.device.backend)
@@ -192,7 +192,7 @@ def _model(run: _Run, placement, data_in: Arrays, plan: BatchPlan, schedule: Sch
                             plan.steps_per_execution)
         if run.resume_epoch:
             checkpoint.restore(model, run.run_dir)
-    run.record.update(trainable_params=suspects.trainable_parameters(model))
+    run.record.update(trainable_params=data_checks.trainable_parameters(model))
     return model_cfg, model
 
 

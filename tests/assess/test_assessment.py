@@ -67,3 +67,24 @@ def test_a_sweep_without_results_has_verdicts_that_say_so_and_no_findings(tmp_pa
     assert result.final.empty and result.findings == []
     [verdict] = result.batch_verdicts
     assert verdict.outcome == "inconclusive" and "found 0" in verdict.headline
+
+
+def test_the_study_sweep_json_names_chooses_the_reading_and_an_unnamed_sweep_is_read_from_its_files(tmp_path):
+    """+study=tuned's sweep is read for its learning-rate grid because sweep.json names it; the same files without
+    the name (the main job, an ad-hoc sweep, a sweep recorded before the name was) are detected as tuned; named
+    as another study (a batch-size one), the same files get no tuned reading."""
+    import json
+
+    from tests.helpers.sweeps import study_sweep
+
+    sweep = study_sweep(tmp_path / "tuned", "+study=tuned", "seed=0,1")
+    plan = json.loads((sweep / "sweep.json").read_text())
+    assert plan["study"] == "tuned"
+    named = assess(sweep)
+    assert named.tunings and named.batch_verdicts == [v for t in named.tunings for v in t.verdicts]
+    (sweep / "sweep.json").write_text(json.dumps({**plan, "study": None}))
+    detected = assess(sweep)
+    assert [t.group for t in detected.tunings] == [t.group for t in named.tunings]
+    assert [v.outcome for v in detected.batch_verdicts] == [v.outcome for v in named.batch_verdicts]
+    (sweep / "sweep.json").write_text(json.dumps({**plan, "study": "causes"}))
+    assert assess(sweep).tunings == []

@@ -5,7 +5,8 @@ import json
 import pandas as pd
 import pytest
 
-from harness.assess import analysis, diagnosis
+from harness.assess import diagnosis
+from harness.assess import sweep as sweep_files
 from harness.assess.assessment import assess
 from harness.report import html as report
 from tests.helpers.sweeps import study_sweep
@@ -15,12 +16,12 @@ NAMES = {"stale_statistics", "fewer_updates", "learning_rate", "ghost_batch_norm
 
 
 def _diagnosis(sweep):
-    return diagnosis.diagnose(sweep, analysis.load_sweep(sweep))
+    return diagnosis.diagnose(sweep_files.read(sweep))
 
 
 def _finals(sweep, d):
     """Per seed, v and v' of each arm's run, read back from the files."""
-    df = analysis.load_sweep(sweep)
+    df = sweep_files.read(sweep).epochs
     plan = json.loads((sweep / "sweep.json").read_text())["diagnose"]
     last = df.sort_values("epoch").groupby("run_id").tail(1)
     last = last.assign(arm=last["job"].map(plan["arms"]))

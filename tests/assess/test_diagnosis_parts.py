@@ -1,4 +1,4 @@
-"""The drop, decomposed (harness.assess.attribution): the ladder's and the Shapley parts add up to the drop seed by
+"""The drop, decomposed (harness.assess.diagnosis_parts): the ladder's and the Shapley parts add up to the drop seed by
 seed, agree where they must, and read and say what their paired t-intervals show."""
 from itertools import combinations, permutations
 
@@ -6,8 +6,17 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from harness.assess import attribution
-from harness.assess.attribution import LADDER, PARTS, Estimate, Part, estimate, ladder_parts, sentence, shapley_parts
+from harness.assess import diagnosis_parts
+from harness.assess.diagnosis_parts import (
+    LADDER,
+    PARTS,
+    Estimate,
+    Part,
+    estimate,
+    ladder_parts,
+    sentence,
+    shapley_parts,
+)
 
 ARM_PIECES = {"steps": ("steps",), "steps_lr": ("steps", "lr"), "steps_lr_ghost": ("steps", "lr", "ghost")}
 
@@ -106,7 +115,7 @@ def test_shapley_parts_add_up_to_the_drop_per_seed(pieces, seeds):
         lambda s: 0.2 + noise["stale"] * len(s) ** 2)
     small = rng.uniform(0.8, 0.9, seeds)
     drop, parts = _shapley_sums_to_drop(pieces, v, v_precise, small, small + rng.uniform(0, 0.02, seeds))
-    expected = ["stale_statistics", *(n for n, p in attribution.PIECES.items() if p in pieces), "remains"]
+    expected = ["stale_statistics", *(n for n, p in diagnosis_parts.PIECES.items() if p in pieces), "remains"]
     assert [part.name for part in parts] == expected and drop.n == seeds
 
 

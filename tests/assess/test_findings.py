@@ -5,12 +5,13 @@ import pandas as pd
 import pytest
 
 from harness.assess import analysis, batch_controls, findings
+from harness.assess import sweep as sweep_files
 from tests.helpers.sweeps import make_run
 
 
 def _final(sweep):
-    df = analysis.load_sweep(sweep)
-    keys = analysis.config_keys(sweep)
+    df = sweep_files.read(sweep).epochs
+    keys = sweep_files.read(sweep).keys
     return df, analysis.final_results(df), analysis.varied_keys(df, keys)
 
 

@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 
 from harness.assess import analysis, intervals, verdicts
+from harness.assess import sweep as sweep_files
 from tests.helpers.sweeps import batch_sweep, make_run
 
 
 def verdict_for(tmp_path, finals, train_finals=None):
-    df = analysis.load_sweep(batch_sweep(tmp_path / "sweep", finals, train_finals))
+    df = sweep_files.read(batch_sweep(tmp_path / "sweep", finals, train_finals)).epochs
     return verdicts.batch_size_verdict(analysis.final_results(df))
 
 
@@ -57,8 +58,8 @@ def test_train_accuracy_note_tells_under_training_from_a_generalization_gap(tmp_
 def test_a_steps_matched_drop_with_train_accuracy_falling_is_not_blamed_on_fewer_steps(tmp_path):
     """With budget=steps batch 128 takes batch 8's updates: its lower train accuracy is a worse fit per update, not
     "fewer optimizer steps in the same epochs"."""
-    df = analysis.load_sweep(batch_sweep(tmp_path / "sweep", {8: [0.90, 0.91, 0.92], 128: [0.80, 0.81, 0.79]},
-                                         {8: [0.99, 0.99, 0.99], 128: [0.84, 0.85, 0.83]}))
+    df = sweep_files.read(batch_sweep(tmp_path / "sweep", {8: [0.90, 0.91, 0.92], 128: [0.80, 0.81, 0.79]},
+                                         {8: [0.99, 0.99, 0.99], 128: [0.84, 0.85, 0.83]})).epochs
     final = analysis.final_results(df)
     fewer = verdicts.batch_size_verdict(final).details[1]
     assert "fewer optimizer steps" in fewer and "at as many" not in fewer
@@ -88,7 +89,7 @@ def test_welch_interval_of_identical_seeds_is_the_difference_itself():
 
 
 def _verdict(sweep):
-    df = analysis.load_sweep(sweep)
+    df = sweep_files.read(sweep).epochs
     return verdicts.batch_size_verdict(analysis.final_results(df), "all runs", analysis.runs_table(df))
 
 

@@ -1,11 +1,11 @@
-"""+study=diagnose's plan (harness.config.diagnose): the arms computed from the user's own command, read from the
+"""+study=diagnose's plan (harness.config.diagnosis): the arms computed from the user's own command, read from the
 planned jobs and their composed, validated configs (no training), and the commands it refuses."""
 import math
 
 import pytest
 
 from harness.config import batching
-from harness.config.diagnose import global_batch
+from harness.config.diagnosis import global_batch
 from harness.data.registry import expected_train_size
 from harness.launch.cli import main, plan_command
 from tests.helpers.sweeps import planned

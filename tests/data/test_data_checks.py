@@ -1,4 +1,4 @@
-"""The data suspects of "high train_acc, low val_acc" (harness.data.suspects), each check on data whose answer is
+"""The data suspects of "high train_acc, low val_acc" (harness.data.data_checks), each check on data whose answer is
 known: a hand table for Cramér's V, a hand sequence for the order statistic, splits drawn from one distribution
 or shifted by a known amount for the domain classifier."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from harness.data import suspects
+from harness.data import data_checks
 
 FEATURES = 16
 SHIFTED = [3, 7, 11]
@@ -28,7 +28,7 @@ BALANCED = [1 / 3, 1 / 3, 1 / 3]
 
 
 def test_label_shift_balanced_splits_not_flagged():
-    check = suspects.label_shift(np.arange(300) % 3, np.arange(90) % 3, num_classes=3)
+    check = data_checks.label_shift(np.arange(300) % 3, np.arange(90) % 3, num_classes=3)
     assert check.statistic == pytest.approx(0.0, abs=1e-12)
     assert not check.flagged
 
@@ -36,7 +36,7 @@ def test_label_shift_balanced_splits_not_flagged():
 def test_label_shift_90_10_training_flagged_names_class_and_tvd():
     y_train = np.repeat([0, 1], [900, 100])
     y_val = np.repeat([0, 1], [500, 500])
-    check = suspects.label_shift(y_train, y_val, num_classes=2, classes=["cat", "dog"])
+    check = data_checks.label_shift(y_train, y_val, num_classes=2, classes=["cat", "dog"])
     assert check.flagged
     assert check.extra["tvd"] == pytest.approx(0.4, abs=1e-9)
     assert check.extra["over_represented"] == "cat"
@@ -49,7 +49,7 @@ def test_label_shift_matches_cramers_v_on_a_hand_table():
     # chi2 = 4 * 10^2 / 20 = 20 on 2 degrees of freedom (p = exp(-10)), V = sqrt(20 / 120), TVD = 1/3
     y_train = np.repeat([0, 1, 3], [30, 10, 20])
     y_val = np.repeat([0, 1, 3], [10, 30, 20])
-    check = suspects.label_shift(y_train, y_val, num_classes=4)
+    check = data_checks.label_shift(y_train, y_val, num_classes=4)
     assert check.statistic == pytest.approx(np.sqrt(20 / 120), rel=1e-12)
     assert check.extra["p_value"] == pytest.approx(np.exp(-10), rel=1e-9)
     assert check.extra["tvd"] == pytest.approx(1 / 3, abs=1e-9)
@@ -58,37 +58,37 @@ def test_label_shift_matches_cramers_v_on_a_hand_table():
 
 
 def test_label_shift_one_class_is_zero():
-    check = suspects.label_shift(np.full(10, 2), np.full(5, 2), num_classes=3)
+    check = data_checks.label_shift(np.full(10, 2), np.full(5, 2), num_classes=3)
     assert check.statistic == 0.0 and not check.flagged
 
 
 def test_order_class_sorted_flagged():
-    check = suspects.order(np.repeat(np.arange(10), 100), shuffle=False)
+    check = data_checks.order(np.repeat(np.arange(10), 100), shuffle=False)
     assert check.statistic == pytest.approx((990 / 999 - 0.1) / 0.9, rel=1e-12)
     assert check.flagged
 
 
 def test_order_random_permutation_not_flagged():
     y = np.random.default_rng(0).permutation(np.repeat(np.arange(10), 100))
-    check = suspects.order(y, shuffle=True)
+    check = data_checks.order(y, shuffle=True)
     assert abs(check.statistic) < 0.05 and not check.flagged
     assert "drawn anew every epoch" in check.detail
 
 
 def test_order_hand_example():
-    check = suspects.order(np.array([0, 0, 1, 1]), shuffle=False)
+    check = data_checks.order(np.array([0, 0, 1, 1]), shuffle=False)
     assert (check.extra["f"], check.extra["e"]) == pytest.approx((2 / 3, 0.5), abs=1e-12)
     assert check.statistic == pytest.approx(1 / 3, abs=1e-12)
-    assert suspects.order(np.zeros(5, int), shuffle=False).statistic == 0.0
+    assert data_checks.order(np.zeros(5, int), shuffle=False).statistic == 0.0
 
 
 def test_feature_shift_same_distribution_not_flagged():
-    check = suspects.feature_shift(*_clusters(BALANCED, 600, 0), *_clusters(BALANCED, 300, 1))
+    check = data_checks.feature_shift(*_clusters(BALANCED, 600, 0), *_clusters(BALANCED, 300, 1))
     assert check.statistic < 0.1 and not check.flagged
 
 
 def test_feature_shift_one_std_everywhere_flagged():
-    check = suspects.feature_shift(*_clusters(BALANCED, 600, 0), *_clusters(BALANCED, 300, 1, shift=1.0))
+    check = data_checks.feature_shift(*_clusters(BALANCED, 600, 0), *_clusters(BALANCED, 300, 1, shift=1.0))
     assert check.statistic > 0.9 and check.flagged
 
 
@@ -98,7 +98,7 @@ def test_feature_shift_sees_a_change_of_scale_that_moves_no_mean():
     x_val, y_val = _clusters(BALANCED, 300, 1)
     x_val = (x_val - x_val.mean(axis=0)) * 255.0
     x_train, y_train = _clusters(BALANCED, 600, 0)
-    check = suspects.feature_shift(x_train - x_train.mean(axis=0), y_train, x_val, y_val)
+    check = data_checks.feature_shift(x_train - x_train.mean(axis=0), y_train, x_val, y_val)
     assert check.flagged and check.statistic > 0.9
     assert check.extra["top_inputs"][0]["input"] in ("sample std", "sample min", "sample max")
 
@@ -107,7 +107,7 @@ def test_feature_shift_names_the_shifted_inputs():
     shift = np.zeros(FEATURES)
     shift[SHIFTED] = 1.0
     names = [f"pixel {i}" for i in range(FEATURES)]
-    check = suspects.feature_shift(*_clusters(BALANCED, 600, 0), *_clusters(BALANCED, 300, 1, shift=shift),
+    check = data_checks.feature_shift(*_clusters(BALANCED, 600, 0), *_clusters(BALANCED, 300, 1, shift=shift),
                                    feature_names=names)
     assert check.flagged
     assert {top["input"] for top in check.extra["top_inputs"]} == {names[i] for i in SHIFTED}
@@ -117,17 +117,17 @@ def test_feature_shift_names_the_shifted_inputs():
 def test_feature_shift_label_shift_alone_not_flagged():
     # training 90% class 0, validation balanced, the same inputs within every class: unweighted, a classifier
     # tells the splits apart by the class the inputs look like (statistic ~0.5); weighted, it cannot
-    check = suspects.feature_shift(*_clusters([0.9, 0.05, 0.05], 1000, 0), *_clusters(BALANCED, 300, 1))
+    check = data_checks.feature_shift(*_clusters([0.9, 0.05, 0.05], 1000, 0), *_clusters(BALANCED, 300, 1))
     assert check.statistic < 0.1 and not check.flagged
 
 
 def test_feature_shift_ignores_row_order():
     x_train, y_train = _clusters(BALANCED, 600, 0)
     x_val, y_val = _clusters(BALANCED, 300, 1, shift=0.2)
-    first = suspects.feature_shift(x_train, y_train, x_val, y_val, max_samples=400)
+    first = data_checks.feature_shift(x_train, y_train, x_val, y_val, max_samples=400)
     rng = np.random.default_rng(5)
     a, b = rng.permutation(len(y_train)), rng.permutation(len(y_val))
-    again = suspects.feature_shift(x_train[a], y_train[a], x_val[b], y_val[b], max_samples=400)
+    again = data_checks.feature_shift(x_train[a], y_train[a], x_val[b], y_val[b], max_samples=400)
     assert again.statistic == pytest.approx(first.statistic, abs=1e-9)
     assert again.extra["top_inputs"] == first.extra["top_inputs"]
 
@@ -136,38 +136,38 @@ def test_feature_shift_subsamples_to_max_samples():
     x_train, y_train = _clusters(BALANCED, 1500, 0)
     x_val, y_val = _clusters(BALANCED, 300, 1)
     images = (x_train.reshape(-1, 4, 4), x_val.reshape(-1, 4, 4))  # any sample shape is flattened
-    check = suspects.feature_shift(images[0], y_train, images[1], y_val, max_samples=500)
+    check = data_checks.feature_shift(images[0], y_train, images[1], y_val, max_samples=500)
     assert (check.extra["train_samples"], check.extra["val_samples"]) == (500, 300)
     assert "500 and 300 samples" in check.detail
 
 
 def test_capacity_flagged_over_threshold():
-    check = suspects.capacity(52_138, 3600, [0.2, 0.25, 0.15], shift_flagged=False)
+    check = data_checks.capacity(52_138, 3600, [0.2, 0.25, 0.15], shift_flagged=False)
     assert check.statistic == pytest.approx(0.2) and check.flagged
     assert "52,138 trainable parameters, 14.5 per training sample" in check.detail
     assert check.extra["n"] == 3
-    assert not suspects.capacity(52_138, 3600, [0.03, 0.02], shift_flagged=False).flagged
+    assert not data_checks.capacity(52_138, 3600, [0.03, 0.02], shift_flagged=False).flagged
 
 
 def test_capacity_not_read_as_capacity_under_a_shift():
-    check = suspects.capacity(52_138, 3600, [0.2, 0.25, 0.15], shift_flagged=True)
+    check = data_checks.capacity(52_138, 3600, [0.2, 0.25, 0.15], shift_flagged=True)
     assert not check.flagged and "not read as capacity" in check.detail
 
 
 def test_capacity_without_gaps_unmeasured():
-    check = suspects.capacity(52_138, 3600, [], shift_flagged=False)
+    check = data_checks.capacity(52_138, 3600, [], shift_flagged=False)
     assert check.statistic is None and not check.flagged and "no tuning slice" in check.detail
 
 
 @pytest.mark.parametrize("check", [
-    lambda: suspects.label_shift(np.repeat([0, 1], [90, 10]), np.repeat([0, 1], [50, 50]), 2),
-    lambda: suspects.label_shift(np.zeros(4, int), np.zeros(3, int), 2),
-    lambda: suspects.order(np.array([0, 0, 1, 1]), shuffle=True),
-    lambda: suspects.order(np.array([1]), shuffle=False),
-    lambda: suspects.feature_shift(*_clusters(BALANCED, 150, 0), *_clusters(BALANCED, 60, 1)),
-    lambda: suspects.feature_shift(*_clusters(BALANCED, 6, 0), *_clusters(BALANCED, 3, 1)),
-    lambda: suspects.capacity(1000, 100, [0.3], shift_flagged=False),
-    lambda: suspects.capacity(1000, 0, [], shift_flagged=True),
+    lambda: data_checks.label_shift(np.repeat([0, 1], [90, 10]), np.repeat([0, 1], [50, 50]), 2),
+    lambda: data_checks.label_shift(np.zeros(4, int), np.zeros(3, int), 2),
+    lambda: data_checks.order(np.array([0, 0, 1, 1]), shuffle=True),
+    lambda: data_checks.order(np.array([1]), shuffle=False),
+    lambda: data_checks.feature_shift(*_clusters(BALANCED, 150, 0), *_clusters(BALANCED, 60, 1)),
+    lambda: data_checks.feature_shift(*_clusters(BALANCED, 6, 0), *_clusters(BALANCED, 3, 1)),
+    lambda: data_checks.capacity(1000, 100, [0.3], shift_flagged=False),
+    lambda: data_checks.capacity(1000, 0, [], shift_flagged=True),
 ], ids=["label_shift", "label_shift-one-class", "order", "order-one-sample", "feature_shift",
         "feature_shift-too-few", "capacity", "capacity-unmeasured"])
 def test_as_dict_is_json(check):

@@ -14,8 +14,8 @@ from harness.config.schema import ConfigError
 from harness.data import registry as datasets
 from harness.data import tfds_source
 from harness.data.builtin import DataUnavailable
-from harness.report.html import report_path
 from harness.launch.cli import main
+from harness.report.html import report_path
 from tests.conftest import built_once, run_harness
 from tests.helpers import tfds_data
 

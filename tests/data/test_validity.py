@@ -1,4 +1,4 @@
-"""A user's wrong data never trains (harness.data.checks): each mistake people make when they export their own
+"""A user's wrong data never trains (harness.data.validity): each mistake people make when they export their own
 arrays or tables is refused by the command, exit 2, one line naming the file, the array or column, what was
 found and what is allowed, and nothing written. The run path calls the same checks (registry.load)."""
 from __future__ import annotations
@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.data import checks
 from harness.data import registry as datasets
+from harness.data import validity
 from harness.fields import ConfigError
 from harness.launch.cli import main
 from tests.conftest import TINY, run_harness
@@ -94,10 +94,10 @@ def test_wrong_data_is_refused_before_anything_runs(case, tmp_path, capsys, monk
 
 
 def test_whole_number_float_labels_are_integers_and_a_label_column_is_flattened(tmp_path):
-    assert checks.label_values(np.array([0.0, 2.0, 1.0]), "k", "w", "y").dtype == np.int64
-    assert checks.label_values(np.array([[1], [0]]), "k", "w", "y").tolist() == [1, 0]
+    assert validity.label_values(np.array([0.0, 2.0, 1.0]), "k", "w", "y").dtype == np.int64
+    assert validity.label_values(np.array([[1], [0]]), "k", "w", "y").tolist() == [1, 0]
     with pytest.raises(ConfigError, match=r"finite labels; y has 1 NaN or infinite value\(s\), the first in sample 1"):
-        checks.label_values(np.array([0.0, np.nan]), "k", "w", "y")
+        validity.label_values(np.array([0.0, np.nan]), "k", "w", "y")
 
 
 def test_the_run_path_checks_too(tmp_path, compose):
@@ -111,12 +111,12 @@ def test_the_run_path_checks_too(tmp_path, compose):
 
 
 def test_the_finite_check_reads_a_large_array_in_chunks(monkeypatch):
-    monkeypatch.setattr(checks, "CHUNK", 7)
+    monkeypatch.setattr(validity, "CHUNK", 7)
     big = np.ones((50, 3), np.float32)
     big[40, 2] = -np.inf
     with pytest.raises(ConfigError, match="the first in sample 40"):
-        checks.finite(big, "k", "w", "x")
-    assert checks.finite(np.full((4, 4), -3.0), "k", "w", "x") == 3.0
+        validity.finite(big, "k", "w", "x")
+    assert validity.finite(np.full((4, 4), -3.0), "k", "w", "x") == 3.0
 
 
 @pytest.mark.slow  # a real run: the warning, run.json and the report

@@ -258,3 +258,27 @@ def test_the_report_of_a_thousand_runs_reads_as_one_table_and_a_few_figures(thou
         screenshot = tmp_path / "thousand.png"
         driver.save_screenshot(str(screenshot))
         assert screenshot.stat().st_size > 50_000
+
+
+def test_a_report_reads_each_runs_files_once(tmp_path, monkeypatch):
+    """Every section of the report (verdicts, the probes' Why, the runs table, the environment) reads the one
+    harness.assess.sweep.Sweep: each run.json and probes.json is read once, however many sections use it."""
+    from collections import Counter
+
+    from harness.assess import sweep as sweep_files
+    from harness.store import probes_file
+    from tests.helpers.sweeps import add_probes
+
+    sweep = add_probes(batch_sweep(tmp_path / "s", {8: [0.90, 0.91], 128: [0.80, 0.81]}))
+    jobs = [{"job": str(n), "overrides": json.loads((sweep / str(n) / "run.json").read_text())["overrides"]}
+            for n in range(4)] + [{"job": "4", "overrides": ["batch_size=64"]}]  # as the command writes it, and a
+    # fifth job not started yet
+    (sweep / "sweep.json").write_text(json.dumps({"jobs": jobs}))
+    reads: Counter = Counter()
+    for module, name in ((sweep_files, "inspect_run"), (probes_file, "read")):
+        original = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda path, _f=original, _n=name: reads.update([(_n, Path(path).name)])
+                            or _f(path))
+    assert "1 not started" in report.build_report(sweep)
+    assert reads and set(reads.values()) == {1}, reads
+    assert {job for _, job in reads} == {"0", "1", "2", "3"}

@@ -129,13 +129,13 @@ def test_sweeps_grouped_in_a_subfolder_are_found(tmp_path):
 
 def test_the_index_never_assesses_a_sweep(reported, monkeypatch):
     """Rows come from the reports' summaries and run.json files: building the index of many sweeps stays cheap."""
-    from harness.assess import analysis, assessment
+    from harness.assess import assessment, sweep
 
     def refuse(*args, **kwargs):
         raise AssertionError("the index assessed a sweep")
 
     monkeypatch.setattr(assessment, "assess", refuse)
-    monkeypatch.setattr(analysis, "load_sweep", refuse)
+    monkeypatch.setattr(sweep, "load_epochs", refuse)
     assert len(index_rows(index.build_index(reported / "reports"))) == 2
 
 

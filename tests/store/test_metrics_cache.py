@@ -3,7 +3,7 @@ where a file changed, rebuilt when it is damaged, and never needed (a read-only 
 import pandas as pd
 import pytest
 
-from harness.assess.analysis import load_sweep
+from harness.assess.sweep import read
 from harness.store import metrics_cache, run_files
 from harness.store.files import atomic_write
 from tests.helpers.sweeps import make_run
@@ -61,25 +61,25 @@ def test_the_cached_rows_are_the_rows_of_the_run_files_and_only_changed_files_ar
 
 
 def test_a_sweep_reads_the_same_with_its_cache_without_it_and_with_it_damaged(sweep, reads):
-    cold = load_sweep(sweep)
-    warm = load_sweep(sweep)
+    cold = read(sweep).epochs
+    warm = read(sweep).epochs
     pd.testing.assert_frame_equal(warm, cold)
     (sweep / metrics_cache.CACHE_FILE).write_bytes(b"PAR1 not a parquet file PAR1")
-    rebuilt = load_sweep(sweep)
+    rebuilt = read(sweep).epochs
     pd.testing.assert_frame_equal(rebuilt, cold)
     assert len(reads) == 2 and reads[0] == reads[1]  # the damaged cache was read around, and written again
-    load_sweep(sweep)
+    read(sweep).epochs
     assert len(reads) == 2
 
 
 def test_a_sweep_whose_cache_cannot_be_written_is_read_from_its_run_files(sweep, monkeypatch):
     """A read-only copy of a sweep (here, every write of the cache refused): the rows come from the run files."""
-    expected = load_sweep(sweep)
+    expected = read(sweep).epochs
     (sweep / metrics_cache.CACHE_FILE).unlink()
 
     def read_only(path, write, mode=0o644):
         raise PermissionError(13, "Permission denied", str(path))
 
     monkeypatch.setattr(metrics_cache, "atomic_write", read_only)
-    pd.testing.assert_frame_equal(load_sweep(sweep), expected)
+    pd.testing.assert_frame_equal(read(sweep).epochs, expected)
     assert not (sweep / metrics_cache.CACHE_FILE).exists()
