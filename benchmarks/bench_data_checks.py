@@ -14,7 +14,6 @@ one process, so nothing else on the machine enters the ratio twice.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
@@ -72,6 +71,25 @@ def command(overrides: list[str], folder: Path) -> tuple[float, float, int]:
     return wall, sum(times), len(times)
 
 
+def table(cases: list[tuple[str, list[tuple[float, float, int]]]], repeats: int) -> str:
+    """Each case's commands (wall seconds, seconds in the checks, calls) as the docs' table: medians, and the checks'
+    share of the wall time (the median of each command's share)."""
+    rows = []
+    for name, measured in cases:
+        wall = statistics.median(m[0] for m in measured)
+        share = statistics.median(100 * m[1] / m[0] for m in measured)
+        rows.append(f"| {name} | {wall:.1f} s | {statistics.median(m[1] for m in measured) * 1000:.1f} ms "
+                    f"({measured[0][2]} calls) | {share:.2f}% |")
+    return "\n".join([
+        f"Medians of {repeats} (`python -m benchmarks.bench_data_checks`; each command one run, one epoch, probes "
+        "off):",
+        "",
+        "| one-epoch command | wall time | in the data checks | share of the wall time |",
+        "| --- | ---: | ---: | ---: |",
+        *rows,
+    ])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
@@ -94,24 +112,13 @@ def main(argv: list[str] | None = None) -> int:
                 folder = Path(tmp) / f"{len(rows)}-{r}"
                 folder.mkdir()
                 measured.append(command(overrides, folder))
-            wall = statistics.median(m[0] for m in measured)
-            share = statistics.median(100 * m[1] / m[0] for m in measured)
-            rows.append(f"| {name} | {wall:.1f} s | {statistics.median(m[1] for m in measured) * 1000:.1f} ms "
-                        f"({measured[0][2]} calls) | {share:.2f}% |")
-    table = "\n".join([
-        f"Medians of {repeats} (`python -m benchmarks.bench_data_checks`; each command one run, one epoch, probes "
-        "off):",
-        "",
-        "| one-epoch command | wall time | in the data checks | share of the wall time |",
-        "| --- | ---: | ---: | ---: |",
-        *rows,
-    ])
-    print(table)
+            rows.append((name, measured))
+    text = table(rows, repeats)
+    print(text)
     if args.update_docs:
         from benchmarks.doc_blocks import replace_section
 
-        replace_section("data-checks-cost", table)
-    print(json.dumps({"rows": rows}), file=sys.stderr)
+        replace_section("data-checks-cost", text)
     return 0
 
 

@@ -102,6 +102,17 @@ def _cells(found: tuple[float, float, float] | None, why: str) -> str:
     return f"{first} | {1000 * per_job:.2f} ms | {peak:.0f} MB"
 
 
+def row(jobs: int, earlier: tuple[float, float, float] | None, why: str, after: tuple[float, float, float]) -> str:
+    """One size's row: (seconds to the first run, planning seconds a job, peak MB) before and after."""
+    return f"| {jobs:,} | {_cells(earlier, why)} | {_cells(after, '')} |"
+
+
+def table(rows: list[str], before: str | None, revision: str) -> str:
+    return (f"| jobs | before ({before or '–'}): first run | plan per job | command's peak memory | after "
+            f"({revision}): first run | plan per job | command's peak memory |\n"
+            "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n" + "\n".join(rows))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", metavar="REV", help="also measure the code of this git revision")
@@ -124,16 +135,14 @@ def main(argv: list[str] | None = None) -> int:
             earlier = (measure(jobs, before, args.timeout) if before is not None and jobs <= args.before_max
                        else None)
             why = "not measured" if before is None else f"not run (larger than --before-max {args.before_max})"
-            rows.append(f"| {jobs:,} | {_cells(earlier, why)} | {_cells(after, '')} |")
+            rows.append(row(jobs, earlier, why, after))
             print(rows[-1], file=sys.stderr, flush=True)
     revision = subprocess.run(["git", "-C", str(doc_blocks.REPO), "rev-parse", "--short", "HEAD"],
                               capture_output=True, text=True).stdout.strip()
-    table = (f"| jobs | before ({args.before or '–'}): first run | plan per job | command's peak memory | after "
-             f"({revision}): first run | plan per job | command's peak memory |\n"
-             "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n" + "\n".join(rows))
-    print(table)
+    text = table(rows, args.before, revision)
+    print(text)
     if args.update_docs and not args.smoke:
-        doc_blocks.replace_section("plan-cost", table)
+        doc_blocks.replace_section("plan-cost", text)
     return 0
 
 

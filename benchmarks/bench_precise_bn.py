@@ -56,6 +56,28 @@ def run_seconds(overrides: list[str], run_dir: Path, measured: bool) -> tuple[fl
     return json.loads((run_dir / "run.json").read_text())["run_seconds"], sum(spent)
 
 
+def table(with_bn: dict[int, list[float]], without: dict[int, list[float]], spent: dict[int, list[float]],
+          repeats: int, smoke: bool = False) -> str:
+    """The measured seconds (by batch size) as the docs' table: medians, the measurement's share of a run, and the
+    ratio with ÷ without; then the batch sizes together."""
+    med = statistics.median
+    sizes = list(with_bn)
+    total_with, total_without = (sum(med(v[b]) for b in sizes) for v in (with_bn, without))
+    rows = [f"| batch {b} | {med(spent[b]):.1%} | {med(without[b]):.2f} s | {med(with_bn[b]):.2f} s | "
+            f"{med(with_bn[b]) / med(without[b]):.3f}x |" for b in sizes]
+    share = sum(med(spent[b]) * med(with_bn[b]) for b in sizes) / total_with
+    return "\n".join([
+        f"Median of {repeats}, run_seconds of one run (MNIST-1D convnet with batch norm, default epochs and probes"
+        f"{'; smoke round' if smoke else ''}), both variants in one process, one after the other.",
+        "",
+        "| run | share of the run in the measurement | run without it | run with it | with ÷ without |",
+        "| --- | ---: | ---: | ---: | ---: |",
+        *rows,
+        f"| the main job's {len(sizes)} runs together | {share:.1%} | {total_without:.2f} s | {total_with:.2f} s | "
+        f"{total_with / total_without:.3f}x |",
+    ])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
@@ -80,21 +102,7 @@ def main(argv: list[str] | None = None) -> int:
                         spent[batch].append(inside / seconds)
                 print(f"# repeat {r + 1}, batch {batch}: {with_bn[batch][-1]:.1f} s with, {without[batch][-1]:.1f} s "
                       "without", file=sys.stderr, flush=True)
-    med = statistics.median
-    total_with, total_without = (sum(med(v[b]) for b in sizes) for v in (with_bn, without))
-    rows = [f"| batch {b} | {med(spent[b]):.1%} | {med(without[b]):.2f} s | {med(with_bn[b]):.2f} s | "
-            f"{med(with_bn[b]) / med(without[b]):.3f}x |" for b in sizes]
-    share = sum(med(spent[b]) * med(with_bn[b]) for b in sizes) / total_with
-    text = "\n".join([
-        f"Median of {repeats}, run_seconds of one run (MNIST-1D convnet with batch norm, default epochs and probes"
-        f"{'; smoke round' if args.smoke else ''}), both variants in one process, one after the other.",
-        "",
-        "| run | share of the run in the measurement | run without it | run with it | with ÷ without |",
-        "| --- | ---: | ---: | ---: | ---: |",
-        *rows,
-        f"| the main job's {len(sizes)} runs together | {share:.1%} | {total_without:.2f} s | {total_with:.2f} s | "
-        f"{total_with / total_without:.3f}x |",
-    ])
+    text = table(with_bn, without, spent, repeats, args.smoke)
     print(text)
     if args.update_docs:
         from benchmarks.doc_blocks import replace_section

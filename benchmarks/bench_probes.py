@@ -32,6 +32,24 @@ def timed_interpolation(sweep_dir: Path) -> float:
     return time.perf_counter() - start
 
 
+def table(on: list[float], off: list[float], final_probes: list[float], interpolation: list[float], repeats: int,
+          extra: list[str]) -> str:
+    """The measured seconds as the docs' table: medians, and the ratio of the medians."""
+    med = statistics.median
+    return "\n".join([
+        f"Median of {repeats} (MNIST-1D convnet, default epochs and probe_samples unless smoke"
+        f"{'; ' + ' '.join(extra) if extra else ''}).",
+        "",
+        "| measure | value |",
+        "| --- | ---: |",
+        f"| main job with `probes=false`, wall time | {med(off):.1f} s |",
+        f"| main job with the default probes, wall time | {med(on):.1f} s |",
+        f"| ratio, probes on ÷ off | {med(on) / med(off):.2f}x |",
+        f"| end-of-run probes of one run (eigenvalue, trace, sharpness at two ε) | {med(final_probes):.1f} s |",
+        f"| the sweep's interpolation (`python -m harness.probe`), alone | {med(interpolation):.1f} s |",
+    ])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
@@ -56,19 +74,7 @@ def main(argv: list[str] | None = None) -> int:
             interpolation.append(timed_interpolation(Path(tmp) / f"on-{r}"))
             print(f"# repeat {r + 1}: probes=false {off[-1]:.1f} s, probes on {on[-1]:.1f} s", file=sys.stderr,
                   flush=True)
-    med = statistics.median
-    text = "\n".join([
-        f"Median of {repeats} (MNIST-1D convnet, default epochs and probe_samples unless smoke"
-        f"{'; ' + ' '.join(args.extra) if args.extra else ''}).",
-        "",
-        "| measure | value |",
-        "| --- | ---: |",
-        f"| main job with `probes=false`, wall time | {med(off):.1f} s |",
-        f"| main job with the default probes, wall time | {med(on):.1f} s |",
-        f"| ratio, probes on ÷ off | {med(on) / med(off):.2f}x |",
-        f"| end-of-run probes of one run (eigenvalue, trace, sharpness at two ε) | {med(final_probes):.1f} s |",
-        f"| the sweep's interpolation (`python -m harness.probe`), alone | {med(interpolation):.1f} s |",
-    ])
+    text = table(on, off, final_probes, interpolation, repeats, args.extra)
     print(text)
     if args.update_docs:
         from benchmarks.doc_blocks import replace_section

@@ -49,9 +49,10 @@ def timed(args: list[str], cwd: Path) -> float:
     return time.perf_counter() - started
 
 
-def sweep_row(runs: int, seeds: int, folder: Path, smoke: bool) -> str:
-    """The first report reads every run's files (and keeps the sweep's metrics cache); the report again and the
-    results table after it read the cache; the results table without it reads every file again."""
+def sweep_times(runs: int, seeds: int, folder: Path, smoke: bool) -> tuple[float, float, int, float, float]:
+    """(the first report, the report again, its HTML's bytes, the results table, the results table without the
+    metrics cache): the first report reads every run's files (and keeps the sweep's metrics cache); the report
+    again and the results table after it read the cache; the results table without it reads every file again."""
     from harness.store.metrics_cache import CACHE_FILE
 
     sweep = constructed(folder / "sweeps" / f"runs-{runs}", command(seeds, smoke))
@@ -61,11 +62,16 @@ def sweep_row(runs: int, seeds: int, folder: Path, smoke: bool) -> str:
     results = timed(["harness.results", str(sweep)], folder)
     (sweep / CACHE_FILE).unlink()
     uncached = timed(["harness.results", str(sweep)], folder)
-    return (f"| {runs:,} runs, {2 if smoke else 20} facets | {report:.1f} s | {again:.1f} s | {size / 1e6:.1f} MB | "
+    return report, again, size, results, uncached
+
+
+def sweep_row(runs: int, facets: int, times: tuple[float, float, int, float, float]) -> str:
+    report, again, size, results, uncached = times
+    return (f"| {runs:,} runs, {facets} facets | {report:.1f} s | {again:.1f} s | {size / 1e6:.1f} MB | "
             f"{results:.1f} s | {uncached:.1f} s |")
 
 
-def index_row(sweeps: int, folder: Path) -> str:
+def index_seconds(sweeps: int, folder: Path) -> float:
     """The index over `sweeps` sweeps of the main job's 12 runs (copies of one constructed sweep, each reported)."""
     from harness.report.html import write_report
 
@@ -75,8 +81,17 @@ def index_row(sweeps: int, folder: Path) -> str:
         shutil.copytree(first, root / "sweeps" / f"main-{n:03d}")
     for sweep in sorted((root / "sweeps").iterdir()):
         write_report(sweep, root / "reports")
-    seconds = timed(["harness.report", "--index", "--out", str(root / "reports")], root)
+    return timed(["harness.report", "--index", "--out", str(root / "reports")], root)
+
+
+def index_row(sweeps: int, seconds: float) -> str:
     return f"| `reports/index.html` over {sweeps} sweeps (12 runs each) | {seconds:.1f} s | – | – | – | – |"
+
+
+def table(rows: list[str]) -> str:
+    return ("| what | report (`python -m harness.report`), first | report again | its HTML | results table "
+            "(`python -m harness.results`) after the report | results table, no metrics cache |"
+            "\n| --- | ---: | ---: | ---: | ---: | ---: |\n" + "\n".join(rows))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -89,15 +104,14 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         sizes = [(20, 5)] if args.smoke else [(100, 1), (1000, 10), (10000, 100)]
         for runs, seeds in sizes:
-            rows.append(sweep_row(runs, seeds, Path(tmp), args.smoke))
+            rows.append(sweep_row(runs, 2 if args.smoke else 20, sweep_times(runs, seeds, Path(tmp), args.smoke)))
             print(rows[-1], file=sys.stderr, flush=True)
-        rows.append(index_row(3 if args.smoke else 100, Path(tmp)))
-    table = ("| what | report (`python -m harness.report`), first | report again | its HTML | results table "
-             "(`python -m harness.results`) after the report | results table, no metrics cache |"
-             "\n| --- | ---: | ---: | ---: | ---: | ---: |\n" + "\n".join(rows))
-    print(table)
+        sweeps = 3 if args.smoke else 100
+        rows.append(index_row(sweeps, index_seconds(sweeps, Path(tmp))))
+    text = table(rows)
+    print(text)
     if args.update_docs and not args.smoke:
-        doc_blocks.replace_section("report-cost", table)
+        doc_blocks.replace_section("report-cost", text)
     return 0
 
 

@@ -85,6 +85,36 @@ def phases(sweep_dir: Path, started: float, ended: float, slots: int) -> dict[st
     }
 
 
+def tables(walls: dict[str, list[float]], counts: dict[str, int], where: list[dict[str, float]], serial: list[float],
+           parallel: list[float], memory: list[float], repeats: int, slots: int, smoke: bool) -> tuple[str, str]:
+    """The measured seconds, throughputs and memory as the docs' two tables: medians, the ratio of the medians."""
+    med = statistics.median
+    three, one = med(walls["3 seeds"]), med(walls["1 seed"])
+    fresh = f"{med(walls[FRESH]):.1f} s" if walls[FRESH] else "not run in a smoke round"
+    table = "\n".join([
+        f"Median of {repeats}, the variants interleaved (MNIST-1D convnet, default epochs and probes; "
+        f"{os.cpu_count()} CPU cores){'; smoke: tiny data, batch 16 only, no probes' if smoke else ''}.",
+        "",
+        "| measure | value |",
+        "| --- | ---: |",
+        f"| main job `python -m harness batch_size=8,32,64,128 -m` (3 seeds, {counts['3 seeds']} runs), wall time "
+        f"| {three:.1f} s |",
+        f"| the same with `seed=0` (1 seed, {counts['1 seed']} runs), wall time | {one:.1f} s |",
+        f"| 3 seeds ÷ 1 seed | {three / one:.2f}x |",
+        f"| 3 seeds with a fresh process per run (`hydra.launcher.reuse_processes=false`) | {fresh} |",
+        f"| two equal runs, throughput with n_jobs=2 ÷ n_jobs=1 | {med(parallel) / med(serial):.2f}x |",
+        f"| peak memory of one run (largest seen) | {max(memory):.0f} MB |",
+    ])
+    breakdown = "\n".join([
+        f"Where the 3-seed main job's time goes (median of {repeats}; {slots} parallel slots):",
+        "",
+        "| phase | seconds |",
+        "| --- | ---: |",
+        *(f"| {name} | {med(w[name] for w in where):.1f} |" for name in where[0]),
+    ])
+    return table, breakdown
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
@@ -125,30 +155,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"# repeat {r + 1}: " + ", ".join(f"{n} {w[-1]:.1f} s" for n, w in walls.items() if w)
                   + f"; throughput n_jobs=1 {serial[-1]:.0f}, n_jobs=2 {parallel[-1]:.0f} samples/s",
                   file=sys.stderr, flush=True)
-    med = statistics.median
-    three, one = med(walls["3 seeds"]), med(walls["1 seed"])
-    fresh = f"{med(walls[FRESH]):.1f} s" if walls[FRESH] else "not run in a smoke round"
-    table = "\n".join([
-        f"Median of {repeats}, the variants interleaved (MNIST-1D convnet, default epochs and probes; "
-        f"{os.cpu_count()} CPU cores){'; smoke: tiny data, batch 16 only, no probes' if args.smoke else ''}.",
-        "",
-        "| measure | value |",
-        "| --- | ---: |",
-        f"| main job `python -m harness batch_size=8,32,64,128 -m` (3 seeds, {counts['3 seeds']} runs), wall time "
-        f"| {three:.1f} s |",
-        f"| the same with `seed=0` (1 seed, {counts['1 seed']} runs), wall time | {one:.1f} s |",
-        f"| 3 seeds ÷ 1 seed | {three / one:.2f}x |",
-        f"| 3 seeds with a fresh process per run (`hydra.launcher.reuse_processes=false`) | {fresh} |",
-        f"| two equal runs, throughput with n_jobs=2 ÷ n_jobs=1 | {med(parallel) / med(serial):.2f}x |",
-        f"| peak memory of one run (largest seen) | {max(memory):.0f} MB |",
-    ])
-    breakdown = "\n".join([
-        f"Where the 3-seed main job's time goes (median of {repeats}; {slots} parallel slots):",
-        "",
-        "| phase | seconds |",
-        "| --- | ---: |",
-        *(f"| {name} | {med(w[name] for w in where):.1f} |" for name in where[0]),
-    ])
+    table, breakdown = tables(walls, counts, where, serial, parallel, memory, repeats, slots, args.smoke)
     print(table + "\n\n" + breakdown)
     if args.update_docs:
         from benchmarks.doc_blocks import replace_section

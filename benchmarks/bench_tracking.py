@@ -65,6 +65,24 @@ def _check_logged(sweep_dir: Path) -> None:
             raise RuntimeError(f"{run_json.parent}: MLflow holds epochs {steps}")
 
 
+def tables(times: dict[str, list[float]], made: float, again: float, command: str, rounds: int) -> tuple[str, str]:
+    """The rounds' seconds (`off` and `mlflow`, round by round) as the docs' table and its verdict: the cost is the
+    median of each round's ratio, less 1; `made`, `again`: opening MLflow with a new store and an existing one."""
+    ratios = [on / off for on, off in zip(times["mlflow"], times["off"])]
+    cost = statistics.median(ratios) - 1
+    table = ("| main job | tracking off | tracking=mlflow (SQLite) | cost |\n| --- | ---: | ---: | ---: |\n"
+             f"| `{command}`, median of {rounds} | {statistics.median(times['off']):.1f} s | "
+             f"{statistics.median(times['mlflow']):.1f} s | {cost:+.1%} |")
+    verdict = (f"Each round's cost: {', '.join(f'{r - 1:+.1%}' for r in ratios)} (the variants alternate which "
+               f"runs first; nothing else ran on the machine). The bound is {LIMIT:.0%}: "
+               f"{'met' if cost <= LIMIT else 'NOT met'}. The tracked sweeps shared one store, as a sweeps folder's "
+               f"do; a new store's first sweep pays once for its tables: opening MLflow took {made:.1f} s with a "
+               f"new store, {again:.1f} s with an existing one (+{made - again:.1f} s, "
+               f"{(made - again) / statistics.median(times['off']):.1%} of the job). Every tracked run was read "
+               "back with MLflow's client: each epoch there once.")
+    return table, verdict
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -86,19 +104,7 @@ def main(argv: list[str] | None = None) -> int:
                 extra = ["tracking=mlflow"] if variant == "mlflow" else []
                 times[variant].append(sweep([*job, *extra], sweeps / f"{variant}-{round_}"))
                 print(f"round {round_ + 1} {variant}: {times[variant][-1]:.1f} s", file=sys.stderr, flush=True)
-    ratios = [on / off for on, off in zip(times["mlflow"], times["off"])]
-    cost = statistics.median(ratios) - 1
-    command = "python -m harness " + " ".join(job) + " -m"
-    table = ("| main job | tracking off | tracking=mlflow (SQLite) | cost |\n| --- | ---: | ---: | ---: |\n"
-             f"| `{command}`, median of {rounds} | {statistics.median(times['off']):.1f} s | "
-             f"{statistics.median(times['mlflow']):.1f} s | {cost:+.1%} |")
-    verdict = (f"Each round's cost: {', '.join(f'{r - 1:+.1%}' for r in ratios)} (the variants alternate which "
-               f"runs first; nothing else ran on the machine). The bound is {LIMIT:.0%}: "
-               f"{'met' if cost <= LIMIT else 'NOT met'}. The tracked sweeps shared one store, as a sweeps folder's "
-               f"do; a new store's first sweep pays once for its tables: opening MLflow took {made:.1f} s with a "
-               f"new store, {again:.1f} s with an existing one (+{made - again:.1f} s, "
-               f"{(made - again) / statistics.median(times['off']):.1%} of the job). Every tracked run was read "
-               "back with MLflow's client: each epoch there once.")
+    table, verdict = tables(times, made, again, "python -m harness " + " ".join(job) + " -m", rounds)
     print(table + "\n\n" + verdict)
     if args.update_docs and not args.smoke:
         from benchmarks.doc_blocks import replace_section

@@ -9,6 +9,7 @@ from harness.assess import diagnosis
 from harness.assess import sweep as sweep_files
 from harness.assess.assessment import assess
 from harness.report import html as report
+from tests.helpers import page
 from tests.helpers.sweeps import study_sweep
 
 CASE = ("+study=diagnose", "batch_size=8,64", "model.batch_norm=true", "epochs=2")
@@ -118,12 +119,13 @@ def test_other_sweeps_have_no_diagnosis(tmp_path):
 
 def test_the_report_opens_with_the_diagnosis_under_the_verdict(tmp_path):
     sweep = study_sweep(tmp_path / "s", *CASE)
-    text = report.build_report(sweep)
-    verdict, rest = text.split('<h2 id="diagnosis">', 1)
-    assert '<h2 id="verdict">' in verdict and "Other suspects" not in text
+    parsed = page.parse(report.build_report(sweep))
+    assert [h2.get("id") for h2 in parsed.find_all("h2")][:2] == ["verdict", "diagnosis"]
+    assert "suspects" not in [h2.get("id") for h2 in parsed.find_all("h2")]
+    rest = page.section(parsed, "diagnosis")
     assert rest.index("Of the drop of") < rest.index("The drop, part by part") < rest.index("label_shift")
-    for name in NAMES:
-        assert f"<td>{name}</td>" in rest
+    parts = page.records(parsed.find("h2", id="diagnosis").find_next("table"))
+    assert {row["part"] for row in parts} == NAMES
 
 
 def test_the_results_table_shows_each_runs_arm_and_the_parts(tmp_path, capsys):

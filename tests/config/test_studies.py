@@ -107,6 +107,7 @@ def test_a_study_runs_end_to_end_shrunken(tmp_path):
     """+study=causes, the study with the most paths (arms, class order, imbalance, a validation mismatch, a wider
     model on a fraction of the data, a batch of 512), trains and reports for real: one epoch, 1,000 samples."""
     from tests.conftest import run_harness
+    from tests.helpers import page
 
     sweep = tmp_path / "sweep"
     proc = run_harness("+study=causes", "dataset.num_samples=1000", "epochs=1", "seed=0", "probes=false",
@@ -117,9 +118,9 @@ def test_a_study_runs_end_to_end_shrunken(tmp_path):
     sizes = {r["config"]["batch_size"]: pd.read_parquet(sweep / p.parent.name / "metrics.parquet")["train_size"].iloc[0]
              for r, p in zip(records, sorted(sweep.glob("*/run.json")))}
     assert sizes[512] == 800 and sizes[8] == 800  # 1,000 samples, 80% for training
-    html = (tmp_path / proc.stdout.strip().splitlines()[-1]).read_text()
+    findings = page.facets(page.parse((tmp_path / proc.stdout.strip().splitlines()[-1]).read_text()))
     for section in ("Unshuffled data", "Class imbalance", "Preprocessing mismatch", "Model capacity and data size"):
-        assert f'<div class="facet">{section}</div>' in html, section
+        assert section in findings, section
 
 
 COMMANDS = [[f"+study={p.stem}"] for p in sorted((Path(__file__).parents[2] / "harness/conf/study").glob("*.yaml"))] + [

@@ -56,8 +56,10 @@ def test_a_diagnosis_of_a_users_npz_and_batch_norm_model(tmp_path):
     assert list(checks) == ["label_shift", "order", "feature_shift", "capacity"]
     assert not checks["label_shift"]["flagged"] and not checks["order"]["flagged"]  # a stratified, shuffled split
     assert checks["capacity"]["statistic"] is not None  # the tuning slice held out of every arm
-    html = Path(tmp_path / proc.stdout.strip().splitlines()[-1]).read_text()
-    assert '<h2 id="diagnosis">' in html and found["headline"].split(",")[0] in html
+    from tests.helpers import page
+
+    parsed = page.parse(Path(tmp_path / proc.stdout.strip().splitlines()[-1]).read_text())
+    assert found["headline"].split(",")[0] in page.section(parsed, "diagnosis")
     results = _results(tmp_path, sweep)
     assert "diag diagnosis: Of the drop of" in results and "fewer_updates" in results and "steps_lr" in results
 

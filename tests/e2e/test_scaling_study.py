@@ -7,7 +7,6 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
-from markupsafe import escape
 
 from harness.config.batching import plan_batches, samples_seen
 
@@ -42,15 +41,20 @@ def test_the_scaling_study_stops_each_run_at_its_target_and_reports_how_far_the_
     subprocess.run([sys.executable, "-m", "harness.results", str(sweep), "--out", str(out)], check=True)
     results = pd.read_csv(out)
     assert results["steps_to_target"].notna().all() and (results["samples_to_target"] > 0).all()
-    html = (tmp_path / proc.stdout.strip().splitlines()[-1]).read_text()
-    assert '<h2 id="scaling">How far does the batch scale?</h2>' in html
-    assert "Steps and samples to the target vs batch size" in html and "Validation accuracy at the target" in html
+    from tests.helpers import page
+
+    parsed = page.parse((tmp_path / proc.stdout.strip().splitlines()[-1]).read_text())
+    assert page.text(parsed.find("h2", id="scaling")) == "How far does the batch scale?"
+    figures_shown = [img["alt"] for node in page.section_nodes(parsed, "scaling") if getattr(node, "find_all", None)
+                     for img in node.find_all("img")]
+    assert figures_shown == ["Steps and samples to the target vs batch size", "Validation accuracy at the target"]
     from harness.assess.assessment import assess
     from harness.report.figures import figures
     from tests.helpers import layout
 
     a = assess(sweep)
     assert [p.batch for p in a.scaling.points] == [16, 64, 256] and a.scaling.fit is not None
-    assert str(escape(a.scaling.headline)) in html and not a.batch_verdicts and not a.tunings  # no verdict per lr_factor
+    assert a.scaling.headline in " ".join(page.text(block) for block in page.blocks(parsed))
+    assert not a.batch_verdicts and not a.tunings  # no verdict per lr_factor
     drawn = figures(a, "scaling")
     assert len(drawn) == 2 and all(layout.problems(fig) == [] for _, fig, _ in drawn)

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.report import html as report
+from tests.helpers import page
 from tests.helpers.sweeps import batch_sweep, make_run
 
 
@@ -21,9 +22,11 @@ def test_report_of_a_partial_sweep_shows_verdict_plots_and_every_run(tmp_path):
     assert "Larger batches gave lower validation accuracy: reproduced" in html and "n = 3 seeds" in html
     assert "partial" in html and "1 failed" in html and "1 running" in html
     assert "OSError: disk on fire" in html
-    assert html.count('src="data:image/png;base64,') == 4
-    assert not re.search(r'(src|href)="(https?:)?//', html)  # nothing to fetch: works offline
-    assert html.count("<tr><td>sweep-a/") == 8
+    parsed = page.parse(html)
+    assert [img["src"][:22] for img in parsed.find_all("img")] == ["data:image/png;base64,"] * 4
+    assert not [tag for tag in parsed.find_all(src=True) + parsed.find_all(href=True)  # nothing to fetch: offline
+                if re.match(r"(https?:)?//", tag.get("src") or tag.get("href"))]
+    assert [run["run"] for run in page.runs(parsed)] == [f"sweep-a/{n}" for n in range(8)]
 
 
 def test_hostile_config_strings_are_escaped(tmp_path):
@@ -45,11 +48,11 @@ def test_varied_keys_get_their_own_verdicts_and_constants_are_listed_once(tmp_pa
                 make_run(sweep, job, batch_size=batch, seed=seed, shuffle=shuffle, val=(final,))
                 job += 1
     html = report.build_report(sweep)
-    assert html.count('<div class="facet">shuffle=') == 2  # one batch-size verdict per shuffle value
-    assert "shuffle=True" in html and "shuffle=False" in html
-    assert '<div class="facet">Unshuffled data</div>' in html  # and the unshuffled-data finding
+    parsed = page.parse(html)
+    # one batch-size verdict per shuffle value, and the unshuffled-data finding
+    assert sorted(page.facets(parsed)) == ["Unshuffled data", "shuffle=False", "shuffle=True"]
     assert "Results are shown separately for each combination of shuffle" in html
-    assert html.count("<code>optimizer</code>") == 1
+    assert [page.text(code) for code in parsed.find_all("code")].count("optimizer") == 1
 
 
 def test_a_diverged_run_is_a_result_named_in_the_verdict_not_a_partial_sweep(tmp_path):
@@ -68,9 +71,10 @@ def test_every_facet_is_labelled_and_one_without_results_says_why(tmp_path):
     make_run(sweep, 1, dataset="digits", batch_size=32, val=(0.8,))
     make_run(sweep, 2, dataset="mnist", batch_size=16, status="failed", val=(), error="not in the Keras cache")
     make_run(sweep, 3, dataset="mnist", batch_size=32, status="failed", val=(), error="not in the Keras cache")
-    html = report.build_report(sweep)
-    assert '<div class="facet">dataset=digits</div>' in html and '<div class="facet">dataset=mnist</div>' in html
-    mnist = html.split('<div class="facet">dataset=mnist</div>')[1].split("</div>")[0]
+    verdicts = {page.text(block.find("div", class_="facet")): page.text(block)
+                for block in page.blocks(page.parse(report.build_report(sweep)))}
+    assert set(verdicts) == {"dataset=digits", "dataset=mnist"}
+    mnist = verdicts["dataset=mnist"]
     assert "Cannot be judged: needs at least two batch sizes with completed runs; found 0" in mnist
     assert "batch 16: 1 failed (OSError), batch 32: 1 failed (OSError)" in mnist
 
@@ -84,10 +88,11 @@ def test_runs_not_started_are_counted_and_a_stale_running_run_has_no_clock_time(
     html = report.build_report(sweep)
     assert "5 run(s): 2 completed, 1 running, 2 not started" in html
     assert "This sweep is partial: 1 running, 2 not started" in html
-    assert html.count("<tr><td>s/") == 5 and '<td class="status-not-started">not started</td>' in html
+    runs = {run["run"]: run for run in page.runs(page.parse(html))}
+    assert list(runs) == [f"s/{n}" for n in range(5)]
+    assert [runs[f"s/{n}"]["status"] for n in (3, 4)] == ["not started", "not started"]
     assert "1 run(s) still marked running" in html and "run the same command again to resume them" in html
-    running_row = html.split("<tr><td>s/2</td>")[1].split("</tr>")[0]
-    assert running_row.rstrip().endswith('<td class="num">–</td>')  # wall time unknown, not "until now"
+    assert runs["s/2"]["status"] == "running" and runs["s/2"]["wall s"] == "–"  # wall time unknown, not "until now"
 
 
 def test_report_command_prints_the_path_last_and_never_loads_tensorflow(tmp_path):
@@ -132,7 +137,7 @@ def test_sweeps_of_one_name_in_different_folders_get_a_report_each(tmp_path, mon
     assert paths[0] != paths[1] and all(p.is_file() and p.name.startswith("x-") for p in paths)
     claim = "Larger batches gave lower validation accuracy: reproduced."
     assert claim in paths[0].read_text() and claim not in paths[1].read_text()  # each report its own sweep's
-    assert (tmp_path / "reports" / "index.html").read_text().count('<tr class="sweep-row">') == 2
+    assert len(page.parse((tmp_path / "reports" / "index.html").read_text()).select("tr.sweep-row")) == 2
     monkeypatch.chdir(tmp_path)  # a relative spelling of a folder names the same report
     assert report.report_path(Path("a/sweeps/x"), tmp_path / "reports") == paths[0]
     assert report.report_path(Path("other/x")) != report.report_path(Path("a/sweeps/x"))
@@ -170,7 +175,7 @@ def test_a_sweep_where_no_run_finished_an_epoch_still_gets_its_report(tmp_path):
     make_run(sweep, 1, status="failed", val=(), error="no data offline", batch_size=32)
     html = report.build_report(sweep)
     assert "2 run(s): 2 failed" in html and "found 0; runs without a result: batch 16: 1 failed" in html
-    assert html.count('<td class="status-failed">failed</td>') == 2
+    assert [run["status"] for run in page.runs(page.parse(html))].count("failed") == 2
 
 
 def test_batch_size_varied_only_with_another_key_is_called_confounded(tmp_path):
@@ -195,9 +200,9 @@ def test_a_study_report_is_legible_in_chromium_at_1400_px(study, tmp_path):
     from tests.helpers.browser import chromium, image_states
     from tests.helpers.sweeps import study_sweep
 
-    page = report.write_report(study_sweep(tmp_path / f"study-{study}", f"+study={study}"), tmp_path / "reports")
+    written = report.write_report(study_sweep(tmp_path / f"study-{study}", f"+study={study}"), tmp_path / "reports")
     with chromium(tmp_path / "profile", width=1400) as driver:
-        driver.get(page.resolve().as_uri())
+        driver.get(written.resolve().as_uri())
         states = image_states(driver)
         assert len(states) == 5 and all(s["complete"] and s["natural"] > 0 for s in states), states
         assert all(s["shown"] >= 0.9 * s["natural"] for s in states), states  # not shrunk into illegibility
@@ -233,10 +238,10 @@ def test_the_report_of_a_thousand_runs_reads_as_one_table_and_a_few_figures(thou
     from tests.helpers import layout
     from tests.helpers.browser import chromium, image_states
 
-    page = report.write_report(thousand_runs, tmp_path / "reports")
-    text = page.read_text()
-    assert text.count('<div class="verdict') == 1 and "reproduced in 20 of 20 facets" in text
-    assert page.stat().st_size < 3_000_000
+    written = report.write_report(thousand_runs, tmp_path / "reports")
+    text = written.read_text()
+    assert len(page.blocks(page.parse(text))) == 1 and "reproduced in 20 of 20 facets" in text
+    assert written.stat().st_size < 3_000_000
     assert "<details><summary>1000 run(s)" in text  # folded: a sweep this size is not read run by run
     a = assess(thousand_runs)
     for section in ("main", "why"):
@@ -244,7 +249,7 @@ def test_the_report_of_a_thousand_runs_reads_as_one_table_and_a_few_figures(thou
             assert layout.problems(fig) == [], title
             assert len(fig.axes) <= 40, title
     with chromium(tmp_path / "profile", width=1400) as driver:
-        driver.get(page.resolve().as_uri())
+        driver.get(written.resolve().as_uri())
         assert driver.execute_script("return document.documentElement.scrollWidth") <= 1400
         states = image_states(driver)
         assert states and all(s["complete"] and s["shown"] >= 0.9 * s["natural"] for s in states), states

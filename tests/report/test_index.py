@@ -8,6 +8,7 @@ import pytest
 
 from harness.report import html as report
 from harness.report import index, summary
+from tests.helpers import page
 from tests.helpers.sweeps import batch_sweep, make_run
 
 REPRODUCED = "Larger batches gave lower validation accuracy: reproduced."
@@ -23,7 +24,8 @@ def started(sweep: Path, when: str) -> Path:
 
 
 def index_rows(html: str) -> list[str]:
-    return re.findall(r'<tr class="sweep-row">(.*?)</tr>', html, flags=re.DOTALL)
+    """Each sweep's row of the index, as the text a reader sees."""
+    return [page.text(row) for row in page.parse(html).select("tr.sweep-row")]
 
 
 @pytest.fixture(scope="module")
@@ -46,15 +48,18 @@ def test_the_index_lists_every_sweep_newest_first_with_its_verdict_and_a_working
     assert len(rows) == 2
     assert "flat" in rows[0] and "2026-02-07 09:30" in rows[0] and NOT_REPRODUCED in rows[0]  # newest first
     assert "gap" in rows[1] and "2026-01-05 10:00" in rows[1] and REPRODUCED in rows[1]
-    for row in rows:
-        assert "6 completed" in row and "<code>batch_size</code> = 8, 128" in row
-        assert "<code>seed</code> = 0, 1, 2" in row and "No report yet" not in row
-    links = re.findall(r'href="([^"]+)"', html)
+    parsed = page.parse(html)
+    for row, tr in zip(rows, parsed.select("tr.sweep-row")):
+        assert "6 completed" in row and "batch_size = 8, 128" in row and "seed = 0, 1, 2" in row
+        assert [page.text(code) for code in tr.find_all("code")] == ["batch_size", "seed"]
+        assert "No report yet" not in row
+    links = [a["href"] for a in parsed.find_all("a", href=True)]
     assert len(links) == 2 and not [link for link in links if "/" in link or ":" in link]  # relative: movable
     assert [(reported / "reports" / link).is_file() for link in links] == [True, True]
     assert links == [report.report_path(reported / "sweeps" / name, reported / "reports").name
                      for name in ("flat", "gap")]
-    assert not re.search(r'(src|href)="(https?:)?//', html) and "<link" not in html  # offline
+    assert not [a for a in parsed.find_all(href=True) if re.match(r"(https?:)?//", a["href"])]  # offline
+    assert not parsed.find_all(src=True) and not parsed.find_all("link")
 
 
 def test_damaged_empty_and_unreported_sweeps_get_rows_that_say_so(tmp_path, monkeypatch):
@@ -72,8 +77,9 @@ def test_damaged_empty_and_unreported_sweeps_get_rows_that_say_so(tmp_path, monk
     Path("reports", "stray.html").write_text("<html>not a report</html>")
     Path("reports", summary.report_file_name(sweeps / "unreported")).write_text("<html><head>")  # cut short
 
-    rows = {re.search(r'class="sweep-id">([^<]+)<', row).group(1): row
-            for row in index_rows(index.write_index(Path("reports")).read_text())}
+    parsed = page.parse(index.write_index(Path("reports")).read_text())
+    cells = {page.text(row.find(class_="sweep-id")): row for row in parsed.select("tr.sweep-row")}
+    rows = {sweep: page.text(row) for sweep, row in cells.items()}
     assert set(rows) == {"damaged", "empty", "junk-sweep-json", "unreported", "stray"}
     assert "1 failed" in rows["damaged"] and "1 damaged" in rows["damaged"]
     assert "1 run(s) damaged: their run.json cannot be read" in rows["damaged"]
@@ -81,9 +87,10 @@ def test_damaged_empty_and_unreported_sweeps_get_rows_that_say_so(tmp_path, monk
     assert "no runs" in rows["empty"] and "Empty: no run has been recorded" in rows["empty"]
     assert "sweep.json cannot be read" in rows["junk-sweep-json"]
     assert "1 completed" in rows["unreported"] and "1 running" in rows["unreported"]
-    assert "<code>batch_size</code> = 8, 32" in rows["unreported"]
-    assert "carries no summary" in rows["unreported"] and 'href="unreported-' in rows["unreported"]
-    assert "carries no summary" in rows["stray"] and 'href="stray.html"' in rows["stray"]
+    assert "batch_size = 8, 32" in rows["unreported"] and page.text(cells["unreported"].code) == "batch_size"
+    links = {sweep: [a["href"] for a in row.find_all("a")] for sweep, row in cells.items()}
+    assert "carries no summary" in rows["unreported"] and links["unreported"][0].startswith("unreported-")
+    assert "carries no summary" in rows["stray"] and links["stray"] == ["stray.html"]
     assert all("no verdict" in row for row in rows.values())
 
 

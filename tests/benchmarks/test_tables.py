@@ -1,0 +1,136 @@
+"""Each benchmark's table from canned measurements (benchmarks/: the measuring part runs real sweeps, the table part
+is a pure function of its numbers): medians, not means, ratios of the medians, and the rows the docs' generated
+blocks hold. The numbers are chosen so that a mean or a ratio of the wrong pair reads differently. One real smoke
+round of a script stays in tests/e2e/test_benchmarks.py, and every script's options still parse."""
+import importlib
+import re
+
+import pytest
+
+from benchmarks import (
+    bench_backends,
+    bench_data_checks,
+    bench_plan,
+    bench_precise_bn,
+    bench_probes,
+    bench_report,
+    bench_speed,
+    bench_sweep,
+    bench_tracking,
+    diagnose_matrix,
+)
+
+SCRIPTS = ["bench_backends", "bench_data_checks", "bench_plan", "bench_precise_bn", "bench_probes", "bench_report",
+           "bench_speed", "bench_sweep", "bench_tracking", "diagnose_matrix"]
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_every_benchmark_imports_and_parses_its_options(script, capsys):
+    with pytest.raises(SystemExit) as done:
+        importlib.import_module(f"benchmarks.{script}").main(["--help"])
+    assert done.value.code == 0 and "--smoke" in capsys.readouterr().out
+
+
+def test_probes_table_gives_medians_and_the_ratio_of_the_medians():
+    text = bench_probes.table(on=[13.0, 12.0, 40.0], off=[11.0, 10.0, 30.0], final_probes=[1.0, 2.0, 9.0],
+                              interpolation=[3.0, 3.5, 2.5], repeats=3, extra=["epochs=1"])
+    assert "Median of 3 (MNIST-1D convnet, default epochs and probe_samples unless smoke; epochs=1)." in text
+    assert "| main job with `probes=false`, wall time | 11.0 s |" in text
+    assert "| main job with the default probes, wall time | 13.0 s |" in text
+    assert "| ratio, probes on ÷ off | 1.18x |" in text  # 13 / 11, not the means' 21.7 / 17
+    assert "| end-of-run probes of one run (eigenvalue, trace, sharpness at two ε) | 2.0 s |" in text
+    assert "| the sweep's interpolation (`python -m harness.probe`), alone | 3.0 s |" in text
+
+
+def test_speed_table_has_a_row_per_batch_size_with_both_ratios():
+    results = {}
+    for kind, train, process in (("baseline", [2.0, 1.0, 9.0], [6.0, 5.0, 20.0]),
+                                 ("harness", [1.5, 1.2, 1.0], [4.0, 4.5, 5.0]), ("floor", [1.0, 0.8, 1.2], [0, 0, 0])):
+        results[(kind, 32, "train_seconds")] = train
+        results[(kind, 32, "process_seconds")] = process
+    lines = bench_speed.table(results, [32], epochs=5, repeats=3).splitlines()
+    assert lines[2].startswith("| batch | training s: baseline / harness / floor | harness ÷ baseline")
+    assert lines[4] == "| 32 | 2.00 / 1.20 / 1.00 | 0.60 | 1.20 | 6.0 / 4.5 | 0.75 |"
+
+
+def test_precise_bn_table_weighs_each_batch_sizes_share_by_its_run_time():
+    with_bn = {8: [11.0, 10.0, 50.0], 128: [2.0, 2.2, 2.1]}
+    without = {8: [10.0, 9.0, 40.0], 128: [2.0, 2.0, 1.9]}
+    spent = {8: [0.1, 0.2, 0.9], 128: [0.05, 0.05, 0.05]}
+    lines = bench_precise_bn.table(with_bn, without, spent, repeats=3).splitlines()
+    assert lines[4] == "| batch 8 | 20.0% | 10.00 s | 11.00 s | 1.100x |"
+    assert lines[5] == "| batch 128 | 5.0% | 2.00 s | 2.10 s | 1.050x |"
+    share = (0.2 * 11 + 0.05 * 2.1) / 13.1  # each run's share weighted by its time with the measurement
+    assert lines[6] == f"| the main job's 2 runs together | {share:.1%} | 12.00 s | 13.10 s | {13.1 / 12:.3f}x |"
+
+
+def test_data_checks_table_gives_the_median_share_of_each_command():
+    cases = [("MNIST-1D", [(10.0, 0.01, 2), (12.0, 0.03, 2), (30.0, 0.02, 2)])]
+    [line] = [row for row in bench_data_checks.table(cases, repeats=3).splitlines() if row.startswith("| MNIST")]
+    assert line == "| MNIST-1D | 12.0 s | 20.0 ms (2 calls) | 0.10% |"  # median of 0.1%, 0.25%, 0.067%
+
+
+def test_tracking_table_takes_the_median_of_each_rounds_cost_and_says_whether_the_bound_holds():
+    table, verdict = bench_tracking.tables({"off": [10.0, 20.0, 11.0], "mlflow": [10.4, 20.2, 12.1]}, made=2.0,
+                                           again=1.5, command="python -m harness batch_size=32,64 -m", rounds=3)
+    row = re.search(r"median of 3 \| ([\d.]+) s \| ([\d.]+) s \| ([+-][\d.]+)% \|", table)
+    assert row.groups() == ("11.0", "12.1", "+4.0")  # the rounds' costs +4%, +1%, +10%: their median
+    assert "Each round's cost: +4.0%, +1.0%, +10.0%" in verdict
+    bound = f"The bound is {bench_tracking.LIMIT:.0%}: {'met' if 0.04 <= bench_tracking.LIMIT else 'NOT met'}."
+    assert bound in verdict
+    assert "(+0.5 s, 4.5% of the job)" in verdict
+
+
+def test_sweep_tables_give_the_seeds_ratio_throughput_and_phases():
+    walls = {"3 seeds": [30.0, 33.0, 90.0], "1 seed": [11.0, 10.0, 12.0], bench_sweep.FRESH: []}
+    where = [{"runs": 20.0, "report": 2.0}, {"runs": 22.0, "report": 1.0}, {"runs": 21.0, "report": 3.0}]
+    table, breakdown = bench_sweep.tables(walls, {"3 seeds": 12, "1 seed": 4}, where, serial=[100.0, 90.0, 80.0],
+                                          parallel=[170.0, 160.0, 150.0], memory=[700.0, 850.0], repeats=3, slots=2,
+                                          smoke=False)
+    assert "| main job `python -m harness batch_size=8,32,64,128 -m` (3 seeds, 12 runs), wall time | 33.0 s |" in table
+    assert "| 3 seeds ÷ 1 seed | 3.00x |" in table
+    assert "| 3 seeds with a fresh process per run (`hydra.launcher.reuse_processes=false`) | not run in a smoke " \
+           "round |" in table
+    assert "| two equal runs, throughput with n_jobs=2 ÷ n_jobs=1 | 1.78x |" in table  # 160 / 90
+    assert "| peak memory of one run (largest seen) | 850 MB |" in table
+    assert breakdown.splitlines()[-2:] == ["| runs | 21.0 |", "| report | 2.0 |"]
+
+
+def test_report_and_plan_rows():
+    assert bench_report.sweep_row(1000, 20, (4.25, 1.5, 2_400_000, 1.0, 3.0)) == \
+        "| 1,000 runs, 20 facets | 4.2 s | 1.5 s | 2.4 MB | 1.0 s | 3.0 s |"
+    assert bench_report.table([bench_report.index_row(3, 0.5)]).splitlines()[-1] == \
+        "| `reports/index.html` over 3 sweeps (12 runs each) | 0.5 s | – | – | – | – |"
+    row = bench_plan.row(10000, None, "not measured", (2.5, 0.00012, 640.0))
+    assert row == "| 10,000 | not measured | – | – | 2.5 s | 0.12 ms | 640 MB |"
+    assert bench_plan.row(100, (float("nan"), 0.001, 100.0), "", (1.0, 0.0001, 90.0)).startswith(
+        "| 100 | not within the timeout | 1.00 ms | 100 MB |")
+    assert bench_plan.table([row], "0f707c8", "abc1234").splitlines()[0].startswith(
+        "| jobs | before (0f707c8): first run")
+
+
+def test_backends_tables_compare_the_medians_of_the_two_backends():
+    results = {}
+    for backend, step, plain in (("tensorflow", [2.0, 3.0, 9.0], [1.0, 1.0, 1.0]), ("jax", [1.0, 1.5, 1.2], [2, 2, 2])):
+        results[(backend, 32, "step_ms")], results[(backend, 32, "plain_ms")] = step, plain
+        results[(backend, 32, "first_extra")], results[(backend, 32, "process")] = [1.0], [10.0]
+    speed, agreement = bench_backends.tables(results, [32], 2, 3, {"tensorflow": {}, "jax": {}}, {},
+                                             ["| 8 | 0.900 ± 0.010 | 0.905 ± 0.012 | yes |"])
+    assert "| harness, ms per training step at batch 32 | 3.00 ms | 1.20 ms | 0.40x |" in speed
+    assert "| plain Keras `fit`, ms per step at batch 32 | 1.00 ms | 2.00 ms | 2.00x |" in speed
+    assert agreement.splitlines()[-1] == "| 8 | 0.900 ± 0.010 | 0.905 ± 0.012 | yes |"
+
+
+def test_diagnose_matrix_row_says_whether_the_case_came_out_as_expected():
+    found = {"drop": {"value": 0.3, "low": 0.1, "high": 0.5},
+             "parts": [{"name": "fewer_updates", "value": 0.25, "low": 0.2, "high": 0.3},
+                       {"name": "remains", "value": 0.05, "low": None, "high": None}],
+             "checks": [{"name": "order", "flagged": False}, {"name": "label_shift", "flagged": True}]}
+    case = diagnose_matrix.Case("3. class imbalance", ("imbalance=0.9", "probes=false"), largest="fewer_updates",
+                                flagged=frozenset({"label_shift"}))
+    assert diagnose_matrix.row(case, found, wall=100.0, checks=2.0) == (
+        "| 3. class imbalance:<br>`imbalance=0.9` | +0.300 [+0.100, +0.500] | fewer_updates +0.250 [+0.200, +0.300]"
+        "<br>remains +0.050 | label_shift | yes: fewer_updates the largest part; flagged: label_shift | 2.0% | "
+        "100 s |")
+    found["checks"][0]["flagged"] = True  # a check the case does not expect
+    assert "| no: fewer_updates" in diagnose_matrix.row(case, found, wall=100.0, checks=2.0)
