@@ -228,7 +228,7 @@ def _measures(run: _Run, model, model_cfg, data_in: Arrays, decode, replicas: in
     precise = _precise_bn(model_cfg, model, data_in, decode, replicas)
     found = [measures.Evaluation(model, train_eval), measures.Validation(model, val_inputs, data_in.y_val)]
     if tune_eval is not None:
-        found.append(measures.TuningSlice(model, tune_eval))
+        found.append(measures.Evaluation(model, tune_eval, "tune"))
     if precise is not None:
         found.append(measures.PreciseStatistics(precise, val_inputs, data_in.y_val))
     if epoch_probes is not None:

@@ -4,9 +4,9 @@ built before training with what it measures on. The epoch recorder (harness.run.
 turn; those with `needs_finite_loss` are skipped after an epoch whose training loss is not finite (the run stops
 there, diverged).
 
-- Evaluation: the training data in inference mode (train_eval_loss, train_eval_acc);
+- Evaluation: the training data in inference mode (train_eval_loss, train_eval_acc), and the held-out tuning
+  slice the same way (tune_loss, tune_acc), where tune_fraction > 0;
 - Validation: val_loss, val_acc and each class's recall, from one predict pass;
-- TuningSlice: the held-out tuning slice (tune_loss, tune_acc), where tune_fraction > 0;
 - PreciseBatchNorm (harness.run.precise_bn): the statistics recomputed, for a model with batch norm;
 - EpochProbes (harness.probes.in_run): the gradient noise scale and the distance travelled, with probes on.
 """
@@ -25,16 +25,17 @@ class Measure(Protocol):
 
 
 class Evaluation:
-    """The training data evaluated in inference mode after the epoch (Keras's train_acc is a running average of
-    the epoch's batches, in training mode)."""
+    """Data evaluated in inference mode after the epoch, as `<prefix>_loss` and `<prefix>_acc`: the training data
+    (train_eval: Keras's train_acc is a running average of the epoch's batches, in training mode), or the held-out
+    tuning slice (tune, with tune_fraction > 0), which a recipe or a target is chosen on instead of validation."""
     needs_finite_loss = False
 
-    def __init__(self, model, train_eval):
-        self.model, self.train_eval = model, train_eval
+    def __init__(self, model, data, prefix: str = "train_eval"):
+        self.model, self.data, self.prefix = model, data, prefix
 
     def __call__(self, epoch: int, step: int) -> dict[str, float]:
-        measured = self.model.evaluate(self.train_eval, verbose=0, return_dict=True)
-        return {"train_eval_loss": float(measured["loss"]), "train_eval_acc": float(measured["accuracy"])}
+        measured = self.model.evaluate(self.data, verbose=0, return_dict=True)
+        return {f"{self.prefix}_loss": float(measured["loss"]), f"{self.prefix}_acc": float(measured["accuracy"])}
 
 
 class Validation:
@@ -47,19 +48,6 @@ class Validation:
 
     def __call__(self, epoch: int, step: int) -> dict[str, float]:
         return validation_metrics(self.model, self.inputs, self.labels)
-
-
-class TuningSlice:
-    """The held-out tuning slice (tune_fraction > 0), which a recipe or a target is chosen on instead of
-    validation."""
-    needs_finite_loss = False
-
-    def __init__(self, model, tune_eval):
-        self.model, self.tune_eval = model, tune_eval
-
-    def __call__(self, epoch: int, step: int) -> dict[str, float]:
-        tune = self.model.evaluate(self.tune_eval, verbose=0, return_dict=True)
-        return {"tune_loss": float(tune["loss"]), "tune_acc": float(tune["accuracy"])}
 
 
 def validation_metrics(model, val_inputs, val_labels: np.ndarray) -> dict[str, float]:

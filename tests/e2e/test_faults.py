@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -28,18 +29,40 @@ TINY = ["dataset.num_samples=600", "seed=0", "probe_samples=64"]  # probes on, t
 
 
 
+@contextmanager
+def frozen_mid_run(tmp_path, run: list[str], epochs: int, attempts: int = 3):
+    """Within: (the command's process, its run's process, frozen, and the sweep folder), the run frozen between its
+    second and its last epoch. Its remaining epochs take under a second, so a test process that a loaded machine
+    holds up longer than that finds the run done once frozen: the frozen run's own files say so (nothing else
+    writes them), and the command starts again in a new folder."""
+    for attempt in range(attempts):
+        sweep = tmp_path / f"sweep-{attempt}"
+        proc = subprocess.Popen([sys.executable, "-m", "harness", *run, f"hydra.sweep.dir={sweep}", "-m"],
+                                cwd=tmp_path, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        wait_for_epochs(sweep / "0", 2)
+        worker = record(sweep / "0")["environment"]["pid"]
+        held = ExitStack()
+        try:
+            held.enter_context(frozen(worker))
+        except ProcessLookupError:  # its process had ended already
+            proc.communicate(timeout=300)
+            continue
+        with held:
+            now = record(sweep / "0")
+            if now["status"] == "running" and now["epochs_completed"] < epochs:
+                yield proc, worker, sweep
+                return
+        proc.communicate(timeout=300)
+    raise AssertionError(f"the run finished before it could be frozen, {attempts} times")
+
+
 def test_sigterm_mid_sweep_records_interrupted_writes_a_report_and_the_same_command_resumes(tmp_path):
-    sweep = tmp_path / "sweep"
     # probes on: their per-epoch columns must come out of a resume as they would without one
-    command = [*TINY, "probes=true", "epochs=8", "batch_size=16", f"hydra.sweep.dir={sweep}", "-m"]
-    proc = subprocess.Popen([sys.executable, "-m", "harness", *command], cwd=tmp_path, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    wait_for_epochs(sweep / "0", 2)
-    # its remaining epochs take under a second: the run waits, frozen, until the command has forwarded the signal
-    worker = record(sweep / "0")["environment"]["pid"]
-    with frozen(worker):
+    run = [*TINY, "probes=true", "epochs=8", "batch_size=16"]
+    with frozen_mid_run(tmp_path, run, epochs=8) as (proc, worker, sweep):  # it waits until the signal is forwarded
         proc.send_signal(signal.SIGTERM)  # what SLURM's preemption, scancel and `timeout` send
         wait_for_signal(worker, signal.SIGINT)
+    command = [*run, f"hydra.sweep.dir={sweep}", "-m"]
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 143, err[-3000:]
     assert "interrupted (SIGTERM); the same command resumes the sweep" in err

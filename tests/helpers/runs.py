@@ -42,15 +42,29 @@ def wait_for_epochs(run_dir: Path, epochs: int, timeout: float = 240) -> None:
 
 
 @contextmanager
-def frozen(pid: int) -> Iterator[None]:
+def frozen(pid: int, timeout: float = 120) -> Iterator[None]:
     """The process stopped (SIGSTOP) for the block, then continued: a signal sent to it meanwhile waits for it, so it
-    lands where the process was frozen however long its sender takes on a loaded machine."""
+    lands where the process was frozen however long its sender takes on a loaded machine. The block starts once the
+    process is stopped: SIGSTOP is delivered when the process next runs, and a signal sent before that (a lower
+    number goes first) would be taken by its handler instead of waiting."""
     os.kill(pid, signal.SIGSTOP)
     try:
+        deadline = time.monotonic() + timeout
+        while _status(pid) != psutil.STATUS_STOPPED:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"process {pid} did not stop")
+            time.sleep(0.01)
         yield
     finally:
         with suppress(ProcessLookupError):  # killed meanwhile
             os.kill(pid, signal.SIGCONT)
+
+
+def _status(pid: int) -> str:
+    try:
+        return psutil.Process(pid).status()
+    except psutil.NoSuchProcess:
+        raise ProcessLookupError(pid) from None  # it ended before it could stop
 
 
 def wait_for_signal(pid: int, signum: int, timeout: float = 120) -> None:
