@@ -1,6 +1,7 @@
 """Data sets: the registry of names, the built-in sets, the user's own files (npz, tables, image folders, TFDS),
-the transforms a study applies to the arrays, and the pipelines a run reads them through (tf.data on TensorFlow,
-numpy batches on JAX).
+what any data must be (`validity`), the transforms a study applies to the arrays, the pipelines a run reads them
+through (tf.data on TensorFlow, numpy batches on JAX, image files decoded by `decode`), and a diagnosis's checks of
+the data for the other suspects (`data_checks`).
 
 May import: harness.fields, harness.backend (inside loaders and pipelines only); the registry imports without a
 backend.

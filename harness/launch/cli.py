@@ -1,8 +1,8 @@
 """Command line: plan every job of the command (composed by harness.config.compose), check it, run it with Hydra.
 
-Hydra and omegaconf are imported here, in harness.config.compose and in the launcher plugin only. Before Hydra
-starts any job, every job of the command is composed and validated, so a bad key or value anywhere in a sweep
-exits 2 with one line and nothing written. TensorFlow is not imported until a job runs.
+Hydra and omegaconf are imported here, in harness.config (compose, hydra_internals) and in the plugins only.
+Before Hydra starts any job, every job of the command is composed and validated, so a bad key or value anywhere in
+a sweep exits 2 with one line and nothing written. TensorFlow is not imported until a job runs.
 """
 from __future__ import annotations
 
