@@ -45,7 +45,7 @@ class Tracker:
         start = {"tracking": asdict(tracking), "live_by": live_by, "jobs": jobs,
                  "previous": None if previous is None else asdict(previous),
                  "nice": niceness(live_by, tracking),
-                 # the runs' files as they are before any run of this command starts: what changes after is its
+                 # the runs' files before any run of this command starts: a change after that is this command's
                  "before": run_files_before(self.sweep_dir) if live_by == "command" else {}}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "harness.launch.tracking_process", str(self.sweep_dir)],
@@ -64,7 +64,6 @@ class Tracker:
         if code != 0:
             print(f"harness: warning: tracking: the tracking process ended with exit code {code}; log the sweep "
                   f"with: python -m harness.track {self.sweep_dir}", file=sys.stderr, flush=True)
-
 
     def _send(self, message: dict) -> None:
         try:
