@@ -153,6 +153,24 @@ def smoke_sweeps(request):
 PLAIN_SWEEP = [*TINY, "batch_size=16,64,32", "hydra.launcher.n_jobs=1"]
 
 
+# One run trained uninterrupted for the fault tests that stop a run and resume it (SIGTERM, kill -9): their resumed
+# runs' metrics must equal its metrics. Long enough to be stopped between its second and its last epoch under load;
+# probes on, so their per-epoch columns must come out of a resume as they would without one.
+REFERENCE_RUN = ["dataset.num_samples=1000", "epochs=15", "seed=0", "probes=true", "probe_samples=64", "batch_size=8"]
+
+
+@pytest.fixture(scope="session")
+def reference_run(tmp_path_factory) -> Path:
+    """The folder of `python -m harness REFERENCE_RUN`, trained once per test run."""
+    def build(cwd: Path) -> dict:
+        proc = run_harness(*REFERENCE_RUN, f"hydra.run.dir={cwd / 'run'}", cwd=cwd)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return {}
+
+    folder, _ = built_once(tmp_path_factory, "reference", build)
+    return folder / "run"
+
+
 @pytest.fixture(scope="session")
 def plain_sweep(tmp_path_factory):
     """A real tiny multirun without probes (PLAIN_SWEEP: three runs in turn in one warm worker process)."""

@@ -10,16 +10,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.launch.resources import cpu_count
 from harness.report.html import report_path
 from harness.run.tensorboard_log import TAGS
-from tests.conftest import run_harness
+from tests.conftest import REFERENCE_RUN, run_harness
 from tests.helpers.board import assert_board_matches_metrics, read_board
-from tests.helpers.runs import harness_processes
+from tests.helpers.runs import harness_processes, metrics
 
 pytestmark = pytest.mark.slow
-TIMING = ["epoch_seconds", "samples_per_second", "run_id"]
-LONG_RUN = ["dataset.num_samples=1000", "epochs=15", "seed=0", "probes=false"]
+LONG_RUN = [arg for arg in REFERENCE_RUN if not arg.startswith("batch_size=")]  # its batch-8 run: the reference run
 
 
 def start_sweep(*args, cwd, sigint_ignored=False):
@@ -48,7 +46,7 @@ def snapshot(run_dir, names=None):
             if p.is_file() and (names is None or p.name in names)}
 
 
-def test_kill_9_of_the_sweep_then_the_same_command_resumes_it(tmp_path):
+def test_kill_9_of_the_sweep_then_the_same_command_resumes_it(tmp_path, reference_run):
     """SIGKILL of the whole sweep (the out-of-memory killer, a lost machine): no `finally` runs, the killed run's
     files (run.json, metrics, TensorBoard events) stay as they were, and the same command resumes it."""
     sweep = tmp_path / "sweep"
@@ -79,14 +77,7 @@ def test_kill_9_of_the_sweep_then_the_same_command_resumes_it(tmp_path):
     board = assert_board_matches_metrics(sweep / "1")  # one value per step across both attempts, one end status
     assert list(board.series(TAGS["val_acc"])) == list(range(1, 16)) and board.statuses == ["STATUS_SUCCESS"]
 
-    reference = run_harness(*LONG_RUN, "batch_size=8", f"hydra.run.dir={tmp_path / 'reference'}", cwd=tmp_path,
-                            env={"HARNESS_THREADS": str(cpu_count())})  # the launcher's thread setting
-    assert reference.returncode == 0, reference.stderr[-3000:]
-    pd.testing.assert_frame_equal(
-        pd.read_parquet(sweep / "1" / "metrics.parquet").drop(columns=TIMING),
-        pd.read_parquet(tmp_path / "reference" / "metrics.parquet").drop(columns=TIMING),
-        check_exact=True,
-    )
+    pd.testing.assert_frame_equal(metrics(sweep / "1"), metrics(reference_run), check_exact=True)
 
 
 def test_ctrl_c_stops_the_runs_cleanly_and_marks_them_interrupted(tmp_path):
