@@ -20,6 +20,7 @@ TOP = {
     "probe.py": "`python -m harness.probe`, the command users type (harness.run.interpolation)",
     "results.py": "`python -m harness.results`, the command users type (harness.report.results)",
     "track.py": "`python -m harness.track`, the command users type (harness.tracking.sync with the sweep's report)",
+    "resume.py": "`python -m harness.resume FOLDER`, the command users type (harness.launch.resume)",
     "worker.py": "`python -m harness.worker`, the warm run process (harness.launch.worker starts it): it re-enters "
                  "the command line (harness.launch.cli) for each job, so it sits above launch",
     "fields.py": "ConfigError and the value readers every wing's config group is parsed with",

@@ -18,7 +18,7 @@ from harness.store import layout, probes_file, sweep_file, target_file
 from harness.store.files import DamagedFile, read_json
 from harness.store.layout import METRICS_FILE, RUN_FILE
 from harness.store.metrics_cache import read_sweep_metrics
-from harness.store.run_files import config_columns, config_hash, inspect_run
+from harness.store.run_files import FINISHED, config_columns, config_hash, inspect_run
 
 BATCH = "global_batch_size"  # the batch axis of every reading: all replicas together
 DAMAGED = "damaged"  # a run whose run.json or metrics.parquet cannot be read: listed with the reason, run again
@@ -217,6 +217,14 @@ def unfinished_runs(sweep_dir: Path) -> list[str]:
     running = [r.get("run_id", r["job"]) for r in records if r.get("status") in ("running", DAMAGED)]
     return running + [f"{Path(sweep_dir).name}/{job} (not started)"
                       for job in not_started_jobs(sweep_dir, records)]
+
+
+def runs_left(sweep_dir: Path) -> list[str]:
+    """Runs a resume of the sweep runs (again): every run not completed or diverged (failed, interrupted, still
+    marked running, damaged) and every planned job not started."""
+    records = read_records(sweep_dir)
+    left = [r.get("run_id", r["job"]) for r in records if r.get("status") not in FINISHED]
+    return left + [f"{Path(sweep_dir).name}/{job} (not started)" for job in not_started_jobs(sweep_dir, records)]
 
 
 def run_outcome(run_dir: Path) -> tuple[list[str], list[str]]:

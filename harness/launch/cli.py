@@ -31,10 +31,10 @@ from harness.config.compose import (
     to_run_config,
 )
 from harness.data import registry as datasets
-from harness.launch import launchers, preflight, signals, sweep_end
+from harness.launch import launchers, preflight, resume, signals, sweep_end
 from harness.launch.plan import CommandPlan
 from harness.launch.tracker import start as start_tracker
-from harness.store import files, layout
+from harness.store import command_file, files, layout
 from harness.tracking import settings
 
 EXIT_OK, EXIT_FAILED_RUNS, EXIT_INVALID = 0, 1, 2  # interrupted: 128 + the signal (130 for Ctrl-C)
@@ -114,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     """`python -m harness [overrides] [-m]`; returns the exit code. Flags may come anywhere among overrides."""
     parser = hydra_internals.args_parser()
     parser.prog = "python -m harness"
-    args = parser.parse_intermixed_args(sys.argv[1:] if argv is None else argv)
+    typed = list(sys.argv[1:] if argv is None else argv)  # the command as typed: what a resume runs again
+    args = parser.parse_intermixed_args(typed)
     signals.install()
     if args.config_dir is not None:  # the user's own configs: searched after the built-in ones, in every job
         folder = Path(args.config_dir).expanduser().resolve()
@@ -128,9 +129,18 @@ def main(argv: list[str] | None = None) -> int:
     with ExitStack() as held:
         try:
             plan = plan_command(args.overrides, args.multirun, args.config_name or CONFIG_NAME)
+            earlier = None if _names_folder(args.overrides, folder_key) or not args.multirun else \
+                resume.unfinished_sweep(plan.output_dir.parent, typed, Path.cwd())
+            if earlier is not None:  # the same command again: its unfinished sweep, not a new one
+                print(f"harness: resuming {earlier}, this same command's unfinished sweep (a new one: "
+                      f"{folder_key}=...)", file=sys.stderr)
+                args.overrides = [*args.overrides, f"{folder_key}={quote_override(str(earlier))}"]
+                plan = plan_command(args.overrides, args.multirun, args.config_name or CONFIG_NAME)
             for note in dict.fromkeys(filter(None, (datasets.input_note(c.data) for c in plan.run_configs))):
                 print(f"harness: warning: {note}", file=sys.stderr)
             held.enter_context(output_folder_lock(plan.output_dir, folder_key))
+            if _command_folder(plan.output_dir, args.multirun) == plan.output_dir:  # not a sweep's job
+                command_file.write_once(plan.output_dir, command_file.for_this_process(typed, args.multirun))
             if args.multirun:  # the plan Hydra's sweeper and launcher run, and what the report and a resume read
                 plan.write()
                 if plan.tracking is not None:  # the sweep's parent run, before any run starts
@@ -149,6 +159,18 @@ def main(argv: list[str] | None = None) -> int:
         return _run(parser, args, plan, tracker)
 
 
+def _command_folder(output_dir: Path, multirun: bool) -> Path:
+    """The folder whose command.json resumes this command: its own, or for a job a sweep's launcher started (a
+    single run into a folder of a sweep.json), the sweep's."""
+    if not multirun and (output_dir.parent / layout.SWEEP_FILE).exists():
+        return output_dir.parent
+    return output_dir
+
+
+def _names_folder(overrides: list[str], folder_key: str) -> bool:
+    return any(override.startswith(f"{folder_key}=") for override in overrides)
+
+
 def _run_hydra(parser, args) -> None:
     hydra_internals.run_hydra(args, parser, hydra_job, str(CONF_DIR), CONFIG_NAME)
 
@@ -156,11 +178,12 @@ def _run_hydra(parser, args) -> None:
 def _run(parser, args, plan: CommandPlan, tracker=None) -> int:
     """Hand the validated command to Hydra; the exit code from what the runs' files say. A multirun's end (the
     report, the tracking process's end: harness.launch.sweep_end.close) follows it, interrupted or not."""
+    resume_line = command_file.resume_line(_command_folder(plan.output_dir, args.multirun))
     try:
         _run_hydra(parser, args)
     except KeyboardInterrupt as err:  # Ctrl-C, SIGTERM, SIGUSR2 (harness.launch.signals)
         code, name = signals.exit_code(err)
-        print(f"harness: interrupted ({name}); the same command resumes the sweep", file=sys.stderr)
+        print(f"harness: interrupted ({name}); resume with: {resume_line}", file=sys.stderr)
         if args.multirun and plan.output_dir.exists():
             sweep_end.close(plan.output_dir, tracker, interrupted=True)
         return code
@@ -172,6 +195,9 @@ def _run(parser, args, plan: CommandPlan, tracker=None) -> int:
         print(f"harness: {len(failed)} run(s) failed: {', '.join(failed)}", file=sys.stderr)
     if unfinished:
         print(f"harness: {len(unfinished)} run(s) did not finish: {', '.join(unfinished)}", file=sys.stderr)
+    if failed or unfinished:
+        print(f"harness: {'run them again' if failed and not unfinished else 'resume'} with: {resume_line}",
+              file=sys.stderr)
     if args.multirun:
         print(f"sweep: {plan.output_dir}")
         sweep_end.close(plan.output_dir, tracker, interrupted=False)

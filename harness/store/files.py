@@ -82,6 +82,18 @@ def remove_partial_writes(folder: Path) -> None:
         partial.unlink(missing_ok=True)
 
 
+def folder_busy(folder: Path) -> bool:
+    """Another process holds `folder` (folder_lock) now; nothing is created or changed."""
+    try:
+        with open(Path(folder) / LOCK_FILE, "rb") as handle:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except FileNotFoundError:
+        return False
+    except BlockingIOError:
+        return True
+    return False
+
+
 @contextmanager
 def folder_lock(folder: Path) -> Iterator[None]:
     """Hold `folder` while the block runs; raises FolderBusy when another process holds it.

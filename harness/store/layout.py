@@ -1,10 +1,10 @@
 """Every file name of a sweep folder and a run folder, spelled once, and the walk over a sweep's runs.
 
-    sweeps/<sweep-id>/                 sweep.json, multirun.yaml, interpolation.parquet (+ .log), .harness.lock,
-                                       diagnosis.json, tracking.json
+    sweeps/<sweep-id>/                 command.json, sweep.json, multirun.yaml, interpolation.parquet (+ .log),
+                                       .harness.lock, diagnosis.json, tracking.json
     sweeps/<sweep-id>/<job>/           run.json, metrics.parquet, train.log, checkpoint.npz (while it trains),
                                        probes.json, target.json, data_checks.json, initial.weights.npz,
-                                       final.weights.npz, tb/, .hydra/
+                                       final.weights.npz, tb/, .hydra/ (a single run's: command.json too)
     reports/                           <sweep-id>-<hash>.html, latest.html, index.html
     sweeps/                            mlflow.db, mlartifacts/ (tracking=mlflow's default store)
 
@@ -21,6 +21,7 @@ INTERPOLATION_LOG = "interpolation.log"      # that job's TensorFlow chatter and
 LOCK_FILE = ".harness.lock"                  # in a command's output folder, held while the command runs
 DIAGNOSIS_FILE = "diagnosis.json"            # +study=diagnose: the drop split into its causes, the data checks
 TRACKING_FILE = "tracking.json"              # tracking=mlflow: the store, the sweep's parent run, who logs live
+COMMAND_FILE = "command.json"                # the command, its directory and versions: what a resume runs again
 
 # beside the sweep folders
 MLFLOW_DB, MLFLOW_ARTIFACTS = "mlflow.db", "mlartifacts"  # tracking=mlflow's default store and its artifacts

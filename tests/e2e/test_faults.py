@@ -64,7 +64,7 @@ def test_sigterm_mid_sweep_records_interrupted_writes_a_report_and_the_same_comm
     command = [*run, f"hydra.sweep.dir={sweep}", "-m"]
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 143, err[-3000:]
-    assert "interrupted (SIGTERM); the same command resumes the sweep" in err
+    assert "interrupted (SIGTERM); resume with: python -m harness.resume " in err
     interrupted = record(sweep / "0")
     assert interrupted["status"] == "interrupted" and 2 <= interrupted["epochs_completed"] < 15
     assert (tmp_path / out.strip().splitlines()[-1]).exists()  # the partial report

@@ -94,7 +94,7 @@ def test_ctrl_c_stops_the_runs_cleanly_and_marks_them_interrupted(tmp_path):
         record = json.loads((sweep / str(num) / "run.json").read_text())
         assert record["status"] == "interrupted" and record["finished_at"], {
             key: record.get(key) for key in ("run_id", "status", "error", "epochs_completed", "finished_at")}
-    assert "the same command resumes the sweep" in output
+    assert f"resume with: python -m harness.resume {sweep}" in output
     assert output.strip().splitlines()[-1] == str(report_path(sweep, Path("reports")))  # a partial report
 
 
