@@ -60,12 +60,15 @@ class Follower:
 
     def follow(self, run_dir: Path) -> None:
         """Log the epochs a running run has checkpointed since the last look (queued: MLflow writes a run's waiting
-        epochs in one transaction)."""
+        epochs in one transaction). The last look's batches are written first, or their error raised: a tracker
+        that fails says so while the runs train, not only at the sweep's end."""
+        run = self.runs.get(run_dir)
+        if run is not None:
+            self.store.wait(run.run_id)  # written a buffer (2 s) after they were queued, one look ago
         try:
             seen = (run_dir / layout.METRICS_FILE).stat().st_mtime_ns
         except FileNotFoundError:  # no epoch yet
             return
-        run = self.runs.get(run_dir)
         if run is not None and (run.seen == seen or time.monotonic() - run.read_at < FOLLOW_SECONDS):
             return
         if run is None:

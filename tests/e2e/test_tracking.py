@@ -7,11 +7,13 @@ import os
 import signal
 import subprocess
 import sys
+import time
+from contextlib import suppress
 
 import pytest
 
 from tests.conftest import TINY, run_harness
-from tests.helpers.runs import record, wait_for_epochs
+from tests.helpers.runs import frozen, record, wait_for_epochs
 from tests.helpers.tracking import Server, assert_run_matches_files, client, histories, sweep_runs
 
 pytestmark = pytest.mark.slow
@@ -73,17 +75,26 @@ def test_a_server_stopped_mid_sweep_costs_no_run_and_harness_track_fills_the_gap
     sweep = tmp_path / "sweeps" / "served"
     command = ["dataset.num_samples=1000", "epochs=8", "seed=0", "probes=false", "batch_size=64,8",
                "hydra.launcher.n_jobs=1", "tracking=mlflow", f"tracking.uri={server.uri}", "tracking.experiment=lab",
-               "tracking.nice=0",  # MLflow up to date with the runs on a loaded machine: the server stops mid-run
                f"hydra.sweep.dir={sweep}", "-m"]
-    proc = subprocess.Popen([sys.executable, "-m", "harness", *command], cwd=tmp_path, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    errors = tmp_path / "stderr.txt"
+    with errors.open("w") as stderr:
+        proc = subprocess.Popen([sys.executable, "-m", "harness", *command], cwd=tmp_path, text=True,
+                                stdout=subprocess.PIPE, stderr=stderr)
     try:
-        wait_for_epochs(sweep / "1", 2)  # run 0 logged whole, run 1 mid-way
-        server.stop()
-        out, err = proc.communicate(timeout=300)
+        wait_for_epochs(sweep / "1", 2)
+        worker = record(sweep / "1")["environment"]["pid"]
+        with frozen(worker):  # run 1 held mid-way while the tracker, at its own pace, logs run 0 whole
+            wait_for_finished(server.uri, sweep, "0")
+            server.stop()
+            stopped_at = record(sweep / "1")["epochs_completed"]
+        wait_for_epochs(sweep / "1", stopped_at + 2)  # an epoch checkpointed after the stop, for the tracker to log
+        with frozen(worker):  # held until the tracker has failed on it, while run 1 trains
+            wait_for_text(errors, "failed while the runs trained")
+        out, _ = proc.communicate(timeout=300)
     finally:
         proc.kill()
         server.stop()
+    err = errors.read_text()
     assert proc.returncode == 0, err[-3000:]
     assert [record(sweep / job)["status"] for job in "01"] == ["completed", "completed"]
     warnings = [line for line in err.splitlines() if line.startswith("harness: warning: tracking")]
@@ -106,6 +117,26 @@ def test_a_server_stopped_mid_sweep_costs_no_run_and_harness_track_fills_the_gap
         assert "results.csv" in {a.path for a in client(server.uri).list_artifacts(parent.info.run_id)}
     finally:
         server.stop()
+
+
+def wait_for_finished(uri: str, sweep, job: str, timeout: float = 240) -> None:
+    """Until MLflow holds the job's run as FINISHED: its every epoch and its status logged."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with suppress(Exception):  # the parent run or the job's run not created yet
+            if sweep_runs(uri, sweep)[1][job].info.status == "FINISHED":
+                return
+        time.sleep(0.5)
+    raise AssertionError(f"MLflow never held job {job} of {sweep} as FINISHED")
+
+
+def wait_for_text(path, text: str, timeout: float = 240) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if text in path.read_text():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{path} never said {text!r}: {path.read_text()[-3000:]}")
 
 
 def test_runs_that_log_themselves_at_once_share_the_sqlite_store(tmp_path):
