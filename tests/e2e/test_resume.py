@@ -14,9 +14,8 @@ from harness.store import command_file
 from tests.helpers.runs import frozen, record
 
 pytestmark = pytest.mark.slow
-# batch 16, then 64, one at a time, each in a process of its own (what the warm worker does with a Ctrl-C sent
-# while it is frozen is left to its own tests: here the second run finished anyway with its worker, 2 tries of 2)
-COMMAND = ["+study=smoke", "epochs=20", "hydra.launcher.n_jobs=1", "hydra.launcher.reuse_processes=false", "-m"]
+# batch 16, then 64, one at a time in one warm worker (the default launcher's)
+COMMAND = ["+study=smoke", "epochs=20", "hydra.launcher.n_jobs=1", "-m"]
 
 
 def _interrupted_after_its_first_run(cwd: Path, attempts: int = 3) -> tuple[Path, str]:
