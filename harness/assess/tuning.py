@@ -182,7 +182,7 @@ def _tuned_verdict(final: pd.DataFrame, runs: pd.DataFrame, subject: str, choice
                       "tuned there")
     if missing:
         doubts.append(f"{missing} run(s) of the grid have no result (failed, unfinished or not started), so the "
-                      "choice may still change: the same command resumes them")
+                      "choice may still change once resuming the sweep runs them")
     if not doubts:
         return verdict
     return dataclasses.replace(verdict, outcome="inconclusive", headline=(

@@ -1,7 +1,7 @@
 """Signals that end a command or a run: Ctrl-C (SIGINT), SIGTERM (schedulers, `timeout`, preemption) and SIGUSR2
 (SLURM's warning before a time limit) are all handled as Ctrl-C is: runs record `interrupted` with their last
-complete epoch, a partial report is written, the exit code is 128 + the signal (130, 143, 140), and the same
-command resumes."""
+complete epoch, a partial report is written, the exit code is 128 + the signal (130, 143, 140), and the line
+printed (`python -m harness.resume FOLDER`) resumes."""
 from __future__ import annotations
 
 import signal

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import shlex
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -19,7 +20,7 @@ from harness.assess.assessment import assess
 from harness.assess.sweep import read as read_sweep
 from harness.assess.verdicts import Verdict
 from harness.report import figures, index, pages, summary
-from harness.store import diagnosis_file, files, layout
+from harness.store import command_file, diagnosis_file, files, layout
 from harness.store.run_files import FINISHED
 
 SIMULATED_NOTE = (
@@ -29,14 +30,14 @@ SIMULATED_NOTE = (
 )
 RUNNING_NOTE = (
     "{n} run(s) still marked running. If no harness command is working on this sweep now, they were killed before "
-    "they could record an end (kill -9, a crash, a lost machine): run the same command again to resume them. "
-    "Their wall time is unknown (–) until they finish."
+    "they could record an end (kill -9, a crash, a lost machine); resuming the sweep runs them from their last "
+    "epoch. Their wall time is unknown (–) until they finish."
 )
 
 
 DAMAGED_NOTE = (
     "{n} run(s) damaged: their run.json or metrics.parquet cannot be read (a full disk, or a crash during a copy); "
-    "the reason is in the runs table. The same command runs them again; completed runs with intact files are "
+    "the reason is in the runs table. Resuming the sweep runs them again; completed runs with intact files are "
     "left alone."
 )
 
@@ -175,9 +176,11 @@ def _built(sweep_dir: Path):
     html = summary.embed_summary(found, template.render(
         sweep_id=sweep_dir.name,
         sweep_dir=str(sweep_dir),
+        sweep_dir_abs=shlex.quote(str(Path(sweep_dir).resolve())),
         generated_at=generated_at,
         counts={"total": int(status_counts.sum()), "by_status": list(status_counts.items())},
         partial=", ".join(unfinished),
+        resume=command_file.resume_line(sweep_dir) if command_file.read(sweep_dir) else None,
         verdicts=a.batch_verdicts,
         facet_table=a.facet_table,
         facet_rows=facet_rows(a.facet_table),

@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 from harness.report import pages
 from harness.report.summary import earliest, parse_time, read_summary, report_file_name, runs_digest
-from harness.store import files, layout
+from harness.store import command_file, files, layout
 from harness.store.layout import INDEX_FILE, LATEST_FILE, RUN_FILE, SWEEP_FILE
 from harness.store.run_files import config_columns
 
@@ -34,7 +34,7 @@ NO_SUMMARY = ("This report carries no summary of its sweep (built by an older ha
 ORPHAN = ("This report carries no summary of its sweep (built by an older harness, or damaged), and its sweep is "
           "not in the sweeps folder; python -m harness.report SWEEP_FOLDER rebuilds it.")
 EMPTY = "Empty: no run has been recorded in this folder (no run.json, no sweep.json)."
-DAMAGED = "{n} run(s) damaged: their run.json cannot be read; the same command runs them again."
+DAMAGED = "{n} run(s) damaged: their run.json cannot be read; {resume} runs them again."
 
 
 def default_sweeps_dir(reports_dir: Path) -> Path:
@@ -128,7 +128,7 @@ def _row_from_files(sweep_dir: Path) -> Row:
     row.runs = _ordered_counts(counts)
     row.started = parse_time(earliest(started)) or _folder_time(sweep_dir)
     if counts["damaged"]:
-        row.notes.append(DAMAGED.format(n=counts["damaged"]))
+        row.notes.append(DAMAGED.format(n=counts["damaged"], resume=command_file.resume_hint(sweep_dir)))
     if not row.runs and not row.notes:
         row.notes.append(EMPTY)
     return row

@@ -12,8 +12,8 @@ PREEMPTED = ("SLURM sent SIGTERM (a preemption or a cancellation): the job is en
              "whose attempt resumes from the last complete epoch")
 REQUEUED = "SLURM's warning before the time limit: the job was requeued and resumes from its last complete epoch"
 OUT_OF_REQUEUES = ("SLURM's time limit came after the last requeue hydra.launcher.max_num_timeout allows: the run "
-                   "did not finish, its last complete epoch is kept and the same command resumes it (or raise "
-                   "hydra.launcher.max_num_timeout or hydra.launcher.timeout_min)")
+                   "did not finish; its last complete epoch is kept, and the resume line the command prints at its "
+                   "end trains it on (or raise hydra.launcher.max_num_timeout or hydra.launcher.timeout_min)")
 
 
 def out_of_requeues(err: BaseException) -> bool:

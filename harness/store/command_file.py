@@ -20,7 +20,7 @@ from importlib import metadata
 from pathlib import Path
 
 from harness.store.files import DamagedFile, read_json, write_json
-from harness.store.layout import COMMAND_FILE
+from harness.store.layout import COMMAND_FILE, is_sweep
 from harness.store.run_files import now_iso
 
 FORMAT = 1
@@ -95,6 +95,15 @@ def read(folder: Path) -> Command | None:
 def resume_line(folder: Path) -> str:
     """The one line that resumes `folder` from any directory: `python -m harness.resume /abs/sweeps/<id>`."""
     return f"python -m harness.resume {shlex.quote(str(Path(folder).resolve()))}"
+
+
+def resume_hint(folder: Path) -> str:
+    """What resumes `folder`, for a message: its resume line, or, for a folder made before command.json existed,
+    the command that made it with the folder named."""
+    if read(folder) is not None:
+        return resume_line(folder)
+    key = FOLDER_KEYS[0] if is_sweep(folder) else FOLDER_KEYS[1]
+    return f"the command that made it, with {key}={shlex.quote(str(Path(folder).resolve()))}"
 
 
 def python_line(argv: list[str]) -> str:

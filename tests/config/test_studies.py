@@ -156,3 +156,15 @@ def test_composing_a_sweeps_jobs_once_per_structure_gives_hydras_own_configs(com
                     to_run_config(fast)
             else:
                 assert to_run_config(fast) == expected, job
+
+
+def test_the_help_lists_every_study_preset():
+    """`python -m harness --help` names each file in conf/study/ (diagnose was missing from it)."""
+    import yaml
+
+    from harness.config.compose import CONF_DIR
+
+    header = yaml.safe_load((Path(CONF_DIR) / "config.yaml").read_text())["hydra"]["help"]["header"]
+    listed = re.search(r"a named study \(conf/study/: ([^)]*)\)", header).group(1)
+    names = {name.strip() for name in re.split(r",\s*", " ".join(listed.split()))}
+    assert names == {path.stem for path in (Path(CONF_DIR) / "study").glob("*.yaml")}

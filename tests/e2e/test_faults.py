@@ -384,8 +384,9 @@ def test_a_slurm_sweep_of_12_runs_is_cut_into_arrays_and_its_resume_submits_only
         tmp_path, local_slurm):
     """12 one-step runs on the local SLURM, whose MaxArraySize is 8 (scripts/slurm_local.sh): two arrays, sharing
     array_parallelism=4 (two tasks each; the node runs two at once). The command is stopped (its jobs cancelled)
-    once half the runs finished; the same command, with tracking=mlflow now, then submits only the others, each
-    under its own job number and folder, leaves the finished ones alone, and logs all of them at its end."""
+    once half the runs finished; `python -m harness.resume FOLDER tracking=mlflow`, from another directory, then
+    submits only the others, each under its own job number and folder, leaves the finished ones alone, and logs all
+    of them at its end."""
     sweep = tmp_path / "sweep"
     command = [*SLURM, "backend=jax", "budget=steps", "budget_steps=1", "batch_size=32", "probes=false",
                "dataset.num_samples=600", "seed=range(0,12)", "hydra.launcher.array_parallelism=4",
@@ -420,9 +421,13 @@ def test_a_slurm_sweep_of_12_runs_is_cut_into_arrays_and_its_resume_submits_only
     assert max(path.stat().st_size for path in (sweep / ".submitit").rglob("*_submitted.pkl")) < 2048
     assert "at most 2 at once" in (tmp_path / "first.log").read_text()
 
-    # resumed with tracking=mlflow, which is no run's config: the same runs; a SQLite store takes no writes from
-    # the cluster's runs (often on NFS), and the sweep's end logs every run from its files
-    resumed = run_harness(*command, "tracking=mlflow", cwd=tmp_path, timeout=600)
+    # resumed from another directory by the line a resume prints, with tracking=mlflow, which is no run's config:
+    # the same runs; a SQLite store takes no writes from the cluster's runs (often on NFS), and the sweep's end
+    # logs every run from its files
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    resumed = subprocess.run([sys.executable, "-m", "harness.resume", str(sweep), "tracking=mlflow"], cwd=elsewhere,
+                             capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     left = 12 - len(first)
     said = resumed.stdout + resumed.stderr

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.report import html as report
+from harness.store import command_file
 from tests.helpers import page
 from tests.helpers.sweeps import batch_sweep, make_run
 
@@ -91,7 +92,13 @@ def test_runs_not_started_are_counted_and_a_stale_running_run_has_no_clock_time(
     runs = {run["run"]: run for run in page.runs(page.parse(html))}
     assert list(runs) == [f"s/{n}" for n in range(5)]
     assert [runs[f"s/{n}"]["status"] for n in (3, 4)] == ["not started", "not started"]
-    assert "1 run(s) still marked running" in html and "run the same command again to resume them" in html
+    assert "1 run(s) still marked running" in html and "resuming the sweep runs them from their last epoch" in html
+    # a sweep from before command.json: the command that made it, its folder named; with one, the resume line
+    said = page.text(page.parse(html))
+    assert f"result run) with the command that made it, with hydra.sweep.dir={sweep.resolve()} added" in said
+    command_file.write_once(sweep, command_file.for_this_process(["batch_size=8,32", "-m"], multirun=True))
+    assert f"only the runs without a result run) with python -m harness.resume {sweep.resolve()}" in page.text(
+        page.parse(report.build_report(sweep)))
     assert runs["s/2"]["status"] == "running" and runs["s/2"]["wall s"] == "–"  # wall time unknown, not "until now"
 
 

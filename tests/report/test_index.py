@@ -82,7 +82,8 @@ def test_damaged_empty_and_unreported_sweeps_get_rows_that_say_so(tmp_path, monk
     rows = {sweep: page.text(row) for sweep, row in cells.items()}
     assert set(rows) == {"damaged", "empty", "junk-sweep-json", "unreported", "stray"}
     assert "1 failed" in rows["damaged"] and "1 damaged" in rows["damaged"]
-    assert "1 run(s) damaged: their run.json cannot be read" in rows["damaged"]
+    assert (f"1 run(s) damaged: their run.json cannot be read; the command that made it, with hydra.sweep.dir="
+            f"{(sweeps / 'damaged').resolve()} runs them again") in rows["damaged"]
     assert "No report yet: python -m harness.report sweeps/damaged" in rows["damaged"]
     assert "no runs" in rows["empty"] and "Empty: no run has been recorded" in rows["empty"]
     assert "sweep.json cannot be read" in rows["junk-sweep-json"]
