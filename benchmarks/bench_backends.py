@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = run_options(__doc__.splitlines()[0], "batch 32, 2 epochs, 600 samples, 1 repeat; no warm-up, default "
                                                   "run or sweeps")
     parser.add_argument("--keep", type=Path, help="keep the sweeps here (main job and study on each backend)")
-    parser.add_argument("--update-docs", "--update-readme", dest="update_docs", action="store_true", help="rewrite its generated blocks in README.md and docs/")
+    parser.add_argument("--update-docs", dest="update_docs", action="store_true", help="rewrite its generated blocks in README.md and docs/")
     parser.add_argument("--child", choices=BACKENDS, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.smoke:

@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--smoke", action="store_true", help="600 MNIST-1D samples, 200 images, 1 repeat")
-    parser.add_argument("--update-docs", "--update-readme", dest="update_docs", action="store_true", help="rewrite its generated blocks in README.md and docs/")
+    parser.add_argument("--update-docs", dest="update_docs", action="store_true", help="rewrite its generated blocks in README.md and docs/")
     args = parser.parse_args(argv)
     images = 200 if args.smoke else 10_000
     repeats = 1 if args.smoke else args.repeats

@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--before-max", type=int, default=1000, help="the largest sweep to measure at REV")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for a first run")
     parser.add_argument("--smoke", action="store_true", help="20 jobs, this checkout only")
-    parser.add_argument("--update-docs", "--update-readme", dest="update_docs", action="store_true",
+    parser.add_argument("--update-docs", dest="update_docs", action="store_true",
                         help="rewrite its generated block in docs/performance.md")
     args = parser.parse_args(argv)
     sizes = [20] if args.smoke else [100, 1000, 10000]

@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--smoke", action="store_true",
                         help="600 samples, 1 epoch, batch 32 only, no probes, no warm-up, 1 repeat")
-    parser.add_argument("--update-docs", "--update-readme", dest="update_docs", action="store_true", help="rewrite its generated blocks in README.md and docs/")
+    parser.add_argument("--update-docs", dest="update_docs", action="store_true", help="rewrite its generated blocks in README.md and docs/")
     args = parser.parse_args(argv)
     extra = ["dataset.num_samples=600", "epochs=1", "probes=false"] if args.smoke else []
     sizes = (32,) if args.smoke else BATCH_SIZES

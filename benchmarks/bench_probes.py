@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--smoke", action="store_true",
                         help="600 samples, 1 epoch, batch 16 and 64 in one worker, 64 probe samples, 1 repeat")
-    parser.add_argument("--update-docs", "--update-readme", dest="update_docs", action="store_true", help="rewrite its generated blocks in README.md and docs/")
+    parser.add_argument("--update-docs", dest="update_docs", action="store_true", help="rewrite its generated blocks in README.md and docs/")
     parser.add_argument("--extra", nargs="*", default=[], help="more overrides for both variants")
     args = parser.parse_args(argv)
     # smoke: two batch sizes (one pair for the interpolation) of tiny data, to check the script, not to measure

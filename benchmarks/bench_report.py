@@ -97,7 +97,7 @@ def table(rows: list[str]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="20 runs and an index of 3 sweeps")
-    parser.add_argument("--update-docs", "--update-readme", dest="update_docs", action="store_true",
+    parser.add_argument("--update-docs", dest="update_docs", action="store_true",
                         help="rewrite its generated block in docs/performance.md")
     args = parser.parse_args(argv)
     rows = []

@@ -167,7 +167,7 @@ def run_options(description: str, smoke: str) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = run_options(__doc__.splitlines()[0], "batch 32, 1 epoch, 600 samples, 1 repeat")
     parser.add_argument("--probes", action="store_true", help="the harness with its default probes on")
-    parser.add_argument("--update-docs", "--update-readme", dest="update_docs", action="store_true", help="rewrite its generated blocks in README.md and docs/")
+    parser.add_argument("--update-docs", dest="update_docs", action="store_true", help="rewrite its generated blocks in README.md and docs/")
     parser.add_argument("--child", choices=["baseline", "floor"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.smoke:

@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true",
                         help="600 samples, 1 epoch, batch 16 only, one worker for the main job, 1 repeat, no "
                              "fresh-process variant")
-    parser.add_argument("--update-docs", "--update-readme", dest="update_docs", action="store_true", help="rewrite its generated blocks in README.md and docs/")
+    parser.add_argument("--update-docs", dest="update_docs", action="store_true", help="rewrite its generated blocks in README.md and docs/")
     args = parser.parse_args(argv)
     # smoke: the same variants on one batch size of tiny data, to check the script in seconds, not to measure
     extra = ["dataset.num_samples=600", "epochs=1", "probes=false"] if args.smoke else []

@@ -102,7 +102,7 @@ HEADER = ("| case: `+study=diagnose` with | drop | parts, 95% intervals over pai
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="one tiny case, to check the script works")
-    parser.add_argument("--update-docs", "--update-readme", dest="update_docs", action="store_true",
+    parser.add_argument("--update-docs", dest="update_docs", action="store_true",
                         help="rewrite its generated block in docs/studies.md")
     args = parser.parse_args(argv)
     rows = []

@@ -88,7 +88,7 @@ def table(sweep_dir: Path, rows: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sweep_dir", type=Path)
-    parser.add_argument("--update-docs", "--update-readme", dest="update_docs", action="store_true", help="rewrite its generated blocks in README.md and docs/")
+    parser.add_argument("--update-docs", dest="update_docs", action="store_true", help="rewrite its generated blocks in README.md and docs/")
     args = parser.parse_args(argv)
     rows = accuracy(args.sweep_dir)
     if not rows:

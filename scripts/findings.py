@@ -12,8 +12,9 @@
 For each sweep: its study, runs, seeds and wall time, then every verdict and finding the report computes. The
 batchnorm study's sweep also writes the short block that opens the findings: the seed note's numbers, what
 caused them and what a user can do (`seed_case`). The main job's sweep writes its verdict, its probes per batch
-size and the report's Why (`main_job`, docs/studies.md) and the README's headline of it (`headline`). With
---update-docs the README's table of the studies (`studies_table`) is rewritten from the findings block too.
+size and what the report measured beside the drop (`main_job`, docs/studies.md) and the README's headline of it
+(`headline`). With --update-docs the README's table of the studies (`studies_table`, each study with the day its
+sweep ran) is rewritten from the findings block too.
 """
 from __future__ import annotations
 
@@ -40,6 +41,12 @@ def _wall_minutes(sweep_dir: Path) -> float:
     return (max(ends) - min(starts)).total_seconds() / 60 if starts and ends else float("nan")
 
 
+def _run_on(sweep_dir: Path) -> str:
+    """The day the sweep's first run started (YYYY-MM-DD)."""
+    starts = [json.loads(p.read_text()).get("started_at") for p in sweep_dir.glob("*/run.json")]
+    return min(s for s in starts if s)[:10] if any(starts) else "–"
+
+
 def _task_overrides(sweep_dir: Path) -> list[str]:
     """The command's overrides, from Hydra's record of them (multirun.yaml, read as plain YAML)."""
     import yaml
@@ -60,7 +67,8 @@ def summarize(sweep_dir: Path) -> str:
     seeds = runs["seed"].nunique()
     statuses = ", ".join(f"{n} {s}" for s, n in runs["status"].value_counts().items())
     lines = [f"**`+study={_study_name(sweep_dir)}`**: {len(runs)} runs ({statuses}), {seeds} seed(s), "
-             f"{_wall_minutes(sweep_dir):.1f} min wall time on {os.cpu_count()} CPU cores.", ""]
+             f"{_wall_minutes(sweep_dir):.1f} min wall time on {os.cpu_count()} CPU cores, run on "
+             f"{_run_on(sweep_dir)}.", ""]
     if a.diagnosis is not None:  # +study=diagnose: its headline opens the block, as it opens the report
         d = a.diagnosis
         flagged = [c["name"] for c in d.checks if c.get("flagged")]
@@ -114,15 +122,17 @@ def seed_case(sweep_dir: Path) -> str | None:
     if seed.empty or stale is None:
         return None
     pm = batchnorm.mean_interval
-    return "\n".join([
+    lower_momentum = lower["model.bn_momentum"].iloc[0]
+    return "\n".join([  # a blank line after the opening paragraph: Markdown starts the list there
         f"**The seed note's numbers, reproduced** (`+study=batchnorm`, batch {SEED_BATCH}, epoch {SEED_EPOCH}, "
-        f"momentum {SEED_MOMENTUM}, n = {len(seed)} seeds, mean ± 95% interval): running train_acc "
+        f"momentum {SEED_MOMENTUM}, n = {len(seed)} seeds, mean ± 95% CI): running train_acc "
         f"{pm(seed['train_acc'])}, val_acc {pm(seed['val_acc'])}; at batch {small}, val_acc "
         f"{pm(cell(small, SEED_MOMENTUM)['val_acc'])}.",
+        "",
         "- **What caused it**: "
         + ("stale batch-norm statistics, not the large batch's generalization. " if stale.named else
            "not (mainly) stale batch-norm statistics. ") + batchnorm.sentence(stale),
-        f"- **What a user can do**: more steps; a lower momentum (`model.bn_momentum={lower['model.bn_momentum'].iloc[0]:g}` "
+        f"- **What a user can do**: more steps; a lower momentum (`model.bn_momentum={lower_momentum:g}` "
         f"gives val_acc {pm(lower['val_acc'])} at the same point); or recompute the statistics before evaluating "
         f"(val_acc {pm(seed['val_acc_precise_bn'])}, the harness's `val_acc_precise_bn`).",
     ])
@@ -169,8 +179,8 @@ def _interpolation_sentence(line: pd.DataFrame) -> str | None:
 
 
 def main_job(sweep_dir: Path, a: Assessment) -> str:
-    """The main job's verdict, its probes per batch size (mean ± sd over seeds) and the report's Why, from its
-    sweep and that sweep's assessment."""
+    """The main job's verdict, its probes per batch size (mean ± sd over seeds) and what the report measured beside
+    the drop, from its sweep and that sweep's assessment."""
     runs = a.df.drop_duplicates("run_id")
     lines = [f"`python -m harness batch_size=8,32,64,128 -m`: {len(runs)} runs, {runs['seed'].nunique()} seed(s) "
              f"per batch size, {int(runs['epochs'].iloc[0])} epochs, {_wall_minutes(sweep_dir):.1f} min wall time "
@@ -188,7 +198,8 @@ def main_job(sweep_dir: Path, a: Assessment) -> str:
                          f"| {_mean_sd(rows['hessian_trace'], 0)} | {_mean_sd(rows['sharpness'], 0)} / "
                          f"{_mean_sd(rows['sharpness_5e-4'], 0)} | {_mean_sd(rows['weight_distance'], 0)} "
                          f"({int(rows['step'].median()):,}) |")
-    lines += ["", "The report's Why section:", ""]
+    lines += ["", "Measured beside the drop (the report's section of that name: these go with the drop, they do not "
+              "show its cause):", ""]
     lines += [f"- {line}" for reading in a.why.readings for line in reading.lines]
     interpolation = _interpolation_sentence(a.why.interpolation)
     if interpolation:
@@ -198,12 +209,16 @@ def main_job(sweep_dir: Path, a: Assessment) -> str:
 
 
 def headline(a: Assessment) -> str:
-    """The main job in a few lines, for the README: the verdict, what train accuracy did, the first reason."""
+    """The main job in a few lines, for the README: the verdict with its condition, what train accuracy did, the
+    command that splits the drop into causes, and the first probe measured beside it (a correlate, not a cause)."""
     verdict = a.batch_verdicts[0]
     train = next((d for d in verdict.details if d.startswith("Train accuracy after the final epoch")), None)
-    reasons = [line for reading in a.why.readings for line in reading.lines][:1]
+    split = (f"To split the drop into its causes on this setting (fewer updates, the learning rate, batch-norm "
+             f"statistics and what remains): `{verdict.diagnose}`" if verdict.diagnose else None)
+    beside = [f"Measured beside the drop (it goes with the drop; it does not show a cause): {line}"
+              for reading in a.why.readings for line in reading.lines][:1]
     first = f"**{verdict.headline.split('. ')[0]}.** " + verdict.headline.split('. ', 1)[1]
-    return first + "\n\n" + "\n".join([*([f"- {train}"] if train else []), *[f"- Why: {r}" for r in reasons]])
+    return first + "\n\n" + "\n".join(f"- {line}" for line in [train, split, *beside] if line)
 
 
 OUTCOME = re.compile(r"^- (?P<subject>[A-Z][^:\[]*): (?P<headline>.*?: (?:not reproduced|reproduced|inconclusive))")
@@ -248,20 +263,33 @@ def studies_table(findings: str) -> str:
     from harness.config.compose import CONF_DIR
 
     starts = list(STUDY_BLOCK.finditer(findings))
-    found = {m.group(1): _found(findings[m.start():after.start() if after else len(findings)])
-             for m, after in zip(starts, [*starts[1:], None])}
-    rows = ["| command | what it tests | what it found on MNIST-1D |", "| --- | --- | --- |"]
-    for preset in sorted((CONF_DIR / "study").glob("*.yaml"), key=lambda p: (p.stem not in found, p.stem)):
-        result = found.get(preset.stem, "not in the findings yet (`python -m scripts.findings` on its sweep)")
-        rows.append(f"| `+study={preset.stem}` | {_tests(preset)} | {result} |")
+    blocks = {m.group(1): findings[m.start():after.start() if after else len(findings)]
+              for m, after in zip(starts, [*starts[1:], None])}
+    rows = ["| command | what it tests | what it found on MNIST-1D | ran on |", "| --- | --- | --- | --- |"]
+    for preset in sorted((CONF_DIR / "study").glob("*.yaml"), key=lambda p: (p.stem not in blocks, p.stem)):
+        block = blocks.get(preset.stem)
+        result = _found(block) if block else "not in the findings yet (`python -m scripts.findings` on its sweep)"
+        day = re.search(r"run on (\d{4}-\d{2}-\d{2})\.", block.split("\n", 1)[0]) if block else None
+        rows.append(f"| `+study={preset.stem}` | {_tests(preset)} | {result} | {day.group(1) if day else '–'} |")
     return "\n".join(rows)
+
+
+def command_line(argv: list[str]) -> str:
+    """This command as a user types it: every sweeps/study-* folder named is `sweeps/study-*`, as the shell
+    expanded it."""
+    folders = {str(path) for path in Path("sweeps").glob("study-*") if path.is_dir()}
+    named = [arg for arg in argv if arg in folders]
+    if folders and set(named) == folders:
+        at = argv.index(named[0])
+        argv = [*argv[:at], "sweeps/study-*", *[a for a in argv[at:] if a not in folders]]
+    return " ".join(["python -m scripts.findings", *argv])
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sweeps", nargs="*", type=Path)
     parser.add_argument("--main-job", type=Path, help="the main job's sweep (its verdict, probes and Why)")
-    parser.add_argument("--update-docs", "--update-readme", dest="update_docs", action="store_true",
+    parser.add_argument("--update-docs", dest="update_docs", action="store_true",
                         help="rewrite these sweeps' generated blocks in README.md and docs/ (the others are kept)")
     args = parser.parse_args(argv)
     blocks = {_study_name(sweep): summarize(sweep) for sweep in args.sweeps}
@@ -272,16 +300,20 @@ def main(argv: list[str] | None = None) -> int:
     if main_text:
         print("", main_text, sep="\n")
     if args.update_docs:
+        from functools import partial
+
         from benchmarks.doc_blocks import read_section, replace_section
 
-        if blocks:
+        replace_section = partial(replace_section, command=command_line(sys.argv[1:] if argv is None else argv))
+
+        if blocks:  # the studies' table follows their findings, and only they change it
             replace_section("findings", merged(read_section("findings"), blocks))
+            replace_section("studies-table", studies_table(read_section("findings")))
         if case:
             replace_section("seed-case", case)
         if main_text:
             replace_section("main-job", main_text)
             replace_section("main-job-headline", headline(main_assessed))
-        replace_section("studies-table", studies_table(read_section("findings")))
     return 0
 
 

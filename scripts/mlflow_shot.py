@@ -41,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sweep", type=Path)
     parser.add_argument("out", type=Path)
-    parser.add_argument("--size", default="1400,1000", help="the window, WIDTH,HEIGHT")
+    parser.add_argument("--size", default="1400,2400",
+                        help="the window, WIDTH,HEIGHT: tall enough for the params and metrics under the plot")
     args = parser.parse_args(argv)
     tracking = json.loads((args.sweep / "tracking.json").read_text())
     port = free_port()

@@ -54,7 +54,10 @@ def test_every_generated_block_names_its_command_machine_and_date():
         first, _, body = text.partition("\n")
         match = doc_blocks.PROVENANCE.match(first)
         assert match, f"{path.name}: block {name!r} does not open with its provenance: {first[:120]!r}"
-        assert match.group("command").startswith("python -m "), (name, match.group("command"))
+        command = match.group("command")
+        assert command.startswith("python -m "), (name, command)
+        # a user can run it again: no scratch folder, no option the script no longer takes
+        assert "/tmp" not in command and "--update-readme" not in command, (name, command)
         assert body.strip(), f"{path.name}: block {name!r} is empty"
         assert doc_blocks.holder(name) == path  # in exactly one file
 

@@ -5,6 +5,8 @@ The report lays this out; scripts/findings.py writes the README's findings from 
 """
 from __future__ import annotations
 
+import dataclasses
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,6 +67,8 @@ def assess(sweep: Sweep | Path) -> Assessment:
     tunings = tuning.assess(df, final, facet_keys, len(sweep.not_started)) if kind in (TUNED, SCALING) else []
     if tunings:  # one verdict at the tuned learning rates and one untuned, not one per point of the grid
         batch_verdicts = [v for t in tunings for v in t.verdicts]
+    else:
+        batch_verdicts = [_with_diagnose_command(v, sweep, df) for v in batch_verdicts]
     table = None if tunings else facets.table(batch_verdicts, final, df)
     if table is None:
         return Assessment(df, final, sweep.keys, varied, facet_keys, batch_verdicts, found, why.explain(sweep, df),
@@ -122,6 +126,28 @@ def all_findings(df: pd.DataFrame, final: pd.DataFrame, varied: list[str]) -> li
     found += [f(final, varied) for f in (imbalance_finding, preprocess_finding, capacity_finding, controls_finding,
                                          hoffer_finding)]
     return [f for f in found if f is not None]
+
+
+NOT_FORWARDED = ("batch_size", "seed", "hydra.", "+study", "study")  # what a diagnosis sets, or the launcher's
+DIAGNOSE_LINE = ("To split this drop into its causes on this setting (fewer updates, the learning rate, batch-norm "
+                 "statistics and what remains): {command}")
+
+
+def _with_diagnose_command(verdict: verdicts.BatchVerdict, sweep: Sweep, df: pd.DataFrame) -> verdicts.BatchVerdict:
+    """A verdict that shows a drop, with the `+study=diagnose` command that splits it on the same setting: its
+    smallest and largest batch size and every override its runs share (the facet's values among them)."""
+    if not (verdict.effect >= verdicts.MIN_EFFECT and verdict.outcome != "not reproduced"):
+        return verdict
+    ran = set(df.loc[df["facet"] == verdict.subject, "run_id"])
+    overrides = [r.get("overrides") or [] for r in sweep.records if r.get("run_id") in ran]
+    if not overrides:
+        return verdict
+    shared = [o for o in overrides[0] if all(o in other for other in overrides[1:])
+              and not o.lstrip("+~").startswith(NOT_FORWARDED)]
+    sizes = f"batch_size={verdict.batch_sizes[0]},{verdict.batch_sizes[-1]}"
+    command = shlex.join(["python", "-m", "harness", "+study=diagnose", sizes, *shared, "-m"])
+    return dataclasses.replace(verdict, details=[*verdict.details, DIAGNOSE_LINE.format(command=command)],
+                               diagnose=command)
 
 
 def _batch_verdicts(df: pd.DataFrame, final: pd.DataFrame, facets: list[str]) -> list[verdicts.BatchVerdict]:

@@ -14,9 +14,16 @@ Rules (a difference of MIN_EFFECT accuracy, one point, is the smallest effect wo
 - diverged runs (loss NaN/inf) are a result: they have no final val_acc, so they are not in the numbers, and the
   verdict names the batch sizes that diverged and the epoch. Runs that did not reach `target_train_loss` are
   named too: for them the comparison is not loss-matched.
+- the learning rate is the verdict's condition: when every batch size compared trained at one learning rate, the
+  claim says so ("... at one learning rate for every batch size"), since a learning rate scaled or tuned for the
+  larger batch may keep its accuracy, which these runs do not test; otherwise it names each side's.
+
+A spread is written at its number: "0.927 ± 0.004 sd" (the standard deviation over seeds), "[+0.06, +0.12]"
+(a 95% interval).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -54,10 +61,27 @@ class BatchVerdict(Verdict):
     effect: float = float("nan")      # mean final val_acc, smallest minus largest batch
     interval: tuple[float, float] | None = None
     rho: float = float("nan")
+    diagnose: str | None = None       # the +study=diagnose command that splits this drop on its setting
 
 
 def _pm(values: pd.Series) -> str:
-    return f"{values.mean():.3f}" + (f" ± {values.std(ddof=1):.3f}" if len(values) > 1 else "")
+    """'0.927 ± 0.004 sd': the mean and the standard deviation over seeds ('0.927' for one)."""
+    return f"{values.mean():.3f}" + (f" ± {values.std(ddof=1):.3f} sd" if len(values) > 1 else "")
+
+
+def _learning_rates(small: pd.DataFrame, large: pd.DataFrame, small_b: int, large_b: int) -> tuple[str, list[str]]:
+    """(what the claim adds, sentences): the condition the drop was measured under, each side's peak learning
+    rate. One rate for every batch size is the usual reading of the claim, and only that is what it shows."""
+    if "peak_lr" not in small or "peak_lr" not in large:
+        return "", []
+    rates = small["peak_lr"].dropna(), large["peak_lr"].dropna()
+    if rates[0].empty or rates[1].empty:
+        return "", []
+    low, high = (float(r.mean()) for r in rates)
+    if all(math.isclose(value, low, rel_tol=1e-6) for value in (*rates[0], *rates[1])):
+        return f" at one learning rate ({low:.3g}) for every batch size", []
+    return "", [f"The learning rate differed with the batch: {low:.3g} at batch {small_b}, {high:.3g} at batch "
+                f"{large_b}."]
 
 
 def batch_size_verdict(final: pd.DataFrame, facet: str = "all runs", runs: pd.DataFrame | None = None) -> BatchVerdict:
@@ -89,9 +113,10 @@ def batch_size_verdict(final: pd.DataFrame, facet: str = "all runs", runs: pd.Da
     rho = float(stats.spearmanr(final[BATCH], final["val_acc"]).statistic) if final["val_acc"].nunique() > 1 else 0.0
     outcome, interval, evidence = _decide(small["val_acc"], large["val_acc"], effect, rho, n_seeds)
     stale = batchnorm.split(small, large)
-    headline = " ".join([f"{CLAIM}: {outcome}.", *notes,
+    condition, rates = _learning_rates(small, large, sizes[0], sizes[-1])
+    headline = " ".join([f"{CLAIM}{condition}: {outcome}.", *notes,
         f"Final val_acc {_pm(small['val_acc'])} at batch {sizes[0]} vs {_pm(large['val_acc'])} at batch {sizes[-1]} "
-        f"(drop {effect:+.3f}); Spearman rho over {len(sizes)} batch sizes {rho:+.2f}; {evidence}.",
+        f"(drop {effect:+.3f}); Spearman rho over {len(sizes)} batch sizes {rho:+.2f}; {evidence}.", *rates,
         *([f"Batch-norm statistics that lag the weights explain {min(stale.stale / stale.drop, 1):.0%} of the drop "
            "(below)."] if stale is not None and stale.named else [])])
     details = [

@@ -74,7 +74,8 @@ def _classes_line(df: pd.DataFrame, final: pd.DataFrame, records: list[dict], wo
         return line
     names = next((r["environment"]["classes"] for r in records if r.get("environment", {}).get("classes")), None)
     means = final[recalls].mean().sort_values().head(worst)
-    named = [f"{names[int(c.rsplit('_', 1)[1])] if names else c.rsplit('_', 1)[1]} {v:.2f}" for c, v in means.items()]
+    named = [f"class {names[int(c.rsplit('_', 1)[1])] if names else c.rsplit('_', 1)[1]}: {v:.2f}"
+             for c, v in means.items()]
     return (f"{line} Lowest per-class validation recall at the final epoch, mean over completed runs: "
             f"{', '.join(named)}.")
 

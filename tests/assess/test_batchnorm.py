@@ -62,7 +62,8 @@ def test_the_verdict_names_batch_norm_statistics_instead_of_under_training(tmp_p
     [verdict] = a.batch_verdicts
     assert verdict.outcome == "reproduced"
     assert "Batch-norm statistics that lag the weights explain 100% of the drop (below)." in verdict.headline
-    [stale, rest] = [d for d in verdict.details if "batch-norm" in d or d.startswith("With the statistics")]
+    [stale, rest] = [d for d in verdict.details if ("batch-norm" in d and not d.startswith("To split"))
+                     or d.startswith("With the statistics")]
     assert stale.startswith("Batch 256: stale batch-norm statistics explain 100% of the val_acc drop from batch 8")
     assert "bn_initial_weight" in stale and "momentum 0.99" in stale
     assert rest.startswith("With the statistics recomputed: ") and "Validation accuracy did not fall" in rest
@@ -116,6 +117,7 @@ def test_the_study_as_planned_reports_the_finding_its_table_and_figure(tmp_path)
     assert case.startswith("**The seed note's numbers, reproduced** (`+study=batchnorm`, batch 64, epoch 2")
     assert "stale batch-norm statistics, not the large batch's generalization" in case
     assert "`model.bn_momentum=0.9` gives val_acc" in case and "`val_acc_precise_bn`" in case
+    assert ".\n\n- **What caused it**" in case  # a paragraph, then a list (without the blank line, one paragraph)
 
 
 def test_unshuffled_data_keeps_its_own_finding_and_says_recomputed_statistics_do_not_rescue_it(tmp_path):

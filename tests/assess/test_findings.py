@@ -134,7 +134,7 @@ def test_hoffer_finding_without_a_gap_to_close_is_inconclusive_and_other_sweeps_
 
 
 def test_the_readme_s_findings_are_rewritten_study_by_study():
-    """scripts.findings --update-readme with one study's sweep replaces that study's block and keeps the others."""
+    """scripts.findings --update-docs with one study's sweep replaces that study's block and keeps the others."""
     from scripts.findings import merged
 
     existing = "**`+study=shuffle`**: old shuffle\n\n- a line\n\n**`+study=batchnorm`**: old batchnorm\n\n**`+study=tuned`**: t"
@@ -154,7 +154,7 @@ def test_the_main_job_s_blocks_come_from_its_sweep(tmp_path):
     assessed = assess(sweep)
     text = main_job(sweep, assessed)
     assert text.startswith("`python -m harness batch_size=8,32,64,128 -m`: 12 runs, 3 seed(s) per batch size")
-    assert "\n- Larger batches gave lower validation accuracy: " in text
+    assert "\n- Larger batches gave lower validation accuracy at one learning rate (" in text
     rows = [line for line in text.splitlines() if re.match(r"\| \d+ \|", line)]
     assert [row.split(" | ")[0] for row in rows] == ["| 8", "| 32", "| 64", "| 128"]
     eigenvalues = [probe_values(128, seed)["hessian_top_eigenvalue"] for seed in (0, 1, 2)]
@@ -162,7 +162,11 @@ def test_the_main_job_s_blocks_come_from_its_sweep(tmp_path):
     assert "minimum is" in text and "sharper than batch-8's" in text  # the report's sharpness reading
     assert re.search(r"Along the line between the batch-8 and batch-128 solutions \(3 pair\(s\)", text)
     top = headline(assessed)
-    assert top.startswith("**Larger batches gave lower validation accuracy: ") and "- Why: The batch-128" in top
+    assert top.startswith("**Larger batches gave lower validation accuracy at one learning rate (")
+    assert "- Measured beside the drop (it goes with the drop; it does not show a cause): The batch-128" in top
+    assert "- To split the drop into its causes on this setting" in top
+    assert "`python -m harness +study=diagnose batch_size=8,128 -m`" in top
+    assert "Why" not in top  # a correlate is not presented as the cause
     assert re.search(r"Final val_acc [^;]+", top).group(0) in text
 
 
@@ -172,15 +176,52 @@ def test_the_readme_s_studies_table_has_a_line_per_preset_from_the_findings():
     findings_text = ("**`+study=shuffle`**: 18 runs\n\n- [shuffle=False] Larger batches gave lower validation "
                      "accuracy: inconclusive. Final\n- Unshuffled data: Unshuffled, class-sorted data gave high "
                      "running train accuracy with validation near chance: reproduced. More\n\n"
-                     "**`+study=batch_size`**: 12 runs\n\n- Larger batches gave lower validation accuracy: "
-                     "reproduced. Final val_acc 0.9 at batch 8 vs 0.8 at batch 128 (drop +0.100); more")
+                     "**`+study=batch_size`**: 12 runs, run on 2026-12-04.\n\n- Larger batches gave lower "
+                     "validation accuracy: reproduced. Final val_acc 0.9 at batch 8 vs 0.8 at batch 128 "
+                     "(drop +0.100); more")
     rows = studies_table(findings_text).splitlines()[2:]
     assert rows[0] == ("| `+study=batch_size` | The main finding with enough seeds for a claim: batch 8, 32, 64, 128 "
                        "x seeds 0, 1, 2 (12 runs). | Larger batches gave lower validation accuracy: reproduced "
-                       "(val_acc drop +0.100) |")
+                       "(val_acc drop +0.100) | 2026-12-04 |")  # each study's own date: blocks merge from many runs
     assert rows[1].startswith("| `+study=shuffle` | Unshuffled (class-sorted) training data") and rows[1].endswith(
-        "| Unshuffled, class-sorted data gave high running train accuracy with validation near chance: reproduced |")
+        "| Unshuffled, class-sorted data gave high running train accuracy with validation near chance: reproduced "
+        "| – |")
     from harness.config.compose import CONF_DIR
 
     assert len(rows) == len(list((CONF_DIR / "study").glob("*.yaml")))
     assert all("not in the findings yet" in row for row in rows[2:])
+
+
+def test_the_machine_needs_count_the_runs_at_once_and_the_largest_memory(tmp_path):
+    """scripts.needs: the wall time from the first start to the last end, the most runs whose spans overlap (a run
+    that starts the moment another ends takes its slot), the largest peak memory."""
+    import json
+
+    from scripts import needs
+
+    spans = [("10:00:00", "10:00:30", 800.0), ("10:00:00", "10:00:10", 900.5), ("10:00:10", "10:00:40", 700.0),
+             ("10:00:30", "10:01:00", 650.0)]
+    for job, (start, end, memory) in enumerate(spans):
+        (tmp_path / str(job)).mkdir()
+        (tmp_path / str(job) / "run.json").write_text(json.dumps({
+            "started_at": f"2026-01-05T{start}+00:00", "finished_at": f"2026-01-05T{end}+00:00",
+            "peak_memory_mb": memory, "epochs_completed": 15}))
+    sweep = needs.read_sweep(tmp_path)
+    assert (sweep.runs, sweep.epochs, sweep.wall_minutes, sweep.at_once, sweep.peak_memory_mb) == (4, 15, 1.0, 2, 900.5)
+    said = needs.text(sweep, (3 * 1024 ** 3, 2 * 1024 ** 3, ["test"]))
+    assert "take 3.0 GB, TensorFlow 2.0 GB of them (installed with the test extras" in said
+    assert "trained in 1.0 min" in said and "2 at once" in said and "peaked at 900 MB at most" in said
+
+
+def test_the_findings_provenance_names_the_sweeps_as_typed(tmp_path, monkeypatch):
+    """Every sweeps/study-* folder named, as the shell expands the glob, is written back as `sweeps/study-*`; some
+    of them stay named one by one."""
+    from scripts.findings import command_line
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("study-a", "study-b"):
+        (tmp_path / "sweeps" / name).mkdir(parents=True)
+    assert (command_line(["sweeps/study-a", "sweeps/study-b", "--main-job", "sweeps/main", "--update-docs"])
+            == "python -m scripts.findings sweeps/study-* --main-job sweeps/main --update-docs")
+    one = command_line(["sweeps/study-b", "--update-docs"])
+    assert one == "python -m scripts.findings sweeps/study-b --update-docs"

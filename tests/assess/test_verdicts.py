@@ -144,3 +144,35 @@ def test_a_facet_without_two_batch_sizes_of_results_says_why(tmp_path):
     v = _verdict(sweep)
     assert v.outcome == "inconclusive" and "found 0" in v.headline
     assert "batch 16: 1 failed (OSError), batch 32: 1 failed (OSError)" in v.headline
+
+
+def test_the_claim_states_its_learning_rate_condition(tmp_path):
+    """One learning rate for every batch size is the claim's condition, said in it; a scaled one is named per side."""
+    one = verdict_for(tmp_path / "one", {8: [0.90, 0.91], 128: [0.80, 0.81]})
+    assert one.headline.startswith("Larger batches gave lower validation accuracy at one learning rate (0.001) for "
+                                   "every batch size: reproduced.")
+    df = sweep_files.read(batch_sweep(tmp_path / "scaled", {8: [0.90, 0.91], 128: [0.80, 0.81]}, lr_scaling="linear",
+                                      base_batch_size=8)).epochs
+    scaled = verdicts.batch_size_verdict(analysis.final_results(df))
+    assert scaled.headline.startswith("Larger batches gave lower validation accuracy: reproduced.")
+    assert "The learning rate differed with the batch: 0.001 at batch 8, 0.016 at batch 128." in scaled.headline
+
+
+def test_a_drop_names_the_diagnose_command_of_its_own_setting(tmp_path):
+    """The command that splits the drop: b and B of the verdict, the overrides every run shared (not the seed)."""
+    from harness.assess.assessment import assess
+
+    sweep = tmp_path / "s"
+    for job, (batch, seed, val) in enumerate([(8, 0, 0.90), (8, 1, 0.91), (64, 0, 0.80), (64, 1, 0.81)]):
+        make_run(sweep, job, batch_size=batch, seed=seed, epochs=3, val=(val - 0.2, val - 0.1, val),
+                 overrides=[f"batch_size={batch}", f"seed={seed}", "epochs=3", "model.width=2.0",
+                            "hydra.launcher.n_jobs=1"])
+    [verdict] = assess(sweep).batch_verdicts
+    assert verdict.diagnose == "python -m harness +study=diagnose batch_size=8,64 epochs=3 model.width=2.0 -m"
+    assert verdict.details[-1].endswith(verdict.diagnose)
+    flat = tmp_path / "flat"
+    for job, (batch, val) in enumerate([(8, 0.90), (8, 0.91), (64, 0.91), (64, 0.90)]):
+        make_run(flat, job, batch_size=batch, seed=job % 2, val=(val - 0.2, val - 0.1, val))
+    [none] = assess(flat).batch_verdicts
+    assert none.effect < verdicts.MIN_EFFECT and none.diagnose is None  # no drop to split
+    assert not any("+study=diagnose" in line for line in none.details)

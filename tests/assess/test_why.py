@@ -178,11 +178,11 @@ def test_every_why_figure_of_a_faceted_study_is_laid_out_legibly_and_says_what_i
 
 def test_the_report_has_a_why_section_with_its_sentences_and_figures(tmp_path):
     parsed = page.parse(report.build_report(main_sweep(tmp_path / "m", seeds=3)))
-    why_section = page.section(parsed, "why")
+    why_section = page.section(parsed, "beside")
     assert "The batch-128 minimum is 3.9x sharper than batch-8's" in why_section
     assert "Gradient noise scale at the last epoch" in why_section
     assert "Distance from the initial weights" in why_section
-    in_why = [img for node in page.section_nodes(parsed, "why") if hasattr(node, "find_all")
+    in_why = [img for node in page.section_nodes(parsed, "beside") if hasattr(node, "find_all")
               for img in ([node] if node.name == "img" else node.find_all("img"))]
     assert len(in_why) == 4 and len(parsed.find_all("img")) == 8
 

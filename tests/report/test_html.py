@@ -11,6 +11,9 @@ from harness.store import command_file
 from tests.helpers import page
 from tests.helpers.sweeps import batch_sweep, make_run
 
+# the claim with its condition: every batch size of the made-up sweeps trains at lr 0.001
+ONE_LR = "Larger batches gave lower validation accuracy at one learning rate (0.001) for every batch size"
+
 
 def test_report_of_a_partial_sweep_shows_verdict_plots_and_every_run(tmp_path):
     sweep = batch_sweep(tmp_path / "sweep-a", {8: [0.90, 0.91, 0.92], 128: [0.80, 0.81, 0.79]})
@@ -20,10 +23,12 @@ def test_report_of_a_partial_sweep_shows_verdict_plots_and_every_run(tmp_path):
     assert path == report.report_path(sweep, tmp_path / "reports") and path.name.startswith("sweep-a-")
     html = path.read_text()
     assert (tmp_path / "reports" / "latest.html").read_text() == html
-    assert "Larger batches gave lower validation accuracy: reproduced" in html and "n = 3 seeds" in html
+    assert f"{ONE_LR}: reproduced" in html and "n = 3 seeds" in html
     assert "partial" in html and "1 failed" in html and "1 running" in html
     assert "OSError: disk on fire" in html
     parsed = page.parse(html)
+    assert re.search(r"recall at the final epoch, mean over completed runs: class \d: 0\.\d\d, class \d: ",
+                     page.text(parsed))  # each recall says its class
     assert [img["src"][:22] for img in parsed.find_all("img")] == ["data:image/png;base64,"] * 4
     assert not [tag for tag in parsed.find_all(src=True) + parsed.find_all(href=True)  # nothing to fetch: offline
                 if re.match(r"(https?:)?//", tag.get("src") or tag.get("href"))]
@@ -142,7 +147,7 @@ def test_sweeps_of_one_name_in_different_folders_get_a_report_each(tmp_path, mon
     second = batch_sweep(tmp_path / "b" / "sweeps" / "x", {8: [0.9], 64: [0.9]})
     paths = [report.write_report(sweep, tmp_path / "reports") for sweep in (first, second)]
     assert paths[0] != paths[1] and all(p.is_file() and p.name.startswith("x-") for p in paths)
-    claim = "Larger batches gave lower validation accuracy: reproduced."
+    claim = f"{ONE_LR}: reproduced."
     assert claim in paths[0].read_text() and claim not in paths[1].read_text()  # each report its own sweep's
     assert len(page.parse((tmp_path / "reports" / "index.html").read_text()).select("tr.sweep-row")) == 2
     monkeypatch.chdir(tmp_path)  # a relative spelling of a folder names the same report
@@ -227,7 +232,7 @@ def test_the_main_job_as_planned_gets_a_verdict_with_three_seeds_and_an_interval
     from tests.helpers.sweeps import study_sweep
 
     text = report.build_report(study_sweep(tmp_path / "main", "batch_size=8,32,64,128"))
-    assert "Larger batches gave lower validation accuracy: reproduced." in text
+    assert f"{ONE_LR}: reproduced." in text
     assert "n = 3 seeds per batch size" in text and "95% interval of the drop [" in text
     assert "indicative only" not in text.split("Why:")[0]
 

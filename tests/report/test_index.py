@@ -11,8 +11,9 @@ from harness.report import index, summary
 from tests.helpers import page
 from tests.helpers.sweeps import batch_sweep, make_run
 
-REPRODUCED = "Larger batches gave lower validation accuracy: reproduced."
-NOT_REPRODUCED = "Larger batches gave lower validation accuracy: not reproduced."
+ONE_LR = "Larger batches gave lower validation accuracy at one learning rate (0.001) for every batch size"
+REPRODUCED = f"{ONE_LR}: reproduced."
+NOT_REPRODUCED = f"{ONE_LR}: not reproduced."
 
 
 def started(sweep: Path, when: str) -> Path:
