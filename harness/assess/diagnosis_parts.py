@@ -46,6 +46,7 @@ LADDER = ("steps", "steps_lr", "steps_lr_ghost")  # arm k applies the first k + 
 LABELS = {"stale_statistics": "stale batch-norm statistics", "fewer_updates": "fewer updates",
           "learning_rate": "the learning rate", "ghost_batch_norm": "ghost batch norm"}
 RULED_OUT = 0.01  # a part whose whole 95% interval lies within +-RULED_OUT of 0 is too small to matter
+IDENTICAL = 1e-9  # seeds whose values differ by no more than this agree exactly: their interval has no width
 STATISTICS = "stats"  # the Shapley player that recomputes the batch-norm statistics
 
 
@@ -178,12 +179,15 @@ def shapley_parts(v: dict[frozenset[str], np.ndarray], v_precise: dict[frozenset
 
 
 def _number(e: Estimate) -> str:
-    """0.55 [0.50, 0.60], or 0.55 with one seed, or "not measured"."""
+    """0.55 [0.50, 0.60], or 0.55 with one seed, or 0.00 (identical at every seed), or "not measured". Seeds that
+    agree exactly (every run predicting one class) give an interval of no width, which is no measure of doubt."""
     if e.value is None:
         return "not measured"
     text = f"{round(e.value, 2) + 0.0:.2f}"  # + 0.0: no "-0.00"
     if e.low is None or e.high is None:
         return text
+    if len(e.per_seed) > 1 and max(e.per_seed) - min(e.per_seed) <= IDENTICAL:
+        return f"{text} (identical at every seed)"
     return f"{text} [{round(e.low, 2) + 0.0:.2f}, {round(e.high, 2) + 0.0:.2f}]"
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable, Protocol, TextIO
 
 from harness.launch.processes import die_with_parent, signal_group
-from harness.launch.progress import clock
+from harness.launch.progress import clock, cost_class, eta_seconds
 from harness.launch.resources import GpuPool, cpu_count
 from harness.launch.worker import Worker
 from harness.store import layout
@@ -249,13 +249,27 @@ class Scheduler:
 
     def _status_line(self, pending: list[Job], running: list[_Running], started: float) -> str:
         done = [j for j in self.jobs if j.num in self.exit_codes]
-        failed = sum(1 for j in done if (inspect_run(j.run_dir)[0] or {}).get("status") == "failed")
-        epochs_total = sum(j.epochs for j in self.jobs if j not in self.skipped)
-        epochs_done = sum(j.epochs for j in done) + sum(
-            (inspect_run(r.job.run_dir)[0] or {}).get("epochs_completed", 0) for r in running
-        )
+        records = {j.num: inspect_run(j.run_dir)[0] or {} for j in done}
+        failed = sum(1 for j in done if records[j.num].get("status") == "failed")
+        measured: dict[tuple, tuple[float, int]] = {}
+
+        def measure(job: Job, seconds, record: dict) -> int:
+            """The epochs the job trained in this command, its seconds added to its cost class's."""
+            epochs = int(record.get("epochs_completed") or 0) - int(record.get("resumed_from_epoch") or 0)
+            if seconds and epochs > 0:
+                total, count = measured.get(cost_class(job.overrides), (0.0, 0))
+                measured[cost_class(job.overrides)] = (total + float(seconds), count + epochs)
+            return int(record.get("epochs_completed") or 0)
+
+        for job in done:
+            measure(job, records[job.num].get("run_seconds"), records[job.num])
+        left = [(cost_class(j.overrides), j.epochs) for j in pending]
+        for r in running:
+            reached = measure(r.job, time.time() - r.started, inspect_run(r.job.run_dir)[0] or {})
+            left.append((cost_class(r.job.overrides), max(0, r.job.epochs - reached)))
         elapsed = time.monotonic() - started
-        eta = "?" if not epochs_done else clock(max(0.0, elapsed * (epochs_total - epochs_done) / epochs_done))
+        seconds = eta_seconds(measured, left, self.n_jobs)
+        eta = "?" if seconds is None else clock(max(0.0, seconds))
         skipped = f" · {len(self.skipped)} already done" if self.skipped else ""
         return (f"[harness] runs {len(done) + len(self.skipped)}/{len(self.jobs)} done · {len(running)} running · "
                 f"{failed} failed{skipped} · elapsed {clock(elapsed)} · ETA {eta}")

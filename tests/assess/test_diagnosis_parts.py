@@ -215,7 +215,8 @@ def test_readings(per_seed, reading):
 
 
 def _part(name, value, low, high, n=3):
-    return Part(name, Estimate(value, low, high, n, (value,) * n), None)
+    seeds = (value,) * n if value is None else tuple(value + 0.01 * (i - 1) for i in range(n))  # seeds that differ
+    return Part(name, Estimate(value, low, high, n, seeds), None)
 
 
 def test_the_sentence_names_every_part_with_its_interval():
@@ -228,6 +229,17 @@ def test_the_sentence_names_every_part_with_its_interval():
     parts[2] = _part("learning_rate", None, None, None)
     text = sentence(drop, parts, {"fewer_updates": "matching the updates"})
     assert "the learning rate not measured" in text and "matching the updates 0.06 [0.01, 0.11]" in text
+
+
+def test_seeds_that_agree_exactly_say_so_instead_of_an_interval_of_no_width():
+    """Every run predicting one class: each seed gives the same value, and [0.00, 0.00] would read as certainty."""
+    same = Estimate(0.0, 0.0, 0.0, 3, (0.0, 0.0, 0.0))
+    parts = [Part("stale_statistics", Estimate(-0.03, -0.11, 0.05, 3, (-0.07, -0.03, 0.01)), None),
+             Part("remains", Estimate(0.03, 0.03, 0.03, 3, (0.03, 0.03, 0.03)), None)]
+    text = sentence(same, parts)
+    assert text.startswith("Of the drop of 0.00 (identical at every seed), stale batch-norm statistics account for "
+                           "-0.03 [-0.11, 0.05]")
+    assert "0.03 (identical at every seed) remains" in text and "[0.00, 0.00]" not in text
 
 
 def test_the_sentence_with_one_seed_has_no_brackets_and_says_it_is_indicative():

@@ -35,3 +35,20 @@ def test_on_a_terminal_one_line_is_rewritten_in_place_and_ended_at_the_end():
     show("runs 1/1 done · elapsed 0:02", True)
     assert terminal.getvalue() == ("\r\033[Kruns 0/1 done · elapsed 0:00" "\r\033[Kruns 0/1 done · elapsed 0:01"
                                    "\r\033[Kruns 1/1 done · elapsed 0:02\n")
+
+
+def test_the_eta_weighs_each_epoch_left_by_its_own_settings_measured_rate():
+    """Batch 8 measured at 6 s an epoch and batch 64 at 1 s: 10 epochs of each left, 2 at once, is (60 + 10) / 2 s,
+    where weighing by planned epochs alone would give each epoch the same cost. A setting not measured yet takes
+    the median of the others; nothing measured yet is no estimate."""
+    from harness.launch.progress import cost_class, eta_seconds
+
+    small, large = cost_class(["batch_size=8", "seed=0"]), cost_class(["seed=2", "batch_size=64"])
+    assert small == cost_class(["seed=1", "batch_size=8"]) != large  # the seed costs nothing
+    measured = {small: (12.0, 2), large: (3.0, 3)}
+    assert eta_seconds(measured, [(small, 10), (large, 10)], slots=2) == 35.0
+    assert eta_seconds(measured, [(small, 10)], slots=2) == 60.0  # one run left runs alone
+    other = cost_class(["batch_size=32", "seed=0"])
+    assert eta_seconds(measured, [(other, 4)], slots=1) == 4 * 6.0  # median of [1, 6]: the upper middle
+    assert eta_seconds({}, [(small, 10)], slots=2) is None
+    assert eta_seconds({}, [(small, 0)], slots=2) == 0.0  # nothing left

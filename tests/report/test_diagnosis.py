@@ -67,3 +67,30 @@ def test_the_diagnosis_is_legible_in_chromium_at_1400_px(tmp_path):
         screenshot = tmp_path / "diagnosis.png"
         driver.save_screenshot(str(screenshot))
         assert screenshot.stat().st_size > 50_000
+
+
+def test_a_path_below_zero_stays_inside_the_axes_with_every_label():
+    """Both sizes at chance (0.08 and 0.09) with parts of both signs: the running total goes to -0.57 and back; the
+    axis spans it, and every bar and label lies inside the axes, none outside the figure."""
+    from types import SimpleNamespace as Parts
+
+    def part(name, value, low, high):
+        return Parts(name=name, estimate=Parts(value=value, low=low, high=high))
+
+    parts = [part("stale_statistics", -0.03, -0.11, 0.05), part("fewer_updates", 0.41, 0.04, 0.77),
+             part("learning_rate", 0.24, 0.11, 0.37), part("remains", -0.62, -0.78, -0.46)]
+    d = Parts(drop=Parts(value=0.0), arm_values={"b": [0.085], "B": [0.085]}, small_batch=8, large_batch=64,
+              parts=parts)
+    fig = waterfall(d)
+    assert layout.problems(fig) == []
+    ax = fig.axes[0]
+    bottom, top = ax.get_ylim()
+    assert bottom < -0.57 - 0.05 and top > 0.085
+    for bar in ax.patches:
+        assert bottom <= min(bar.get_y(), bar.get_y() + bar.get_height()) and max(
+            bar.get_y(), bar.get_y() + bar.get_height()) <= top
+    renderer = fig.canvas.get_renderer()
+    area = ax.get_window_extent(renderer)
+    for text in ax.texts:  # the values beside the bars
+        box = text.get_window_extent(renderer)
+        assert area.y0 <= box.y0 and box.y1 <= area.y1, text.get_text()

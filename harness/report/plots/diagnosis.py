@@ -45,9 +45,14 @@ def waterfall(d) -> Figure | None:
     end = d.arm_values["B"][0]
     ax.bar(len(names) - 1, end, color=LEVEL, width=0.6)
     ax.text(len(names) - 1, end, f"{end:.3f}", ha="center", va="bottom", fontsize=8)
-    finite = [v for v in (*lows, *highs, end) if math.isfinite(v)]
+    # the whole path: a part larger than the level above it runs below 0 (both sizes near chance, a part of each
+    # sign), and the axis follows it there, with room for the labels above the levels
+    finite = [v for v in (*lows, *highs, start, end) if math.isfinite(v)]
     span = max(finite) - min(finite) or 0.05
-    ax.set_ylim(max(0.0, min(finite) - 0.25 * span), min(1.0, max(finite) + 0.25 * span) + 0.03 * span)
+    low, high = min(finite) - 0.12 * span, max(finite) + 0.18 * span
+    ax.set_ylim(max(0.0, low) if min(finite) >= 0 else low, high)
+    if min(finite) < 0:
+        ax.axhline(0.0, color="black", linewidth=0.8)
     ax.set_xticks(range(len(names)), [wrap(n, 14) for n in names], fontsize=8)
     ax.set_xlim(-0.6, len(names) - 0.4)
     ax.set_ylabel("val_acc")
