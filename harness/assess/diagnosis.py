@@ -17,9 +17,10 @@ import numpy as np
 import pandas as pd
 
 from harness.assess import diagnosis_parts
-from harness.assess.analysis import BATCH
+from harness.assess.analysis import BATCH, num_classes
 from harness.assess.batchnorm import PRECISE
 from harness.assess.sweep import Sweep
+from harness.assess.verdicts import CHANCE_MARGIN, MIN_EFFECT
 from harness.data import data_checks
 from harness.store.files import DamagedFile
 
@@ -44,6 +45,8 @@ class Diagnosis:
     arm_values: dict[str, tuple[float, float]]  # b, B and each arm: mean (v, v') over the seeds that count
     notes: list[str] = field(default_factory=list)     # how to read the parts, and what the runs could not show
     evidence: list[str] = field(default_factory=list)  # the probes beside `remains`
+    arm_weights: dict[str, float] = field(default_factory=dict)  # each arm's mean bn_initial_weight (NaN: none)
+    level: str | None = None           # what both sizes lose to a cause they share, when it outweighs the drop
 
     def as_json(self) -> dict[str, Any]:
         """diagnosis.json's fields."""
@@ -55,8 +58,16 @@ class Diagnosis:
                        "arm": p.arm, "reading": p.estimate.reading, "per_seed": list(p.estimate.per_seed)}
                       for p in self.parts],
             "ladder": self.ladder, "attribution": self.attribution, "seeds": self.seeds, "checks": self.checks,
-            "notes": self.notes, "evidence": self.evidence,
+            "notes": self.notes, "evidence": self.evidence, "level": self.level,
+            "arm_values": [{"arm": arm, "batch": self.small_batch if arm == "b" else self.large_batch,
+                            "val_acc": _number(v), "val_acc_precise_bn": _number(v_precise),
+                            "bn_initial_weight": _number(self.arm_weights.get(arm, math.nan)),
+                            "seeds": len(self.seeds)} for arm, (v, v_precise) in self.arm_values.items()],
         }
+
+
+def _number(value: float) -> float | None:
+    return None if value is None or not math.isfinite(value) else float(value)
 
 
 def read_plan(sweep: Sweep) -> dict[str, Any] | None:
@@ -71,9 +82,12 @@ def _finals(df: pd.DataFrame, plan: dict[str, Any]) -> pd.DataFrame:
     arms = last["job"].map(lambda job: plan["arms"].get(str(job)))
     ends = {plan["small_batch"]: "b", plan["large_batch"]: "B"}
     key = [ends.get(batch) if arm == AS_IS else arm for arm, batch in zip(arms, last[BATCH])]
-    precise = last[PRECISE["val_acc"]] if PRECISE["val_acc"] in last else pd.Series(np.nan, index=last.index)
+    nothing = pd.Series(np.nan, index=last.index)
+    precise = last[PRECISE["val_acc"]] if PRECISE["val_acc"] in last else nothing
+    weight = last["bn_initial_weight"] if "bn_initial_weight" in last else nothing
     finals = pd.DataFrame({"key": key, "seed": last["seed"].astype(int), "v": last["val_acc"].astype(float),
-                           "v_precise": precise.astype(float), "diverged": last["status"] == "diverged",
+                           "v_precise": precise.astype(float), "weight": weight.astype(float),
+                           "step": last["step"].astype(float), "diverged": last["status"] == "diverged",
                            "job": last["job"], "shuffle": last["shuffle"].astype(bool)}).dropna(subset=["key"])
     finals.loc[finals["diverged"], ["v", "v_precise"]] = math.nan  # a diverged arm: its parts are not measured
     return finals
@@ -120,15 +134,56 @@ def diagnose(sweep: Sweep) -> Diagnosis | None:
         parts = [p for p in parts if p.name != "stale_statistics"]
     if not seeds:
         drop, parts = None, []
-    levels = {k: (_mean(v[k]), _mean(v_precise[k])) for k in keys} if seeds else {}
+    levels = {k: (_mean(v[k]), _mean(v_precise[k]) if precise else math.nan) for k in keys} if seeds else {}
+    weights = {k: _mean(w) for k, w in _by_seed(finals, keys, seeds, "weight").items()} if seeds else {}
+    steps = {k: _mean(s) for k, s in _by_seed(finals, ["b", "B"], seeds, "step").items()} if seeds else {}
     checks, unchecked = _checks(sweep, finals, plan)
     notes += unchecked
+    level = (level_reading(b, big, levels, weights, steps, 1.0 / num_classes(df), drop)
+             if drop is not None and drop.value is not None else None)
     headline = (diagnosis_parts.sentence(drop, parts) if drop is not None else
                 "No seed has finished runs in every arm yet: nothing to split.")
+    if level is not None:
+        headline = f"{level} The difference between them: {headline[0].lower()}{headline[1:]}"
     notes += _reading_notes(plan, parts, len(seeds))
     return Diagnosis(b, big, plan["attribution"], list(plan["ladder"]), seeds, drop, parts, checks, headline, levels,
                      notes, _evidence(sweep, finals, b, big, next((p.estimate for p in parts
-                                                                    if p.name == "remains"), None)))
+                                                                    if p.name == "remains"), None)),
+                     arm_weights=weights, level=level)
+
+
+def level_reading(b: int, big: int, levels: dict[str, tuple[float, float]], weights: dict[str, float],
+                  steps: dict[str, float], chance: float, drop) -> str | None:
+    """What both sizes lose to a cause they share, said before the split of the difference between them (which
+    cancels such a cause): runs that validate at chance, and batch-norm statistics that lag the weights at both
+    sizes by more than the drop. None when neither holds."""
+    (v_b, p_b), (v_big, p_big) = levels["b"], levels["B"]
+    at_chance = max(v_b, v_big) < chance + CHANCE_MARGIN
+    lost = (p_b - v_b, p_big - v_big)  # what each size loses to its moving statistics, v' - v
+    stale = all(math.isfinite(x) and x >= MIN_EFFECT and x > abs(drop.value) for x in lost)
+    if not (at_chance or stale):
+        return None
+    sentences = []
+    if at_chance:
+        sentences.append(f"Neither batch size learned to validate: val_acc {v_b:.2f} at batch {b} and {v_big:.2f} at "
+                         f"batch {big}, chance {chance:.2f}.")
+    if stale:
+        w_b, w_big = weights.get("b", math.nan), weights.get("B", math.nan)
+        mostly = "mostly their initial values" if min(w_b, w_big) > 0.5 else "still partly their initial values"
+        sentences.append(f"At both, the batch-norm statistics are {mostly} (bn_initial_weight {w_b:.2f} at batch {b}, "
+                         f"{w_big:.2f} at batch {big}); recomputed for the final weights, batch {b} reaches "
+                         f"{p_b:.2f} and batch {big} {p_big:.2f}.")
+        momentum = w_big ** (1.0 / steps["B"]) if steps.get("B", 0) > 0 and w_big > 0 else math.nan
+        lower = 0.9 if math.isfinite(momentum) and momentum > 0.9 else 0.5
+        sentences.append(f"What to do: a lower model.bn_momentum (these runs' averages move at {momentum:.3g} a "
+                         f"step; at {lower:g} they keep {lower ** steps['B']:.2g} of their start after batch {big}'s "
+                         f"{steps['B']:.0f} steps), more steps, or reading val_acc_precise_bn, the accuracy with the "
+                         "statistics recomputed." if math.isfinite(momentum) else
+                         "What to do: more steps, a lower model.bn_momentum, or reading val_acc_precise_bn.")
+    elif at_chance:
+        sentences.append("The split below is of a difference between two failures, not of a drop from a model that "
+                         "learned.")
+    return " ".join(sentences)
 
 
 def _mean(values: np.ndarray) -> float:

@@ -17,6 +17,10 @@ FIELDS = {
     "ladder": "the arms in order", "attribution": "ladder or shapley", "seeds": "the seeds complete in every arm",
     "checks": "[{name, statistic, threshold, flagged, detail, ...}]: label_shift, order, feature_shift, capacity",
     "notes": "how to read the parts, and what the runs could not show", "evidence": "the probes beside remains",
+    "level": "what both sizes lose to a cause they share (at chance, stale statistics at both), said before the "
+             "split; null when neither holds",
+    "arm_values": "[{arm, batch, val_acc, val_acc_precise_bn, bn_initial_weight, seeds}]: each arm's levels, mean "
+                  "over the seeds that count (null where not measured)",
 }
 
 

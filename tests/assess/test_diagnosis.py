@@ -65,6 +65,41 @@ def test_diagnosis_json_holds_the_parts_in_ladder_order_and_the_four_checks(tmp_
     assert flagged == set(), written["checks"]  # MNIST-1D as it comes: nothing injected, nothing flagged
 
 
+def test_stale_statistics_at_both_sizes_are_said_first_and_the_parts_still_add_up(tmp_path):
+    """MobileNetV2's case, constructed: momentum 0.999 and few steps, so at both batch sizes the moving statistics
+    are mostly their start and val_acc is at chance while the weights (v', recomputed) are far above it. The
+    headline says so first, with both recomputed accuracies and what to do; the split of the difference follows,
+    its parts adding up to it; diagnosis.json holds each arm's levels."""
+    sweep = study_sweep(tmp_path / "s", "+study=diagnose", "batch_size=8,64", "epochs=1", "model.batch_norm=true",
+                        "model.bn_momentum=0.999", "dataset.num_samples=600")
+    d = _diagnosis(sweep)
+    (v_b, p_b), (v_big, p_big) = d.arm_values["b"], d.arm_values["B"]
+    assert max(v_b, v_big) < 0.2 < min(p_b, p_big)  # at chance with the moving statistics, not recomputed
+    assert d.headline.startswith(f"Neither batch size learned to validate: val_acc {v_b:.2f} at batch 8 and "
+                                 f"{v_big:.2f} at batch 64, chance 0.10.")
+    assert "the batch-norm statistics are mostly their initial values (bn_initial_weight 0.95 at batch 8, 0.99" in \
+        d.headline
+    assert f"recomputed for the final weights, batch 8 reaches {p_b:.2f} and batch 64 {p_big:.2f}" in d.headline
+    assert "a lower model.bn_momentum (these runs' averages move at 0.999 a step; at 0.9" in d.headline
+    assert "The difference between them: of the drop of" in d.headline
+    assert d.drop.value == pytest.approx(sum(p.estimate.value for p in d.parts), abs=1e-9)
+    report.write_report(sweep, tmp_path / "reports")
+    written = json.loads((sweep / "diagnosis.json").read_text())
+    assert written["level"] == d.level and written["headline"] == d.headline
+    levels = {row["arm"]: row for row in written["arm_values"]}
+    assert set(levels) == {"b", "B", "steps", "steps_lr", "steps_lr_ghost"}
+    assert levels["b"]["batch"] == 8 and levels["B"]["batch"] == 64 and levels["steps"]["batch"] == 64
+    assert levels["B"]["val_acc"] == pytest.approx(v_big) and levels["B"]["val_acc_precise_bn"] == pytest.approx(p_big)
+    df = sweep_files.read(sweep).epochs
+    step_b = df.loc[(df["global_batch_size"] == 8), "step"].max()  # one epoch of batch 8
+    assert levels["b"]["bn_initial_weight"] == pytest.approx(0.999 ** step_b, rel=1e-6)
+
+
+def test_a_model_that_learned_gets_no_level_reading(tmp_path):
+    d = _diagnosis(study_sweep(tmp_path / "s", *CASE))
+    assert d.level is None and d.headline.startswith("Of the drop of")
+
+
 @pytest.mark.parametrize("extra,left", [
     ((), "the model has no batch norm"),
     (("shuffle=false",), "with shuffle=false every batch is one class"),
