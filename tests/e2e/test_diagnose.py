@@ -1,6 +1,7 @@
 """+study=diagnose end to end, shrunken, on a user's own problem: an .npz and a model of theirs with batch norm,
 in fresh processes as a user runs it."""
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -61,7 +62,9 @@ def test_a_diagnosis_of_a_users_npz_and_batch_norm_model(tmp_path):
     parsed = page.parse(Path(tmp_path / proc.stdout.strip().splitlines()[-1]).read_text())
     assert found["headline"].split(",")[0] in page.section(parsed, "diagnosis")
     results = _results(tmp_path, sweep)
-    assert "diag diagnosis: Of the drop of" in results and "fewer_updates" in results and "steps_lr" in results
+    # the headline, which may first say what both sizes share (two epochs: statistics that lag at both)
+    assert re.search(r"diag diagnosis: (.*The difference between them: of|Of) the drop of", results), results[:800]
+    assert "fewer_updates" in results and "steps_lr" in results
 
 
 def _results(cwd: Path, sweep: Path) -> str:
