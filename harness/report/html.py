@@ -189,6 +189,7 @@ def _built(sweep_dir: Path):
                            None),
         findings=a.findings,
         why=a.why,
+        diagnose_named=any(v.diagnose for v in a.batch_verdicts),
         why_figures=why_drawn,
         tunings=a.tunings,
         tuning_figures=tuning_drawn,

@@ -182,6 +182,11 @@ def test_the_report_has_a_why_section_with_its_sentences_and_figures(tmp_path):
     assert "The batch-128 minimum is 3.9x sharper than batch-8's" in why_section
     assert "Gradient noise scale at the last epoch" in why_section
     assert "Distance from the initial weights" in why_section
+    assert "they do not show what caused it" in why_section  # a correlate, not a cause
+    assert "the verdict names the +study=diagnose command for this setting" in why_section  # a drop: it does
+    flat_sweep = batch_sweep(tmp_path / "flat", {8: [0.9, 0.9], 64: [0.9, 0.9]})
+    flat = page.section(page.parse(report.build_report(flat_sweep)), "beside")
+    assert "+study=diagnose batch_size=b,B splits a drop into its causes" in flat  # no drop, no command named
     in_why = [img for node in page.section_nodes(parsed, "beside") if hasattr(node, "find_all")
               for img in ([node] if node.name == "img" else node.find_all("img"))]
     assert len(in_why) == 4 and len(parsed.find_all("img")) == 8
