@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable, Protocol, TextIO
 
 from harness.launch.processes import die_with_parent, signal_group
-from harness.launch.progress import clock, cost_class, eta_seconds
+from harness.launch.progress import Eta, clock, cost_class
 from harness.launch.resources import GpuPool, cpu_count
 from harness.launch.worker import Worker
 from harness.store import layout
@@ -87,6 +87,7 @@ class Scheduler:
         cpu_jobs = min(self.n_jobs, max(1, sum(1 for j in jobs if j.gpus == 0 or not gpu_ids)))
         self.threads_per_cpu_job = max(1, cpu_count() // cpu_jobs)
         self.exit_codes: dict[int, int] = {}
+        self._eta = Eta()
         self.skipped: list[Job] = []
         self.idle: list[Worker] = []  # warm workers waiting for their next job
         self.keep = 0  # idle workers kept once no job needs them (one for the interpolation)
@@ -251,24 +252,16 @@ class Scheduler:
         done = [j for j in self.jobs if j.num in self.exit_codes]
         records = {j.num: inspect_run(j.run_dir)[0] or {} for j in done}
         failed = sum(1 for j in done if records[j.num].get("status") == "failed")
-        measured: dict[tuple, tuple[float, int]] = {}
-
-        def measure(job: Job, seconds, record: dict) -> int:
-            """The epochs the job trained in this command, its seconds added to its cost class's."""
-            epochs = int(record.get("epochs_completed") or 0) - int(record.get("resumed_from_epoch") or 0)
-            if seconds and epochs > 0:
-                total, count = measured.get(cost_class(job.overrides), (0.0, 0))
-                measured[cost_class(job.overrides)] = (total + float(seconds), count + epochs)
-            return int(record.get("epochs_completed") or 0)
-
         for job in done:
-            measure(job, records[job.num].get("run_seconds"), records[job.num])
-        left = [(cost_class(j.overrides), j.epochs) for j in pending]
+            self._eta.finished(job.num, cost_class(job.overrides), job.run_dir, records[job.num])
+        running_left = []  # (class, epochs left, seconds so far, epochs trained in this command)
         for r in running:
-            reached = measure(r.job, time.time() - r.started, inspect_run(r.job.run_dir)[0] or {})
-            left.append((cost_class(r.job.overrides), max(0, r.job.epochs - reached)))
+            record = inspect_run(r.job.run_dir)[0] or {}
+            reached = int(record.get("epochs_completed") or 0)
+            running_left.append((cost_class(r.job.overrides), max(0, r.job.epochs - reached), time.time() - r.started,
+                                 reached - int(record.get("resumed_from_epoch") or 0)))
         elapsed = time.monotonic() - started
-        seconds = eta_seconds(measured, left, self.n_jobs)
+        seconds = self._eta.seconds([(cost_class(j.overrides), j.epochs) for j in pending], running_left, self.n_jobs)
         eta = "?" if seconds is None else clock(max(0.0, seconds))
         skipped = f" · {len(self.skipped)} already done" if self.skipped else ""
         return (f"[harness] runs {len(done) + len(self.skipped)}/{len(self.jobs)} done · {len(running)} running · "
