@@ -19,6 +19,8 @@ import pandas as pd
 from harness.assess import diagnosis_parts
 from harness.assess.analysis import BATCH, num_classes
 from harness.assess.batchnorm import PRECISE
+from harness.assess.levels import Level
+from harness.assess.levels import reading as levels_reading
 from harness.assess.sweep import Sweep
 from harness.assess.verdicts import CHANCE_MARGIN, MIN_EFFECT
 from harness.data import data_checks
@@ -139,12 +141,17 @@ def diagnose(sweep: Sweep) -> Diagnosis | None:
     steps = {k: _mean(s) for k, s in _by_seed(finals, ["b", "B"], seeds, "step").items()} if seeds else {}
     checks, unchecked = _checks(sweep, finals, plan)
     notes += unchecked
-    level = (level_reading(b, big, levels, weights, steps, 1.0 / num_classes(df), drop)
-             if drop is not None and drop.value is not None else None)
+    level = None
+    if drop is not None and drop.value is not None:
+        ends = [Level(size, *levels[k], weights.get(k, math.nan), steps.get(k, 0.0))
+                for size, k in ((b, "b"), (big, "B"))]
+        level = levels_reading(*ends, drop.value, 1.0 / num_classes(df), margin=CHANCE_MARGIN, smallest=MIN_EFFECT)
     headline = (diagnosis_parts.sentence(drop, parts) if drop is not None else
                 "No seed has finished runs in every arm yet: nothing to split.")
     if level is not None:
         headline = f"{level} The difference between them: {headline[0].lower()}{headline[1:]}"
+    if seeds:
+        headline = f"{headline} {method(plan)}"
     notes += _reading_notes(plan, parts, len(seeds))
     return Diagnosis(b, big, plan["attribution"], list(plan["ladder"]), seeds, drop, parts, checks, headline, levels,
                      notes, _evidence(sweep, finals, b, big, next((p.estimate for p in parts
@@ -152,38 +159,27 @@ def diagnose(sweep: Sweep) -> Diagnosis | None:
                      arm_weights=weights, level=level)
 
 
-def level_reading(b: int, big: int, levels: dict[str, tuple[float, float]], weights: dict[str, float],
-                  steps: dict[str, float], chance: float, drop) -> str | None:
-    """What both sizes lose to a cause they share, said before the split of the difference between them (which
-    cancels such a cause): runs that validate at chance, and batch-norm statistics that lag the weights at both
-    sizes by more than the drop. None when neither holds."""
-    (v_b, p_b), (v_big, p_big) = levels["b"], levels["B"]
-    at_chance = max(v_b, v_big) < chance + CHANCE_MARGIN
-    lost = (p_b - v_b, p_big - v_big)  # what each size loses to its moving statistics, v' - v
-    stale = all(math.isfinite(x) and x >= MIN_EFFECT and x > abs(drop.value) for x in lost)
-    if not (at_chance or stale):
-        return None
-    sentences = []
-    if at_chance:
-        sentences.append(f"Neither batch size learned to validate: val_acc {v_b:.2f} at batch {b} and {v_big:.2f} at "
-                         f"batch {big}, chance {chance:.2f}.")
-    if stale:
-        w_b, w_big = weights.get("b", math.nan), weights.get("B", math.nan)
-        mostly = "mostly their initial values" if min(w_b, w_big) > 0.5 else "still partly their initial values"
-        sentences.append(f"At both, the batch-norm statistics are {mostly} (bn_initial_weight {w_b:.2f} at batch {b}, "
-                         f"{w_big:.2f} at batch {big}); recomputed for the final weights, batch {b} reaches "
-                         f"{p_b:.2f} and batch {big} {p_big:.2f}.")
-        momentum = w_big ** (1.0 / steps["B"]) if steps.get("B", 0) > 0 and w_big > 0 else math.nan
-        lower = 0.9 if math.isfinite(momentum) and momentum > 0.9 else 0.5
-        sentences.append(f"What to do: a lower model.bn_momentum (these runs' averages move at {momentum:.3g} a "
-                         f"step; at {lower:g} they keep {lower ** steps['B']:.2g} of their start after batch {big}'s "
-                         f"{steps['B']:.0f} steps), more steps, or reading val_acc_precise_bn, the accuracy with the "
-                         "statistics recomputed." if math.isfinite(momentum) else
-                         "What to do: more steps, a lower model.bn_momentum, or reading val_acc_precise_bn.")
-    elif at_chance:
-        sentences.append("The split below is of a difference between two failures, not of a drop from a model that "
-                         "learned.")
-    return " ".join(sentences)
+def method(plan: dict[str, Any]) -> str:
+    """How the parts were read: the attribution and the rule the learning-rate arms scaled b's rate by."""
+    b, big, settings = plan["small_batch"], plan["large_batch"], plan["settings"]
+    if plan["attribution"] == "shapley":
+        how = "Parts as Shapley values over every combination of the arms (no order)"
+    else:
+        how = f"Parts along the ladder ({', then '.join(plan['ladder'])}: each credited in that order)"
+    if settings.get("lr_scaling") == "linear":
+        warmup = settings.get("warmup_epochs", 0.0)
+        rule = f"x {big}/{b}" + (f", warmed up over {warmup:g} of batch {b}'s epochs" if warmup > 0 else "")
+    else:
+        rule = f"x sqrt({big}/{b})"
+    return f"{how}; the learning-rate arms take batch {b}'s learning rate {rule}."
+
+
+def title(d: Diagnosis) -> str:
+    """The report section's heading: why B lost to b only where the runs show a drop and learned."""
+    shown = d.drop is not None and d.drop.value is not None and d.drop.value > 0 and d.drop.reading == "shown"
+    if d.level is None and shown:
+        return f"Diagnosis: why batch {d.large_batch} lost to batch {d.small_batch}"
+    return f"Diagnosis: batch {d.large_batch} against batch {d.small_batch}"
 
 
 def _mean(values: np.ndarray) -> float:

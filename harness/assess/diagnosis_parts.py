@@ -61,12 +61,20 @@ class Estimate:
     per_seed: tuple[float, ...]
 
     @property
+    def identical(self) -> bool:
+        """Every seed gave the same value (every run predicting one class, say): an interval of no width, which is
+        no measure of doubt."""
+        return len(self.per_seed) > 1 and max(self.per_seed) - min(self.per_seed) <= IDENTICAL
+
+    @property
     def reading(self) -> str:
         """What the runs say of it; an interval within +-RULED_OUT is "ruled out" even where it excludes 0."""
         if self.value is None:
             return "not measured"
         if self.low is None or self.high is None:
             return "one seed: indicative"
+        if self.identical and abs(self.value) > RULED_OUT:  # a part that is 0 by construction is still ruled out
+            return "identical at every seed: no spread to judge"
         if -RULED_OUT <= self.low and self.high <= RULED_OUT:
             return "ruled out"
         if self.low <= 0.0 <= self.high:
@@ -186,7 +194,7 @@ def _number(e: Estimate) -> str:
     text = f"{round(e.value, 2) + 0.0:.2f}"  # + 0.0: no "-0.00"
     if e.low is None or e.high is None:
         return text
-    if len(e.per_seed) > 1 and max(e.per_seed) - min(e.per_seed) <= IDENTICAL:
+    if e.identical:
         return f"{text} (identical at every seed)"
     return f"{text} [{round(e.low, 2) + 0.0:.2f}, {round(e.high, 2) + 0.0:.2f}]"
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from harness.assess import batchnorm
+from harness.assess import batchnorm, levels
 from harness.assess.analysis import BATCH, num_classes
 from harness.assess.verdicts import CHANCE_MARGIN, MIN_EFFECT, Verdict, accuracy_reading
 
@@ -227,7 +227,11 @@ def batchnorm_finding(df: pd.DataFrame, varied: list[str]) -> Finding | None:
                     continue
                 named.append(found.named)
                 rest = accuracy_reading(batchnorm.recomputed(small), batchnorm.recomputed(large))
-                details.append(f"{batchnorm.sentence(found, f', epoch {epoch}{_where(label)}')} {rest}")
+                ends = levels.of_runs(sizes[0], small), levels.of_runs(size, large)
+                shared = (levels.stale_sentences(*ends) if levels.stale_at_both(*ends, found.drop, MIN_EFFECT)
+                          else [])  # what both sizes lose, which their difference does not show
+                details.append(" ".join([f"{batchnorm.sentence(found, f', epoch {epoch}{_where(label)}')} {rest}",
+                                         *shared]))
                 if epoch == read[0]:
                     comparisons.append(compare(f"batch {size}, epoch {epoch}{_where(label)}", f"batch {sizes[0]}",
                                                f"batch {size}", small, large,

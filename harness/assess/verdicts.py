@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 from scipy import stats
 
-from harness.assess import batchnorm
+from harness.assess import batchnorm, levels
 from harness.assess.analysis import BATCH, num_classes
 from harness.assess.intervals import welch_interval
 from harness.store.run_files import FINISHED
@@ -100,13 +100,16 @@ def batch_size_verdict(final: pd.DataFrame, facet: str = "all runs", runs: pd.Da
     small, large = (final[final[BATCH] == b] for b in (sizes[0], sizes[-1]))
     k = num_classes(final)
     chance, compared = 1.0 / k, pd.concat([small, large])
+    ends = levels.of_runs(sizes[0], small), levels.of_runs(sizes[-1], large)
+    both_stale = levels.stale_at_both(*ends, ends[0].val_acc - ends[1].val_acc, MIN_EFFECT)
+    shared = levels.stale_sentences(*ends) if both_stale else []  # a cause both sizes share, said first
     if (compared["best_val_acc"] < chance + CHANCE_MARGIN).all():
         best = "; ".join(f"batch {b} {_span(r['best_val_acc'])}" for b, r in final.groupby(BATCH))
         return BatchVerdict(facet, "inconclusive", " ".join([
             f"{CLAIM}: inconclusive. The runs compared did not learn above chance: the best val_acc of every run at "
             f"batch {sizes[0]} and {sizes[-1]} was {_span(compared['best_val_acc'])}, below "
             f"{chance + CHANCE_MARGIN:.2f} (chance {chance:.2f} = 1/{k} classes, plus a margin of "
-            f"{CHANCE_MARGIN:.2f}), so they say nothing about batch size.", *notes]),
+            f"{CHANCE_MARGIN:.2f}), so they say nothing about batch size.", *shared, *notes]),
             details=[f"Best-epoch val_acc by batch size: {best}.", *filter(None, [target_line])], batch_sizes=sizes)
     n_seeds = int(final.groupby(BATCH).size().min())
     effect = float(small["val_acc"].mean() - large["val_acc"].mean())
@@ -118,7 +121,7 @@ def batch_size_verdict(final: pd.DataFrame, facet: str = "all runs", runs: pd.Da
         f"Final val_acc {_pm(small['val_acc'])} at batch {sizes[0]} vs {_pm(large['val_acc'])} at batch {sizes[-1]} "
         f"(drop {effect:+.3f}); Spearman rho over {len(sizes)} batch sizes {rho:+.2f}; {evidence}.", *rates,
         *([f"Batch-norm statistics that lag the weights explain {min(stale.stale / stale.drop, 1):.0%} of the drop "
-           "(below)."] if stale is not None and stale.named else [])])
+           "(below)."] if stale is not None and stale.named else []), *shared])
     details = [
         f"At each run's best epoch: val_acc {_pm(small['best_val_acc'])} at batch {sizes[0]} vs "
         f"{_pm(large['best_val_acc'])} at batch {sizes[-1]} "

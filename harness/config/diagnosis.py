@@ -2,20 +2,22 @@
 
 `python -m harness +study=diagnose batch_size=b,B [the user's data, model, epochs, optimizer, lr...] -m` runs, for
 every seed of the command, the user's observation as it is at every batch size (`as_is`) and, at the largest
-global batch B, a ladder of arms that each add one thing to the one before (Hoffer, Hubara & Soudry 2017 ran the
-same ladder by hand):
+global batch B, arms that each apply some of these pieces:
 
 - `steps`: as many updates as the smallest global batch b takes in the command's epochs E, E * ceil(N_train / b)
   (budget=steps; computed here from the training-set size, so it stays b's count under per_replica_batch);
-- `steps_lr`: + the learning rate scaled from b (diagnose.lr_scaling: sqrt, or linear with a warm-up of
+- `lr`: the learning rate scaled from b (diagnose.lr_scaling: sqrt, or linear with a warm-up of
   diagnose.warmup_epochs of b's epochs);
-- `steps_lr_ghost`: + ghost batch norm in chunks of the samples b's batch norm normalised together, for the
-  built-in models with batch norm only.
+- `ghost`: ghost batch norm in chunks of the samples b's batch norm normalised together, for the built-in models
+  with batch norm only.
 
-diagnose.attribution=shapley runs every subset of those pieces at B instead (2^k configurations), so that
-harness.assess.diagnosis_parts can give Shapley values that depend on no order. Stale batch-norm statistics cost no
-arm: every run of a model with batch norm records its accuracies with recomputed statistics. The first job also
-checks the data (diagnose.check_data), in its run process, on the arrays as that run feeds them.
+By default (diagnose.attribution=shapley) the arms are every non-empty subset of the pieces (2^k - 1 runs per
+seed at B), so that harness.assess.diagnosis_parts can give Shapley values that depend on no order.
+diagnose.attribution=ladder runs only the ladder steps, steps_lr, steps_lr_ghost, each adding one piece to the
+one before (Hoffer, Hubara & Soudry 2017 ran it by hand): k runs, but each part depends on that order. Stale
+batch-norm statistics cost no arm: every run of a model with batch norm records its accuracies with recomputed
+statistics. The first job also checks the data (diagnose.check_data), in its run process, on the arrays as that
+run feeds them.
 Pure: the plan's jobs and RunConfigs in, the new jobs and what sweep.json records out (no Hydra).
 """
 from __future__ import annotations
@@ -46,7 +48,7 @@ class Settings:
 
     lr_scaling: str = "sqrt"        # sqrt | linear: the learning rate of the lr arms, scaled from b
     warmup_epochs: float = 2.0      # with linear: a warm-up over this many of b's epochs
-    attribution: str = "ladder"     # ladder: the ordered arms; shapley: every subset of them, no order
+    attribution: str = "shapley"    # shapley: every subset of the arms, no order; ladder: the ordered arms
     tune_fraction: float = 0.1      # held out of the training split in every arm (capacity's tuning slice)
     label_shift: float = 0.15       # Cramér's V between split and class above which (with p < label_shift_p) ...
     label_shift_p: float = 0.01

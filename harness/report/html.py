@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.assess import analysis
+from harness.assess import analysis, diagnosis
 from harness.assess.assessment import assess
 from harness.assess.sweep import read as read_sweep
 from harness.assess.verdicts import Verdict
@@ -127,19 +127,20 @@ def diagnosis_rows(d) -> list[list[str]]:
     for p in d.parts:
         e = p.estimate
         interval = "–" if e.low is None else f"[{e.low:+.3f}, {e.high:+.3f}]"
-        rows.append([p.name, p.arm or "recomputed statistics", "–" if e.value is None else f"{e.value:+.3f}",
-                     interval, e.reading])
+        by = "recomputed statistics" if p.name == "stale_statistics" else p.arm or "every combination of the arms"
+        rows.append([p.name, by, "–" if e.value is None else f"{e.value:+.3f}", interval, e.reading])
     return rows
 
 
 def diagnosis_arm_rows(d) -> list[list[str]]:
-    """Each arm's mean val_acc, with moving and with recomputed batch-norm statistics."""
+    """Each arm's mean val_acc, with moving and with recomputed batch-norm statistics, and how much of the moving
+    statistics is still their start (bn_initial_weight)."""
     if d is None:
         return []
     batch = {"b": d.small_batch}
     names = {"b": "as is", "B": "as is"}
-    return [[names.get(key, key.replace("_", " + ")), str(batch.get(key, d.large_batch)), _fmt(v), _fmt(v_precise)]
-            for key, (v, v_precise) in d.arm_values.items()]
+    return [[names.get(key, key.replace("_", " + ")), str(batch.get(key, d.large_batch)), _fmt(v), _fmt(v_precise),
+             _fmt(d.arm_weights.get(key, math.nan))] for key, (v, v_precise) in d.arm_values.items()]
 
 
 def build_report(sweep_dir: Path) -> str:
@@ -197,6 +198,7 @@ def _built(sweep_dir: Path):
         scaling_table=scaling_rows(a.scaling),
         scaling_figures=scaling_drawn,
         diagnosis=a.diagnosis,
+        diagnosis_title=diagnosis.title(a.diagnosis) if a.diagnosis is not None else "",
         diagnosis_figures=diagnosis_drawn,
         diagnosis_parts=diagnosis_rows(a.diagnosis),
         diagnosis_arms=diagnosis_arm_rows(a.diagnosis),

@@ -129,3 +129,34 @@ def test_unshuffled_data_keeps_its_own_finding_and_says_recomputed_statistics_do
     a = assess(sweep)
     assert [f.subject for f in a.findings] == ["Unshuffled data"]
     assert "val_acc is 0.10, so stale batch-norm statistics do not explain it." in a.findings[0].details[0]
+
+
+def test_statistics_stale_at_both_sizes_are_said_in_the_verdict_and_the_finding(tmp_path):
+    """MobileNetV2's momentum 0.999 for one epoch of 480 samples (made-up accuracies whose moving statistics lag
+    by momentum^step): every run validates at chance with the moving statistics at batch 8 and at 64 alike. The
+    verdict (inconclusive: nothing learned) and the batch-norm finding say what both sizes share: the statistics
+    are mostly their start, what each size reaches with them recomputed, and a lower momentum to try."""
+    from tests.helpers.sweeps import study_sweep
+
+    sweep = study_sweep(tmp_path / "s", "batch_size=8,64", "model.batch_norm=true", "model.bn_momentum=0.999",
+                        "epochs=1", "dataset.num_samples=600")
+    a = assess(sweep)
+    final = a.df.sort_values("epoch").groupby("run_id").tail(1)
+    weight = {b: runs["bn_initial_weight"].mean() for b, runs in final.groupby("global_batch_size")}
+    precise = {b: runs["val_acc_precise_bn"].mean() for b, runs in final.groupby("global_batch_size")}
+    shared = (f"At both batch sizes, the batch-norm statistics are mostly their initial values (bn_initial_weight "
+              f"{weight[8]:.2f} at batch 8, {weight[64]:.2f} at batch 64); recomputed for the final weights, batch 8 "
+              f"reaches {precise[8]:.2f} and batch 64 {precise[64]:.2f}. What to do: a lower model.bn_momentum "
+              "(these runs' averages move at 0.999 a step; at 0.9")
+    [verdict] = a.batch_verdicts
+    assert verdict.outcome == "inconclusive" and "did not learn above chance" in verdict.headline
+    assert shared in verdict.headline
+    [finding] = [f for f in a.findings if f.subject == "Batch-norm statistics"]
+    assert any(shared in line for line in finding.details)
+
+
+def test_a_model_whose_small_batch_statistics_caught_up_gets_no_shared_reading(tmp_path):
+    from tests.helpers.sweeps import study_sweep
+
+    a = assess(study_sweep(tmp_path / "s", "batch_size=8,64", "model.batch_norm=true", "epochs=2"))
+    assert "At both batch sizes" not in a.batch_verdicts[0].headline

@@ -13,6 +13,7 @@ from tests.helpers import page
 from tests.helpers.sweeps import study_sweep
 
 CASE = ("+study=diagnose", "batch_size=8,64", "model.batch_norm=true", "epochs=2")
+LADDER = (*CASE, "diagnose.attribution=ladder")  # the arms in Hoffer's order, on request
 NAMES = {"stale_statistics", "fewer_updates", "learning_rate", "ghost_batch_norm", "remains"}
 
 
@@ -30,7 +31,7 @@ def _finals(sweep, d):
 
 
 def test_the_parts_add_up_to_the_observed_drop_seed_by_seed(tmp_path):
-    sweep = study_sweep(tmp_path / "s", *CASE)
+    sweep = study_sweep(tmp_path / "s", *LADDER)
     d = _diagnosis(sweep)
     assert [p.name for p in d.parts] == ["stale_statistics", "fewer_updates", "learning_rate", "ghost_batch_norm",
                                          "remains"]
@@ -49,7 +50,7 @@ def test_the_parts_add_up_to_the_observed_drop_seed_by_seed(tmp_path):
 
 
 def test_diagnosis_json_holds_the_parts_in_ladder_order_and_the_four_checks(tmp_path):
-    sweep = study_sweep(tmp_path / "s", *CASE)
+    sweep = study_sweep(tmp_path / "s", *LADDER)
     report.write_report(sweep, tmp_path / "reports")
     written = json.loads((sweep / "diagnosis.json").read_text())
     assert [p["name"] for p in written["parts"]] == ["stale_statistics", "fewer_updates", "learning_rate",
@@ -82,12 +83,15 @@ def test_stale_statistics_at_both_sizes_are_said_first_and_the_parts_still_add_u
     assert f"recomputed for the final weights, batch 8 reaches {p_b:.2f} and batch 64 {p_big:.2f}" in d.headline
     assert "a lower model.bn_momentum (these runs' averages move at 0.999 a step; at 0.9" in d.headline
     assert "The difference between them: of the drop of" in d.headline
+    assert d.headline.endswith("Parts as Shapley values over every combination of the arms (no order); the "
+                               "learning-rate arms take batch 8's learning rate x sqrt(64/8).")
+    assert diagnosis.title(d) == "Diagnosis: batch 64 against batch 8"  # not "why batch 64 lost": neither learned
     assert d.drop.value == pytest.approx(sum(p.estimate.value for p in d.parts), abs=1e-9)
     report.write_report(sweep, tmp_path / "reports")
     written = json.loads((sweep / "diagnosis.json").read_text())
     assert written["level"] == d.level and written["headline"] == d.headline
     levels = {row["arm"]: row for row in written["arm_values"]}
-    assert set(levels) == {"b", "B", "steps", "steps_lr", "steps_lr_ghost"}
+    assert set(levels) == {"b", "B", "steps", "lr", "ghost", "steps_lr", "steps_ghost", "lr_ghost", "steps_lr_ghost"}
     assert levels["b"]["batch"] == 8 and levels["B"]["batch"] == 64 and levels["steps"]["batch"] == 64
     assert levels["B"]["val_acc"] == pytest.approx(v_big) and levels["B"]["val_acc_precise_bn"] == pytest.approx(p_big)
     df = sweep_files.read(sweep).epochs
@@ -98,6 +102,15 @@ def test_stale_statistics_at_both_sizes_are_said_first_and_the_parts_still_add_u
 def test_a_model_that_learned_gets_no_level_reading(tmp_path):
     d = _diagnosis(study_sweep(tmp_path / "s", *CASE))
     assert d.level is None and d.headline.startswith("Of the drop of")
+    assert diagnosis.title(d) == "Diagnosis: why batch 64 lost to batch 8"
+
+
+def test_the_headline_names_the_ladder_and_a_linear_rule_when_asked_for(tmp_path):
+    d = _diagnosis(study_sweep(tmp_path / "s", *LADDER, "diagnose.lr_scaling=linear", "diagnose.warmup_epochs=1"))
+    assert d.attribution == "ladder"
+    assert d.headline.endswith("Parts along the ladder (steps, then steps_lr, then steps_lr_ghost: each credited in "
+                               "that order); the learning-rate arms take batch 8's learning rate x 64/8, warmed up "
+                               "over 1 of batch 8's epochs.")
 
 
 @pytest.mark.parametrize("extra,left", [
@@ -114,7 +127,7 @@ def test_stale_statistics_are_split_off_only_for_shuffled_data_with_batch_norm(t
 
 
 def test_a_diverged_arm_leaves_its_parts_not_measured(tmp_path):
-    sweep = study_sweep(tmp_path / "s", *CASE)
+    sweep = study_sweep(tmp_path / "s", *LADDER)
     plan = json.loads((sweep / "sweep.json").read_text())["diagnose"]
     job = next(num for num, arm in plan["arms"].items() if arm == "steps_lr")
     record = json.loads((sweep / job / "run.json").read_text())
@@ -166,7 +179,7 @@ def test_the_report_opens_with_the_diagnosis_under_the_verdict(tmp_path):
 def test_the_results_table_shows_each_runs_arm_and_the_parts(tmp_path, capsys):
     from harness.report import results
 
-    sweep = study_sweep(tmp_path / "s", *CASE)
+    sweep = study_sweep(tmp_path / "s", *LADDER)
     table = results.sweep_results(sweep)
     assert table["arm"].tolist()[:5] == ["as_is", "as_is", "steps", "steps_lr", "steps_lr_ghost"]
     assert results.main([str(sweep)]) == 0

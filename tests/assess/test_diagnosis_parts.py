@@ -70,8 +70,8 @@ def test_stale_statistics_are_zero_without_batch_norm_and_their_known_part_with_
 
 
 def test_a_diverged_arm_leaves_its_parts_not_measured_and_the_drop_measured():
-    v = {"b": [0.9, 0.9, 0.9], "B": [0.5, 0.6, 0.5], "steps": [0.6, 0.7, 0.6], "steps_lr": [0.7, np.nan, 0.7],
-         "steps_lr_ghost": [0.8, 0.8, 0.8]}
+    v = {"b": [0.9, 0.9, 0.9], "B": [0.5, 0.6, 0.5], "steps": [0.6, 0.72, 0.6], "steps_lr": [0.7, np.nan, 0.7],
+         "steps_lr_ghost": [0.8, 0.82, 0.8]}
     drop, parts = ladder_parts(v, v, list(LADDER))
     readings = {part.name: part.estimate.reading for part in parts}
     assert drop.value == pytest.approx(1.1 / 3) and readings["fewer_updates"] == "shown"
@@ -172,8 +172,9 @@ def test_with_an_interaction_shapley_shares_it_where_the_ladder_gives_it_to_the_
 def test_a_nan_configuration_leaves_every_shapley_part_not_measured_and_the_drop_measured():
     v, v_precise = _configurations(["steps", "lr"], 3, lambda s: 0.6 + 0.05 * len(s), lambda s: 0.1)
     v_precise[frozenset({"lr"})] = np.array([0.7, np.nan, 0.7])
-    drop, parts = shapley_parts(v, v_precise, np.full(3, 0.9), np.full(3, 0.9), ["steps", "lr"])
-    assert drop.value == pytest.approx(0.4) and drop.reading == "shown"
+    small = np.array([0.9, 0.92, 0.9])
+    drop, parts = shapley_parts(v, v_precise, small, small, ["steps", "lr"])
+    assert drop.value == pytest.approx(0.4 + 0.02 / 3) and drop.reading == "shown"
     assert [part.estimate.reading for part in parts] == ["not measured"] * 4
 
 
@@ -240,6 +241,8 @@ def test_seeds_that_agree_exactly_say_so_instead_of_an_interval_of_no_width():
     assert text.startswith("Of the drop of 0.00 (identical at every seed), stale batch-norm statistics account for "
                            "-0.03 [-0.11, 0.05]")
     assert "0.03 (identical at every seed) remains" in text and "[0.00, 0.00]" not in text
+    assert parts[1].estimate.reading == "identical at every seed: no spread to judge"  # not "shown"
+    assert same.reading == "ruled out"  # 0 at every seed is still no part
 
 
 def test_the_sentence_with_one_seed_has_no_brackets_and_says_it_is_indicative():

@@ -25,27 +25,36 @@ def _arms(*overrides):
 
 
 def test_the_arms_come_from_the_commands_batch_sizes_epochs_and_seeds():
-    """batch_size=16,256 epochs=3 seed=0,1: each seed runs both batch sizes as they are, and at 256 the updates
-    batch 16 takes in 3 epochs, then also the learning rate x sqrt(256 / 16); no ghost arm without batch norm."""
+    """batch_size=16,256 epochs=3 seed=0,1: each seed runs both batch sizes as they are, and at 256 every
+    combination (the default, Shapley) of the updates batch 16 takes in 3 epochs and the learning rate x sqrt(256 /
+    16); no ghost arm without batch norm."""
     plan, arms = _arms("batch_size=16,256", "epochs=3", "seed=0,1")
     assert [(name, cfg.train.batch_size, cfg.train.seed) for name, cfg in arms] == [
         (name, size, seed) for seed in (0, 1)
-        for name, size in (("as_is", 16), ("as_is", 256), ("steps", 256), ("steps_lr", 256))]
+        for name, size in (("as_is", 16), ("as_is", 256), ("steps", 256), ("lr", 256), ("steps_lr", 256))]
     small = _schedule(arms[0][1])
     for name, cfg in arms:
         assert cfg.train.epochs == 3 and cfg.train.tune_fraction == 0.1 and cfg.train.lr == 0.001
         batches, schedule = _schedule(cfg)
-        if name == "as_is":
-            assert cfg.train.budget == "epochs" and schedule.peak_lr == cfg.train.lr
-        else:  # exactly the updates batch 16 takes in its 3 epochs
-            assert schedule.total_steps == 3 * small[0].steps_per_epoch
-            assert batches.global_batch_size == 256
-        if name == "steps_lr":
+        if "steps" in name:  # exactly the updates batch 16 takes in its 3 epochs
+            assert schedule.total_steps == 3 * small[0].steps_per_epoch and batches.global_batch_size == 256
+        else:
+            assert cfg.train.budget == "epochs" and cfg.train.epochs == 3
+        if "lr" in name:
             assert schedule.peak_lr == pytest.approx(4 * cfg.train.lr) and schedule.warmup_steps == 0
+        else:
+            assert schedule.peak_lr == cfg.train.lr
     record = plan.study["diagnose"]
     assert record["small_batch"] == 16 and record["large_batch"] == 256 and record["seeds"] == [0, 1]
     assert record["ladder"] == ["steps", "steps_lr"] and "ghost_batch_norm" in record["left_out"]
-    assert [job[-1] == "diagnose.check_data=true" for job in plan.jobs] == [True] + [False] * 7
+    assert record["attribution"] == "shapley"
+    assert [job[-1] == "diagnose.check_data=true" for job in plan.jobs] == [True] + [False] * 9
+
+
+def test_the_ladder_on_request_runs_its_arms_in_order():
+    plan, arms = _arms("batch_size=16,256", "model.batch_norm=true", "diagnose.attribution=ladder", "seed=0")
+    assert [name for name, _ in arms] == ["as_is", "as_is", "steps", "steps_lr", "steps_lr_ghost"]
+    assert plan.study["diagnose"]["attribution"] == "ladder"
 
 
 def test_the_arms_keep_the_small_batchs_update_count_under_per_replica_batch():
@@ -55,7 +64,7 @@ def test_the_arms_keep_the_small_batchs_update_count_under_per_replica_batch():
     _, arms = _arms("batch_size=8,64", "per_replica_batch=true", "gpus=2", "simulate_devices=true",
                     "model.batch_norm=true", "epochs=2", "seed=0")
     named = dict(arms)
-    assert [global_batch(cfg) for _, cfg in arms] == [16, 128, 128, 128, 128]
+    assert [global_batch(cfg) for _, cfg in arms] == [16] + [128] * 8
     small, _ = _schedule(arms[0][1])
     for name in ("steps", "steps_lr", "steps_lr_ghost"):
         plan, schedule = _schedule(named[name])
@@ -89,7 +98,7 @@ def test_a_users_model_gets_no_ghost_arm_and_no_arm_key_in_its_constructor(tmp_p
     monkeypatch.syspath_prepend(str(tmp_path))
     plan, arms = _arms("batch_size=8,64", "model=custom", "model._target_=mymodels.small", "+model.filters=4",
                        "seed=0")
-    assert [name for name, _ in arms] == ["as_is", "as_is", "steps", "steps_lr"]
+    assert [name for name, _ in arms] == ["as_is", "as_is", "steps", "lr", "steps_lr"]
     assert all(dict(cfg.model.options) == {"filters": 4} for _, cfg in arms)
     assert "model=custom" in plan.study["diagnose"]["left_out"]["ghost_batch_norm"]
 

@@ -7,10 +7,11 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from tests.conftest import run_harness
-from tests.helpers.user_data import write_npz
+from tests.helpers.user_data import write_digits, write_npz
 
 pytestmark = pytest.mark.slow
 
@@ -45,9 +46,9 @@ def test_a_diagnosis_of_a_users_npz_and_batch_norm_model(tmp_path):
                        cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     plan = json.loads((sweep / "sweep.json").read_text())["diagnose"]
-    assert list(plan["arms"].values()) == ["as_is", "as_is", "steps", "steps_lr"] * 2
+    assert list(plan["arms"].values()) == ["as_is", "as_is", "steps", "lr", "steps_lr"] * 2  # Shapley's
     assert "model=custom" in plan["left_out"]["ghost_batch_norm"]
-    assert (tmp_path / "calls.txt").read_text().split() == ["12"] * 8  # no arm key reached the user's function
+    assert (tmp_path / "calls.txt").read_text().split() == ["12"] * 10  # no arm key reached the user's function
     assert sorted(p.parent.name for p in sweep.glob("*/data_checks.json")) == ["0"]
     found = json.loads((sweep / "diagnosis.json").read_text())
     assert [p["name"] for p in found["parts"]] == ["stale_statistics", "fewer_updates", "learning_rate", "remains"]
@@ -65,6 +66,37 @@ def test_a_diagnosis_of_a_users_npz_and_batch_norm_model(tmp_path):
     # the headline, which may first say what both sizes share (two epochs: statistics that lag at both)
     assert re.search(r"diag diagnosis: (.*The difference between them: of|Of) the drop of", results), results[:800]
     assert "fewer_updates" in results and "steps_lr" in results
+
+
+def test_mobilenetv2_whose_statistics_lag_at_both_sizes_is_told_it_never_learned_before_the_split(tmp_path):
+    """The case a user met: a keras.applications MobileNetV2 (batch norm at momentum 0.999) for an epoch on a small
+    image folder (scikit-learn's digits at 32 x 32), batch 8 against 64. Every run validates at chance with the
+    moving statistics; the diagnosis says that first, with each size's bn_initial_weight and its accuracy with the
+    statistics recomputed, then splits the difference (its parts still add up). One seed and the ladder (4 runs):
+    each run's first step compiles MobileNetV2's training graph, 12 s of its ~20 s here."""
+    write_digits(tmp_path / "digits", per_class=20)
+    sweep = tmp_path / "sweeps" / "mobilenet"
+    proc = run_harness("+study=diagnose", "dataset=images", f"dataset.path={tmp_path / 'digits'}", "model=application",
+                       "model.name=MobileNetV2", "+model.alpha=0.35", "batch_size=8,64", "epochs=1", "seed=0",
+                       "probes=false", "diagnose.attribution=ladder", "hydra.launcher.n_jobs=2",
+                       f"hydra.sweep.dir={sweep}", "-m", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    found = json.loads((sweep / "diagnosis.json").read_text())
+    levels = {row["arm"]: row for row in found["arm_values"]}
+    assert levels["b"]["val_acc"] < 0.2 and levels["B"]["val_acc"] < 0.2  # chance is 0.10, its margin 0.10
+    for arm, job in (("b", "0"), ("B", "1")):  # the as-is runs: MobileNetV2's own momentum, read back from them
+        steps = int(pd.read_parquet(sweep / job / "metrics.parquet")["step"].iloc[-1])
+        assert levels[arm]["bn_initial_weight"] == pytest.approx(0.999 ** steps, rel=1e-6)
+        assert levels[arm]["val_acc_precise_bn"] is not None
+    assert found["level"].startswith(f"Neither batch size learned to validate: val_acc {levels['b']['val_acc']:.2f} "
+                                     f"at batch 8 and {levels['B']['val_acc']:.2f} at batch 64, chance 0.10.")
+    assert found["headline"].startswith(found["level"] + " The difference between them: of the drop of")
+    assert sum(p["value"] for p in found["parts"]) == pytest.approx(found["drop"]["value"], abs=1e-9)
+    from tests.helpers import page
+
+    parsed = page.parse(Path(tmp_path / proc.stdout.strip().splitlines()[-1]).read_text())
+    assert page.text(parsed.find("h2", id="diagnosis")) == "Diagnosis: batch 64 against batch 8"
+    assert found["level"] in page.section(parsed, "diagnosis")
 
 
 def _results(cwd: Path, sweep: Path) -> str:

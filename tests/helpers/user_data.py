@@ -38,6 +38,25 @@ def write_images(root: Path, per_class=30, size=(36, 36), colours=None, suffix="
     return counts
 
 
+def write_digits(root: Path, per_class=30, size=(32, 32)) -> dict[str, int]:
+    """scikit-learn's bundled 8 x 8 digits as an image folder, resized to `size` (keras.applications models take
+    32 x 32 and up): one sub-folder per digit, the first `per_class` images of each; class -> count."""
+    from PIL import Image
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    counts = {}
+    for label in range(10):
+        folder = root / f"digit_{label}"
+        folder.mkdir(parents=True, exist_ok=True)
+        images = digits.images[digits.target == label][:per_class]
+        for i, image in enumerate(images):
+            grey = Image.fromarray((image * (255 / 16)).astype(np.uint8)).resize(size[::-1], Image.BILINEAR)
+            grey.convert("RGB").save(folder / f"{label}_{i:03d}.png")
+        counts[folder.name] = len(images)
+    return counts
+
+
 def expected_train_size(counts: dict[str, int], val_fraction=0.2, seed=42) -> int:
     """The training-set size, from the class counts alone, through the split the data set uses."""
     labels = np.repeat(np.arange(len(counts)), [counts[k] for k in sorted(counts)])
