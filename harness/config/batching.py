@@ -103,6 +103,26 @@ class Schedule:
     warmup_steps: int     # linear warm-up from 0 to peak_lr over this many updates (0: none)
     epochs: int           # epochs to run (with budget=steps, enough to hold budget_steps)
     total_steps: int | None  # with budget=steps: exactly this many updates, the last epoch cut short
+    shape: str = "constant"  # after the warm-up: constant, cosine or linear (to 0 at the last step), step (/10 at
+    planned_steps: int = 0   # 1/2 and 3/4 of planned_steps); the run's own budget of updates
+
+    def lr_at(self, step: int) -> float:
+        """The learning rate of update `step` (0-based), as the run's schedule gives it (harness.run.train)."""
+        if self.warmup_steps > 0 and step < self.warmup_steps:
+            return self.peak_lr * min(1.0, (step + 1) / self.warmup_steps)
+        last = self.planned_steps - 1
+        if self.shape in ("cosine", "linear"):
+            progress = min(1.0, max(0.0, (step - self.warmup_steps) / max(1, last - self.warmup_steps)))
+            factor = 0.5 * (1 + math.cos(math.pi * progress)) if self.shape == "cosine" else 1.0 - progress
+            return self.peak_lr * factor
+        if self.shape == "step":
+            return self.peak_lr * 0.1 ** sum(step >= b for b in self.step_boundaries)
+        return self.peak_lr
+
+    @property
+    def step_boundaries(self) -> tuple[int, int]:
+        """`step`'s updates where the rate falls tenfold: half and three quarters of the planned steps."""
+        return self.planned_steps // 2, (3 * self.planned_steps) // 4
 
 
 LR_FACTORS = {"none": lambda ratio: 1.0, "linear": lambda ratio: ratio, "sqrt": math.sqrt}
@@ -116,8 +136,9 @@ def plan_schedule(plan: BatchPlan, train) -> Schedule:
     """
     peak_lr = train.lr * train.lr_factor * LR_FACTORS[train.lr_scaling](plan.global_batch_size / train.base_batch_size)
     warmup_steps = int(round(train.warmup_epochs * plan.steps_per_epoch))
+    shape = train.lr_schedule
     if train.budget == "steps":
         # no budget_steps: the updates base_batch_size takes in `epochs` epochs (steps-matched to the base batch)
         steps = train.budget_steps or math.ceil(plan.train_size / train.base_batch_size) * train.epochs
-        return Schedule(peak_lr, warmup_steps, math.ceil(steps / plan.steps_per_epoch), steps)
-    return Schedule(peak_lr, warmup_steps, train.epochs, None)
+        return Schedule(peak_lr, warmup_steps, math.ceil(steps / plan.steps_per_epoch), steps, shape, steps)
+    return Schedule(peak_lr, warmup_steps, train.epochs, None, shape, train.epochs * plan.steps_per_epoch)

@@ -22,10 +22,24 @@ from harness.models.registry import ModelConfig
 # name -> (keras.optimizers class, its keyword arguments besides the learning rate)
 OPTIMIZERS: dict[str, tuple[str, dict[str, Any]]] = {
     "adam": ("Adam", {}),
+    "adamw": ("AdamW", {}),
+    "lamb": ("Lamb", {}),
+    "lion": ("Lion", {}),
+    "muon": ("Muon", {}),
+    "nadam": ("Nadam", {}),
     "sgd": ("SGD", {}),
     "momentum": ("SGD", {"momentum": 0.9}),
     "rmsprop": ("RMSprop", {}),
 }
+# `momentum` is each class's first-moment coefficient under its own keyword (docs/configuration.md's table)
+MOMENTUM_KEYWORD = {"SGD": "momentum", "RMSprop": "momentum", "Muon": "momentum", "Adam": "beta_1",
+                    "AdamW": "beta_1", "Nadam": "beta_1", "Lamb": "beta_1", "Lion": "beta_1"}
+NESTEROV = ("sgd", "momentum")  # the optimizers `nesterov` applies to
+LR_SCHEDULES = ("constant", "cosine", "linear", "step")
+# The recipe's keys at their defaults: left out of a run's identity (run.json's config, the fingerprint sweep.json
+# keeps, what a resume compares), so that a sweep made before these keys existed resumes as it was.
+RECIPE_DEFAULTS: dict[str, Any] = {"momentum": None, "nesterov": False, "weight_decay": None,
+                                   "lr_schedule": "constant", "label_smoothing": 0.0}
 PREPROCESS_MISMATCHES = ("none", "unscaled", "shifted")
 BUDGETS = ("epochs", "steps")
 BACKENDS = ("tensorflow", "jax")  # as harness.backend.BACKENDS, which config may not import (it loads no backend)
@@ -56,6 +70,11 @@ class TrainConfig:
     lr_factor: float = 1.0        # the learning rate is lr x lr_factor (before lr_scaling): +study=tuned sweeps it
     tune_fraction: float = 0.0    # a stratified slice of the training split held out to choose the learning rate
     target_tune_acc: float | None = None  # stop once the tuning slice's accuracy reaches this (checked within epochs)
+    momentum: float | None = None  # the first-moment coefficient; None: the optimizer's own (MOMENTUM_KEYWORD)
+    nesterov: bool = False        # Nesterov momentum, for SGD
+    weight_decay: float | None = None  # Keras's decoupled decay (lr x wd a step); None: the optimizer's own
+    lr_schedule: str = "constant"  # the shape after the warm-up: constant, cosine, linear, step
+    label_smoothing: float = 0.0  # on the training loss only
 
 
 @dataclass(frozen=True)
@@ -86,12 +105,17 @@ class RunConfig:
         flat["devices"] = None if self.device.devices is None else list(self.device.devices)
         return {**flat, **self.data.flat(), **self.model.flat()}
 
+    def identity(self) -> dict[str, Any]:
+        """flat() less the recipe's keys at their defaults: what run.json's config records and a resume compares."""
+        return {k: v for k, v in self.flat().items() if k not in RECIPE_DEFAULTS or v != RECIPE_DEFAULTS[k]}
+
 
 TOP_KEYS = {
     "batch_size", "per_replica_batch", "gpus", "devices", "simulate_devices", "shuffle", "imbalance",
     "epochs", "lr", "optimizer", "seed", "dataset", "model", "steps_per_execution", "train_fraction",
     "preprocess_mismatch", "budget", "budget_steps", "lr_scaling", "base_batch_size", "warmup_epochs",
     "target_train_loss", "probes", "probe_samples", "lr_factor", "tune_fraction", "target_tune_acc", "backend",
+    *RECIPE_DEFAULTS,
 }
 DATA_KEYS = datasets.ALL_KEYS
 MODEL_KEYS = models.ALL_KEYS
@@ -165,6 +189,25 @@ def _study_keys(cfg: dict) -> dict[str, Any]:
     }
 
 
+def _recipe(cfg: dict, optimizer: str) -> dict[str, Any]:
+    """momentum, nesterov, weight_decay, lr_schedule and label_smoothing, validated against the optimizer."""
+    momentum, decay = cfg["momentum"], cfg["weight_decay"]
+    if momentum is not None and not 0.0 <= float_value(cfg, "momentum") < 1.0:
+        raise ConfigError("momentum", momentum, "null (the optimizer's own) or a number in [0, 1)")
+    nesterov = bool_value(cfg, "nesterov")
+    if nesterov and optimizer not in NESTEROV:
+        raise ConfigError("nesterov", nesterov, f"false unless optimizer is {' or '.join(NESTEROV)} (optimizer="
+                          f"{optimizer})")
+    if decay is not None and float_value(cfg, "weight_decay") < 0:
+        raise ConfigError("weight_decay", decay, "null (the optimizer's own) or a number >= 0")
+    smoothing = float_value(cfg, "label_smoothing")
+    if not 0.0 <= smoothing < 1.0:
+        raise ConfigError("label_smoothing", cfg["label_smoothing"], "a number in [0, 1)")
+    return {"momentum": None if momentum is None else float(momentum), "nesterov": nesterov,
+            "weight_decay": None if decay is None else float(decay),
+            "lr_schedule": choice(cfg, "lr_schedule", LR_SCHEDULES), "label_smoothing": smoothing}
+
+
 def from_dict(cfg: dict[str, Any]) -> RunConfig:
     """Validate a composed config (plain dict) and freeze it. Raises ConfigError."""
     check_keys(cfg, TOP_KEYS, "")
@@ -184,6 +227,7 @@ def from_dict(cfg: dict[str, Any]) -> RunConfig:
     study = _study_keys(cfg)
     train = TrainConfig(
         **study,
+        **_recipe(cfg, optimizer),
         batch_size=int_value(cfg, "batch_size", low=1),
         per_replica_batch=bool_value(cfg, "per_replica_batch"),
         epochs=int_value(cfg, "epochs", low=1),

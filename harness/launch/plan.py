@@ -46,7 +46,7 @@ class CommandPlan:
 
 def planned_job(num: int, overrides: list[str], cfg: RunConfig, round_: int = 1) -> PlannedJob:
     device = cfg.device
-    return PlannedJob(job=str(num), overrides=list(overrides), config=config_hash(cfg.flat()), round=round_,
+    return PlannedJob(job=str(num), overrides=list(overrides), config=config_hash(cfg.identity()), round=round_,
                       gpus=device.gpus, devices=None if device.devices is None else list(device.devices),
                       simulate_devices=device.simulate_devices, backend=device.backend, epochs=expected_epochs(cfg))
 

@@ -71,14 +71,14 @@ def check_existing_runs(jobs: list[list[str]], run_configs: list[RunConfig], out
     """
     planned = sweep_file.config_hashes(output_dir) if multirun else {}
     for num, (overrides, run_cfg) in enumerate(zip(jobs, run_configs)):
-        if planned and planned.get(str(num)) == config_hash(run_cfg.flat()):
+        if planned and planned.get(str(num)) == config_hash(run_cfg.identity()):
             continue
         run_dir = output_dir / str(num) if multirun else output_dir
         try:
             record = read_json(run_dir / RUN_FILE)
         except DamagedFile:  # the run is run again, whatever it held
             record = None
-        if record is not None and record.get("config") != recorded_config(run_cfg.flat()):
+        if record is not None and record.get("config") != recorded_config(run_cfg.identity()):
             key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
             raise ConfigError(
                 key, str(output_dir), f"a new folder or one holding this same command's runs; {run_dir} ran "

@@ -10,7 +10,7 @@ from pathlib import Path
 from harness import backend
 from harness.config.batching import BatchPlan, Schedule, plan_batches, plan_schedule
 from harness.config.diagnosis import Settings
-from harness.config.schema import RunConfig
+from harness.config.schema import RECIPE_DEFAULTS, RunConfig
 from harness.data import registry as data
 from harness.data.transforms import Arrays
 from harness.probes import in_run as probes
@@ -59,7 +59,7 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
     checkpointed epoch (`resumed_from_epoch` in run.json).
     """
     run_dir = Path(run_dir)
-    config = recorded_config(cfg.flat())
+    config = recorded_config(cfg.identity())
     previous, damage = inspect_run(run_dir)
     if previous is not None and previous.get("config") != config:
         raise ValueError(f"{run_dir} holds the files of another run ({' '.join(previous.get('overrides', []))})")
@@ -70,6 +70,7 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
     resume_epoch, notes = checkpoint.resume_point(run_dir, previous, damage)
     record = RunRecord(run_dir, run_id, config, list(overrides),
                        resumed_from_epoch=resume_epoch or None, previous=previous, notes=notes)
+    record.update(recipe={k: getattr(cfg.train, k) for k in RECIPE_DEFAULTS})  # in force, defaults included
     inputs_note = data.input_note(cfg.data)  # the inputs' scale, when it is suspect (harness.data.validity)
     if inputs_note:
         record.update(inputs=inputs_note)
@@ -188,8 +189,9 @@ def _model(run: _Run, placement, data_in: Arrays, plan: BatchPlan, schedule: Sch
     model_cfg = models.replica_model(cfg.model, plan.replicas, plan.per_replica_batch_size, cfg.device.backend)
     with placement.scope():
         model = models.build(model_cfg, data_in.input_shape, data_in.num_classes)
-        train.compile_model(model, cfg.train.optimizer, train.learning_rate(schedule.peak_lr, schedule.warmup_steps),
-                            plan.steps_per_execution)
+        optimizer = train.make_optimizer(cfg.train, train.learning_rate(schedule), model)
+        train.compile_model(model, optimizer, plan.steps_per_execution, cfg.train.label_smoothing,
+                            data_in.num_classes)
         if run.resume_epoch:
             checkpoint.restore(model, run.run_dir)
     run.record.update(trainable_params=data_checks.trainable_parameters(model))

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+UNSMOOTHED = "crossentropy"  # the compiled metric of the plain cross-entropy, with label smoothing (run.train)
 
 class Measure(Protocol):
     needs_finite_loss: bool
@@ -35,7 +36,8 @@ class Evaluation:
 
     def __call__(self, epoch: int, step: int) -> dict[str, float]:
         measured = self.model.evaluate(self.data, verbose=0, return_dict=True)
-        return {f"{self.prefix}_loss": float(measured["loss"]), f"{self.prefix}_acc": float(measured["accuracy"])}
+        loss = measured.get(UNSMOOTHED, measured["loss"])  # with label smoothing, the compiled loss is smoothed
+        return {f"{self.prefix}_loss": float(loss), f"{self.prefix}_acc": float(measured["accuracy"])}
 
 
 class Validation:

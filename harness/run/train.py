@@ -4,48 +4,116 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import time
 from typing import Any, Callable
 
 from harness.backend import keras
-from harness.config.batching import BatchPlan
-from harness.config.schema import OPTIMIZERS
-from harness.run.measures import Measure
+from harness.config.batching import BatchPlan, Schedule
+from harness.config.schema import MOMENTUM_KEYWORD, OPTIMIZERS, TrainConfig
+from harness.run.measures import UNSMOOTHED, Measure
 
 log = logging.getLogger(__name__)
 
 
-class WarmupSchedule(keras.optimizers.schedules.LearningRateSchedule):
-    """Linear warm-up from 0 to `peak` over `warmup_steps` updates, then constant (Goyal et al. 2017)."""
+class RecipeSchedule(keras.optimizers.schedules.LearningRateSchedule):
+    """Linear warm-up from 0 to `peak` over `warmup_steps` updates (Goyal et al. 2017: (step + 1) / W, the same for
+    every shape), then `shape`: constant; cosine or linear decay to 0 at the last of `planned_steps`; step, a
+    tenfold fall at half and at three quarters of them. harness.config.batching.Schedule.lr_at is the same rule in
+    Python, for one step."""
 
-    def __init__(self, peak: float, warmup_steps: int):
+    def __init__(self, peak: float, warmup_steps: int, shape: str = "constant", planned_steps: int = 0):
         self.peak, self.warmup_steps = float(peak), int(warmup_steps)
+        self.shape, self.planned_steps = shape, int(planned_steps)
 
     def __call__(self, step):
-        progress = (keras.ops.cast(step, "float32") + 1.0) / float(self.warmup_steps)
-        return self.peak * keras.ops.minimum(1.0, progress)
+        ops = keras.ops
+        step = ops.cast(step, "float32")
+        warm = self.warmup_steps
+        rate = ops.convert_to_tensor(self.peak, "float32")
+        if self.shape in ("cosine", "linear"):
+            progress = ops.clip((step - warm) / float(max(1, self.planned_steps - 1 - warm)), 0.0, 1.0)
+            factor = 0.5 * (1.0 + ops.cos(math.pi * progress)) if self.shape == "cosine" else 1.0 - progress
+            rate = rate * factor
+        elif self.shape == "step":
+            half, three_quarters = self.planned_steps // 2, (3 * self.planned_steps) // 4
+            falls = ops.cast(step >= half, "float32") + ops.cast(step >= three_quarters, "float32")
+            rate = rate * ops.power(0.1, falls)
+        if warm > 0:
+            rate = ops.where(step < warm, self.peak * ops.minimum(1.0, (step + 1.0) / float(warm)), rate)
+        return rate
 
     def get_config(self):
-        return {"peak": self.peak, "warmup_steps": self.warmup_steps}
+        return {"peak": self.peak, "warmup_steps": self.warmup_steps, "shape": self.shape,
+                "planned_steps": self.planned_steps}
 
 
-def learning_rate(peak_lr: float, warmup_steps: int):
-    """A float, or a warm-up schedule when there is warm-up."""
-    return WarmupSchedule(peak_lr, warmup_steps) if warmup_steps > 0 else peak_lr
+def learning_rate(schedule: Schedule):
+    """A float (constant, no warm-up: as every run before the schedules), or the run's RecipeSchedule."""
+    if schedule.shape == "constant" and schedule.warmup_steps == 0:
+        return schedule.peak_lr
+    return RecipeSchedule(schedule.peak_lr, schedule.warmup_steps, schedule.shape, schedule.planned_steps)
 
 
-def compile_model(model: keras.Model, optimizer: str, lr, steps_per_execution: int = 1) -> None:
-    """Compile for integer class labels; call inside the strategy's scope.
+def make_optimizer(train: TrainConfig, lr, model: keras.Model) -> keras.optimizers.Optimizer:
+    """The run's optimizer: its Keras class with the recipe's momentum, nesterov and weight decay where set (None
+    keeps the class's own). Decoupled weight decay spares biases and batch-norm parameters (every 1-D weight, He et
+    al. 2019); Muon leaves the output layer, and every weight that is not 2-D, to its internal AdamW (its docs), and
+    a weight_decay sets both its decays."""
+    class_name, options = OPTIMIZERS[train.optimizer]
+    options = dict(options)
+    if train.momentum is not None:
+        options[MOMENTUM_KEYWORD[class_name]] = train.momentum
+    if train.nesterov:
+        options["nesterov"] = True
+    if train.weight_decay is not None:
+        options["weight_decay"] = train.weight_decay
+        if class_name == "Muon":
+            options["adam_weight_decay"] = train.weight_decay
+    if class_name == "Muon":
+        output = next(layer for layer in reversed(model.layers) if layer.trainable_weights)
+        options["exclude_layers"] = [f"^{re.escape(w.path)}$" for w in output.trainable_weights]  # regexes
+    optimizer = getattr(keras.optimizers, class_name)(lr, **options)
+    if optimizer.weight_decay:
+        optimizer.exclude_from_weight_decay(var_list=[w for w in model.trainable_weights if len(w.shape) <= 1])
+    return optimizer
+
+
+class SmoothedSparseCrossentropy(keras.losses.Loss):
+    """Sparse categorical cross-entropy against labels smoothed by `label_smoothing` (Szegedy et al. 2016: the
+    one-hot target becomes (1 - s) one_hot + s / K), since Keras's sparse loss takes no smoothing."""
+
+    def __init__(self, label_smoothing: float, num_classes: int, name: str = "smoothed_crossentropy"):
+        super().__init__(name=name)
+        self.label_smoothing, self.num_classes = float(label_smoothing), int(num_classes)
+
+    def call(self, y_true, y_pred):
+        labels = keras.ops.cast(keras.ops.reshape(y_true, (-1,)), "int32")
+        target = keras.ops.one_hot(labels, self.num_classes)
+        return keras.losses.categorical_crossentropy(target, y_pred, label_smoothing=self.label_smoothing)
+
+    def get_config(self):
+        return {"label_smoothing": self.label_smoothing, "num_classes": self.num_classes, "name": self.name}
+
+
+def compile_model(model: keras.Model, optimizer: keras.optimizers.Optimizer, steps_per_execution: int = 1,
+                  label_smoothing: float = 0.0, num_classes: int | None = None) -> None:
+    """Compile for integer class labels; call inside the strategy's scope. With label smoothing the training loss
+    is smoothed and a metric, UNSMOOTHED, gives the plain cross-entropy every reported loss is read from.
 
     On TensorFlow several steps per compiled call (a tf.while_loop inside one tf.function) remove Keras's per-step
     Python overhead, which dominates small-batch training of small models; the arithmetic is the same. On JAX
     Keras runs them as consecutive jitted steps, and callbacks between calls see the state of the last.
     """
-    class_name, options = OPTIMIZERS[optimizer]
+    metrics: list[Any] = ["accuracy"]
+    loss: Any = "sparse_categorical_crossentropy"
+    if label_smoothing > 0:
+        metrics.append(keras.metrics.SparseCategoricalCrossentropy(name=UNSMOOTHED))
+        loss = SmoothedSparseCrossentropy(label_smoothing, num_classes or model.output_shape[-1])
     model.compile(
-        optimizer=getattr(keras.optimizers, class_name)(lr, **options),
-        loss="sparse_categorical_crossentropy",
-        metrics=["accuracy"],
+        optimizer=optimizer,
+        loss=loss,
+        metrics=metrics,
         steps_per_execution=steps_per_execution,
     )
 

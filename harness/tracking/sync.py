@@ -5,7 +5,8 @@ its final status, which logs whatever the runs could not.
 What a run is in MLflow, the same whether it logs itself (harness.tracking.live) or is logged from its files here
 (as it trains, by the command's tracking process: harness.launch.tracking_process; at the sweep's end; by
 harness.track):
-- params: its config as run.json records it (strings as they are, other values as JSON);
+- params: its config as run.json records it, with the training recipe in force (strings as they are, other
+  values as JSON);
 - tags: `harness.sweep`, `harness.job`, `harness.run_id`, `harness.backend`, `harness.status`, `harness.version`,
   and `mlflow.parentRunId` (the sweep's run);
 - metrics, at step = epoch, one log_batch per epoch: every measured column of metrics.parquet (those after
@@ -140,7 +141,7 @@ def open_run(store, experiment_id: str, parent: str | None, record: dict[str, An
         if resume_epoch is not None and logged and max(logged) > resume_epoch:
             store.delete(run_id)
             run_id, logged = None, set()
-    wanted = params(record.get("config", {}))
+    wanted = params({**record.get("recipe", {}), **record.get("config", {})})  # the recipe in force, defaults too
     if run_id is None:
         run_id = store.create_run(experiment_id, run_name(record), run_tags(record), parent,
                                   start_time=timestamp(record.get("started_at")))

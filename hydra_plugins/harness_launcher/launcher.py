@@ -75,7 +75,7 @@ class HarnessLauncher(Launcher):
         return Job(num=planned.num, overrides=list(planned.overrides), run_dir=run_dir,
                    command=[sys.executable, "-m", "harness", *args], gpus=planned.gpus,
                    devices=None if planned.devices is None else tuple(planned.devices), epochs=planned.epochs,
-                   config=lambda: self._run_config(planned.num, planned.overrides).flat(),
+                   config=lambda: self._run_config(planned.num, planned.overrides).identity(),
                    worker_args=args if warm else None, backend=planned.backend)
 
     def _run_config(self, num: int, overrides: List[str]):

@@ -13,6 +13,7 @@ from benchmarks import (
     bench_plan,
     bench_precise_bn,
     bench_probes,
+    bench_recipes,
     bench_report,
     bench_speed,
     bench_sweep,
@@ -20,7 +21,8 @@ from benchmarks import (
     diagnose_matrix,
 )
 
-SCRIPTS = ["bench_backends", "bench_data_checks", "bench_plan", "bench_precise_bn", "bench_probes", "bench_report",
+SCRIPTS = ["bench_backends", "bench_data_checks", "bench_plan", "bench_precise_bn", "bench_probes", "bench_recipes",
+           "bench_report",
            "bench_speed", "bench_sweep", "bench_tracking", "diagnose_matrix"]
 
 
@@ -134,3 +136,24 @@ def test_diagnose_matrix_row_says_whether_the_case_came_out_as_expected():
         "100 s |")
     found["checks"][0]["flagged"] = True  # a check the case does not expect
     assert "| no: fewer_updates" in diagnose_matrix.row(case, found, wall=100.0, checks=2.0)
+
+
+def test_recipes_table_gives_each_recipes_interval_and_its_time_over_constant_adams_at_the_same_batch():
+    import pandas as pd
+
+    runs = pd.DataFrame([
+        {"batch": b, "optimizer": o, "schedule": s, "seed": seed, "val_acc": acc + 0.01 * seed, "seconds": sec}
+        for b, o, s, acc, secs in [(8, "adam", "constant", 0.90, (10.0, 11.0, 30.0)),
+                                   (8, "lamb", "cosine", 0.92, (12.0, 13.0, 14.0)),
+                                   (128, "adam", "constant", 0.80, (2.0, 2.0, 9.0)),
+                                   (128, "lamb", "cosine", 0.91, (3.0, 3.0, 3.0))]
+        for seed, sec in enumerate(secs)])
+    found = {(r["optimizer"], r["batch"]): r for r in bench_recipes.rows(runs)}
+    assert found[("lamb", 8)]["time_ratio"] == pytest.approx(13.0 / 11.0)  # medians: 30 s does not count
+    assert found[("lamb", 128)]["time_ratio"] == pytest.approx(1.5) and found[("adam", 128)]["time_ratio"] == 1.0
+    assert found[("lamb", 128)]["val_acc"] == pytest.approx(0.92) and found[("lamb", 128)]["seeds"] == 3
+    half = 4.3027 * 0.01 / 3 ** 0.5  # t(0.975, 2) x sd / sqrt(3) of 0.91, 0.92, 0.93
+    assert found[("lamb", 128)]["low"] == pytest.approx(0.92 - half, abs=1e-4)
+    text = bench_recipes.table(list(found.values()))
+    assert text.splitlines()[0].startswith("| `optimizer` | `lr_schedule` | batch 8: val_acc [95% CI]")
+    assert "| `lamb` | `cosine` | 0.930 [" in text and "1.18x the time | 0.920 [" in text

@@ -19,6 +19,22 @@ def test_defaults_compose_to_the_documented_values(compose):
             "model.width"} <= set(flat)
 
 
+def test_the_recipe_reaches_the_run_and_at_its_defaults_is_no_part_of_its_identity(compose):
+    """A run from before the recipe keys existed has none of them in run.json's config; the same command now
+    composes them at their defaults, which identity() leaves out, so its fingerprint and a resume's comparison
+    see the same config as before. A key set away from its default is part of it."""
+    default = compose()
+    assert default.train.lr_schedule == "constant" and default.train.momentum is None
+    assert not {"momentum", "nesterov", "weight_decay", "lr_schedule", "label_smoothing"} & set(default.identity())
+    assert {"momentum", "lr_schedule"} <= set(default.flat())  # the metrics columns hold the values in force
+    tuned = compose("optimizer=momentum", "momentum=0.5", "nesterov=true", "weight_decay=0.001",
+                    "lr_schedule=cosine", "label_smoothing=0.1")
+    assert (tuned.train.momentum, tuned.train.nesterov, tuned.train.weight_decay, tuned.train.lr_schedule,
+            tuned.train.label_smoothing) == (0.5, True, 0.001, "cosine", 0.1)
+    assert {k: tuned.identity()[k] for k in ("momentum", "lr_schedule")} == {"momentum": 0.5, "lr_schedule": "cosine"}
+    assert "weight_decay" in compose("weight_decay=0").identity()  # 0 is not null: no decay, even for AdamW
+
+
 def test_overrides_and_groups_reach_the_dataclasses(compose):
     cfg = compose("batch_size=8", "dataset=digits", "model=mlp", "model.width=2", "shuffle=false",
                   "imbalance=0.5", "optimizer=momentum", "lr=0.1", "gpus=2", "devices=[0,3]")
@@ -56,7 +72,14 @@ BAD = [
     (["imbalance=-0.1"], "imbalance=-0.1", "[0, 1)"),
     (["lr=0"], "lr=0", "> 0"),
     (["lr=-0.01"], "lr=-0.01", "> 0"),
-    (["optimizer=lbfgs"], "optimizer='lbfgs'", "adam"),
+    (["optimizer=lbfgs"], "optimizer='lbfgs'", "adam, adamw, lamb, lion, muon, nadam, sgd, momentum, rmsprop"),
+    (["momentum=1.0"], "momentum=1.0", "null (the optimizer's own) or a number in [0, 1)"),
+    (["momentum=abc"], "momentum='abc'", "a finite number"),
+    (["nesterov=true"], "nesterov=True", "false unless optimizer is sgd or momentum (optimizer=adam)"),
+    (["weight_decay=-0.1"], "weight_decay=-0.1", "null (the optimizer's own) or a number >= 0"),
+    (["lr_schedule=exponential"], "lr_schedule='exponential'", "one of constant, cosine, linear, step"),
+    (["label_smoothing=1.0"], "label_smoothing=1.0", "a number in [0, 1)"),
+    (["-m", "lr_schedule=constant,cosine", "optimizer=adam,lamb", "weight_decay=0,-1"], "weight_decay=-1", ">= 0"),
     (["shuffle=maybe"], "shuffle='maybe'", "true or false"),
     (["dataset=nope"], "dataset=nope", "mnist1d"),
     (["model=nope"], "model=nope", "convnet"),

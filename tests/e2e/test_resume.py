@@ -95,3 +95,27 @@ def test_the_same_command_finds_its_newest_sweep_only_while_it_has_runs_left(tmp
     assert unfinished_sweep(sweeps, argv, tmp_path) == newer  # a failed run is run again
     _sweep_with(sweeps / "2026-12-03_09-00-00", argv, tmp_path, ["completed", "diverged"])
     assert unfinished_sweep(sweeps, argv, tmp_path) is None  # the newest finished: a new sweep
+
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def test_a_sweep_made_before_the_recipe_keys_resumes_and_keeps_its_finished_run(tmp_path):
+    """tests/fixtures/sweep-before-recipe: a two-run sweep made by the harness before momentum, nesterov,
+    weight_decay, lr_schedule and label_smoothing existed (its sweep.json, command.json and run 0 as that code wrote
+    them; run 1 never started). Its command today composes those keys at their defaults, which are no part of a
+    run's identity: run 0 is already done and left as it is, run 1 trains and records the recipe in force."""
+    import shutil
+
+    sweep = tmp_path / "old"
+    shutil.copytree(FIXTURES / "sweep-before-recipe", sweep)
+    finished = record(sweep / "0")
+    assert "recipe" not in finished and "lr_schedule" not in finished["config"]  # the code before the keys
+    proc = subprocess.run([sys.executable, "-m", "harness", "dataset.num_samples=600", "epochs=1", "probes=false",
+                           "seed=0", "batch_size=16,32", f"hydra.sweep.dir={sweep}", "-m"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "1 already done" in proc.stdout + proc.stderr
+    assert record(sweep / "0") == finished  # not run again, not rewritten
+    resumed = record(sweep / "1")
+    assert resumed["status"] == "completed" and resumed["recipe"]["lr_schedule"] == "constant"

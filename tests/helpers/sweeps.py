@@ -49,7 +49,7 @@ def __getattr__(name: str):
 def _train_config(cfg: dict):
     from harness.config.schema import TrainConfig
 
-    return TrainConfig(**{f.name: cfg[f.name] for f in dataclasses.fields(TrainConfig)})
+    return TrainConfig(**{f.name: cfg[f.name] for f in dataclasses.fields(TrainConfig) if f.name in cfg})
 
 
 @functools.lru_cache(maxsize=None)
@@ -100,7 +100,7 @@ def metric_rows(run_id: str, cfg: dict, val, train_eval, tune=None, stale_bn: bo
         step = plan.steps_per_epoch * (e + 1)
         if schedule.total_steps is not None:
             step = min(step, schedule.total_steps)
-        # the lr in effect after the epoch: WarmupSchedule at the optimizer's step count
+        # the lr in effect after the epoch: RecipeSchedule (constant) at the optimizer's step count
         warmup = min(1.0, (step + 1) / schedule.warmup_steps) if schedule.warmup_steps else 1.0
         rows.append({
             **columns, "epoch": e + 1, "step": step, "train_loss": 1.0 / (e + 1), "train_acc": running[e],
@@ -132,8 +132,12 @@ def make_run(sweep: Path, job: int, *, status="completed", val=(0.5, 0.7, 0.8), 
     run_dir.mkdir(parents=True)
     run_id = f"{sweep.name}/{job}"
     train_eval = train_eval if train_eval is not None else [min(v + 0.05, 1.0) for v in val]
-    record = {
-        "run_id": run_id, "status": status, "config": cfg,
+    from harness.config.schema import RECIPE_DEFAULTS
+
+    identity = {k: v for k, v in cfg.items() if k not in RECIPE_DEFAULTS or v != RECIPE_DEFAULTS[k]}
+    record = {  # as a run writes it: the recipe at its defaults is no part of its config (RunConfig.identity)
+        "run_id": run_id, "status": status, "config": identity,
+        "recipe": {k: cfg.get(k, default) for k, default in RECIPE_DEFAULTS.items()},
         "overrides": overrides if overrides is not None else [f"batch_size={cfg['batch_size']}", f"seed={cfg['seed']}"],
         "started_at": "2026-01-05T10:00:00+00:00",
         "finished_at": "2026-01-05T10:00:42+00:00" if finished else None,

@@ -49,13 +49,14 @@ def expected_histories(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
 
 
 def assert_run_matches_files(uri: str, run, run_dir: Path) -> None:
-    """The MLflow run holds metrics.parquet's every measured value once (one value per step), run.json's config as
-    params and its status."""
+    """The MLflow run holds metrics.parquet's every measured value once (one value per step), run.json's config and
+    the training recipe in force as params, and its status."""
     record = json.loads((Path(run_dir) / "run.json").read_text())
     expected = expected_histories(run_dir)
     assert histories(uri, run.info.run_id, expected) == expected
     assert run.data.params["batch_size"] == str(record["config"]["batch_size"])
-    assert set(run.data.params) == set(record["config"])
+    assert run.data.params["lr_schedule"] == record["recipe"]["lr_schedule"]
+    assert set(run.data.params) == set(record["config"]) | set(record["recipe"])
     assert run.data.tags["harness.status"] == record["status"]
     assert record["tracking"]["run_id"] == run.info.run_id
 

@@ -53,7 +53,7 @@ def test_the_launcher_runs_the_commands_plan_without_composing_a_job_again(tmp_p
     planned = json.loads((sweep / "sweep.json").read_text())["jobs"]
     assert len(planned) == 18 and [job["overrides"] for job in found["launched"]] == [j["overrides"] for j in planned]
     expected = plan_command([*command, f"hydra.sweep.dir={tmp_path / 'other'}"], multirun=True)
-    assert [job["config"] for job in planned] == [config_hash(cfg.flat()) for cfg in expected.run_configs]
+    assert [job["config"] for job in planned] == [config_hash(cfg.identity()) for cfg in expected.run_configs]
     assert [(job["gpus"], job["backend"], job["epochs"], job["warm"]) for job in found["launched"]] == [
         (0, "tensorflow", job["epochs"], True) for job in planned]
     # the arms with b's updates train B/b times b's epochs: what the progress line's ETA weighs each run by

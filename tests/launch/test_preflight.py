@@ -31,7 +31,7 @@ def test_every_run_of_the_command_is_checked_not_only_the_first(compose):
 def _write_runs(folder, run_configs, overrides):
     for num, (run_cfg, over) in enumerate(zip(run_configs, overrides)):
         (folder / str(num)).mkdir(parents=True)
-        record = {"status": "completed", "config": recorded_config(run_cfg.flat()), "overrides": over}
+        record = {"status": "completed", "config": recorded_config(run_cfg.identity()), "overrides": over}
         (folder / str(num) / RUN_FILE).write_text(json.dumps(record))
 
 
@@ -61,7 +61,7 @@ def test_existing_runs_are_compared_run_by_run_in_a_sweep_and_as_the_folder_of_a
 
     single = tmp_path / "single"
     single.mkdir()
-    (single / RUN_FILE).write_text(json.dumps({"config": recorded_config(eight.flat()), "overrides": []}))
+    (single / RUN_FILE).write_text(json.dumps({"config": recorded_config(eight.identity()), "overrides": []}))
     check_existing_runs([["batch_size=8"]], [eight], single, multirun=False)
     with pytest.raises(ConfigError, match=r"^hydra.run.dir=.* ran '' but this command's run there is 'batch_size=32'"):
         check_existing_runs([["batch_size=32"]], [thirty_two], single, multirun=False)

@@ -39,6 +39,7 @@ def test_metrics_parquet_has_one_row_per_epoch_with_every_column(tiny_run):
     frame = pd.read_parquet(run_dir / "metrics.parquet")
     assert list(frame["epoch"]) == [1, 2]
     assert METRIC_COLUMNS | CONFIG_COLUMNS <= set(frame.columns)
+    assert frame[["lr_schedule", "label_smoothing", "nesterov"]].iloc[0].tolist() == ["constant", 0.0, False]
     assert list(frame["step"]) == [30, 60]  # 480 samples / 16 = 30 steps per epoch
     for column in ["train_acc", "train_eval_acc", "val_acc"]:
         assert frame[column].between(0, 1).all()
@@ -56,6 +57,10 @@ def test_run_json_records_status_config_and_environment(tiny_run):
     assert record["run_id"] == "sweep/0" and record["overrides"] == ["batch_size=16"]
     assert record["config"]["batch_size"] == 16 and record["config"]["dataset.num_samples"] == 600
     assert record["started_at"] <= record["finished_at"]
+    # the recipe in force; at its defaults it is no part of the run's identity (a sweep from before it resumes)
+    assert record["recipe"] == {"momentum": None, "nesterov": False, "weight_decay": None, "lr_schedule": "constant",
+                                "label_smoothing": 0.0}
+    assert not set(record["recipe"]) & set(record["config"])
     env = record["environment"]
     assert env["strategy"] == "_DefaultDistributionStrategy" and env["replicas"] == 1
     assert env["tensorflow"].startswith("2.") and env["keras"].startswith("3.")
@@ -118,13 +123,10 @@ def test_a_failing_run_is_recorded_then_raised(compose, tmp_path, monkeypatch):
     assert not (tmp_path / "f" / "metrics.parquet").exists()
 
 
-def test_an_interrupted_run_resumes_from_its_checkpoint_with_identical_metrics(compose, tmp_path, monkeypatch,
-                                                                               backend):
-    """On each backend: the checkpoint holds the weights and the optimizer's state, and the resumed epochs see the
-    batches an uninterrupted run would (the stateless per-epoch order)."""
+def _cut_and_resumed(cfg, tmp_path, monkeypatch) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the metrics of `cfg` run whole, the same run interrupted after its second epoch and resumed), less timing."""
     from harness.run import checkpoint, train
 
-    cfg = compose(*TINY, "epochs=3", "batch_size=32", f"backend={backend}")
     run_experiment(cfg, tmp_path / "whole", run_id="s/0")
     assert not (tmp_path / "whole" / layout.CHECKPOINT).exists()  # removed once the run is done
 
@@ -152,7 +154,29 @@ def test_an_interrupted_run_resumes_from_its_checkpoint_with_identical_metrics(c
     assert not any((tmp_path / "cut" / name).exists() for name in partial)
     resumed = pd.read_parquet(tmp_path / "cut" / "metrics.parquet").drop(columns=TIMING)
     whole = pd.read_parquet(tmp_path / "whole" / "metrics.parquet").drop(columns=TIMING)
+    return resumed, whole
+
+
+def test_an_interrupted_run_resumes_from_its_checkpoint_with_identical_metrics(compose, tmp_path, monkeypatch,
+                                                                               backend):
+    """On each backend: the checkpoint holds the weights and the optimizer's state, and the resumed epochs see the
+    batches an uninterrupted run would (the stateless per-epoch order)."""
+    cfg = compose(*TINY, "epochs=3", "batch_size=32", f"backend={backend}")
+    pd.testing.assert_frame_equal(*_cut_and_resumed(cfg, tmp_path, monkeypatch), check_exact=True)
+
+
+@pytest.mark.parametrize("recipe", [
+    ("lr_schedule=cosine", "optimizer=adamw", "warmup_epochs=1", "label_smoothing=0.1"),
+    ("lr_schedule=linear", "optimizer=lamb", "weight_decay=0.01"),
+    ("lr_schedule=step", "optimizer=momentum", "nesterov=true", "momentum=0.8"),
+], ids=["cosine", "linear", "step"])
+def test_a_run_with_a_schedule_resumes_as_an_uninterrupted_one(compose, tmp_path, monkeypatch, recipe):
+    """The schedule is a function of the optimizer's step count, which the checkpoint holds with its moments and
+    decay: the resumed epochs' learning rates and metrics are the uninterrupted run's."""
+    cfg = compose(*TINY, "epochs=4", "batch_size=32", *recipe)
+    resumed, whole = _cut_and_resumed(cfg, tmp_path, monkeypatch)
     pd.testing.assert_frame_equal(resumed, whole, check_exact=True)
+    assert whole["lr"].nunique() > 1 and whole["lr_schedule"].tolist() == [cfg.train.lr_schedule] * 4
 
 
 def test_same_seed_same_backend_same_numbers_and_another_seed_others(compose, tmp_path, backend):

@@ -31,7 +31,7 @@ def stale(backend):
     data = prepare_data(cfg)
     keras.utils.set_random_seed(0)
     model = models.build(cfg.model, data.input_shape, data.num_classes)
-    train.compile_model(model, "adam", 3e-3)
+    train.compile_model(model, keras.optimizers.Adam(3e-3))
     model.fit(data.x_train, data.y_train, batch_size=64, epochs=2, verbose=0, shuffle=False)
     return model, data
 

@@ -25,7 +25,7 @@ def _fit_to(goal: float, epochs: int = 6, tune_labels=None):
     keras.utils.set_random_seed(0)
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, activation="softmax")])
     plan = plan_batches(4, False, 1, len(x), check_target=True)
-    train.compile_model(model, "sgd", 0.3, plan.steps_per_execution)
+    train.compile_model(model, keras.optimizers.SGD(0.3), plan.steps_per_execution)
     seen = []
 
     def at_target():

@@ -27,17 +27,55 @@ def test_warmup_rises_linearly_to_the_peak_then_holds(compose):
                                  warmup_epochs=2.0)
     schedule = plan_schedule(plan, config)
     assert schedule.warmup_steps == 1000 and schedule.peak_lr == pytest.approx(0.001)
-    warmup = train.WarmupSchedule(schedule.peak_lr, schedule.warmup_steps)
+    warmup = train.learning_rate(schedule)
     values = [float(warmup(step)) for step in (0, 499, 999, 1000, 5000)]
     assert values == pytest.approx([0.001 / 1000, 0.001 * 500 / 1000, 0.001, 0.001, 0.001])
-    assert train.WarmupSchedule.from_config(warmup.get_config()).get_config() == {"peak": 0.001,
-                                                                                  "warmup_steps": 1000}
+    assert train.RecipeSchedule.from_config(warmup.get_config()).get_config() == {
+        "peak": 0.001, "warmup_steps": 1000, "shape": "constant", "planned_steps": 15 * 500}
 
 
-def test_learning_rate_is_a_plain_number_without_warmup():
-    assert train.learning_rate(0.01, 0) == 0.01
-    schedule = train.learning_rate(0.01, 20)
-    assert isinstance(schedule, train.WarmupSchedule) and (schedule.peak, schedule.warmup_steps) == (0.01, 20)
+def test_learning_rate_is_a_plain_number_without_warmup_or_decay(compose):
+    plan = plan_batches(8, False, 1, 4000)
+    assert train.learning_rate(plan_schedule(plan, compose().train)) == 0.001  # every run before the schedules
+    cosine = train.learning_rate(plan_schedule(plan, dataclasses.replace(compose().train, lr_schedule="cosine")))
+    assert isinstance(cosine, train.RecipeSchedule) and cosine.shape == "cosine"
+
+
+def _shape(compose, shape, warmup_epochs=0.0, epochs=4):
+    """The real schedule of batch 8 on 400 samples (50 steps an epoch, `epochs` epochs) and its Keras schedule."""
+    config = dataclasses.replace(compose().train, lr=0.01, lr_schedule=shape, warmup_epochs=warmup_epochs,
+                                 epochs=epochs)
+    schedule = plan_schedule(plan_batches(8, False, 1, 400), config)
+    return schedule, train.learning_rate(schedule)
+
+
+@pytest.mark.parametrize("shape", ["constant", "cosine", "linear", "step"])
+def test_every_shape_warms_up_exactly_as_the_constant_schedule_and_keras_agrees_with_the_plan(compose, shape):
+    schedule, keras_schedule = _shape(compose, shape, warmup_epochs=1.0)
+    _, constant = _shape(compose, "constant", warmup_epochs=1.0)
+    warm = [float(constant(step)) for step in range(50)]
+    assert [float(keras_schedule(step)) for step in range(50)] == pytest.approx(warm, rel=1e-6)
+    assert warm[0] == pytest.approx(0.01 / 50) and warm[-1] == pytest.approx(0.01)
+    steps = range(schedule.planned_steps)
+    assert [float(keras_schedule(s)) for s in steps] == pytest.approx([schedule.lr_at(s) for s in steps],
+                                                                      rel=1e-5, abs=1e-9)
+
+
+@pytest.mark.parametrize("shape", ["cosine", "linear"])
+def test_cosine_and_linear_decay_to_0_at_the_runs_last_step(compose, shape):
+    schedule, keras_schedule = _shape(compose, shape, warmup_epochs=1.0)
+    last = schedule.planned_steps - 1
+    assert schedule.planned_steps == 200 and float(keras_schedule(last)) == pytest.approx(0.0, abs=1e-9)
+    assert float(keras_schedule(50)) == pytest.approx(0.01)  # the first step after the warm-up: the peak
+    middle = 50 + (last - 50) / 2
+    assert schedule.lr_at(middle) == pytest.approx(0.005)  # half way down, for both shapes
+
+
+def test_step_falls_tenfold_at_half_and_three_quarters_of_the_steps(compose):
+    schedule, keras_schedule = _shape(compose, "step")
+    assert schedule.step_boundaries == (100, 150)
+    rates = {step: float(keras_schedule(step)) for step in (0, 99, 100, 149, 150, 199)}
+    assert rates == pytest.approx({0: 0.01, 99: 0.01, 100: 0.001, 149: 0.001, 150: 0.0001, 199: 0.0001})
 
 
 def _tiny_model(inputs=4, classes=3):
@@ -45,23 +83,27 @@ def _tiny_model(inputs=4, classes=3):
     return keras.Sequential([keras.Input((inputs,)), keras.layers.Dense(classes, activation="softmax")])
 
 
-@pytest.mark.parametrize("name,cls,momentum", [("adam", "Adam", None), ("sgd", "SGD", 0.0),
-                                               ("momentum", "SGD", 0.9), ("rmsprop", "RMSprop", None)])
-def test_each_optimizer_name_compiles_its_keras_optimizer(name, cls, momentum):
+@pytest.mark.parametrize("name,cls,keyword,default", [
+    ("adam", "Adam", "beta_1", 0.9), ("adamw", "AdamW", "beta_1", 0.9), ("lamb", "Lamb", "beta_1", 0.9),
+    ("lion", "Lion", "beta_1", 0.9), ("muon", "Muon", "momentum", 0.95), ("nadam", "Nadam", "beta_1", 0.9),
+    ("sgd", "SGD", "momentum", 0.0), ("momentum", "SGD", "momentum", 0.9), ("rmsprop", "RMSprop", "momentum", 0.0)])
+def test_each_optimizer_name_builds_its_keras_class_with_momentum_where_the_table_says(compose, name, cls, keyword,
+                                                                                       default):
     model = _tiny_model()
-    train.compile_model(model, name, 0.05, steps_per_execution=4)
-    assert type(model.optimizer).__name__ == cls
-    assert float(model.optimizer.learning_rate.numpy()) == pytest.approx(0.05)
-    if momentum is not None:
-        assert model.optimizer.momentum == momentum
-    assert model.steps_per_execution == 4
+    recipe = dataclasses.replace(compose().train, optimizer=name)
+    optimizer = train.make_optimizer(recipe, 0.05, model)
+    assert type(optimizer).__name__ == cls and getattr(optimizer, keyword) == default  # null: the class's own
+    moved = train.make_optimizer(dataclasses.replace(recipe, momentum=0.5), 0.05, _tiny_model())
+    assert getattr(moved, keyword) == 0.5
+    train.compile_model(model, optimizer, steps_per_execution=4)
+    assert float(model.optimizer.learning_rate.numpy()) == pytest.approx(0.05) and model.steps_per_execution == 4
 
 
 def _record(x, y, x_val, y_val, epochs, target_train_loss=None, measures=()):
     """Fit a tiny model through train.fit with an EpochRecorder (evaluation and validation, then `measures`) and the
     stops; returns (rows handed on, recorder, model, the divergence stop, the target-loss stop)."""
     model = _tiny_model(x.shape[1], 3)
-    train.compile_model(model, "sgd", 0.1)
+    train.compile_model(model, keras.optimizers.SGD(0.1))
     plan = plan_batches(10, False, 1, len(x))
     handed = []
     measured = [run_measures.Evaluation(model, pipelines.evaluation_dataset(x, y)),

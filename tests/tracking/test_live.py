@@ -18,7 +18,7 @@ def test_tracking_is_not_run_config_so_a_sweep_resumes_with_or_without_it(tmp_pa
     plain = plan_command(["batch_size=8,64", f"hydra.sweep.dir={tmp_path / 's'}"], multirun=True)
     tracked = plan_command(["batch_size=8,64", "tracking=mlflow", "tracking.experiment=x",
                             f"hydra.sweep.dir={tmp_path / 's'}"], multirun=True)
-    assert [config_hash(c.flat()) for c in plain.run_configs] == [config_hash(c.flat()) for c in tracked.run_configs]
+    assert [config_hash(c.identity()) for c in plain.run_configs] == [config_hash(c.identity()) for c in tracked.run_configs]
     assert plain.tracking is None and tracked.tracking.experiment == "x"
     assert tracked.tracking.uri == f"sqlite:///{tmp_path / 'mlflow.db'}"
 
