@@ -153,10 +153,26 @@ def diagnose(sweep: Sweep) -> Diagnosis | None:
     if seeds:
         headline = f"{headline} {method(plan)}"
     notes += _reading_notes(plan, parts, len(seeds))
+    if shapley and seeds:
+        notes.append(_alone(b, big, v, v_precise if precise else None, [p for p in ARM_WORDS if p in arms]))
     return Diagnosis(b, big, plan["attribution"], list(plan["ladder"]), seeds, drop, parts, checks, headline, levels,
                      notes, _evidence(sweep, finals, b, big, next((p.estimate for p in parts
                                                                     if p.name == "remains"), None)),
                      arm_weights=weights, level=level)
+
+
+def _alone(b: int, big: int, v: dict[str, np.ndarray], v_precise: dict[str, np.ndarray] | None,
+           pieces: list[str]) -> str:
+    """What each piece recovers on its own against B as it is (the statistics' less b's own staleness, as the
+    batch-size verdict reads them): beside the Shapley values, which share what pieces recover together."""
+    said = []
+    if v_precise is not None:
+        stale = _mean((v_precise["B"] - v["B"]) - (v_precise["b"] - v["b"]))
+        said.append(f"recomputed statistics {stale:+.2f}")
+    said += [f"{ARM_WORDS[p].format(b=b)} {_mean(v[p] - v['B']):+.2f}" for p in pieces]
+    return (f"Each piece alone, against batch {big} as it is: {', '.join(said)}. Where two pieces recover the same "
+            "part of the drop (more updates also let moving averages catch up), the Shapley values share it "
+            "between them, so a part can be smaller than its piece alone.")
 
 
 def method(plan: dict[str, Any]) -> str:

@@ -158,6 +158,15 @@ def test_shapley_parts_add_up_to_the_drop_and_need_no_order(tmp_path):
                                                   ["arms"].values())) == 8  # as_is + 7 subsets of 3 pieces
     assert d.drop.value == pytest.approx(sum(p.estimate.value for p in d.parts), abs=1e-9)
     assert any("no piece is taken first" in note for note in d.notes)
+    # beside the shared parts, what each piece recovers alone (the verdict's reading of the statistics)
+    finals = diagnosis._finals(sweep_files.read(sweep).epochs, json.loads((sweep / "sweep.json").read_text())[
+        "diagnose"]).set_index(["key", "seed"])
+    steps_alone = (finals.loc["steps", "v"] - finals.loc["B", "v"]).mean()
+    stale_alone = ((finals.loc["B", "v_precise"] - finals.loc["B", "v"])
+                   - (finals.loc["b", "v_precise"] - finals.loc["b", "v"])).mean()
+    [alone] = [note for note in d.notes if note.startswith("Each piece alone")]
+    assert alone.startswith(f"Each piece alone, against batch 64 as it is: recomputed statistics {stale_alone:+.2f}, "
+                            f"as many updates as batch 8 {steps_alone:+.2f}, the learning rate scaled from batch 8 ")
 
 
 def test_other_sweeps_have_no_diagnosis(tmp_path):
