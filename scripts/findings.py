@@ -80,8 +80,8 @@ def summarize(sweep_dir: Path) -> str:
         lines.append(f"- {prefix}{verdict.headline}")
         lines += [f"  - {detail}" for detail in verdict.details]
     lines += [f"- {line}" for t in a.tunings for line in t.lines]
-    if a.scaling is not None:
-        lines += _scaling(a.scaling)
+    for s in a.scaling:
+        lines += _scaling(s)
     for finding in a.findings:
         lines.append(f"- {finding.subject}: {finding.headline}")
         lines += [f"  - {detail}" for detail in finding.details]
@@ -92,7 +92,7 @@ def _scaling(s) -> list[str]:
     """+study=scaling: its headline and reading, and its points as a table."""
     from harness.assess.scaling import fmt
 
-    lines = [f"- **{s.headline}**", *[f"- {line}" for line in s.lines], "",
+    lines = [f"- **{f'[{s.group}] ' if s.group else ''}{s.headline}**", *[f"- {line}" for line in s.lines], "",
              "| batch | chosen lr | steps to target | samples to target | regime | val_acc at target |",
              "| ---: | ---: | ---: | ---: | --- | ---: |"]
     for p in s.points:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -38,7 +38,8 @@ class Assessment:
     findings: list[Finding]
     why: why.Why                 # the probes: sharpness, noise scale, distance travelled
     tunings: list[tuning.Tuning]  # +study=tuned: the learning rate chosen per batch size, and its verdicts
-    scaling: scaling.Scaling | None = None  # +study=scaling (target_tune_acc): steps to target and the critical batch
+    scaling: list[scaling.Scaling] = field(default_factory=list)  # +study=scaling: steps to target and the
+    # critical batch, one curve per combination of the other varied keys (none for another sweep)
     diagnosis: diagnosis.Diagnosis | None = None  # +study=diagnose: the drop split into its causes, the data checks
     facet_table: facets.FacetTable | None = None  # more than facets.MANY facets: their verdicts as one table
     drawn: pd.DataFrame | None = None  # with a facet table: the epochs the figures draw (facets.shown)
@@ -60,8 +61,8 @@ def assess(sweep: Sweep | Path) -> Assessment:
     found = all_findings(df, final, varied) if not final.empty else []
     if found and df[analysis.BATCH].nunique() < 2:
         batch_verdicts = []  # a study of another suspect at one batch size: its findings are the verdicts
-    scaled = scaling.assess(sweep, df) if kind == SCALING else None
-    if scaled is not None:  # runs stopped at a target: steps to it are the measure, not the last epoch's val_acc
+    scaled = scaling.assess(sweep, df, facet_keys) if kind == SCALING else []
+    if scaled:  # runs stopped at a target: steps to it are the measure, not the last epoch's val_acc
         return Assessment(df, final, sweep.keys, varied, facet_keys, [], found, why.explain(sweep, df), [], scaled)
     # a scaling study short of two batch sizes at its target is read for its learning-rate grid, as a tuned one
     tunings = tuning.assess(df, final, facet_keys, len(sweep.not_started)) if kind in (TUNED, SCALING) else []

@@ -20,6 +20,7 @@ from harness.assess.analysis import BATCH
 from harness.assess.intervals import t_interval
 from harness.assess.mccandlish import BOOTSTRAP, FIT_TOLERANCE, LEVEL, Fit, Noise, noise_at_target
 from harness.assess.sweep import Sweep
+from harness.assess.tuning import GRID_KEYS
 from harness.probes import noise_scale
 from harness.store.files import DamagedFile
 
@@ -55,6 +56,7 @@ class Scaling:
     fit: Fit | None
     noise: Noise
     lines: list[str] = field(default_factory=list)
+    group: str = ""               # the other varied keys' values its runs share ("optimizer=lamb"; "" when none)
 
     @property
     def measured(self) -> list[Point]:
@@ -84,9 +86,23 @@ class Scaling:
                 f"{self.target:g} ({where}){predicted}.")
 
 
-def assess(sweep: Sweep, df: pd.DataFrame) -> Scaling | None:
-    """The scaling study's reading of a sweep, or None when its runs had no target_tune_acc or swept fewer than
-    two batch sizes."""
+def assess(sweep: Sweep, df: pd.DataFrame, facets: list[str] = ()) -> list[Scaling]:
+    """The scaling study's reading of a sweep: one curve and fit for each combination of the varied keys other than
+    the learning-rate grid's (`facets` less GRID_KEYS: `+study=scaling optimizer=adam,lamb -m` gives the critical
+    batch size of each optimizer), none where the runs had no target_tune_acc or swept fewer than two batch sizes."""
+    others = [k for k in facets if k not in GRID_KEYS]
+    groups = df.groupby(others, dropna=False, sort=False) if others else [((), df)]
+    found = []
+    for values, frame in groups:
+        one = _assess_group(sweep, frame)
+        if one is not None:
+            values = values if isinstance(values, tuple) else (values,)
+            one.group = ", ".join(f"{k}={v}" for k, v in zip(others, values))
+            found.append(one)
+    return found
+
+
+def _assess_group(sweep: Sweep, df: pd.DataFrame) -> Scaling | None:
     if "target_tune_acc" not in df.columns or df["target_tune_acc"].isna().all() or df[BATCH].nunique() < 2:
         return None
     runs = _runs(sweep, df)

@@ -125,3 +125,37 @@ def test_a_noise_scale_whose_squared_gradient_is_not_positive_is_inconclusive_no
     assert clear.value is not None and clear.non_positive == 0 and math.isfinite(clear.interval[1])
     negative = next(g for g in (run(0.0) for _ in range(100)) if noise_scale.from_gram(g, 32).grad_norm_sq < 0)
     assert mccandlish.noise_at_target([negative], 32).value is None
+
+
+def test_a_scaling_study_over_two_optimizers_fits_one_curve_and_critical_batch_each(tmp_path):
+    """`+study=scaling optimizer=adam,lamb` as the command plans it (constructed runs), each run's target.json
+    made so that adam's steps follow S_min(1 + B_crit/B) with B_crit 64 and lamb's with 512: one curve per optimizer,
+    each named by it, each fit finding its own B_crit; the report has both."""
+    import json
+
+    from harness.assess.assessment import assess
+    from harness.report import html
+    from harness.store import target_file
+    from tests.helpers.sweeps import study_sweep
+
+    sweep = study_sweep(tmp_path / "s", "+study=scaling", "optimizer=adam,lamb", "batch_size=8,32,128,512",
+                        "lr_factor=1.0", "seed=0,1")
+    crit = {"adam": 64.0, "lamb": 512.0}
+    rng = np.random.default_rng(0)
+    for record_path in sweep.glob("*/run.json"):
+        config = json.loads(record_path.read_text())["config"]
+        steps = round(20.0 * (1 + crit[config["optimizer"]] / config["batch_size"]) * rng.uniform(0.98, 1.02))
+        target_file.write(record_path.parent, {"target_tune_acc": 0.8, "steps_to_target": steps,
+                                               "samples_to_target": steps * config["batch_size"],
+                                               "target_resolution": 0.05, "target_checks": 5,
+                                               "tune_acc_at_target": 0.81, "val_acc_at_target": 0.8,
+                                               "val_loss_at_target": 0.6, "noise_batch": 32, "noise_gram": None,
+                                               "noise_scale_at_target": None})
+    a = assess(sweep)
+    assert [s.group for s in a.scaling] == ["optimizer=adam", "optimizer=lamb"]
+    for s, b_crit in zip(a.scaling, (64.0, 512.0)):
+        assert [p.batch for p in s.points] == [8, 32, 128, 512] and s.fit is not None
+        assert s.fit.b_crit == pytest.approx(b_crit, rel=0.15)
+    page = html.build_report(sweep)
+    assert page.count('<div class="facet">optimizer=lamb</div>') == 2  # its verdict and its section
+    assert "Steps and samples to the target vs batch size (optimizer=adam)" in page

@@ -214,3 +214,15 @@ def test_bad_tuning_keys_exit_2_with_one_line(override, says, tmp_path):
     proc = run_harness(override, f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
     assert proc.returncode == 2 and proc.stderr.strip().endswith(says) and len(proc.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "run").exists()
+
+
+def test_a_tuned_study_over_two_optimizers_tunes_each_apart(tmp_path):
+    """`+study=tuned optimizer=adam,lamb lr_schedule=cosine` (docs/configuration.md): one tuning, and its verdicts,
+    per optimizer."""
+    from harness.assess.assessment import assess
+    from tests.helpers.sweeps import study_sweep
+
+    a = assess(study_sweep(tmp_path / "t", "+study=tuned", "optimizer=adam,lamb", "lr_schedule=cosine", "seed=0,1"))
+    assert [t.group for t in a.tunings] == ["optimizer=adam", "optimizer=lamb"]
+    subjects = [v.subject for v in a.batch_verdicts]
+    assert len(subjects) == 4 and all(any(f"optimizer={o}" in s for s in subjects) for o in ("adam", "lamb"))

@@ -53,8 +53,9 @@ def test_the_scaling_study_stops_each_run_at_its_target_and_reports_how_far_the_
     from tests.helpers import layout
 
     a = assess(sweep)
-    assert [p.batch for p in a.scaling.points] == [16, 64, 256] and a.scaling.fit is not None
-    assert a.scaling.headline in " ".join(page.text(block) for block in page.blocks(parsed))
+    [scaled] = a.scaling  # one curve: nothing else varies
+    assert [p.batch for p in scaled.points] == [16, 64, 256] and scaled.fit is not None and scaled.group == ""
+    assert scaled.headline in " ".join(page.text(block) for block in page.blocks(parsed))
     assert not a.batch_verdicts and not a.tunings  # no verdict per lr_factor
     drawn = figures(a, "scaling")
     assert len(drawn) == 2 and all(layout.problems(fig) == [] for _, fig, _ in drawn)

@@ -108,20 +108,24 @@ def accuracy_at_target(s: Scaling) -> Figure:
 
 
 def figures(a) -> list[tuple[str, Figure, str]]:
-    """(title, Figure, caption) of the scaling study's figures; none for another sweep."""
-    s = a.scaling
-    if s is None or s.runs.empty:
-        return []
-    return [
-        ("Steps and samples to the target vs batch size", steps_and_samples(s), (
-            "Left: steps until the tuning slice's accuracy first reached the target, at each batch size's chosen "
-            "learning rate (red; bars: the seeds' range) and at the others tried (grey), on log axes. Dotted: "
-            "perfect scaling from the smallest batch size (S ∝ 1/B). Solid: McCandlish's S = S_min(1 + B_crit/B) "
-            "fitted (dashed when the points do not follow it). Right: the same runs' training samples to the "
-            "target; perfect scaling keeps them flat. Shaded: the 95% intervals of B_crit and of the noise scale "
-            "B_simple measured at the target.")),
-        ("Validation accuracy at the target", accuracy_at_target(s), (
-            "Validation accuracy at the step each run reached the target on the tuning slice, at each batch "
-            "size's chosen learning rate: whether the same training accuracy generalises the same at every "
-            "batch size.")),
-    ]
+    """(title, Figure, caption) of the scaling study's figures, for each of its curves (one per combination of the
+    other varied keys); none for another sweep."""
+    drawn = []
+    for s in a.scaling:
+        if s.runs.empty:
+            continue
+        of = f" ({s.group})" if s.group else ""
+        drawn += [
+            (f"Steps and samples to the target vs batch size{of}", steps_and_samples(s), (
+                "Left: steps until the tuning slice's accuracy first reached the target, at each batch size's chosen "
+                "learning rate (red; bars: the seeds' range) and at the others tried (grey), on log axes. Dotted: "
+                "perfect scaling from the smallest batch size (S ∝ 1/B). Solid: McCandlish's S = S_min(1 + "
+                "B_crit/B) fitted (dashed when the points do not follow it). Right: the same runs' training samples "
+                "to the target; perfect scaling keeps them flat. Shaded: the 95% intervals of B_crit and of the "
+                "noise scale B_simple measured at the target.")),
+            (f"Validation accuracy at the target{of}", accuracy_at_target(s), (
+                "Validation accuracy at the step each run reached the target on the tuning slice, at each batch "
+                "size's chosen learning rate: whether the same training accuracy generalises the same at every "
+                "batch size.")),
+        ]
+    return drawn
