@@ -19,7 +19,7 @@ import pandas as pd
 from harness.assess import diagnosis_parts
 from harness.assess.analysis import BATCH, num_classes
 from harness.assess.batchnorm import PRECISE
-from harness.assess.levels import Level
+from harness.assess.levels import Level, shared_checks
 from harness.assess.levels import reading as levels_reading
 from harness.assess.sweep import Sweep
 from harness.assess.verdicts import CHANCE_MARGIN, MIN_EFFECT
@@ -140,7 +140,7 @@ def diagnose(sweep: Sweep) -> Diagnosis | None:
     weights = {k: _mean(w) for k, w in _by_seed(finals, keys, seeds, "weight").items()} if seeds else {}
     steps = {k: _mean(s) for k, s in _by_seed(finals, ["b", "B"], seeds, "step").items()} if seeds else {}
     checks, unchecked = _checks(sweep, finals, plan)
-    notes += unchecked
+    notes += unchecked + shared_checks(checks)
     level = None
     if drop is not None and drop.value is not None:
         ends = [Level(size, *levels[k], weights.get(k, math.nan), steps.get(k, 0.0))

@@ -83,3 +83,16 @@ def reading(small: Level, large: Level, drop: float, chance: float, *, margin: f
         sentences.append("The split below is of a difference between two failures, not of a drop from a model that "
                          "learned.")
     return " ".join(sentences)
+
+
+SHARED_CHECKS = {"label_shift": "a label shift between training and validation",
+                 "feature_shift": "an input shift between training and validation"}
+
+
+def shared_checks(checks: list[dict]) -> list[str]:
+    """For each flagged data check that acts on both sizes alike (the same data feeds both), that it does: it lowers
+    both accuracies by an amount no run here measures, and cancels out of their difference and of its parts."""
+    return [f"{SHARED_CHECKS[c['name']][0].upper()}{SHARED_CHECKS[c['name']][1:]} is flagged ({c['name']}): it "
+            "acts on both batch sizes alike, since the same data feeds both, so it can lower both accuracies while "
+            "it cancels out of the drop between them; none of the parts above contains it."
+            for c in checks if c.get("flagged") and c.get("name") in SHARED_CHECKS]

@@ -211,3 +211,15 @@ def test_beside_remains_the_probes_compare_the_small_batch_with_the_steps_arm(tm
     assert "in the steps arm at batch 64" in d.evidence[0]
     assert "the sharp-minima reading of the gap" in d.evidence[0]
     assert _diagnosis(study_sweep(tmp_path / "none", *CASE)).evidence == []  # no probes, nothing said
+
+
+def test_a_flagged_label_shift_is_said_to_act_on_both_sizes(tmp_path):
+    """imbalance=0.9 (the harness's own injection) flags label_shift in the first job's real data checks: the
+    diagnosis says that it acts on both batch sizes and is in none of the parts; a sweep without it says nothing."""
+    d = _diagnosis(study_sweep(tmp_path / "s", "+study=diagnose", "batch_size=8,64", "epochs=2", "imbalance=0.9",
+                               "seed=0,1"))
+    assert [c["name"] for c in d.checks if c["flagged"]] == ["label_shift"]
+    [said] = [note for note in d.notes if "acts on both batch sizes" in note]
+    assert said.startswith("A label shift between training and validation is flagged (label_shift)")
+    plain = _diagnosis(study_sweep(tmp_path / "plain", *CASE, "seed=0,1"))
+    assert not any("acts on both batch sizes" in note for note in plain.notes)
