@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.assess import analysis, diagnosis, facets, scaling, tuning, verdicts, why
+from harness.assess import analysis, diagnosis, facets, recovery, scaling, tuning, verdicts, why
 from harness.assess.batch_controls import controls_finding, hoffer_finding
 from harness.assess.findings import (
     Finding,
@@ -41,6 +41,7 @@ class Assessment:
     scaling: list[scaling.Scaling] = field(default_factory=list)  # +study=scaling: steps to target and the
     # critical batch, one curve per combination of the other varied keys (none for another sweep)
     diagnosis: diagnosis.Diagnosis | None = None  # +study=diagnose: the drop split into its causes, the data checks
+    recovery: recovery.Recovery | None = None  # +study=recover: the reference and the search's trials
     facet_table: facets.FacetTable | None = None  # more than facets.MANY facets: their verdicts as one table
     drawn: pd.DataFrame | None = None  # with a facet table: the epochs the figures draw (facets.shown)
 
@@ -53,6 +54,8 @@ def assess(sweep: Sweep | Path) -> Assessment:
     kind = STUDIES.get(sweep.study, BATCH_SIZE) if sweep.study is not None else detect(sweep)
     if kind == DIAGNOSE:
         return _diagnosis(sweep)
+    if kind == RECOVER:
+        return _recovery(sweep)
     df = _with_facets(sweep)
     facet_keys = analysis.facet_keys(df, sweep.keys)
     final = analysis.final_results(df)
@@ -79,8 +82,9 @@ def assess(sweep: Sweep | Path) -> Assessment:
                       tunings, facet_table=table, drawn=facets.shown(df, table))
 
 
-BATCH_SIZE, DIAGNOSE, SCALING, TUNED = "batch_size", "diagnose", "scaling", "tuned"
-STUDIES = {"diagnose": DIAGNOSE, "scaling": SCALING, "tuned": TUNED}  # presets (conf/study/) read their own way
+BATCH_SIZE, DIAGNOSE, RECOVER, SCALING, TUNED = "batch_size", "diagnose", "recover", "scaling", "tuned"
+# presets (conf/study/) read their own way
+STUDIES = {"diagnose": DIAGNOSE, "recover": RECOVER, "scaling": SCALING, "tuned": TUNED}
 
 
 def detect(sweep: Sweep) -> str:
@@ -89,6 +93,8 @@ def detect(sweep: Sweep) -> str:
     batch-size study."""
     if (sweep.plan or {}).get("diagnose") is not None:
         return DIAGNOSE
+    if (sweep.plan or {}).get("recover") is not None:
+        return RECOVER
     if "target_tune_acc" in sweep.epochs.columns and sweep.epochs["target_tune_acc"].notna().any():
         return SCALING
     return TUNED if tuning.tunes(sweep.epochs) else BATCH_SIZE
@@ -119,6 +125,17 @@ def _diagnosis(sweep: Sweep) -> Assessment:
     varied = analysis.varied_keys(df, sweep.keys)
     return Assessment(df, final, sweep.keys, varied, ["arm"], [verdict], [], why.explain(sweep, as_is), [],
                       diagnosis=diagnosed)
+
+
+def _recovery(sweep: Sweep) -> Assessment:
+    """A recover sweep: the verdict and the probes read the runs as they are; the trials are the recovery's."""
+    plan = recovery.read_plan(sweep)
+    df = sweep.epochs.assign(facet=sweep.epochs["job"].map(lambda job: plan["arms"].get(str(job), "not planned"))
+                             .str.replace("_", " "))
+    as_is = df[df["facet"] == "as is"]
+    verdict = verdicts.batch_size_verdict(analysis.final_results(as_is), "as is", analysis.runs_table(as_is))
+    return Assessment(df, analysis.final_results(df), sweep.keys, analysis.varied_keys(df, sweep.keys), ["arm"],
+                      [verdict], [], why.explain(sweep, as_is), [], recovery=recovery.recover(sweep))
 
 
 def all_findings(df: pd.DataFrame, final: pd.DataFrame, varied: list[str]) -> list[Finding]:

@@ -27,7 +27,7 @@ CONFIG_NAME = "config"
 # A study's own settings (+study=diagnose's `diagnose.*`) and where runs are tracked (tracking=mlflow's
 # `tracking.*`): they plan a sweep's jobs and tell a run what to do beside training, but they are no run's config
 # (not in RunConfig.flat(), so resuming compares runs without them).
-STUDY_NODES = ("diagnose", "tracking")
+STUDY_NODES = ("diagnose", "recover", "tracking")
 
 
 def to_run_config(cfg: DictConfig | dict[str, Any]) -> schema.RunConfig:
@@ -136,7 +136,7 @@ def compose_jobs(overrides: list[str], multirun: bool, config_name: str = CONFIG
     ConfigError or a Hydra error on the first bad one."""
     from hydra import initialize_config_dir
 
-    from harness.config import diagnosis
+    from harness.config import diagnosis, recover
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="harness"):
         jobs, output_dir, base = expand_jobs(overrides, multirun, config_name)
@@ -151,6 +151,10 @@ def compose_jobs(overrides: list[str], multirun: bool, config_name: str = CONFIG
             diagnosis.check_fixed_studies(given)
         if multirun and settings is not None:  # +study=diagnose: the arms, from the command's own runs
             jobs, study = diagnosis.plan(jobs, run_configs, diagnosis.settings_from_dict(settings), given)
+            run_configs = [to_run_config(composed(job)) for job in jobs]
+        searched = study_settings(base, "recover")
+        if multirun and searched is not None:  # +study=recover: round 1, the reference and the search
+            jobs, study = recover.plan(jobs, run_configs, recover.settings_from_dict(searched), given)
             run_configs = [to_run_config(composed(job)) for job in jobs]
     return ComposedCommand(jobs, output_dir, base.hydra.launcher, run_configs, study, study_settings(base, "tracking"),
                            base.hydra.runtime.choices.get("study"))

@@ -19,8 +19,8 @@ from harness.assess import analysis, diagnosis
 from harness.assess.assessment import assess
 from harness.assess.sweep import read as read_sweep
 from harness.assess.verdicts import Verdict
-from harness.report import figures, index, pages, summary
-from harness.store import command_file, diagnosis_file, files, layout
+from harness.report import figures, index, pages, summary, tables
+from harness.store import command_file, diagnosis_file, files, layout, recovery_file
 from harness.store.run_files import FINISHED
 
 SIMULATED_NOTE = (
@@ -86,61 +86,11 @@ def _environment(records: list[dict]) -> list[tuple[str, str]]:
     return [(key, ", ".join(map(str, v)) if isinstance(v, list) else str(v)) for key, v in found.items()]
 
 
-def scaling_rows(s) -> list[list[str]]:
-    """The scaling section's table: one row per batch size."""
-    from harness.assess.scaling import fmt
-
-    if s is None:
-        return []
-    rows = []
-    for p in s.points:
-        val = "–" if p.val_acc is None else f"{p.val_acc:.3f}" + (
-            "" if p.val_interval is None else f" ± {(p.val_interval[1] - p.val_interval[0]) / 2:.3f}")
-        rows.append([str(p.batch), "none reached" if p.lr is None else fmt(p.lr) + (f" ({p.edge})" if p.edge else ""),
-                     fmt(p.steps), fmt(p.samples), "–" if p.ratio is None else f"{p.ratio:.2f}", p.regime or "–",
-                     "–" if p.resolution is None else f"{100 * p.resolution:.1f}%", val, fmt(p.noise)])
-    return rows
-
-
 def index_verdicts(a) -> list:
     """The verdicts the index shows of the sweep: a sweep of many facets says it in one line, as its report does."""
     if a.facet_table is None:
         return a.batch_verdicts
     return [Verdict("", a.facet_table.rows[0].outcome, a.facet_table.headline)]
-
-
-def facet_rows(table) -> list[list[str]]:
-    """The facets table of a sweep of many facets (harness.assess.facets), a row per facet."""
-    if table is None:
-        return []
-    p = lambda value: "–" if value is None else f"{value:.2g}"  # noqa: E731
-    return [[r.facet, _fmt(r.small), _fmt(r.large), f"{r.drop:+.3f}",
-             "–" if r.interval is None else f"[{r.interval[0]:+.3f}, {r.interval[1]:+.3f}]", str(r.n_seeds),
-             r.outcome, p(r.p_value), p(r.adjusted), "yes" if r.holds else "no"] for r in table.rows]
-
-
-def diagnosis_rows(d) -> list[list[str]]:
-    """The diagnosis's parts table: part, the arm that measures it, value, interval, reading."""
-    if d is None:
-        return []
-    rows = []
-    for p in d.parts:
-        e = p.estimate
-        interval = "–" if e.low is None else f"[{e.low:+.3f}, {e.high:+.3f}]"
-        by = "recomputed statistics" if p.name == "stale_statistics" else p.arm or "every combination of the arms"
-        rows.append([p.name, by, "–" if e.value is None else f"{e.value:+.3f}", interval, e.reading])
-    return rows
-
-
-def diagnosis_arm_rows(d) -> list[list[str]]:
-    """Each arm's mean val_acc, with moving and with recomputed batch-norm statistics, and how much of the moving
-    statistics is still their start (bn_initial_weight)."""
-    if d is None:
-        return []
-    batch = {"b": d.small_batch}
-    names = {"b": "as is", "B": "as is"}
-    return [[names.get(key, key.replace("_", " + ")), str(batch.get(key, d.large_batch)), _fmt(v), _fmt(v_precise),
-             _fmt(d.arm_weights.get(key, math.nan))] for key, (v, v_precise) in d.arm_values.items()]
 
 
 def build_report(sweep_dir: Path) -> str:
@@ -185,7 +135,7 @@ def _built(sweep_dir: Path):
         resume=command_file.resume_line(sweep_dir) if command_file.read(sweep_dir) else None,
         verdicts=a.batch_verdicts,
         facet_table=a.facet_table,
-        facet_rows=facet_rows(a.facet_table),
+        facet_rows=tables.facet_rows(a.facet_table),
         verdict_first=next((v for v in a.batch_verdicts if a.facet_table and v.subject == a.facet_table.shown[0]),
                            None),
         findings=a.findings,
@@ -194,13 +144,15 @@ def _built(sweep_dir: Path):
         why_figures=why_drawn,
         tunings=a.tunings,
         tuning_figures=tuning_drawn,
-        scaling=[(s, scaling_rows(s)) for s in a.scaling],
+        scaling=[(s, tables.scaling_rows(s)) for s in a.scaling],
         scaling_figures=scaling_drawn,
         diagnosis=a.diagnosis,
         diagnosis_title=diagnosis.title(a.diagnosis) if a.diagnosis is not None else "",
         diagnosis_figures=diagnosis_drawn,
-        diagnosis_parts=diagnosis_rows(a.diagnosis),
-        diagnosis_arms=diagnosis_arm_rows(a.diagnosis),
+        diagnosis_parts=tables.diagnosis_rows(a.diagnosis),
+        diagnosis_arms=tables.diagnosis_arm_rows(a.diagnosis),
+        recovery=a.recovery,
+        recovery_trials=tables.recovery_rows(a.recovery),
         varied=varied,
         facets=a.facets,
         constant=[(k, _fmt(per_run[k].iloc[0])) for k in a.keys if k in per_run.columns and k not in a.varied],
@@ -226,6 +178,8 @@ def write_report(sweep_dir: Path, reports_dir: Path = Path("reports"), sweeps_di
     html, a = _built(sweep_dir)
     if a.diagnosis is not None:
         diagnosis_file.write(sweep_dir, a.diagnosis.as_json())
+    if a.recovery is not None:
+        recovery_file.write(sweep_dir, a.recovery.as_json())
     target = report_path(sweep_dir, reports_dir)
     for path in (target, Path(reports_dir) / layout.LATEST_FILE):
         files.write_text(path, html)

@@ -1,7 +1,7 @@
 """Every file name of a sweep folder and a run folder, spelled once, and the walk over a sweep's runs.
 
     sweeps/<sweep-id>/                 command.json, sweep.json, multirun.yaml, interpolation.parquet (+ .log),
-                                       .harness.lock, diagnosis.json, tracking.json
+                                       .harness.lock, diagnosis.json, recovery.json, tracking.json
     sweeps/<sweep-id>/<job>/           run.json, metrics.parquet, train.log, checkpoint.npz (while it trains),
                                        probes.json, target.json, data_checks.json, initial.weights.npz,
                                        final.weights.npz, tb/, .hydra/ (a single run's: command.json too)
@@ -20,6 +20,7 @@ INTERPOLATION_FILE = "interpolation.parquet"  # the loss between the smallest- a
 INTERPOLATION_LOG = "interpolation.log"      # that job's TensorFlow chatter and any traceback, off the console
 LOCK_FILE = ".harness.lock"                  # in a command's output folder, held while the command runs
 DIAGNOSIS_FILE = "diagnosis.json"            # +study=diagnose: the drop split into its causes, the data checks
+RECOVERY_FILE = "recovery.json"              # +study=recover: the reference and the search's trials, ranked
 TRACKING_FILE = "tracking.json"              # tracking=mlflow: the store, the sweep's parent run, who logs live
 COMMAND_FILE = "command.json"                # the command, its directory and versions: what a resume runs again
 

@@ -1,0 +1,181 @@
+"""+study=recover, round 1: the reference and the search, computed from the user's own command.
+
+`python -m harness +study=recover batch_size=b,B [the user's data, model, epochs, optimizer, lr...] -m` runs, with b
+the smallest global batch and B the largest, at the user's epochs E, every run holding out the same tuning slice:
+
+- the reference: every seed's runs as they are (`as_is`) at b and at B (and any batch size between);
+- the search: `recover.trials` recipes at B within E epochs, on the command's first seed, at the points of a seeded
+  scrambled Sobol sequence (scipy.stats.qmc.Sobol, `recover.seed`) over `recover.space`.
+
+The space's keys and their defaults (conf/study/recover.yaml), each a key of the training recipe
+(docs/configuration.md): `lr_factor` log-uniform over [low, high x B/b] around the user's lr; `lr_schedule`,
+`optimizer` (null: the user's own) and `model.ghost_batch_size` (null: none; b: b's chunk) choices; `warmup_epochs`
+uniform over [low, high] x E; `momentum` as 1 - momentum, log-uniform; `weight_decay` log-uniform over lr x wd x
+steps; `label_smoothing` and `model.bn_momentum` uniform. The batch-norm keys apply to the built-in models with
+batch norm only; weight_decay to a training set whose size is known before its first run.
+Pure: the plan's jobs and RunConfigs in, the new jobs and what sweep.json records out (no Hydra, no backend).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.config.diagnosis import global_batch
+from harness.config.schema import RunConfig
+from harness.data import registry as datasets
+from harness.fields import ConfigError
+from harness.models import registry as models
+
+AS_IS = "as_is"
+SWEPT = ("batch_size", "seed")  # what the command may sweep
+LOG = ("lr_factor", "momentum", "weight_decay")  # ranges drawn log-uniformly
+CHOICES = ("lr_schedule", "optimizer", "model.ghost_batch_size")
+RANGES = ("lr_factor", "warmup_epochs", "momentum", "weight_decay", "label_smoothing", "model.bn_momentum")
+BATCH_NORM_KEYS = ("model.bn_momentum", "model.ghost_batch_size")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """`recover.*`: the search's size, seed and space, and what later rounds will read (not run config)."""
+
+    trials: int = 16
+    seed: int = 0
+    confirm: int = 3
+    tolerance: float = 0.01
+    budget: bool = True
+    tune_small: bool = False
+    tune_fraction: float = 0.1
+    space: dict[str, list] = field(default_factory=dict)
+
+
+def settings_from_dict(node: dict[str, Any]) -> Settings:
+    """The `recover` node of a composed config, validated; raises ConfigError naming `recover.<key>`."""
+    known = set(Settings.__dataclass_fields__)
+    for key, value in node.items():
+        if key not in known:
+            raise ConfigError(f"recover.{key}", value, f"unknown key; valid keys are "
+                              f"{', '.join(f'recover.{k}' for k in sorted(known))}")
+    trials = node.get("trials", 16)
+    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 2 or trials & (trials - 1):
+        raise ConfigError("recover.trials", trials, "a power of two >= 2 (as Sobol points want): 8, 16, 32, ...")
+    for key in ("seed", "confirm"):
+        value = node.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or value < (1 if key == "confirm" else 0):
+            raise ConfigError(f"recover.{key}", value, "an integer >= 1" if key == "confirm" else "an integer >= 0")
+    fraction = node.get("tune_fraction", 0.1)
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction < 1:
+        raise ConfigError("recover.tune_fraction", fraction, "a number in (0, 1): every run holds out the tuning "
+                          "slice the search is chosen on")
+    space = node.get("space") or {}
+    for key, values in space.items():
+        name = f"recover.space.{key}"
+        if key not in CHOICES + RANGES:
+            raise ConfigError(name, values, f"a key of the space: {', '.join(CHOICES + RANGES)}")
+        if not isinstance(values, list) or not values:
+            raise ConfigError(name, values, "a list: [low, high] for a range, the options for a choice")
+        if key in RANGES:
+            if len(values) != 2 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values) \
+                    or not values[0] <= values[1] or (key in LOG and values[0] <= 0):
+                raise ConfigError(name, values, "[low, high] with low <= high" + (", low > 0 (log-uniform)"
+                                                                                  if key in LOG else ""))
+    return Settings(**{**node, "space": dict(space)})
+
+
+def _ghost_chunk(large: RunConfig, small: RunConfig) -> int | None:
+    model = large.model
+    if model.source not in models.BUILTIN or not model.batch_norm or model.sync_batchnorm:
+        return None
+    chunk = global_batch(small) // max(small.device.gpus, 1)
+    return chunk if chunk >= 2 else None
+
+
+def _check_command(run_configs: list[RunConfig], given: dict[str, str], space: dict[str, list]) -> None:
+    for key in space:
+        if key in given:
+            raise ConfigError(key, given[key].split("=", 1)[1], "left to +study=recover, whose search sets it: "
+                              f"narrow recover.space.{key} instead (e.g. recover.space.{key}=[...])")
+    flats = [cfg.flat() for cfg in run_configs]
+    for key in flats[0]:
+        values = list(dict.fromkeys(str(flat.get(key)) for flat in flats))
+        if key not in SWEPT and len(values) > 1:
+            raise ConfigError(key, ",".join(values), "one value with +study=recover, which sweeps batch_size and "
+                              "seed only: run one recovery per value")
+    if len({global_batch(cfg) for cfg in run_configs}) < 2:
+        raise ConfigError("batch_size", run_configs[0].train.batch_size, "two or more batch sizes with "
+                          "+study=recover, e.g. batch_size=8,128: it searches a recipe for the largest")
+
+
+def points(settings: Settings, dimensions: int):
+    """The search's Sobol points in [0, 1)^dimensions: reproducible from recover.seed."""
+    from scipy.stats import qmc
+
+    return qmc.Sobol(dimensions, scramble=True, seed=settings.seed).random(settings.trials)
+
+
+def recipe(point, space: dict[str, list], small: RunConfig, large: RunConfig, steps: int | None,
+           ghost: int | None) -> dict[str, Any]:
+    """One trial's recipe: each key of the space at its coordinate of the Sobol point (keys in `space`'s order)."""
+    ratio, epochs, found = global_batch(large) / global_batch(small), large.train.epochs, {}
+    for u, (key, values) in zip(point, space.items()):
+        if key in CHOICES:
+            choice = values[min(int(u * len(values)), len(values) - 1)]
+            if key == "model.ghost_batch_size":
+                choice = ghost if choice == "b" else None
+            found[key] = choice
+            continue
+        low, high = float(values[0]), float(values[1])
+        if key == "lr_factor":
+            high *= ratio
+        if key in LOG:
+            value = low * (high / low) ** u
+        else:
+            value = low + u * (high - low)
+        if key == "warmup_epochs":
+            value *= epochs
+        elif key == "momentum":
+            value = 1.0 - value
+        elif key == "weight_decay":
+            value /= large.train.lr * found.get("lr_factor", 1.0) * steps
+        found[key] = float(f"{value:.4g}")
+    return found
+
+
+def overrides_of(found: dict[str, Any]) -> list[str]:
+    """A recipe as command-line overrides (a null choice keeps the command's own value)."""
+    return [f"{key}={value}" for key, value in found.items() if value is not None]
+
+
+def plan(jobs: list[list[str]], run_configs: list[RunConfig], settings: Settings,
+         given: dict[str, str]) -> tuple[list[list[str]], dict[str, Any]]:
+    """(round 1's jobs, what sweep.json records of the recovery) from the command's own jobs and configs."""
+    space = dict(settings.space)
+    _check_command(run_configs, given, space)
+    by_point = {(global_batch(cfg), cfg.train.seed): job for job, cfg in zip(jobs, run_configs)}
+    config_of = {(global_batch(cfg), cfg.train.seed): cfg for cfg in run_configs}
+    sizes = sorted({size for size, _ in by_point})
+    b, big = sizes[0], sizes[-1]
+    seeds = list(dict.fromkeys(cfg.train.seed for cfg in run_configs))
+    small, large = config_of[(b, seeds[0])], config_of[(big, seeds[0])]
+    ghost, left_out = _ghost_chunk(large, small), {}
+    if ghost is None:
+        left_out.update({key: "a built-in model with batch norm only" for key in BATCH_NORM_KEYS if key in space})
+    train = large.train
+    size = datasets.expected_train_size(large.data, train.imbalance, train.train_fraction, train.tune_fraction)
+    steps = None if size is None else train.epochs * math.ceil(size / big)
+    if steps is None and "weight_decay" in space:
+        left_out["weight_decay"] = "a training set whose size is known before its first run"
+    space = {key: values for key, values in space.items() if key not in left_out}
+    planned, arms = [], []
+    for seed in seeds:
+        for size_ in [b, big, *sizes[1:-1]]:
+            planned.append(list(by_point[(size_, seed)]))
+            arms.append(AS_IS)
+    trials = [recipe(point, space, small, large, steps, ghost) for point in points(settings, len(space))]
+    for number, found in enumerate(trials):
+        planned.append([*by_point[(big, seeds[0])], *overrides_of(found)])
+        arms.append(f"trial_{number}")
+    record = {"small_batch": b, "large_batch": big, "seeds": seeds, "epochs": train.epochs,
+              "arms": {str(num): arm for num, arm in enumerate(arms)}, "space": space, "left_out": left_out,
+              "trials": trials, "settings": {k: v for k, v in vars(settings).items() if k != "space"}}
+    return planned, {"recover": record}

@@ -1,0 +1,69 @@
+"""+study=recover's round 1 read (harness.assess.recovery) on constructed sweeps: the jobs and configs the real
+command plans, made-up accuracies, the trials' tune_acc set by the test."""
+import json
+
+import pandas as pd
+import pytest
+
+from harness.assess import recovery
+from harness.assess import sweep as sweep_files
+from harness.assess.assessment import assess
+from harness.report import html
+from tests.helpers import page
+from tests.helpers.sweeps import study_sweep
+
+COMMAND = ("+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=4", "seed=0,1")
+
+
+def _set_final(sweep, arm: str, **values) -> None:
+    """Overwrite the last epoch's columns of the run of `arm`."""
+    arms = json.loads((sweep / "sweep.json").read_text())["recover"]["arms"]
+    job = next(num for num, name in arms.items() if name == arm)
+    path = sweep / job / "metrics.parquet"
+    frame = pd.read_parquet(path)
+    for column, value in values.items():
+        frame.loc[frame.index[-1], column] = value
+    frame.to_parquet(path, index=False)
+
+
+def test_the_trials_are_ranked_on_the_tuning_slice_never_on_validation(tmp_path):
+    """Trial 2 has the best tune_acc and the worst val_acc, trial 0 the reverse: the ranking follows tune_acc. Were
+    the selection to read validation, trial 0 would come first."""
+    sweep = study_sweep(tmp_path / "s", *COMMAND)
+    for arm, tune, val in (("trial_0", 0.70, 0.99), ("trial_1", 0.80, 0.60), ("trial_2", 0.95, 0.10),
+                           ("trial_3", 0.85, 0.50)):
+        _set_final(sweep, arm, tune_acc=tune, val_acc=val)
+    r = recovery.recover(sweep_files.read(sweep))
+    assert [t.number for t in r.ranked()] == [2, 3, 1, 0] and r.best == 2
+    assert set(recovery.selection(sweep_files.read(sweep).epochs).columns) <= {
+        "run_id", "global_batch_size", "peak_lr", "seed", "status", "tune_acc", "tune_loss", "job", "epoch"}
+    plan = json.loads((sweep / "sweep.json").read_text())["recover"]
+    assert r.trials[2].recipe == plan["trials"][2] and r.trials[2].tune_acc == pytest.approx(0.95)
+    assert r.headline.startswith("Round 1, the search: of 4 recipes at batch 64 within 2 epochs (seed 0), the best "
+                                 "on the tuning slice reached tune_acc 0.950")
+    assert "no verdict on recovery" in r.headline  # nothing confirmed yet: nothing claimed
+    assert r.command.startswith("python -m harness batch_size=64 epochs=2 ") and "seed=" not in r.command
+    assert f"lr_factor={plan['trials'][2]['lr_factor']}" in r.command
+
+
+def test_the_drop_is_paired_over_seeds_and_the_report_and_recovery_json_hold_the_search(tmp_path):
+    sweep = study_sweep(tmp_path / "s", *COMMAND)
+    a = assess(sweep)
+    [verdict] = a.batch_verdicts
+    assert verdict.subject == "as is" and verdict.batch_sizes == [8, 64]  # the trials are not in the verdict
+    r = a.recovery
+    finals = sweep_files.read(sweep).epochs.sort_values("epoch").groupby("run_id").tail(1)
+    as_is = finals[finals["job"].isin(["0", "1", "2", "3"])].pivot_table(index="seed", columns="global_batch_size",
+                                                                          values="val_acc")
+    assert r.drop.value == pytest.approx((as_is[8] - as_is[64]).mean()) and r.drop.n == 2
+    html.write_report(sweep, tmp_path / "reports")
+    written = json.loads((sweep / "recovery.json").read_text())
+    assert written["best"] == r.best and [t["trial"] for t in written["trials"]] == [0, 1, 2, 3]
+    assert written["round"] == 1 and written["command"] == r.command
+    parsed = page.parse((tmp_path / "reports" / "latest.html").read_text())
+    section = page.section(parsed, "recovery")
+    assert r.headline in section and "plays no part in the ranking" in section
+
+
+def test_other_sweeps_have_no_recovery(tmp_path):
+    assert recovery.recover(sweep_files.read(study_sweep(tmp_path / "s", "+study=smoke"))) is None
