@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.assess import diagnosis
+from harness.assess import diagnosis, recovery
 from harness.assess.analysis import RUN_COLUMNS
 from harness.assess.sweep import Sweep
 from harness.assess.sweep import read as read_sweep
@@ -54,8 +54,8 @@ def sweep_results(sweep: Sweep | Path) -> pd.DataFrame:
                            columns=list(TARGET_COLUMNS)).astype(float)
     table = pd.concat([table, probes, targets], axis=1)
     table.insert(0, "sweep", sweep.folder.name)
-    plan = diagnosis.read_plan(sweep)
-    if plan is not None:  # +study=diagnose: which arm each run is
+    plan = diagnosis.read_plan(sweep) or recovery.read_plan(sweep)
+    if plan is not None:  # +study=diagnose or recover: which arm (or trial) each run is
         table.insert(3, "arm", table["job"].map(lambda job: plan["arms"].get(str(job))))
     keys = [k for k in sweep.keys if k in table.columns]
     arm = ["arm"] if plan is not None else []
