@@ -113,16 +113,21 @@ def _check_command(run_configs: list[RunConfig], given: dict[str, str]) -> None:
         if key in given:
             raise ConfigError(key, given[key].split("=", 1)[1], "left to +study=diagnose, whose arms set "
                               f"{', '.join(ARM_KEYS)}; diagnose.lr_scaling and diagnose.warmup_epochs choose how")
+    check_two_sizes_one_setting(run_configs, "diagnose", "diagnosis",
+                                "e.g. batch_size=8,64: it splits the drop from the smallest to the largest")
+
+
+def check_two_sizes_one_setting(run_configs: list[RunConfig], study: str, one: str, why: str) -> None:
+    """A study of b against B (+study=diagnose, +study=recover) sweeps batch_size (two or more) and seed only."""
     flats = [cfg.flat() for cfg in run_configs]
     for key in flats[0]:
         values = list(dict.fromkeys(str(flat.get(key)) for flat in flats))
         if key not in SWEPT and len(values) > 1:
-            raise ConfigError(key, ",".join(values), "one value with +study=diagnose, which sweeps batch_size and "
-                              "seed only: run one diagnosis per value")
-    sizes = sorted({global_batch(cfg) for cfg in run_configs})
-    if len(sizes) < 2:
-        raise ConfigError("batch_size", run_configs[0].train.batch_size, "two or more batch sizes with "
-                          "+study=diagnose, e.g. batch_size=8,64: it splits the drop from the smallest to the largest")
+            raise ConfigError(key, ",".join(values), f"one value with +study={study}, which sweeps batch_size and "
+                              f"seed only: run one {one} per value")
+    if len({global_batch(cfg) for cfg in run_configs}) < 2:
+        raise ConfigError("batch_size", run_configs[0].train.batch_size, f"two or more batch sizes with "
+                          f"+study={study}, {why}")
 
 
 def _ghost(cfg: RunConfig, small: RunConfig) -> tuple[int | None, str | None]:

@@ -21,14 +21,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.config.diagnosis import global_batch
+from harness.config.diagnosis import check_two_sizes_one_setting, global_batch
 from harness.config.schema import RunConfig
 from harness.data import registry as datasets
 from harness.fields import ConfigError
 from harness.models import registry as models
 
 AS_IS = "as_is"
-SWEPT = ("batch_size", "seed")  # what the command may sweep
 LOG = ("lr_factor", "momentum", "weight_decay")  # ranges drawn log-uniformly
 CHOICES = ("lr_schedule", "optimizer", "model.ghost_batch_size")
 RANGES = ("lr_factor", "warmup_epochs", "momentum", "weight_decay", "label_smoothing", "model.bn_momentum")
@@ -95,15 +94,8 @@ def _check_command(run_configs: list[RunConfig], given: dict[str, str], space: d
         if key in given:
             raise ConfigError(key, given[key].split("=", 1)[1], "left to +study=recover, whose search sets it: "
                               f"narrow recover.space.{key} instead (e.g. recover.space.{key}=[...])")
-    flats = [cfg.flat() for cfg in run_configs]
-    for key in flats[0]:
-        values = list(dict.fromkeys(str(flat.get(key)) for flat in flats))
-        if key not in SWEPT and len(values) > 1:
-            raise ConfigError(key, ",".join(values), "one value with +study=recover, which sweeps batch_size and "
-                              "seed only: run one recovery per value")
-    if len({global_batch(cfg) for cfg in run_configs}) < 2:
-        raise ConfigError("batch_size", run_configs[0].train.batch_size, "two or more batch sizes with "
-                          "+study=recover, e.g. batch_size=8,128: it searches a recipe for the largest")
+    check_two_sizes_one_setting(run_configs, "recover", "recovery",
+                                "e.g. batch_size=8,128: it searches a recipe for the largest")
 
 
 def points(settings: Settings, dimensions: int):

@@ -7,7 +7,6 @@ Every report rewrites the reports folder's index.html (harness.report.index); `-
 from __future__ import annotations
 
 import argparse
-import math
 import shlex
 import sys
 from datetime import datetime, timezone
@@ -42,20 +41,12 @@ DAMAGED_NOTE = (
 )
 
 
-def _fmt(value, digits: int = 3) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
-
-
 def _runs_rows(df: pd.DataFrame, sweep_id: str, not_started: list[str]) -> list[dict]:
     table = analysis.runs_table(df)
     rows = []
     for record in table.to_dict("records"):
-        row = {k: _fmt(v) for k, v in record.items()}
-        row["wall_seconds"] = _fmt(record["wall_seconds"], 1)
+        row = {k: tables.fmt(v) for k, v in record.items()}
+        row["wall_seconds"] = tables.fmt(record["wall_seconds"], 1)
         row["error_message"] = record["error_message"] if isinstance(record["error_message"], str) else None
         rows.append(row)
     blank = dict.fromkeys(rows[0], "–") if rows else {}
@@ -155,7 +146,7 @@ def _built(sweep_dir: Path):
         recovery_trials=tables.recovery_rows(a.recovery),
         varied=varied,
         facets=a.facets,
-        constant=[(k, _fmt(per_run[k].iloc[0])) for k in a.keys if k in per_run.columns and k not in a.varied],
+        constant=[(k, tables.fmt(per_run[k].iloc[0])) for k in a.keys if k in per_run.columns and k not in a.varied],
         figures=drawn,
         runs=_runs_rows(a.df, sweep_dir.name, not_started),
         environment=_environment(sweep.records),
