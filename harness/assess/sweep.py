@@ -18,7 +18,7 @@ from harness.store import layout, probes_file, sweep_file, target_file
 from harness.store.files import DamagedFile, read_json
 from harness.store.layout import METRICS_FILE, RUN_FILE
 from harness.store.metrics_cache import read_sweep_metrics
-from harness.store.run_files import FINISHED, config_columns, config_hash, inspect_run
+from harness.store.run_files import FINISHED, config_columns, config_hash, inspect_run, record_config
 
 BATCH = "global_batch_size"  # the batch axis of every reading: all replicas together
 DAMAGED = "damaged"  # a run whose run.json or metrics.parquet cannot be read: listed with the reason, run again
@@ -171,7 +171,7 @@ def load_epochs(sweep_dir: Path, records: list[dict]) -> pd.DataFrame:
     epochs = epochs.drop(columns=[c for c in info.columns if c in epochs.columns])
     epochs = pd.concat([epochs.reset_index(drop=True), info.iloc[runs].reset_index(drop=True)], axis=1)
     with_rows = set(runs.tolist())
-    bare = [pd.DataFrame([{**config_columns(record.get("config", {})), **run_info}])
+    bare = [pd.DataFrame([{**config_columns(record_config(record)), **run_info}])
             for i, (record, run_info) in enumerate(infos) if i not in with_rows]
     order = np.concatenate([runs, [i for i in range(len(infos)) if i not in with_rows]])
     df = pd.concat([epochs, *bare], ignore_index=True) if bare else epochs

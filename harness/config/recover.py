@@ -17,10 +17,10 @@ Pure: the plan's jobs and RunConfigs in, the new jobs and what sweep.json record
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.config import batching
 from harness.config.diagnosis import check_two_sizes_one_setting, global_batch
 from harness.config.schema import RunConfig
 from harness.data import registry as datasets
@@ -29,9 +29,11 @@ from harness.models import registry as models
 
 AS_IS = "as_is"
 LOG = ("lr_factor", "momentum", "weight_decay")  # ranges drawn log-uniformly
-CHOICES = ("lr_schedule", "optimizer", "model.ghost_batch_size")
-RANGES = ("lr_factor", "warmup_epochs", "momentum", "weight_decay", "label_smoothing", "model.bn_momentum")
-BATCH_NORM_KEYS = ("model.bn_momentum", "model.ghost_batch_size")
+CHOICES = ("lr_schedule", "optimizer", "ghost_batch_size")
+RANGES = ("lr_factor", "warmup_epochs", "momentum", "weight_decay", "label_smoothing", "bn_momentum")
+BATCH_NORM_KEYS = ("bn_momentum", "ghost_batch_size")
+OVERRIDE = {"bn_momentum": "model.bn_momentum", "ghost_batch_size": "model.ghost_batch_size"}  # space key -> key
+INPUTS = ("optimizer",)  # keys of the space the command may give: its value is the choice null stands for
 
 
 @dataclass(frozen=True)
@@ -89,13 +91,27 @@ def _ghost_chunk(large: RunConfig, small: RunConfig) -> int | None:
     return chunk if chunk >= 2 else None
 
 
-def _check_command(run_configs: list[RunConfig], given: dict[str, str], space: dict[str, list]) -> None:
-    for key in space:
-        if key in given:
+def _decay_unit(large: RunConfig) -> float | None:
+    """The large batch's peak learning rate per unit of lr_factor (its lr, scaled by its lr_scaling) times its
+    planned steps (its budget), or None where the training set's size is known only once loaded."""
+    train = large.train
+    size = datasets.expected_train_size(large.data, train.imbalance, train.train_fraction, train.tune_fraction)
+    if size is None:
+        return None
+    plan = batching.plan_batches(train.batch_size, train.per_replica_batch, max(large.device.gpus, 1), size,
+                                 train.steps_per_execution, backend=large.device.backend,
+                                 host_devices=large.device.jax_host_devices)
+    schedule = batching.plan_schedule(plan, train)
+    return schedule.peak_lr / train.lr_factor * schedule.planned_steps
+
+
+def _check_command(given: dict[str, str], space: dict[str, list]) -> None:
+    """A key the search sets (and the command's own value cannot be its choice) is refused, naming recover.space."""
+    for name in space:
+        key = OVERRIDE.get(name, name)
+        if key in given and name not in INPUTS:
             raise ConfigError(key, given[key].split("=", 1)[1], "left to +study=recover, whose search sets it: "
-                              f"narrow recover.space.{key} instead (e.g. recover.space.{key}=[...])")
-    check_two_sizes_one_setting(run_configs, "recover", "recovery",
-                                "e.g. batch_size=8,128: it searches a recipe for the largest")
+                              f"narrow recover.space.{name} instead (e.g. recover.space.{name}=[...])")
 
 
 def points(settings: Settings, dimensions: int):
@@ -105,14 +121,16 @@ def points(settings: Settings, dimensions: int):
     return qmc.Sobol(dimensions, scramble=True, seed=settings.seed).random(settings.trials)
 
 
-def recipe(point, space: dict[str, list], small: RunConfig, large: RunConfig, steps: int | None,
+def recipe(point, space: dict[str, list], small: RunConfig, large: RunConfig, decay_unit: float | None,
            ghost: int | None) -> dict[str, Any]:
-    """One trial's recipe: each key of the space at its coordinate of the Sobol point (keys in `space`'s order)."""
+    """One trial's recipe, keyed as overrides: each key of the space at its coordinate of the Sobol point (keys in
+    `space`'s order); `decay_unit` is the run's peak learning rate per unit of lr_factor times its planned steps."""
     ratio, epochs, found = global_batch(large) / global_batch(small), large.train.epochs, {}
-    for u, (key, values) in zip(point, space.items()):
-        if key in CHOICES:
+    for u, (name, values) in zip(point, space.items()):
+        key = OVERRIDE.get(name, name)
+        if name in CHOICES:
             choice = values[min(int(u * len(values)), len(values) - 1)]
-            if key == "model.ghost_batch_size":
+            if name == "ghost_batch_size":
                 choice = ghost if choice == "b" else None
             found[key] = choice
             continue
@@ -127,8 +145,8 @@ def recipe(point, space: dict[str, list], small: RunConfig, large: RunConfig, st
             value *= epochs
         elif key == "momentum":
             value = 1.0 - value
-        elif key == "weight_decay":
-            value /= large.train.lr * found.get("lr_factor", 1.0) * steps
+        elif key == "weight_decay":  # lr x wd x steps over the range, at the trial's own peak learning rate
+            value /= decay_unit * found.get("lr_factor", large.train.lr_factor)
         found[key] = float(f"{value:.4g}")
     return found
 
@@ -142,7 +160,8 @@ def plan(jobs: list[list[str]], run_configs: list[RunConfig], settings: Settings
          given: dict[str, str]) -> tuple[list[list[str]], dict[str, Any]]:
     """(round 1's jobs, what sweep.json records of the recovery) from the command's own jobs and configs."""
     space = dict(settings.space)
-    _check_command(run_configs, given, space)
+    check_two_sizes_one_setting(run_configs, "recover", "recovery",
+                                "e.g. batch_size=8,128: it searches a recipe for the largest")
     by_point = {(global_batch(cfg), cfg.train.seed): job for job, cfg in zip(jobs, run_configs)}
     config_of = {(global_batch(cfg), cfg.train.seed): cfg for cfg in run_configs}
     sizes = sorted({size for size, _ in by_point})
@@ -152,22 +171,23 @@ def plan(jobs: list[list[str]], run_configs: list[RunConfig], settings: Settings
     ghost, left_out = _ghost_chunk(large, small), {}
     if ghost is None:
         left_out.update({key: "a built-in model with batch norm only" for key in BATCH_NORM_KEYS if key in space})
-    train = large.train
-    size = datasets.expected_train_size(large.data, train.imbalance, train.train_fraction, train.tune_fraction)
-    steps = None if size is None else train.epochs * math.ceil(size / big)
-    if steps is None and "weight_decay" in space:
+    decay_unit = _decay_unit(large)
+    if decay_unit is None and "weight_decay" in space:
         left_out["weight_decay"] = "a training set whose size is known before its first run"
     space = {key: values for key, values in space.items() if key not in left_out}
+    _check_command(given, space)
+    if not space:
+        raise ConfigError("recover.space", settings.space, "at least one key this command can search")
     planned, arms = [], []
     for seed in seeds:
         for size_ in [b, big, *sizes[1:-1]]:
             planned.append(list(by_point[(size_, seed)]))
             arms.append(AS_IS)
-    trials = [recipe(point, space, small, large, steps, ghost) for point in points(settings, len(space))]
+    trials = [recipe(point, space, small, large, decay_unit, ghost) for point in points(settings, len(space))]
     for number, found in enumerate(trials):
         planned.append([*by_point[(big, seeds[0])], *overrides_of(found)])
         arms.append(f"trial_{number}")
-    record = {"small_batch": b, "large_batch": big, "seeds": seeds, "epochs": train.epochs,
+    record = {"small_batch": b, "large_batch": big, "seeds": seeds, "epochs": large.train.epochs,
               "arms": {str(num): arm for num, arm in enumerate(arms)}, "space": space, "left_out": left_out,
               "trials": trials, "settings": {k: v for k, v in vars(settings).items() if k != "space"}}
     return planned, {"recover": record}

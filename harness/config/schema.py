@@ -194,10 +194,15 @@ def _recipe(cfg: dict, optimizer: str) -> dict[str, Any]:
     momentum, decay = cfg["momentum"], cfg["weight_decay"]
     if momentum is not None and not 0.0 <= float_value(cfg, "momentum") < 1.0:
         raise ConfigError("momentum", momentum, "null (the optimizer's own) or a number in [0, 1)")
+    if momentum is not None and float(momentum) == 0.0 and optimizer == "lion":
+        raise ConfigError("momentum", momentum, "a number in (0, 1) with optimizer=lion (its beta_1 must be > 0)")
     nesterov = bool_value(cfg, "nesterov")
     if nesterov and optimizer not in NESTEROV:
         raise ConfigError("nesterov", nesterov, f"false unless optimizer is {' or '.join(NESTEROV)} (optimizer="
                           f"{optimizer})")
+    if nesterov and optimizer == "sgd" and not momentum:
+        raise ConfigError("nesterov", nesterov, "false without momentum: optimizer=momentum, or momentum > 0 with "
+                          "optimizer=sgd")
     if decay is not None and float_value(cfg, "weight_decay") < 0:
         raise ConfigError("weight_decay", decay, "null (the optimizer's own) or a number >= 0")
     smoothing = float_value(cfg, "label_smoothing")

@@ -22,7 +22,7 @@ from harness.report import pages
 from harness.report.summary import earliest, parse_time, read_summary, report_file_name, runs_digest
 from harness.store import command_file, files, layout
 from harness.store.layout import INDEX_FILE, LATEST_FILE, RUN_FILE, SWEEP_FILE
-from harness.store.run_files import config_columns
+from harness.store.run_files import config_columns, record_config
 
 STATUS_ORDER = ("completed", "diverged", "failed", "interrupted", "running", "damaged", "not started")
 SHOWN_VERDICTS = 3  # a sweep with more facets than this says how many more its report holds
@@ -111,7 +111,7 @@ def _row_from_files(sweep_dir: Path) -> Row:
                 counts["damaged"] += 1
                 continue
             counts[str(record.get("status", "damaged"))] += 1
-            configs.append(config_columns(record.get("config") or {}))
+            configs.append(config_columns(record_config(record)))
             started.append(record.get("started_at"))
             ran.add(tuple(record.get("overrides") or []))
         try:

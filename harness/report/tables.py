@@ -60,7 +60,7 @@ def recovery_rows(r) -> list[list[str]]:
         return []
     keys = list(dict.fromkeys(k for t in r.trials for k in t.recipe))
     return [[str(rank) if t.tune_acc is not None else "–", str(t.number), fmt(t.tune_acc), t.status,
-             *(fmt(t.recipe.get(k)) if t.recipe.get(k) is not None else "as given" for k in keys)]
+             *(_recipe_value(t.recipe.get(k)) for k in keys)]
             for rank, t in enumerate(r.ranked(), start=1)]
 
 
@@ -73,3 +73,10 @@ def diagnosis_arm_rows(d) -> list[list[str]]:
     names = {"b": "as is", "B": "as is"}
     return [[names.get(key, key.replace("_", " + ")), str(batch.get(key, d.large_batch)), fmt(v), fmt(v_precise),
              fmt(d.arm_weights.get(key, math.nan))] for key, (v, v_precise) in d.arm_values.items()]
+
+
+def _recipe_value(value) -> str:
+    """A recipe's value as the command line gives it (0.0006488, not 0.001); null keeps the command's own."""
+    if value is None:
+        return "as given"
+    return f"{value:.4g}" if isinstance(value, float) else str(value)

@@ -71,6 +71,7 @@ def make_optimizer(train: TrainConfig, lr, model: keras.Model) -> keras.optimize
         if class_name == "Muon":
             options["adam_weight_decay"] = train.weight_decay
     if class_name == "Muon":
+        options["adam_lr_ratio"] = 1.0  # its AdamW steps at the same learning rate
         output = next(layer for layer in reversed(model.layers) if layer.trainable_weights)
         options["exclude_layers"] = [f"^{re.escape(w.path)}$" for w in output.trainable_weights]  # regexes
     optimizer = getattr(keras.optimizers, class_name)(lr, **options)

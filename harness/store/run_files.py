@@ -44,6 +44,12 @@ def config_hash(flat_config: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def record_config(record: dict[str, Any]) -> dict[str, Any]:
+    """A run.json's config with the training recipe in force (`recipe`, which the config leaves out at its defaults):
+    the same keys its metrics rows hold."""
+    return {**(record.get("recipe") or {}), **(record.get("config") or {})}
+
+
 def config_columns(flat_config: dict[str, Any]) -> dict[str, Any]:
     """A run's flat config as metrics columns: `lr` is `base_lr` there (the `lr` column is the learning rate in
     effect at each epoch) and a list (`devices`, `dataset.image_size`) a string like '0,2' (a column of one type)."""

@@ -25,10 +25,10 @@ def test_the_reference_and_the_sobol_search_come_from_the_command():
         assert cfg.train.lr_schedule == recipe["lr_schedule"] and 0 <= cfg.train.warmup_epochs <= 5 / 4
         assert 0.8 <= cfg.train.momentum <= 0.99 and 0 <= cfg.train.label_smoothing <= 0.2
         assert cfg.train.optimizer == (recipe["optimizer"] or "adam")
-        steps = 5 * -(-3600 // 128) * 0.9  # ~ lr x wd x steps within [1e-3, 1] (the tuning slice is held out)
-        assert 1e-3 * 0.8 <= 0.001 * cfg.train.lr_factor * cfg.train.weight_decay * steps <= 1.2
+        steps = 5 * -(-3240 // 128)  # 5 epochs of the 3,240 samples the tuning slice leaves
+        assert 1e-3 * 0.99 <= 0.001 * cfg.train.lr_factor * cfg.train.weight_decay * steps <= 1.01
     assert {r["optimizer"] for r in record["trials"]} == {None, "adamw", "lamb"}  # the space's choices all drawn
-    assert set(record["left_out"]) == {"model.bn_momentum", "model.ghost_batch_size"}  # no batch norm here
+    assert set(record["left_out"]) == {"bn_momentum", "ghost_batch_size"}  # no batch norm here
 
 
 def test_the_recipes_are_reproducible_from_recover_seed():
@@ -41,11 +41,30 @@ def test_the_recipes_are_reproducible_from_recover_seed():
 
 def test_a_narrowed_space_and_a_batch_norm_model_change_the_search():
     plan = _plan("batch_size=8,64", "seed=0", "model.batch_norm=true", "recover.space.optimizer=[adamw]",
-                 "recover.trials=8")
+                 "recover.space.bn_momentum=[0.9,0.95]", "recover.trials=8")
     record = plan.study["recover"]
     assert len(record["trials"]) == 8 and {r["optimizer"] for r in record["trials"]} == {"adamw"}
     assert {r["model.ghost_batch_size"] for r in record["trials"]} == {None, 8} and not record["left_out"]
-    assert all(0.9 <= r["model.bn_momentum"] <= 0.99 for r in record["trials"])
+    assert all(0.9 <= r["model.bn_momentum"] <= 0.95 for r in record["trials"])
+
+
+def test_the_weight_decay_range_is_at_the_runs_own_peak_learning_rate_and_the_optimizer_is_an_input():
+    """With lr_scaling=sqrt the peak rate is lr x lr_factor x sqrt(128 / 32): lr x wd x steps stays in [1e-3, 1]
+    at it. optimizer=sgd on the command line is the choice null stands for, not refused."""
+    plan = _plan("batch_size=8,128", "epochs=5", "seed=0", "lr_scaling=sqrt", "optimizer=sgd")
+    for cfg in plan.run_configs[2:]:  # the trials (after b and B as they are)
+        steps = 5 * -(-3240 // 128)
+        peak = 0.001 * cfg.train.lr_factor * (128 / 32) ** 0.5
+        assert 1e-3 * 0.99 <= peak * cfg.train.weight_decay * steps <= 1.01
+    assert {c.train.optimizer for c in plan.run_configs[2:]} == {"sgd", "adamw", "lamb"}
+
+
+def test_a_key_taken_out_of_the_space_may_be_given():
+    """~recover.space.bn_momentum: the search leaves the momentum alone, so the command's own may be given."""
+    plan = _plan("batch_size=8,64", "seed=0", "model.batch_norm=true", "model.bn_momentum=0.95",
+                 "~recover.space.bn_momentum", "recover.trials=2")
+    assert all(cfg.model.bn_momentum == 0.95 for cfg in plan.run_configs)
+    assert "model.bn_momentum" not in plan.study["recover"]["trials"][0]
 
 
 BAD = [
@@ -60,6 +79,9 @@ BAD = [
     (["+study=recover", "batch_size=8,64", "recover.space.momentum=[0,0.1]"], "recover.space.momentum",
      "low > 0 (log-uniform)"),
     (["+study=recover", "batch_size=8,64", "epochs=2,3"], "epochs='2,3'", "one value with +study=recover"),
+    (["+study=recover", "batch_size=8,64", "model.batch_norm=true", "model.bn_momentum=0.95"],
+     "model.bn_momentum='0.95'", "narrow recover.space.bn_momentum"),
+    (["+study=recover", "batch_size=8,64", "~recover.space"], "recover.space", "at least one key"),
 ]
 
 

@@ -77,6 +77,8 @@ BAD = [
     (["momentum=abc"], "momentum='abc'", "a finite number"),
     (["nesterov=true"], "nesterov=True", "false unless optimizer is sgd or momentum (optimizer=adam)"),
     (["weight_decay=-0.1"], "weight_decay=-0.1", "null (the optimizer's own) or a number >= 0"),
+    (["optimizer=sgd", "nesterov=true"], "nesterov=True", "false without momentum"),
+    (["optimizer=lion", "momentum=0"], "momentum=0", "(0, 1) with optimizer=lion"),
     (["lr_schedule=exponential"], "lr_schedule='exponential'", "one of constant, cosine, linear, step"),
     (["label_smoothing=1.0"], "label_smoothing=1.0", "a number in [0, 1)"),
     (["-m", "lr_schedule=constant,cosine", "optimizer=adam,lamb", "weight_decay=0,-1"], "weight_decay=-1", ">= 0"),

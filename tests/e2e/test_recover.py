@@ -37,7 +37,7 @@ def test_a_search_on_a_users_npz_and_model_ranks_its_trials_and_gives_the_recipe
     assert proc.returncode == 0, proc.stderr[-3000:]
     plan = json.loads((sweep / "sweep.json").read_text())["recover"]
     assert list(plan["arms"].values()) == ["as_is"] * 4 + [f"trial_{k}" for k in range(4)]
-    assert set(plan["left_out"]) == {"model.bn_momentum", "model.ghost_batch_size"}
+    assert set(plan["left_out"]) == {"bn_momentum", "ghost_batch_size"}
     found = json.loads((sweep / "recovery.json").read_text())
     tune = {}
     for num, arm in plan["arms"].items():
