@@ -11,7 +11,7 @@ import pytest
 
 from harness.launch.resume import unfinished_sweep
 from harness.store import command_file
-from tests.helpers.runs import frozen, record
+from tests.helpers.runs import frozen, record, wait_for_signal
 
 pytestmark = pytest.mark.slow
 # batch 16, then 64, one at a time in one warm worker (the default launcher's)
@@ -36,9 +36,11 @@ def _interrupted_after_its_first_run(cwd: Path, attempts: int = 3) -> tuple[Path
         if second is None:
             proc.communicate(timeout=300)
             continue
-        with frozen(record(second)["environment"]["pid"]):
+        worker = record(second)["environment"]["pid"]
+        with frozen(worker):
             if record(second)["status"] == "running":
                 proc.send_signal(signal.SIGINT)
+                wait_for_signal(worker, signal.SIGINT)  # forwarded while frozen: a starved command forwards late
                 sent = True
             else:
                 sent = False
