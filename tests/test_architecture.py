@@ -92,11 +92,7 @@ def test_every_module_sits_in_a_wing_or_says_why_it_is_at_the_top():
 
 # Modules longer than one sitting (~300 lines), each for its reason: a smell to look at when one grows, not a
 # number to split a module's one job under.
-LONG: dict[str, str] = {
-    "assess/scaling.py": "one reading of the scaling study: its runs, the learning rate chosen per batch size, the "
-                         "regimes, the fit with its bootstrap, the noise scale at the target, each curve per group of "
-                         "the other keys, and the sentences that say them",
-}
+LONG: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("wing", sorted(WINGS | set(TOP_PACKAGES)))

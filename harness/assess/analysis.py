@@ -54,6 +54,15 @@ def facet_label(row: pd.Series | dict, facets: list[str]) -> str:
 ARM_GROUPS = ("cause", "control", "hoffer")  # config groups whose options are a study's arms (conf/<group>/)
 
 
+def groups(df: pd.DataFrame, keys: list[str]) -> list[tuple[str, pd.DataFrame]]:
+    """(label "k=v, ...", its rows) for each combination of `keys`' values, in the frame's order; ("", df) when
+    there are no keys. A study read per group (+study=tuned, +study=scaling) reads each apart."""
+    if not keys:
+        return [("", df)]
+    return [(", ".join(f"{k}={v}" for k, v in zip(keys, values if isinstance(values, tuple) else (values,))), frame)
+            for values, frame in df.groupby(keys, dropna=False, sort=False)]
+
+
 def arm(overrides: str) -> str | None:
     """The study arm a run belongs to, from its overrides (`+cause=imbalance` -> 'imbalance'), or None."""
     arms = [token.split("=", 1)[1] for token in str(overrides).split()

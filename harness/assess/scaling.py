@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from harness.assess import mccandlish
+from harness.assess import analysis, mccandlish
 from harness.assess.analysis import BATCH
 from harness.assess.intervals import t_interval
 from harness.assess.mccandlish import BOOTSTRAP, FIT_TOLERANCE, LEVEL, Fit, Noise, noise_at_target
@@ -87,26 +87,17 @@ class Scaling:
 
 
 def assess(sweep: Sweep, df: pd.DataFrame, facets: list[str] = ()) -> list[Scaling]:
-    """The scaling study's reading of a sweep: one curve and fit for each combination of the varied keys other than
-    the learning-rate grid's (`facets` less GRID_KEYS: `+study=scaling optimizer=adam,lamb -m` gives the critical
-    batch size of each optimizer), none where the runs had no target_tune_acc or swept fewer than two batch sizes."""
+    """One curve and fit per combination of the varied keys but the grid's (`+study=scaling optimizer=adam,lamb -m`:
+    B_crit per optimizer); none where the runs had no target_tune_acc or swept fewer than two batch sizes."""
     others = [k for k in facets if k not in GRID_KEYS]
-    groups = df.groupby(others, dropna=False, sort=False) if others else [((), df)]
-    found = []
-    for values, frame in groups:
-        one = _assess_group(sweep, frame)
-        if one is not None:
-            values = values if isinstance(values, tuple) else (values,)
-            one.group = ", ".join(f"{k}={v}" for k, v in zip(others, values))
-            found.append(one)
-    return found
+    read = [_assess_group(sweep, frame, group) for group, frame in analysis.groups(df, others)]
+    return [one for one in read if one is not None]
 
 
-def _assess_group(sweep: Sweep, df: pd.DataFrame) -> Scaling | None:
+def _assess_group(sweep: Sweep, df: pd.DataFrame, group: str) -> Scaling | None:
     if "target_tune_acc" not in df.columns or df["target_tune_acc"].isna().all() or df[BATCH].nunique() < 2:
         return None
-    runs = _runs(sweep, df)
-    if runs.empty:
+    if (runs := _runs(sweep, df)).empty:
         return None
     target = float(df["target_tune_acc"].dropna().iloc[0])
     sizes = df["tune_size"].dropna() if "tune_size" in df.columns else pd.Series(dtype=float)
@@ -120,7 +111,7 @@ def _assess_group(sweep: Sweep, df: pd.DataFrame) -> Scaling | None:
         if point.steps is not None:
             alone = noise_at_target([g for g in mine["gram"] if g is not None], _noise_batch(mine), bootstrap=0)
             point.noise = alone.value
-    found = Scaling(target, int(sizes.iloc[0]) if len(sizes) else None, points, runs, fit, noise)
+    found = Scaling(target, int(sizes.iloc[0]) if len(sizes) else None, points, runs, fit, noise, group=group)
     found.lines = _lines(found)
     return found
 

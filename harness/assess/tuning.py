@@ -110,15 +110,8 @@ def assess(df: pd.DataFrame, final: pd.DataFrame, facets: list[str], not_started
     """The tuned study's reading of a sweep (`final`: analysis.final_results of `df`): one Tuning per combination
     of the varied keys other than the grid's (one in all for +study=tuned), none when the sweep tuned nothing.
     `not_started`: jobs without a run yet."""
-    others = [k for k in facets if k not in GRID_KEYS]
-    groups = df.groupby(others, dropna=False, sort=False) if others else [((), df)]
-    found = []
-    for values, frame in groups:
-        if not tunes(frame):
-            continue
-        values = values if isinstance(values, tuple) else (values,)
-        group = ", ".join(f"{k}={v}" for k, v in zip(others, values))
-        found.append(_assess_group(group, frame, final[final["run_id"].isin(frame["run_id"])], not_started))
+    found = [_assess_group(group, frame, final[final["run_id"].isin(frame["run_id"])], not_started)
+             for group, frame in analysis.groups(df, [k for k in facets if k not in GRID_KEYS]) if tunes(frame)]
     return sorted(found, key=lambda t: analysis.facet_order([x.group for x in found]).index(t.group))
 
 
