@@ -129,13 +129,14 @@ def _diagnosis(sweep: Sweep) -> Assessment:
 
 def _recovery(sweep: Sweep) -> Assessment:
     """A recover sweep: the verdict and the probes read the runs as they are; the trials are the recovery's."""
-    plan = recovery.read_plan(sweep)
-    df = sweep.epochs.assign(facet=sweep.epochs["job"].map(lambda job: plan["arms"].get(str(job), "not planned"))
+    arms = recovery.arms(sweep)
+    df = sweep.epochs.assign(facet=sweep.epochs["job"].map(lambda job: arms.get(str(job), "not planned"))
                              .str.replace("_", " "))
     as_is = df[df["facet"] == "as is"]
     verdict = verdicts.batch_size_verdict(analysis.final_results(as_is), "as is", analysis.runs_table(as_is))
     return Assessment(df, analysis.final_results(df), sweep.keys, analysis.varied_keys(df, sweep.keys), ["arm"],
-                      [verdict], [], why.explain(sweep, as_is), [], recovery=recovery.recover(sweep))
+                      [verdict], [], why.explain(sweep, as_is), [],
+                      recovery=recovery.with_importance(recovery.recover(sweep)))
 
 
 def all_findings(df: pd.DataFrame, final: pd.DataFrame, varied: list[str]) -> list[Finding]:

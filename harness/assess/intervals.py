@@ -36,3 +36,33 @@ def welch_p(a: np.ndarray, b: np.ndarray) -> float:
     if np.var(a, ddof=1) + np.var(b, ddof=1) == 0.0:
         return 0.0 if np.mean(a) != np.mean(b) else 1.0
     return float(stats.ttest_ind(a, b, equal_var=False).pvalue)
+
+
+def ratio_interval(x: np.ndarray, y: np.ndarray, level: float = 0.95) -> tuple[float, float] | None:
+    """Fieller's confidence interval for mean(x) / mean(y) from paired values (x_i, y_i) of the same seeds: every
+    ratio r whose contrast x - r y has a t-interval covering 0. None where that set is unbounded (mean(y) is not
+    itself shown to differ from 0 at this level: the ratio can be anything). Needs two or more pairs."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    n = len(x)
+    q2 = float(stats.t.ppf(0.5 + level / 2, n - 1)) ** 2 / n
+    covariance = np.cov(x, y, ddof=1)
+    a = y.mean() ** 2 - q2 * covariance[1, 1]
+    b = -2.0 * (x.mean() * y.mean() - q2 * covariance[0, 1])
+    c = x.mean() ** 2 - q2 * covariance[0, 0]
+    if a <= 0.0:
+        return None
+    half = np.sqrt(max(b * b - 4.0 * a * c, 0.0))
+    return float((-b - half) / (2.0 * a)), float((-b + half) / (2.0 * a))
+
+
+def seeds_to_show(values: np.ndarray, margin: float, level: float = 0.95, most: int = 1000) -> int | None:
+    """About how many seeds would put the upper end of the t-interval of the mean of `values` below `margin`, were
+    their mean and spread what these seeds give (None: the mean is not below the margin, or more than `most`)."""
+    values = np.asarray(values, dtype=float)
+    mean, spread = float(values.mean()), float(values.std(ddof=1))
+    if mean >= margin:
+        return None
+    for n in range(2, most + 1):
+        if float(stats.t.ppf(0.5 + level / 2, n - 1)) * spread / np.sqrt(n) <= margin - mean:
+            return n
+    return None

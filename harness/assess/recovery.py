@@ -1,11 +1,13 @@
-"""+study=recover, round 1: the drop between b and B as they are, and the search's trials ranked on the tuning
-slice. Files in, numbers and sentences out.
+"""+study=recover read from its files, round by round: the drop between b and B as they are and the search's trials
+ranked on the tuning slice (round 1), the best confirmed on the other seeds and the verdict on validation (round
+2), the epochs B needs to reach b's tuning accuracy (round 3 on). Files in, numbers and sentences out.
 
-The plan (sweep.json's `recover`, harness.config.recover) names each job's arm: `as_is`, or `trial_<k>`, the k-th
-recipe in Sobol order, at B on the command's first seed. The trials are ranked by their final tune_acc, read from
-the runs' files through SELECTION_COLUMNS only (as +study=tuned chooses its learning rates): the validation set,
-which the verdict compares on, never enters the choice. Confirmation on the other seeds, the verdict and the
-epochs B would need are later rounds; until they run, the reading says so and claims no recovery.
+The plan (sweep.json's `recover`, harness.config.recover) names each round-1 job's arm: `as_is`, or `trial_<k>`,
+the k-th recipe in Sobol order, at B on the command's first seed; a later round's job carries its own arm (the
+trial it confirms at another seed, `budget_<epochs>`). The trials are ranked, and the confirmed one chosen, by
+final tune_acc read through SELECTION_COLUMNS only (as +study=tuned chooses its learning rates): the validation
+set, which the verdict compares on, never enters a choice. Each round is read once every job of it has ended; until
+then the reading says what is missing and claims nothing of it.
 """
 from __future__ import annotations
 
@@ -15,13 +17,16 @@ from typing import Any
 
 import pandas as pd
 
-from harness.assess import diagnosis_parts
+from harness.assess import diagnosis_parts, recovery_verdict, recovery_words
 from harness.assess.analysis import BATCH
+from harness.assess.recovery_importance import Importances, importances
+from harness.assess.recovery_verdict import Length, Verdict
 from harness.assess.sweep import Sweep
 from harness.assess.tuning import SELECTION_COLUMNS
 
 AS_IS = "as_is"
 FINISHED = ("completed", "diverged")
+ENDED = (*FINISHED, "failed")  # a round's job that will not run again in this command
 NOT_COPIED = ("seed=", "study=", "hydra.", "recover.")  # left out of the recipe's command line (+ stripped)
 
 
@@ -46,6 +51,14 @@ class Recovery:
     command: str | None
     headline: str
     notes: list[str] = field(default_factory=list)
+    rounds: int = 0                              # the rounds whose every job has ended
+    confirmed: list[tuple[int, float | None, int]] = field(default_factory=list)  # (trial, mean tune_acc, seeds)
+    recipe: int | None = None                    # the confirmed trial with the best mean tune_acc
+    verdict: Verdict | None = None
+    budget: list[Length] = field(default_factory=list)
+    small_tune: float | None = None              # b's mean tune_acc over the seeds: what the budget must reach
+    budget_asked: bool = True
+    importance: Importances | None = None        # what mattered in the search (with_importance)
 
     def ranked(self) -> list[Trial]:
         """The finished trials, best tune_acc first, then those without one in Sobol order."""
@@ -54,17 +67,26 @@ class Recovery:
 
     def as_json(self) -> dict[str, Any]:
         drop = self.drop or diagnosis_parts.estimate([])
-        return {"small_batch": self.small_batch, "large_batch": self.large_batch, "epochs": self.epochs, "round": 1,
+        return {"small_batch": self.small_batch, "large_batch": self.large_batch, "epochs": self.epochs,
                 "headline": self.headline, "drop": {"value": drop.value, "low": drop.low, "high": drop.high},
                 "reference": self.reference,
                 "trials": [{"trial": t.number, "recipe": t.recipe, "status": t.status, "tune_acc": t.tune_acc}
                            for t in self.trials],
-                "best": self.best, "command": self.command, "notes": self.notes}
+                "best": self.best, "command": self.command, "notes": self.notes, "rounds": self.rounds,
+                "confirmed": [{"trial": k, "tune_acc": tune, "seeds": n} for k, tune, n in self.confirmed],
+                **_verdict_json(self), "budget": _budget_json(self), "importance": _importance_json(self.importance)}
 
 
 def read_plan(sweep: Sweep) -> dict[str, Any] | None:
     """sweep.json's recovery plan, or None for any other sweep."""
     return (sweep.plan or {}).get("recover")
+
+
+def arms(sweep: Sweep) -> dict[str, str]:
+    """Job number -> arm of every job the plan has so far: round 1's from the recovery plan, later rounds' their own."""
+    plan = sweep.plan or {}
+    later = {job["job"]: job["arm"] for job in plan.get("jobs", []) if job.get("arm")}
+    return {**(read_plan(sweep) or {}).get("arms", {}), **later}
 
 
 def selection(df: pd.DataFrame) -> pd.DataFrame:
@@ -80,30 +102,111 @@ def _val_finals(df: pd.DataFrame) -> pd.DataFrame:
     return done.sort_values("epoch").groupby("run_id").tail(1)
 
 
+def complete_rounds(sweep: Sweep) -> int:
+    """The rounds planned so far whose every job has ended (completed, diverged or failed), counted from round 1."""
+    plan = sweep.plan or {}
+    ended = {str(r["job"]) for r in sweep.records if r.get("status") in ENDED}
+    for number in range(1, int(plan.get("rounds", 1)) + 1):
+        if any(job["job"] not in ended for job in plan.get("jobs", []) if job.get("round", 1) == number):
+            return number - 1
+    return int(plan.get("rounds", 1))
+
+
 def recover(sweep: Sweep) -> Recovery | None:
-    """Round 1's reading of a +study=recover sweep (None for any other), from the runs finished so far."""
+    """The reading of a +study=recover sweep (None for any other), from the runs finished so far."""
     plan = read_plan(sweep)
     if plan is None:
         return None
-    df, b, big = sweep.epochs, plan["small_batch"], plan["large_batch"]
-    arm = df["job"].map(lambda job: plan["arms"].get(str(job)))
-    chosen = selection(df).assign(arm=lambda f: f["job"].map(lambda j: plan["arms"].get(str(j))))
-    tune = {row["arm"]: row["tune_acc"] for row in chosen.to_dict("records") if row["arm"] != AS_IS}
-    status = {plan["arms"].get(str(r["job"])): r["status"] for r in sweep.records}
+    df, b, big, first = sweep.epochs, plan["small_batch"], plan["large_batch"], plan["seeds"][0]
+    arm_of = arms(sweep)
+    df = df.assign(arm=df["job"].map(lambda job: arm_of.get(str(job))))
+    chosen = selection(df).assign(arm=lambda f: f["job"].map(lambda j: arm_of.get(str(j))))
+    searched = chosen[chosen["seed"] == first]
+    tune = {row["arm"]: row["tune_acc"] for row in searched.to_dict("records") if row["arm"] != AS_IS}
+    round_one = plan["arms"]
+    status = {round_one[str(r["job"])]: r["status"] for r in sweep.records if str(r["job"]) in round_one}
     trials = [Trial(k, recipe, status.get(f"trial_{k}", "not started"),
                     _number(tune.get(f"trial_{k}")) if status.get(f"trial_{k}") == "completed" else None)
               for k, recipe in enumerate(plan["trials"])]
-    first = plan["seeds"][0]
     as_is = chosen[chosen["arm"] == AS_IS]
     reference = {name: _number(as_is.loc[(as_is[BATCH] == size) & (as_is["seed"] == first), "tune_acc"].max())
                  for name, size in (("b", b), ("B", big))}
-    drop = _drop(df.assign(arm=arm), b, big, plan["seeds"])
+    drop = _drop(df, b, big, plan["seeds"])
     best = next((t.number for t in sorted(trials, key=lambda t: (-(t.tune_acc or -1.0), t.number))
                  if t.tune_acc is not None), None)
-    command = _command(sweep, plan, best)
-    found = Recovery(b, big, plan["epochs"], list(plan["seeds"]), drop, reference, trials, best, command, "")
-    found.headline, found.notes = _headline(found), _notes(found, plan)
+    found = Recovery(b, big, plan["epochs"], list(plan["seeds"]), drop, reference, trials, best, None, "",
+                     rounds=complete_rounds(sweep), budget_asked=bool(plan["settings"].get("budget", True)))
+    found.small_tune = _number(as_is.loc[as_is[BATCH] == b, "tune_acc"].mean())
+    if found.rounds >= 2 and best is not None:
+        _confirm(found, chosen, [job["arm"] for job in (sweep.plan or {}).get("jobs", []) if job.get("round") == 2])
+        found.verdict = _verdict(found, _val_finals(df), plan)
+        done = {job["job"] for job in (sweep.plan or {}).get("jobs", []) if job.get("round", 1) <= found.rounds}
+        found.budget = _budget(found, chosen, _speeds(df), plan, {j: a for j, a in arm_of.items() if j in done})
+    found.command = _command(sweep, plan, found.recipe if found.recipe is not None else best)
+    found.headline, found.notes = recovery_words.headline(found), recovery_words.notes(found, plan)
     return found
+
+
+def _confirm(r: Recovery, chosen: pd.DataFrame, confirming: list[str]) -> None:
+    """The confirmed trials (those round 2 ran at the other seeds) with their mean tune_acc over every seed, and the
+    recipe: the best of them, or with one seed (no round-2 job) the search's best."""
+    for arm in dict.fromkeys(confirming):
+        values = chosen.loc[chosen["arm"] == arm, "tune_acc"].dropna()
+        r.confirmed.append((int(arm.split("_")[1]), _number(values.mean()) if len(values) else None, len(values)))
+    ranked = sorted((c for c in r.confirmed if c[1] is not None), key=lambda c: -c[1])
+    r.recipe = ranked[0][0] if ranked else r.best
+
+
+def _verdict(r: Recovery, finals: pd.DataFrame, plan: dict[str, Any]) -> Verdict | None:
+    """The verdict on validation over the seeds where b, B as it is and the recipe all finished."""
+    arm = f"trial_{r.recipe}"
+    rows = finals[(finals["arm"] == arm) | ((finals["arm"] == AS_IS) & finals[BATCH].isin([r.small_batch,
+                                                                                           r.large_batch]))]
+    table = rows.assign(column=rows["arm"].where(rows["arm"] != AS_IS, rows[BATCH].map(str))).pivot_table(
+        index="seed", columns="column", values="val_acc", aggfunc="first").dropna()
+    names = [str(r.small_batch), str(r.large_batch), arm]
+    if table.empty or not all(name in table for name in names):
+        return None
+    tolerance = float(plan["settings"].get("tolerance", 0.01))
+    return recovery_verdict.judge(*(table[name].to_numpy() for name in names), tolerance)
+
+
+def _speeds(df: pd.DataFrame) -> pd.DataFrame:
+    """Each finished run's median samples per second over its epochs, with its arm and batch."""
+    done = df[df["status"].isin(FINISHED) & df["epoch"].notna()]
+    return done.groupby("run_id").agg(arm=("arm", "first"), batch=(BATCH, "first"),
+                                      speed=("samples_per_second", "median"))
+
+
+def _budget(r: Recovery, chosen: pd.DataFrame, speeds: pd.DataFrame, plan: dict[str, Any],
+            arm_of: dict[str, str]) -> list[Length]:
+    """Each budget length whose runs have all ended, in order: its mean tune_acc against b's, its wall time."""
+    small = speeds.loc[(speeds["arm"] == AS_IS) & (speeds["batch"] == r.small_batch), "speed"]
+    small_speed = _number(small.mean()) if len(small) else None
+    lengths = sorted({int(arm.split("_")[1]) for arm in arm_of.values() if arm.startswith("budget_")})
+    out = []
+    for epochs in lengths:
+        arm = f"budget_{epochs}"
+        tune = chosen.loc[chosen["arm"] == arm, "tune_acc"].dropna().tolist()
+        speed = speeds.loc[speeds["arm"] == arm, "speed"].dropna().tolist()
+        out.append(recovery_verdict.length(epochs, plan["epochs"], tune, speed, r.small_tune, small_speed))
+    return out
+
+
+def with_importance(found: Recovery | None) -> Recovery | None:
+    """The reading with the knobs' importance over its finished trials (a few seconds of forests: for the report,
+    not for planning a round)."""
+    if found is not None:
+        done = [t for t in found.trials if t.tune_acc is not None]
+        found.importance = importances([t.recipe for t in done], [t.tune_acc for t in done])
+    return found
+
+
+def _importance_json(found: Importances | None) -> dict[str, Any] | None:
+    if found is None:
+        return None
+    return {"trials": found.trials, "r2_oob": found.r2_oob,
+            "keys": [{"key": i.key, "mean": i.mean, "sd": i.sd} for i in found.keys]}
 
 
 def _number(value) -> float | None:
@@ -130,37 +233,19 @@ def _command(sweep: Sweep, plan: dict[str, Any], best: int | None) -> str | None
     return shlex.join(["python", "-m", "harness", *kept])
 
 
-def _recipe_words(recipe: dict[str, Any]) -> str:
-    return ", ".join(f"{key}={value}" for key, value in recipe.items() if value is not None)
+def _verdict_json(r: Recovery) -> dict[str, Any]:
+    v = r.verdict
+    recipe = None if r.recipe is None else r.trials[r.recipe].recipe
+    if v is None:
+        return {"verdict": None, "shown": False, "recipe_trial": r.recipe, "recipe": recipe}
+    return {"verdict": v.kind, "shown": v.shown, "recipe_trial": r.recipe, "recipe": recipe,
+            "gap": {"value": v.gap.value, "low": v.gap.low, "high": v.gap.high, "tolerance": v.tolerance},
+            "recovered": {"value": v.share, "low": v.share_low, "high": v.share_high},
+            "seeds_needed": v.seeds_needed}
 
 
-def _headline(r: Recovery) -> str:
-    done = [t for t in r.trials if t.tune_acc is not None]
-    if r.best is None:
-        return (f"The search at batch {r.large_batch} has no finished trial yet ({len(done)} of {len(r.trials)}): "
-                "nothing to rank.")
-    best = r.trials[r.best]
-    ref = r.reference
-    against = (f"; as they are, batch {r.small_batch} reached {ref['b']:.3f} and batch {r.large_batch} "
-               f"{ref['B']:.3f}" if ref["b"] is not None and ref["B"] is not None else "")
-    return (f"Round 1, the search: of {len(done)} recipes at batch {r.large_batch} within {r.epochs} epochs (seed "
-            f"{r.seeds[0]}), the best on the tuning slice reached tune_acc {best.tune_acc:.3f}{against}. It is "
-            f"{_recipe_words(best.recipe)}. Not yet confirmed on other seeds or compared on validation: no verdict "
-            "on recovery.")
-
-
-def _notes(r: Recovery, plan: dict[str, Any]) -> list[str]:
-    notes = [f"Every trial is ranked by its final tune_acc on the held-out tuning slice (the same samples in every "
-             f"run); the validation set, on which batch {r.small_batch} and batch {r.large_batch} are compared, "
-             "plays no part in the ranking.",
-             "One seed per trial: a trial's rank carries its seed's noise. The next rounds confirm the best on the "
-             "other seeds, paired with batch {b}'s, and measure the epochs batch {B} needs when none recovers its "
-             "accuracy; they do not run yet.".format(b=r.small_batch, B=r.large_batch)]
-    if r.drop is not None and r.drop.value is not None:
-        d = r.drop
-        interval = ("" if d.low is None else " (identical at every seed)" if d.identical
-                    else f" [{d.low:+.3f}, {d.high:+.3f}] (95% interval)")
-        notes.insert(0, f"As they are, batch {r.large_batch} lost {d.value:+.3f}{interval} of val_acc to batch "
-                        f"{r.small_batch}, paired over {d.n} seed(s).")
-    notes += [f"{key}: not searched, since it applies to {why}." for key, why in plan.get("left_out", {}).items()]
-    return notes
+def _budget_json(r: Recovery) -> dict[str, Any]:
+    reached = next((length.epochs for length in r.budget if length.reached), None)
+    return {"asked": r.budget_asked, "small_tune_acc": r.small_tune, "reached_at_epochs": reached,
+            "lengths": [{"epochs": x.epochs, "multiple": x.multiple, "tune_acc": x.tune_acc, "runs": x.runs,
+                         "reached": x.reached, "wall_ratio": x.wall_ratio} for x in r.budget]}

@@ -216,7 +216,7 @@ def unfinished_runs(sweep_dir: Path) -> list[str]:
     records = read_records(sweep_dir)
     running = [r.get("run_id", r["job"]) for r in records if r.get("status") in ("running", DAMAGED)]
     return running + [f"{Path(sweep_dir).name}/{job} (not started)"
-                      for job in not_started_jobs(sweep_dir, records)]
+                      for job in not_started_jobs(sweep_dir, records)] + _rounds_left(sweep_dir)
 
 
 def runs_left(sweep_dir: Path) -> list[str]:
@@ -224,7 +224,14 @@ def runs_left(sweep_dir: Path) -> list[str]:
     marked running, damaged) and every planned job not started."""
     records = read_records(sweep_dir)
     left = [r.get("run_id", r["job"]) for r in records if r.get("status") not in FINISHED]
-    return left + [f"{Path(sweep_dir).name}/{job} (not started)" for job in not_started_jobs(sweep_dir, records)]
+    return left + [f"{Path(sweep_dir).name}/{job} (not started)" for job in not_started_jobs(sweep_dir, records)] \
+        + _rounds_left(sweep_dir)
+
+
+def _rounds_left(sweep_dir: Path) -> list[str]:
+    """A study planned in rounds whose next rounds are not planned yet (a command stopped between two rounds)."""
+    return [f"{Path(sweep_dir).name}: round {int(plan.get('rounds', 1)) + 1} on (not planned yet)"
+            for plan in [sweep_file.read(sweep_dir)] if sweep_file.more_rounds(plan)]
 
 
 def run_outcome(run_dir: Path) -> tuple[list[str], list[str]]:

@@ -1,4 +1,5 @@
-"""+study=recover, round 1: the reference and the search, computed from the user's own command.
+"""+study=recover's plan: round 1 (the reference and the search) from the user's own command, and the jobs of the
+later rounds (the confirmation, the budget) from what the rounds before found (harness.launch.rounds decides which).
 
 `python -m harness +study=recover batch_size=b,B [the user's data, model, epochs, optimizer, lr...] -m` runs, with b
 the smallest global batch and B the largest, at the user's epochs E, every run holding out the same tuning slice:
@@ -156,6 +157,40 @@ def overrides_of(found: dict[str, Any]) -> list[str]:
     return [f"{key}={value}" for key, value in found.items() if value is not None]
 
 
+def with_recipe(job: list[str], found: dict[str, Any]) -> list[str]:
+    """A job's overrides with the recipe's in place of its own for the same keys (optimizer=adam given, say)."""
+    keys = {key for key, value in found.items() if value is not None}
+    return [o for o in job if o.lstrip("+~").split("=", 1)[0] not in keys] + overrides_of(found)
+
+
+def confirm_jobs(record: dict[str, Any], jobs: dict[str, list[str]], ranked: list[int]) -> list[tuple[list[str], str]]:
+    """Round 2, as (overrides, arm): the best `recover.confirm` trials (`ranked`: the finished ones, best tune_acc
+    first) at every seed of the command but the first (where each already ran), each at B's own job of that seed
+    with its recipe, so that it pairs with b's run of the seed."""
+    large = record["reference"]["B"]
+    return [(with_recipe(jobs[large[str(seed)]], record["trials"][number]), f"trial_{number}")
+            for number in ranked[:record["settings"]["confirm"]] for seed in record["seeds"][1:]]
+
+
+def budget_lengths(record: dict[str, Any]) -> list[int]:
+    """The budget round's lengths in epochs: 2E, 4E, ... up to (B/b)E, the last of them (B/b)E itself."""
+    epochs, ratio = record["epochs"], record["large_batch"] / record["small_batch"]
+    lengths, factor = [], 2
+    while factor < ratio:
+        lengths.append(factor * epochs)
+        factor *= 2
+    return lengths + [round(ratio * epochs)] if ratio > 1 else lengths
+
+
+def budget_jobs(record: dict[str, Any], jobs: dict[str, list[str]], trial: int,
+                epochs: int) -> list[tuple[list[str], str]]:
+    """One length of the budget round, as (overrides, arm): the recipe of `trial` at `epochs` on every seed (its
+    schedule spread over the run's own length: the schedules are planned from the run's epochs)."""
+    found = {**record["trials"][trial], "epochs": epochs}
+    return [(with_recipe(jobs[record["reference"]["B"][str(seed)]], found), f"budget_{epochs}")
+            for seed in record["seeds"]]
+
+
 def plan(jobs: list[list[str]], run_configs: list[RunConfig], settings: Settings,
          given: dict[str, str]) -> tuple[list[list[str]], dict[str, Any]]:
     """(round 1's jobs, what sweep.json records of the recovery) from the command's own jobs and configs."""
@@ -178,16 +213,19 @@ def plan(jobs: list[list[str]], run_configs: list[RunConfig], settings: Settings
     _check_command(given, space)
     if not space:
         raise ConfigError("recover.space", settings.space, "at least one key this command can search")
-    planned, arms = [], []
+    planned, arms, reference = [], [], {"b": {}, "B": {}}
     for seed in seeds:
         for size_ in [b, big, *sizes[1:-1]]:
+            if size_ in (b, big):
+                reference["b" if size_ == b else "B"][str(seed)] = str(len(planned))
             planned.append(list(by_point[(size_, seed)]))
             arms.append(AS_IS)
     trials = [recipe(point, space, small, large, decay_unit, ghost) for point in points(settings, len(space))]
     for number, found in enumerate(trials):
-        planned.append([*by_point[(big, seeds[0])], *overrides_of(found)])
+        planned.append(with_recipe(by_point[(big, seeds[0])], found))
         arms.append(f"trial_{number}")
     record = {"small_batch": b, "large_batch": big, "seeds": seeds, "epochs": large.train.epochs,
-              "arms": {str(num): arm for num, arm in enumerate(arms)}, "space": space, "left_out": left_out,
-              "trials": trials, "settings": {k: v for k, v in vars(settings).items() if k != "space"}}
-    return planned, {"recover": record}
+              "arms": {str(num): arm for num, arm in enumerate(arms)}, "reference": reference, "space": space,
+              "left_out": left_out, "trials": trials,
+              "settings": {k: v for k, v in vars(settings).items() if k != "space"}}
+    return planned, {"recover": record, "more_rounds": True}

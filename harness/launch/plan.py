@@ -15,7 +15,7 @@ from typing import Any
 
 from harness.config.schema import RunConfig
 from harness.launch.launchers import LauncherTraits
-from harness.store import sweep_file
+from harness.store import layout, sweep_file
 from harness.store.run_files import config_hash
 from harness.store.sweep_file import PlannedJob
 from harness.tracking.settings import Tracking
@@ -40,14 +40,17 @@ class CommandPlan:
         return sweep_file.record(self.planned_jobs(), self.study_name, self.study)
 
     def write(self) -> None:
-        """sweep.json in the output folder, before any job runs."""
-        sweep_file.write(self.output_dir, self.sweep_record())
+        """sweep.json in the output folder, before any job runs; a resumed sweep keeps the later rounds it had
+        planned from the same round 1 (harness.launch.rounds plans them again, the same, keeping their numbers)."""
+        earlier = sweep_file.read(self.output_dir) if (self.output_dir / layout.SWEEP_FILE).exists() else None
+        sweep_file.write(self.output_dir, sweep_file.keep_later_rounds(self.sweep_record(), earlier))
 
 
-def planned_job(num: int, overrides: list[str], cfg: RunConfig, round_: int = 1) -> PlannedJob:
+def planned_job(num: int, overrides: list[str], cfg: RunConfig, round_: int = 1,
+                arm: str | None = None) -> PlannedJob:
     device = cfg.device
     return PlannedJob(job=str(num), overrides=list(overrides), config=config_hash(cfg.identity()), round=round_,
-                      gpus=device.gpus, devices=None if device.devices is None else list(device.devices),
+                      arm=arm, gpus=device.gpus, devices=None if device.devices is None else list(device.devices),
                       simulate_devices=device.simulate_devices, backend=device.backend, epochs=expected_epochs(cfg))
 
 

@@ -80,8 +80,10 @@ class Scheduler:
     """Starts up to `n_jobs` processes at once and waits for all; returns each job's exit code."""
 
     def __init__(self, jobs: list[Job], n_jobs: int, gpu_ids: list[int], *, poll_seconds: float = 0.5,
-                 stop_timeout: float = 60.0, progress: Callable[[str, bool], None] | None = None):
+                 stop_timeout: float = 60.0, progress: Callable[[str, bool], None] | None = None,
+                 label: str = ""):
         self.jobs, self.n_jobs, self.pool = jobs, max(1, n_jobs), GpuPool(gpu_ids)
+        self.label = label  # what the progress line says these jobs are ("round 2 · ": a study's later round)
         self.poll_seconds, self.stop_timeout = poll_seconds, stop_timeout
         self.progress = progress or (lambda line, final: None)
         cpu_jobs = min(self.n_jobs, max(1, sum(1 for j in jobs if j.gpus == 0 or not gpu_ids)))
@@ -264,7 +266,8 @@ class Scheduler:
         seconds = self._eta.seconds([(cost_class(j.overrides), j.epochs) for j in pending], running_left, self.n_jobs)
         eta = "?" if seconds is None else clock(max(0.0, seconds))
         skipped = f" · {len(self.skipped)} already done" if self.skipped else ""
-        return (f"[harness] runs {len(done) + len(self.skipped)}/{len(self.jobs)} done · {len(running)} running · "
+        return (f"[harness] {self.label}runs {len(done) + len(self.skipped)}/{len(self.jobs)} done · "
+                f"{len(running)} running · "
                 f"{failed} failed{skipped} · elapsed {clock(elapsed)} · ETA {eta}")
 
 

@@ -12,7 +12,7 @@ import sys
 import threading
 
 from harness.assess.analysis import final_results
-from harness.report.plots import diagnosis, findings, scaling, sweep, tuning, why
+from harness.report.plots import diagnosis, findings, recovery, scaling, sweep, tuning, why
 
 SECTIONS = {  # section -> the modules whose figures it shows, in order
     "main": (findings, sweep),
@@ -20,6 +20,7 @@ SECTIONS = {  # section -> the modules whose figures it shows, in order
     "tuned": (tuning,),
     "scaling": (scaling,),
     "diagnosis": (diagnosis,),
+    "recovery": (recovery,),
 }
 
 
@@ -40,7 +41,7 @@ def png(fig) -> str:
 
 def sections(a) -> tuple[list[dict], ...]:
     """The embedded figures ({title, png, caption}) of every section in SECTIONS' order (the main part, the Why
-    section, the tuned study's, the scaling study's and the diagnosis's), for an assessment."""
+    section, the tuned study's, the scaling study's, the diagnosis's and the recovery's), for an assessment."""
     drawn = [figures(a, name) for name in SECTIONS]
     pngs = iter(rendered([fig for section in drawn for _, fig, _ in section]))
     return tuple([{"title": title, "png": next(pngs), "caption": caption} for title, _, caption in section]

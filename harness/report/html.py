@@ -96,7 +96,7 @@ def _built(sweep_dir: Path):
     sweep = read_sweep(sweep_dir)
     a = assess(sweep)
     per_run = a.df.drop_duplicates("run_id")
-    drawn, why_drawn, tuning_drawn, scaling_drawn, diagnosis_drawn = figures.sections(a)
+    drawn, why_drawn, tuning_drawn, scaling_drawn, diagnosis_drawn, recovery_drawn = figures.sections(a)
     simulated = "simulate_devices" in per_run.columns and per_run["simulate_devices"].astype(bool).any()
     not_started = sweep.not_started
     status_counts = per_run["status"].value_counts()
@@ -144,6 +144,9 @@ def _built(sweep_dir: Path):
         diagnosis_arms=tables.diagnosis_arm_rows(a.diagnosis),
         recovery=a.recovery,
         recovery_trials=tables.recovery_rows(a.recovery),
+        recovery_verdict=tables.recovery_verdict_rows(a.recovery),
+        recovery_budget=tables.recovery_budget_rows(a.recovery),
+        recovery_figures=recovery_drawn,
         varied=varied,
         facets=a.facets,
         constant=[(k, tables.fmt(per_run[k].iloc[0])) for k in a.keys if k in per_run.columns and k not in a.varied],

@@ -55,10 +55,16 @@ def sweep_results(sweep: Sweep | Path) -> pd.DataFrame:
     table = pd.concat([table, probes, targets], axis=1)
     table.insert(0, "sweep", sweep.folder.name)
     plan = diagnosis.read_plan(sweep) or recovery.read_plan(sweep)
-    if plan is not None:  # +study=diagnose or recover: which arm (or trial) each run is
-        table.insert(3, "arm", table["job"].map(lambda job: plan["arms"].get(str(job))))
+    arm = []
+    if plan is not None:  # +study=diagnose or recover: which arm (or trial) each run is, in which round
+        arms = recovery.arms(sweep) if recovery.read_plan(sweep) is not None else plan["arms"]
+        table.insert(3, "arm", table["job"].map(lambda job: arms.get(str(job))))
+        arm = ["arm"]
+        if recovery.read_plan(sweep) is not None:
+            rounds = {job["job"]: job.get("round", 1) for job in sweep.plan.get("jobs", [])}
+            table.insert(4, "round", table["job"].map(lambda job: rounds.get(str(job))).astype("Int64"))
+            arm.append("round")
     keys = [k for k in sweep.keys if k in table.columns]
-    arm = ["arm"] if plan is not None else []
     first = ["sweep", "run_id", "job", *arm, "status", *keys, *[c for c in FINAL_METRICS if c in table.columns]]
     last_columns = [*PROBE_COLUMNS.values(), *TARGET_COLUMNS, *[c for c in RUN_COLUMNS if c not in first]]
     middle = [c for c in table.columns if c not in first and c not in last_columns]
@@ -111,11 +117,12 @@ def find_sweeps(folder: Path) -> list[Path]:
 
 
 def printable(table: pd.DataFrame, keys: list[str]) -> str:
-    """The columns that tell the runs apart: sweep, job, status, the config `keys` whose value differs between
-    runs, the final accuracies, gap and validation loss, and the curvature probes when there are any."""
+    """The columns that tell the runs apart: sweep, job, a study's arm and round, status, the config `keys` whose
+    value differs between runs, the final accuracies, gap and validation loss, and the curvature probes when there
+    are any."""
     varied = [k for k in dict.fromkeys(keys) if k in table.columns and table[k].astype(str).nunique() > 1]
     metrics = [c for c in PRINTED_METRICS if table[c].notna().any()]
-    arm = ["arm"] if "arm" in table.columns else []
+    arm = [c for c in ("arm", "round") if c in table.columns]
     shown = table[["sweep", "job", *arm, "status", *varied, *metrics]]
     return shown.to_string(index=False, na_rep="-", float_format=lambda v: f"{v:.4g}")
 

@@ -64,6 +64,33 @@ def recovery_rows(r) -> list[list[str]]:
             for rank, t in enumerate(r.ranked(), start=1)]
 
 
+def recovery_verdict_rows(r) -> list[list[str]]:
+    """The verdict's numbers: b and B as they are and the recipe at B on validation (mean [95% interval] over the
+    paired seeds), the gap v(b) - v(recipe) and the share of the drop recovered."""
+    v = None if r is None else r.verdict
+    if v is None:
+        return []
+
+    def mean(e, sign: str = "") -> str:
+        if e.value is None:
+            return "–"
+        return f"{e.value:{sign}.3f}" + ("" if e.low is None else f" [{e.low:{sign}.3f}, {e.high:{sign}.3f}]")
+
+    share = "–" if v.share is None else f"{v.share:.0%}" + (
+        "" if v.share_low is None else f" [{v.share_low:.0%}, {v.share_high:.0%}]")
+    return [[f"batch {r.small_batch} as is", mean(v.small), "", ""],
+            [f"batch {r.large_batch} as is", mean(v.large), mean(v.drop, "+"), "0%"],
+            [f"batch {r.large_batch}, trial {r.recipe}", mean(v.recipe), mean(v.gap, "+"), share]]
+
+
+def recovery_budget_rows(r) -> list[list[str]]:
+    """The budget round: each length's epochs, its multiple of E, mean tune_acc against b's, and wall time."""
+    if r is None:
+        return []
+    return [[str(x.epochs), f"{x.multiple:g}x", fmt(x.tune_acc), fmt(r.small_tune), str(x.runs),
+             "yes" if x.reached else "no", "–" if x.wall_ratio is None else f"{x.wall_ratio:.2f}x"] for x in r.budget]
+
+
 def diagnosis_arm_rows(d) -> list[list[str]]:
     """Each arm's mean val_acc, with moving and with recomputed batch-norm statistics, and how much of the moving
     statistics is still their start (bn_initial_weight)."""

@@ -11,13 +11,27 @@ from harness.store.layout import RECOVERY_FILE
 FIELDS = {
     "small_batch": "b, the smallest global batch of the command", "large_batch": "B, the largest",
     "epochs": "E, the command's epochs: every trial trains within them",
-    "round": "the last round read: 1, the reference and the search",
+    "rounds": "the rounds read, every job of each ended: 1, the reference and the search; 2, the confirmation and "
+              "the verdict; 3 on, the budget",
     "headline": "the reading in words",
     "drop": "{value, low, high}: v(b) - v(B) as they are on validation, mean over paired seeds, 95% interval",
     "reference": "{b, B}: tune_acc of b and of B as they are, at the search's seed",
     "trials": "[{trial, recipe, status, tune_acc}] in Sobol order (recipe: {key: value}, null keeps the command's)",
-    "best": "the trial with the best tune_acc (its index in trials), or null",
-    "command": "the best trial's recipe as a command line at B",
+    "best": "the trial with the best tune_acc at the search's seed (its index in trials), or null",
+    "confirmed": "[{trial, tune_acc, seeds}]: the trials round 2 ran at every seed, their mean tune_acc",
+    "recipe_trial": "the confirmed trial with the best mean tune_acc: the recipe (null before round 2)",
+    "recipe": "its recipe {key: value}",
+    "verdict": "recovered, partly or not_recovered (null before round 2)",
+    "shown": "recovered, and the 95% upper bound of v(b) - v(recipe) is within the tolerance too",
+    "gap": "{value, low, high, tolerance}: v(b) - v(recipe) on validation over paired seeds, 95% interval",
+    "recovered": "{value, low, high}: the share of the drop the recipe recovers, Fieller's 95% interval (null: "
+                 "unbounded, or one seed)",
+    "seeds_needed": "recovered but not shown: about how many seeds would show it",
+    "budget": "{asked, small_tune_acc, reached_at_epochs, lengths [{epochs, multiple, tune_acc, runs, reached, "
+              "wall_ratio}]}: the recipe at longer runs against b's tuning accuracy",
+    "importance": "{trials, r2_oob, keys [{key, mean, sd}]}: each knob's permutation importance for tune_acc over "
+                  "the finished trials (a random forest's; sd: over forests and permutations), or null",
+    "command": "the recipe (before round 2, the best trial) as a command line at B",
     "notes": "how to read it, and what has not run yet",
 }
 

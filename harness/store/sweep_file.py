@@ -3,7 +3,10 @@ Hydra sweeper and launchers (which run it as it is), by a resume (which compares
 by the report (which runs have not started).
 
     {"format": 2, "study": "diagnose",                 # the study preset the command named (+study=...), or null
+     "rounds": 1,                                      # the rounds planned so far (a round may have no job)
+     "more_rounds": false,                             # true while a study that plans in rounds has more to plan
      "jobs": [{"job": "0", "round": 1,                  # a study that plans in rounds appends later rounds' jobs
+               "arm": null,                             # what a later round's job is to its study ("trial_3")
                "overrides": ["batch_size=8", ...],      # the job's task overrides, as its run records them
                "config": "051f473c36965e7b",            # its RunConfig's fingerprint (run_files.config_hash)
                "gpus": 0, "devices": null, "simulate_devices": false, "backend": "tensorflow",
@@ -12,6 +15,11 @@ by the report (which runs have not started).
      "diagnose": {...}}                                 # what the study planned beside the jobs (its own key)
 
 A sweep.json of format 1 (before 2026-12) has only each job's `job`, `overrides` and `config`.
+
+Rounds (+study=recover): the command writes round 1's jobs; once a round's runs have ended, round r+1 is computed
+from their files (harness.launch.rounds) and its jobs appended, numbered after every job and run folder before them.
+The same command again rewrites round 1 and keeps the later rounds' jobs it had planned (`keep_later_rounds`), so a
+round planned again the same keeps its job numbers, and its finished runs are not run again.
 """
 from __future__ import annotations
 
@@ -36,15 +44,40 @@ class PlannedJob:
     simulate_devices: bool = False
     backend: str = "tensorflow"
     epochs: int = 1                       # epochs it will train (a step budget decides them from the batch size)
+    arm: str | None = None                # a later round's job: what it is to the study's plan
 
     @property
     def num(self) -> int:
         return int(self.job)
 
 
+def as_record(job: PlannedJob) -> dict[str, Any]:
+    """A job as sweep.json lists it."""
+    return asdict(job)
+
+
 def record(jobs: list[PlannedJob], study: str | None, planned: dict[str, Any]) -> dict[str, Any]:
     """sweep.json's content: `study` the preset's name, `planned` what the study planned beside the jobs."""
-    return {"format": FORMAT, "study": study, "jobs": [asdict(job) for job in jobs], **planned}
+    return {"format": FORMAT, "study": study, "jobs": [asdict(job) for job in jobs], "rounds": 1, **planned}
+
+
+def keep_later_rounds(content: dict[str, Any], earlier: dict[str, Any] | None) -> dict[str, Any]:
+    """`content` (a command's round 1) with the later rounds' jobs of the `earlier` sweep.json of its folder, where
+    that planned the same round 1 (the same jobs and fingerprints): what a resume writes."""
+    if not earlier or earlier.get("format", 1) < FORMAT:
+        return content
+    first = [(job["job"], job["overrides"], job["config"]) for job in content["jobs"]]
+    before = [(job["job"], job["overrides"], job["config"]) for job in earlier["jobs"] if job.get("round", 1) == 1]
+    later = [job for job in earlier["jobs"] if job.get("round", 1) > 1]
+    if first != before or not later:
+        return content
+    rounds = max(int(earlier.get("rounds", 1)), *(job["round"] for job in later))
+    return {**content, "jobs": [*content["jobs"], *later], "rounds": rounds}
+
+
+def more_rounds(content: dict[str, Any] | None) -> bool:
+    """Whether the sweep's study has rounds left to plan (a sweep.json without the key has none)."""
+    return bool((content or {}).get("more_rounds", False))
 
 
 def write(sweep_dir: Path, content: dict[str, Any]) -> None:
@@ -67,6 +100,14 @@ def planned_jobs(sweep_dir: Path) -> list[PlannedJob] | None:
     if sweep is None or sweep.get("format", 1) < 2:
         return None
     return [PlannedJob(**job) for job in sweep["jobs"]]
+
+
+def next_number(sweep_dir: Path, content: dict[str, Any]) -> int:
+    """The number a newly planned job takes: after every job of `content` and every run folder of the sweep (a
+    folder a round planned differently before keeps its runs, and no new job reuses it)."""
+    numbers = [int(job["job"]) for job in content["jobs"]]
+    numbers += [int(path.name) for path in Path(sweep_dir).iterdir() if path.is_dir() and path.name.isdigit()]
+    return max(numbers, default=-1) + 1
 
 
 def config_hashes(sweep_dir: Path) -> dict[str, str]:

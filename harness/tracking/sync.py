@@ -189,6 +189,14 @@ class Synced:
     live_errors: list[str]   # why runs could not log themselves as they trained (run.json's tracking.error)
 
 
+def planned_jobs(sweep_dir: Path) -> int:
+    """The jobs sweep.json plans, every round of a study planned in rounds so far (0 without one)."""
+    try:
+        return len((read_json(Path(sweep_dir) / layout.SWEEP_FILE) or {}).get("jobs", []))
+    except DamagedFile:
+        return 0
+
+
 def sweep_status(sweep_dir: Path) -> str:
     """The parent run's status from its runs': FAILED if one failed, KILLED if one did not finish (or start),
     else FINISHED."""
@@ -198,10 +206,7 @@ def sweep_status(sweep_dir: Path) -> str:
             statuses.append((read_json(run_dir / layout.RUN_FILE) or {}).get("status"))
         except DamagedFile:
             statuses.append(None)
-    try:
-        planned = len((read_json(Path(sweep_dir) / layout.SWEEP_FILE) or {}).get("jobs", []))
-    except DamagedFile:
-        planned = 0
+    planned = planned_jobs(sweep_dir)
     if "failed" in statuses:
         return "FAILED"
     if len(statuses) < planned or any(status not in ("completed", "diverged") for status in statuses):
@@ -251,7 +256,9 @@ def sync_sweep(sweep_dir: Path, tracking: Tracking | None = None, artifacts: Ite
             if Path(path).exists():
                 store.log_artifact(sweep.parent_run_id, Path(path))
         if status is not None:
-            store.set_tags(sweep.parent_run_id, {"harness.status": status.lower()})
+            # the jobs as planned at the end: a study planned in rounds adds rounds after the parent run started
+            jobs = planned_jobs(sweep_dir) or len(layout.run_dirs(sweep_dir))
+            store.set_tags(sweep.parent_run_id, {"harness.status": status.lower(), "harness.jobs": str(jobs)})
             store.set_status(sweep.parent_run_id, status)
     except Exception as err:
         raise TrackingFailed(describe(err)) from err

@@ -93,9 +93,10 @@ class HarnessLauncher(Launcher):
         from harness.launch.plan import planned_job
         from harness.store import sweep_file
 
-        planned = sweep_file.planned_jobs(Path(str(self.config.hydra.sweep.dir)))
-        if planned is not None and initial_job_idx == 0 and [job.overrides for job in planned] == job_overrides:
-            return planned
+        planned = {job.num: job for job in sweep_file.planned_jobs(Path(str(self.config.hydra.sweep.dir))) or []}
+        numbers = range(initial_job_idx, initial_job_idx + len(job_overrides))
+        if all(num in planned for num in numbers) and [planned[num].overrides for num in numbers] == job_overrides:
+            return [planned[num] for num in numbers]  # the command's plan, or a round of it (harness.launch.rounds)
         return [planned_job(num, overrides, self._run_config(num, overrides))
                 for num, overrides in enumerate(job_overrides, start=initial_job_idx)]
 
@@ -104,6 +105,7 @@ class HarnessLauncher(Launcher):
         from harness.launch.progress import terminal_progress
         from harness.launch.resources import default_parallelism, visible_gpus
         from harness.launch.scheduler import Scheduler
+        from harness.store import sweep_file
         from harness.store.run_files import run_result
 
         setup_globals()
@@ -112,7 +114,9 @@ class HarnessLauncher(Launcher):
         sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
 
-        jobs = [self._job(planned) for planned in self._planned([list(o) for o in job_overrides], initial_job_idx)]
+        planned = self._planned([list(o) for o in job_overrides], initial_job_idx)
+        jobs = [self._job(job) for job in planned]
+        later = {job.round for job in planned if job.round > 1}
         gpu_ids = visible_gpus() if self.gpu_ids is None else self.gpu_ids
         n_jobs = self.n_jobs or default_parallelism(len(jobs), gpu_ids)
         log.info(f"Launching {len(jobs)} jobs, {n_jobs} at a time, each in its own process"
@@ -120,8 +124,11 @@ class HarnessLauncher(Launcher):
         for job in jobs:
             log.info(f"\t#{job.num} : {' '.join(filter_overrides(job.overrides))}")
         scheduler = Scheduler(list(jobs), n_jobs, gpu_ids, poll_seconds=self.poll_seconds,
-                              stop_timeout=self.stop_timeout_s, progress=terminal_progress())
-        scheduler.run(then=sweep_end.Interpolation(sweep_dir))  # in a warm worker: TensorFlow already loaded
+                              stop_timeout=self.stop_timeout_s, progress=terminal_progress(),
+                              label="".join(f"round {r} · " for r in sorted(later)))
+        # the interpolation in a warm worker (TensorFlow already loaded), after the last round of a study in rounds
+        last = not sweep_file.more_rounds(sweep_file.read(sweep_dir))
+        scheduler.run(then=sweep_end.Interpolation(sweep_dir) if last else None)
         # Failures are in each run's run.json, which decides the exit code; a FAILED JobReturn would make
         # Hydra 1.3 raise here and skip the end-of-sweep report. The return value is the run's final val_acc,
         # what the task function returns in-process, so a sweeper that optimises it gets the metric. Each job's

@@ -46,6 +46,9 @@ class HarnessSweeper(Sweeper):
                                                                 task_function=task_function, config=config)
 
     def sweep(self, arguments: List[str]) -> Any:
+        """Round 1, the command's plan; then, for a study that plans in rounds, each next round planned from the
+        files of the one before (harness.launch.rounds), until the study has none left."""
+        from harness.launch import rounds
         from harness.store import sweep_file
 
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
@@ -53,5 +56,24 @@ class HarnessSweeper(Sweeper):
         if planned is None:
             raise HydraException(f"the harness sweeper runs the plan its command made ({sweep_dir}/sweep.json, "
                                  "which is not there): start a sweep with `python -m harness OVERRIDES -m`")
-        log.info(f"Sweep {sweep_dir}: {len(planned)} jobs, as planned")
-        return [self.launcher.launch([job.overrides for job in planned], initial_job_idx=0)]
+        jobs, round_, returns = [job for job in planned if job.round == 1], 1, []
+        log.info(f"Sweep {sweep_dir}: {len(jobs)} jobs, as planned")
+        while jobs:
+            returns.append(self.launcher.launch([job.overrides for job in jobs], initial_job_idx=jobs[0].num))
+            jobs = rounds.plan_next(sweep_dir, round_, self._compose)
+            if jobs:
+                round_ = jobs[0].round
+                log.info(f"Round {round_} of {sweep_dir}: {len(jobs)} jobs, planned from the rounds before")
+        return returns
+
+    def _compose(self, overrides: List[str]):
+        """A later round's job composed and validated as Hydra composes a job (its config loader: no second
+        Hydra in this process)."""
+        from omegaconf import open_dict
+
+        from harness.config.compose import to_run_config
+
+        config = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+        with open_dict(config):
+            config.hydra.job.id = config.hydra.job.num = 0
+        return to_run_config(config)

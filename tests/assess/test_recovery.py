@@ -59,7 +59,7 @@ def test_the_drop_is_paired_over_seeds_and_the_report_and_recovery_json_hold_the
     html.write_report(sweep, tmp_path / "reports")
     written = json.loads((sweep / "recovery.json").read_text())
     assert written["best"] == r.best and [t["trial"] for t in written["trials"]] == [0, 1, 2, 3]
-    assert written["round"] == 1 and written["command"] == r.command
+    assert written["rounds"] == 1 and written["verdict"] is None and written["command"] == r.command
     parsed = page.parse((tmp_path / "reports" / "latest.html").read_text())
     section = page.section(parsed, "recovery")
     assert r.headline in section and "plays no part in the ranking" in section
@@ -67,3 +67,43 @@ def test_the_drop_is_paired_over_seeds_and_the_report_and_recovery_json_hold_the
 
 def test_other_sweeps_have_no_recovery(tmp_path):
     assert recovery.recover(sweep_files.read(study_sweep(tmp_path / "s", "+study=smoke"))) is None
+
+
+def test_the_knob_that_decides_tune_acc_is_the_most_important_and_noise_says_nothing():
+    """16 trials whose tune_acc follows log10(lr_factor) alone: lr_factor comes first by far, the forest explains
+    tune_acc (out-of-bag R² high); tune_acc of pure noise: R² at or below 0, and the sentence says the importances
+    say nothing."""
+    import numpy as np
+
+    from harness.assess.recovery_importance import importances
+
+    rng = np.random.default_rng(0)
+    recipes = [{"lr_factor": float(10 ** rng.uniform(-0.6, 1.5)), "momentum": float(1 - 10 ** rng.uniform(-2, -0.7)),
+                "lr_schedule": ["constant", "cosine"][i % 2], "optimizer": [None, "adamw", "lamb"][i % 3]}
+               for i in range(16)]
+    found = importances(recipes, [0.5 + 0.2 * np.log10(r["lr_factor"]) for r in recipes])
+    assert found.keys[0].key == "lr_factor" and found.keys[0].mean > 10 * max(k.mean for k in found.keys[1:])
+    assert found.r2_oob > 0.5 and "rough" in found.sentence()
+    noise = importances(recipes, list(rng.normal(0.5, 0.05, 16)))
+    assert noise.r2_oob <= 0 and "say nothing" in noise.sentence()
+    assert importances(recipes[:3], [0.1, 0.2, 0.3]) is None  # too few trials to fit anything
+
+
+def test_after_round_two_the_section_shows_the_verdict_its_table_and_the_figures(tmp_path):
+    from tests.helpers.sweeps import next_round
+
+    sweep = study_sweep(tmp_path / "s", "+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=8",
+                        "seed=0,1", "recover.budget=false")
+    next_round(sweep, 1)
+    a = assess(sweep)
+    assert a.recovery.verdict is not None and a.recovery.importance is not None
+    html.write_report(sweep, tmp_path / "reports")
+    parsed = page.parse((tmp_path / "reports" / "latest.html").read_text())
+    section = page.section(parsed, "recovery")
+    assert a.recovery.headline in section and "share of the drop recovered" in section
+    for title in ("val_acc by epoch: as they are, and batch B with the recipe",
+                  "The search: each trial's tune_acc against its peak learning rate", "What mattered in the search"):
+        assert title in section
+    written = json.loads((sweep / "recovery.json").read_text())
+    assert written["verdict"] == a.recovery.verdict.kind and written["budget"]["asked"] is False
+    assert [k["key"] for k in written["importance"]["keys"]] == [k.key for k in a.recovery.importance.keys]

@@ -313,3 +313,42 @@ def add_probes(sweep: Path, probes=probe_values, *, interpolation: bool = True, 
     if interpolation and curves:
         pd.concat(curves, ignore_index=True).to_parquet(sweep / "interpolation.parquet", index=False)
     return sweep
+
+
+def next_round(sweep: Path, done: int) -> list:
+    """The next round of a study planned in rounds (+study=recover) as the harness sweeper plans it after round
+    `done` (harness.launch.rounds.plan_next, each job composed as a job is), and its runs made, as study_sweep makes
+    them; returns the round's PlannedJobs ([] when the study has none left)."""
+    from hydra import initialize_config_dir
+
+    from harness.config.compose import CONF_DIR, CONFIG_NAME, job_composer, to_run_config
+    from harness.launch import rounds
+    from harness.store.run_files import recorded_config
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="harness"):
+        compose = job_composer(CONFIG_NAME, [])
+        configs = {}
+
+        def run_config(overrides):
+            configs[tuple(overrides)] = to_run_config(compose(overrides))
+            return configs[tuple(overrides)]
+
+        jobs = rounds.plan_next(sweep, done, run_config)
+    for job in jobs:
+        run_cfg = configs[tuple(job.overrides)]
+        cfg = recorded_config(run_cfg.flat())
+        running, train, val = _synthetic_accuracy({**cfg, "global_batch_size": run_cfg.train.batch_size},
+                                                  run_cfg.train.epochs)
+        if not (sweep / job.job).exists():
+            make_run(sweep, job.num, val=val, train_eval=train, overrides=list(job.overrides), tune=_tune(cfg, val),
+                     running=running, **cfg)
+    return jobs
+
+
+def set_final(sweep: Path, job, **values) -> None:
+    """Overwrite the last epoch's columns (val_acc=..., tune_acc=...) of the run in folder `job`."""
+    path = sweep / str(job) / "metrics.parquet"
+    frame = pd.read_parquet(path)
+    for column, value in values.items():
+        frame.loc[frame.index[-1], column] = value
+    frame.to_parquet(path, index=False)

@@ -123,3 +123,17 @@ def test_a_run_made_by_a_tracker_that_stopped_before_its_params_gets_them(tmp_pa
     assert runs["0"].info.run_id == made
     assert_run_matches_files(tracking.uri, runs["0"], sweep / "0")
     assert sync.sync_sweep(sweep, status="FINISHED").runs == 0
+
+
+def test_the_parent_run_counts_the_jobs_as_planned_at_the_end(tmp_path):
+    """A study planned in rounds adds jobs after its parent run started: at the end the parent's harness.jobs is
+    what sweep.json plans then, not what the first round did."""
+    sweep = tmp_path / "sweeps" / "s"
+    make_run(sweep, 0)
+    tracking = default_tracking(sweep)
+    sync.start_sweep(sweep, tracking, live_by=None, jobs=1)
+    make_run(sweep, 1, batch_size=64)
+    (sweep / "sweep.json").write_text(json.dumps({"format": 2, "jobs": [{"job": "0"}, {"job": "1"}, {"job": "2"}]}))
+    sync.sync_sweep(sweep, status="KILLED")
+    parent, _ = sweep_runs(tracking.uri, sweep)
+    assert parent.data.tags["harness.jobs"] == "3"

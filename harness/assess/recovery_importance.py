@@ -1,0 +1,79 @@
+"""What mattered in +study=recover's search: each knob's importance for tune_acc over the trials, by scikit-learn's
+permutation importance of a random forest fitted to them (Breiman 2001; sklearn.inspection.permutation_importance),
+with how uncertain it is: the spread over forests of other seeds and over permutations, and the forest's
+out-of-bag R², how much of tune_acc the knobs explain at all. With 16 trials these are rough, and the reading says so.
+
+A range is one column (log10 where the search drew it log-uniformly: lr_factor, 1 - momentum, weight_decay); a
+choice is one column of its options' codes (a tree splits codes as groups of options). Files in, numbers out.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+FORESTS = 5      # forests of different seeds: the importance's spread over the forest's own randomness
+REPEATS = 10     # permutations of each column per forest
+TREES = 100
+LOG = {"lr_factor": lambda v: math.log10(v), "momentum": lambda v: math.log10(1.0 - v),
+       "weight_decay": lambda v: math.log10(v) if v > 0 else -12.0}
+
+
+@dataclass(frozen=True)
+class Importance:
+    key: str
+    mean: float     # the mean drop in R² on the trials when the key's column is permuted
+    sd: float       # its spread over forests and permutations
+
+
+@dataclass(frozen=True)
+class Importances:
+    trials: int
+    r2_oob: float | None          # the forests' mean out-of-bag R² (None: too few trials to tell)
+    keys: list[Importance]        # most important first
+
+    def sentence(self) -> str:
+        fit = "" if self.r2_oob is None else f"; out-of-bag R² {self.r2_oob:.2f}"
+        listed = ", ".join(f"{i.key} {i.mean:.3f} ± {i.sd:.3f}" for i in self.keys)
+        opening = (f"What mattered for tune_acc over the {self.trials} finished trials (permutation importance of a "
+                   f"random forest, scikit-learn{fit}): {listed}.")
+        if self.r2_oob is not None and self.r2_oob <= 0:
+            return (opening + " The forest predicts tune_acc from the knobs no better than their mean: these "
+                    "importances say nothing about the knobs.")
+        return (opening + f" With {self.trials} trials they are rough: an importance within its spread (±) of 0 "
+                "is not told apart from none, and a knob can matter only beside another.")
+
+
+def _column(key: str, values: list[Any]) -> np.ndarray:
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        return np.array([LOG[key](v) if key in LOG else float(v) for v in values])
+    options = sorted({str(v) for v in values})
+    return np.array([float(options.index(str(v))) for v in values])
+
+
+def importances(recipes: list[dict[str, Any]], tune_acc: list[float]) -> Importances | None:
+    """The knobs' importance for tune_acc over finished trials (`recipes`, their `tune_acc`); None with fewer than
+    4 trials or no spread in tune_acc. Knobs the trials all share are left out."""
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.inspection import permutation_importance
+
+    y = np.asarray(tune_acc, dtype=float)
+    if len(y) < 4 or np.ptp(y) == 0:
+        return None
+    keys = [k for k in dict.fromkeys(k for r in recipes for k in r) if len({str(r.get(k)) for r in recipes}) > 1]
+    if not keys:
+        return None
+    x = np.column_stack([_column(k, [r.get(k) for r in recipes]) for k in keys])
+    scores, fits = [], []
+    for seed in range(FORESTS):
+        forest = RandomForestRegressor(n_estimators=TREES, min_samples_leaf=2, oob_score=len(y) >= 8,
+                                       random_state=seed, n_jobs=1).fit(x, y)
+        if len(y) >= 8:
+            fits.append(forest.oob_score_)
+        scores.append(permutation_importance(forest, x, y, n_repeats=REPEATS, random_state=seed).importances)
+    found = np.concatenate(scores, axis=1)  # keys x (forests x repeats)
+    ranked = sorted((Importance(k, float(found[i].mean()), float(found[i].std(ddof=1))) for i, k in enumerate(keys)),
+                    key=lambda i: -i.mean)
+    return Importances(len(y), float(np.mean(fits)) if fits else None, ranked)

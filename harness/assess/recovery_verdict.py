@@ -1,0 +1,92 @@
+"""+study=recover's verdict and budget, from per-seed numbers: does the recipe at B keep b's validation accuracy,
+and if not, how much of the drop does it recover, and how many epochs does B need to reach b's tuning accuracy.
+
+The verdict pairs seeds: v(b), v(B) as it is and v(recipe) of the same seed. `recovered` when the mean of
+v(b) - v(recipe) is at most the tolerance, `shown` when the upper end of its two-sided 95% t-interval is too (a
+one-sided 97.5% non-inferiority bound); otherwise the share of the drop D = v(b) - v(B) the recipe recovers,
+mean(v(recipe) - v(B)) / mean(D), with Fieller's interval for a ratio of paired means: `partly` when that interval
+lies above 0, `not_recovered` when it covers 0 (or is unbounded: the drop itself is not shown). One seed: the same
+rules on the point values, indicative, no interval.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from harness.assess import intervals
+from harness.assess.diagnosis_parts import Estimate, estimate
+
+RECOVERED, PARTLY, NOT_RECOVERED = "recovered", "partly", "not_recovered"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    kind: str                    # RECOVERED, PARTLY or NOT_RECOVERED
+    shown: bool                  # recovered, and the non-inferiority bound says so too
+    gap: Estimate                # v(b) - v(recipe), paired over seeds
+    small: Estimate              # v(b)
+    large: Estimate              # v(B as it is)
+    recipe: Estimate             # v(recipe)
+    drop: Estimate               # v(b) - v(B as it is), over the same seeds
+    share: float | None          # mean(v(recipe) - v(B)) / mean(drop); None where the drop is 0
+    share_low: float | None      # Fieller's 95% interval; None with one seed or where it is unbounded
+    share_high: float | None
+    seeds_needed: int | None     # recovered but not shown: about how many seeds would show it
+    tolerance: float
+
+    @property
+    def drop_shown(self) -> bool:
+        d = self.drop
+        return d.low is not None and d.low > 0.0
+
+    @property
+    def indicative(self) -> bool:
+        return self.gap.n < 2
+
+
+def judge(small: np.ndarray, large: np.ndarray, recipe: np.ndarray, tolerance: float) -> Verdict:
+    """The verdict from the val_acc of b, B as it is and the recipe at B, index i the same seed in each."""
+    small, large, recipe = (np.asarray(a, dtype=float) for a in (small, large, recipe))
+    gap, drop = estimate(small - recipe), estimate(small - large)
+    recovered = small.mean() - recipe.mean()
+    share = None if drop.value == 0.0 else float((recipe - large).mean() / drop.value)
+    low = high = None
+    if len(small) > 1:
+        bounds = intervals.ratio_interval(recipe - large, small - large)
+        low, high = bounds if bounds is not None else (None, None)
+    shown = needed = None
+    if recovered <= tolerance:
+        kind = RECOVERED
+        shown = gap.high is not None and gap.high <= tolerance
+        if not shown and len(small) > 1:
+            needed = intervals.seeds_to_show(small - recipe, tolerance)
+    elif len(small) > 1:
+        kind = PARTLY if low is not None and low > 0.0 else NOT_RECOVERED
+    else:
+        kind = PARTLY if share is not None and share > 0.0 else NOT_RECOVERED
+    return Verdict(kind, bool(shown), gap, estimate(small), estimate(large), estimate(recipe), drop, share, low, high,
+                   needed, tolerance)
+
+
+@dataclass(frozen=True)
+class Length:
+    """One length of the budget round: the recipe at `epochs` (every seed) against b's tuning accuracy."""
+
+    epochs: int
+    multiple: float                  # epochs / E
+    tune_acc: float | None           # mean over its finished runs
+    runs: int
+    reached: bool                    # tune_acc >= b's mean tune_acc
+    wall_ratio: float | None         # its training time over b's at E, from the runs' samples per second
+
+
+def length(epochs: int, base_epochs: int, tune: list[float], speed: list[float], small_tune: float | None,
+           small_speed: float | None) -> Length:
+    """A budget length from its runs' final tune_acc and median samples per second, and b's (means over seeds):
+    B trains `epochs` x the samples b does in its E epochs, at its own speed."""
+    multiple = epochs / base_epochs
+    mean = float(np.mean(tune)) if tune else None
+    reached = mean is not None and small_tune is not None and mean >= small_tune
+    ratio = None if not speed or not small_speed else multiple * small_speed / float(np.mean(speed))
+    return Length(epochs, multiple, mean, len(tune), reached, ratio)

@@ -1,0 +1,106 @@
+"""+study=recover's sentences: the headline and notes of a reading (harness.assess.recovery.Recovery), whatever
+round it has reached. Numbers in, words out: each sentence claims only what the rounds that ended show."""
+from __future__ import annotations
+
+from typing import Any
+
+from harness.assess import diagnosis_parts, recovery_verdict
+from harness.assess.recovery_verdict import RECOVERED, Verdict
+
+
+def _recipe_words(recipe: dict[str, Any]) -> str:
+    return ", ".join(f"{key}={value}" for key, value in recipe.items() if value is not None)
+
+
+def headline(r) -> str:
+    done = [t for t in r.trials if t.tune_acc is not None]
+    if r.best is None:
+        return (f"The search at batch {r.large_batch} has no finished trial yet ({len(done)} of {len(r.trials)}): "
+                "nothing to rank.")
+    if r.verdict is None:
+        best = r.trials[r.best]
+        ref = r.reference
+        against = (f"; as they are, batch {r.small_batch} reached {ref['b']:.3f} and batch {r.large_batch} "
+                   f"{ref['B']:.3f}" if ref["b"] is not None and ref["B"] is not None else "")
+        return (f"Round 1, the search: of {len(done)} recipes at batch {r.large_batch} within {r.epochs} epochs (seed "
+                f"{r.seeds[0]}), the best on the tuning slice reached tune_acc {best.tune_acc:.3f}{against}. It is "
+                f"{_recipe_words(best.recipe)}. Not yet confirmed on other seeds or compared on validation: no verdict "
+                "on recovery.")
+    v, b = r.verdict, r.small_batch
+    opening = (f"At batch {r.large_batch} and {r.epochs} epochs, the recipe {_recipe_words(r.trials[r.recipe].recipe)}"
+               f" (trial {r.recipe})")
+    seeds = "one seed: indicative" if v.indicative else f"{v.gap.n} seeds"
+    if v.kind == RECOVERED:
+        return (f"{opening} keeps batch {b}'s validation accuracy: {_with_interval(v.recipe)} vs {v.small.value:.3f} "
+                f"({seeds}): recovered{_shown(v)}.")
+    share = "an unmeasured share" if v.share is None else f"{v.share:.0%}" + (
+        "" if v.indicative else f" [{v.share_low:.0%}, {v.share_high:.0%}]" if v.share_low is not None
+        else " (no interval: the drop itself is not shown)")
+    kind = "partly recovered" if v.kind == recovery_verdict.PARTLY else "not recovered"
+    return (f"{opening} recovers {share} of the drop of {v.drop.value:.3f} ({seeds}): {kind}; "
+            f"{_budget_sentence(r)}.")
+
+
+def _with_interval(e: diagnosis_parts.Estimate) -> str:
+    return f"{e.value:.3f}" if e.low is None else f"{e.value:.3f} [{e.low:.3f}, {e.high:.3f}]"
+
+
+def _shown(v: Verdict) -> str:
+    gap = f"a gap of {v.gap.value:+.3f} against the tolerance {v.tolerance:g}"
+    if v.indicative:
+        return f", {gap}; one seed cannot show it"
+    if v.shown:
+        return f", {gap}, its 95% upper bound {v.gap.high:+.3f} within it too: shown"
+    more = "" if v.seeds_needed is None else f"; about {v.seeds_needed} seeds would show it"
+    return f", {gap}, but its 95% upper bound {v.gap.high:+.3f} is not: not shown{more}"
+
+
+def _budget_sentence(r) -> str:
+    b, big = r.small_batch, r.large_batch
+    if not r.budget_asked:
+        return "the epochs batch {big} would need were not measured (recover.budget=false)".format(big=big)
+    reached = next((length for length in r.budget if length.reached), None)
+    if reached is not None:
+        wall = ("" if reached.wall_ratio is None
+                else f", {reached.wall_ratio:.1f}x batch {b}'s wall time on this machine")
+        return (f"batch {big} reaches batch {b}'s tuning accuracy with {reached.multiple:g}x the epochs "
+                f"({reached.epochs}){wall}")
+    if not r.budget:
+        return f"the epochs batch {big} would need are not measured yet"
+    last = r.budget[-1]
+    longest = round(big / b * r.epochs)
+    if last.epochs >= longest:
+        return (f"batch {big} did not reach batch {b}'s tuning accuracy within {last.multiple:g}x the epochs "
+                f"({last.epochs}: as many updates as batch {b} makes in {r.epochs})")
+    return f"batch {big} had not reached batch {b}'s tuning accuracy at {last.multiple:g}x the epochs; longer runs next"
+
+
+def notes(r, plan: dict[str, Any]) -> list[str]:
+    b, big = r.small_batch, r.large_batch
+    notes = [f"Every trial is ranked by its final tune_acc on the held-out tuning slice (the same samples in every "
+             f"run); the validation set, on which batch {b} and batch {big} are compared, plays no part in the "
+             "ranking or in choosing the recipe."]
+    if r.verdict is None:
+        notes.append(f"One seed per trial: a trial's rank carries its seed's noise. The next rounds confirm the best "
+                     f"on the other seeds, paired with batch {b}'s, and measure the epochs batch {big} needs when "
+                     "none recovers its accuracy; they have not run yet.")
+    else:
+        v = r.verdict
+        confirmed = ", ".join(f"trial {k} ({'–' if tune is None else f'{tune:.3f}'} over {n} seeds)"
+                              for k, tune, n in r.confirmed)
+        notes.append(f"Confirmed on every seed: {confirmed}; trial {r.recipe} has the best mean tune_acc and is the "
+                     f"recipe." if r.confirmed else f"One seed: trial {r.recipe}, the search's best, is the recipe "
+                     "unconfirmed, and the verdict is indicative.")
+        if not v.drop_shown:
+            notes.append(f"As they are, no drop of batch {big} against batch {b} was shown over these seeds; the "
+                         f"recipe is still compared with batch {b}.")
+        notes.append(f"Batch {b} ran as the command set it (recover.tune_small=false): a recipe searched for batch "
+                     f"{big} only, against batch {b} untuned.")
+    if r.drop is not None and r.drop.value is not None:
+        d = r.drop
+        interval = ("" if d.low is None else " (identical at every seed)" if d.identical
+                    else f" [{d.low:+.3f}, {d.high:+.3f}] (95% interval)")
+        notes.insert(0, f"As they are, batch {big} lost {d.value:+.3f}{interval} of val_acc to batch {b}, paired "
+                        f"over {d.n} seed(s).")
+    notes += [f"{key}: not searched, since it applies to {why}." for key, why in plan.get("left_out", {}).items()]
+    return notes

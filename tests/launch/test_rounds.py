@@ -1,0 +1,155 @@
+"""+study=recover's later rounds, planned from the files of the rounds before (harness.launch.rounds), on
+constructed sweeps: the jobs and configs the real command plans, made-up accuracies set by the test."""
+import dataclasses
+import json
+
+import pytest
+
+from harness.assess import recovery
+from harness.assess import sweep as sweep_files
+from harness.store import sweep_file
+from tests.helpers.sweeps import _command_plan, next_round, set_final, study_sweep
+
+COMMAND = ("+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=4", "seed=0,1,2")
+TRIALS = {6: 0.70, 7: 0.90, 8: 0.60, 9: 0.80}  # round 1's trial runs (jobs 6-9: trials 0-3) and their tune_acc
+
+
+def _round_one(path):
+    sweep = study_sweep(path, *COMMAND)
+    for job, tune in TRIALS.items():
+        set_final(sweep, job, tune_acc=tune)
+    return sweep
+
+
+def _resumed(sweep):
+    """sweep.json as the same command run again writes it (round 1 planned again, the later rounds kept)."""
+    dataclasses.replace(_command_plan(COMMAND), output_dir=sweep).write()
+
+
+def test_round_two_confirms_the_best_trials_on_the_other_seeds_at_bs_own_jobs(tmp_path):
+    sweep = _round_one(tmp_path / "s")
+    jobs = next_round(sweep, 1)
+    content = json.loads((sweep / "sweep.json").read_text())
+    assert [(j.job, j.arm, j.round) for j in jobs] == [
+        ("10", "trial_1", 2), ("11", "trial_1", 2), ("12", "trial_3", 2), ("13", "trial_3", 2),
+        ("14", "trial_0", 2), ("15", "trial_0", 2)]  # the best 3 by tune_acc, at seeds 1 and 2
+    assert content["rounds"] == 2 and content["more_rounds"] is True
+    record = content["recover"]
+    large = {seed: content["jobs"][int(job)]["overrides"] for seed, job in record["reference"]["B"].items()}
+    for job, seed in zip(jobs, [1, 2] * 3):
+        trial = record["trials"][int(job.arm.split("_")[1])]
+        assert job.overrides[:len(large[str(seed)])] == large[str(seed)]
+        assert job.overrides[len(large[str(seed)]):] == [f"{k}={v}" for k, v in trial.items() if v is not None]
+        run = json.loads((sweep / job.job / "run.json").read_text())["config"]
+        assert run["seed"] == seed and run["batch_size"] == 64 and run["lr_factor"] == trial["lr_factor"]
+
+
+def test_a_resumed_command_plans_round_two_the_same_and_keeps_its_numbers(tmp_path):
+    """Run again with the same files, round 2 is the same jobs under the same numbers (their finished runs are
+    not run again); once round 1's files say otherwise, the new round takes numbers after every folder, and the
+    stale runs are no part of the reading."""
+    sweep = _round_one(tmp_path / "s")
+    first = next_round(sweep, 1)
+    before = json.loads((sweep / "sweep.json").read_text())
+    _resumed(sweep)
+    assert json.loads((sweep / "sweep.json").read_text())["jobs"] == before["jobs"]  # the later rounds kept
+    again = next_round(sweep, 1)
+    assert again == first and json.loads((sweep / "sweep.json").read_text()) == before
+    set_final(sweep, 8, tune_acc=0.99)  # trial 2, rerun after a failure, say: now the best
+    _resumed(sweep)
+    changed = next_round(sweep, 1)
+    assert [j.job for j in changed] == [str(n) for n in range(16, 22)] and changed[0].arm == "trial_2"
+    arms = recovery.arms(sweep_files.read(sweep))
+    assert "10" not in arms and arms["16"] == "trial_2"
+
+
+def test_the_verdict_and_shares_from_known_per_seed_numbers(tmp_path):
+    """b, B and the recipe (trial 1, the best confirmed) at three seeds, set by the test: the paired gap, the
+    share with Fieller's interval (checked on a grid of ratios), the verdict's kind; one gap within the tolerance
+    but not shown names the seeds that would show it."""
+    from scipy import stats
+
+    sweep = _round_one(tmp_path / "s")
+    next_round(sweep, 1)
+    for job, tune in ((10, 0.95), (11, 0.95), (12, 0.5), (13, 0.5), (14, 0.5), (15, 0.5)):
+        set_final(sweep, job, tune_acc=tune)
+    small, large = [0.90, 0.92, 0.91], [0.80, 0.83, 0.79]  # b: jobs 0, 2, 4; B: 1, 3, 5
+    for seed in range(3):
+        set_final(sweep, 2 * seed, val_acc=small[seed])
+        set_final(sweep, 2 * seed + 1, val_acc=large[seed])
+
+    def verdict(recipe):
+        for job, value in zip((7, 10, 11), recipe):  # trial 1 at seeds 0, 1, 2
+            set_final(sweep, job, val_acc=value)
+        return recovery.recover(sweep_files.read(sweep))
+
+    r = verdict([0.89, 0.915, 0.905])
+    gap = [0.01, 0.005, 0.005]
+    high = sum(gap) / 3 + stats.t.ppf(0.975, 2) * stats.tstd(gap) / 3 ** 0.5
+    assert r.recipe == 1 and r.verdict.kind == "recovered" and not r.verdict.shown
+    assert r.verdict.gap.high == pytest.approx(high) and high > 0.01
+    assert r.verdict.seeds_needed == next(n for n in range(2, 100) if stats.t.ppf(0.975, n - 1) * stats.tstd(gap)
+                                          / n ** 0.5 <= 0.01 - sum(gap) / 3)
+    assert "recovered" in r.headline and "not shown; about" in r.headline
+
+    r = verdict([0.85, 0.87, 0.84])
+    x = [a - b for a, b in zip([0.85, 0.87, 0.84], large)]
+    y = [a - b for a, b in zip(small, large)]
+    assert r.verdict.kind == "partly" and r.verdict.share == pytest.approx(sum(x) / sum(y))
+    inside = [t / 1000 for t in range(-2000, 3000)
+              if abs(stats.ttest_1samp([a - t / 1000 * b for a, b in zip(x, y)], 0).statistic) <= stats.t.ppf(0.975, 2)]
+    assert r.verdict.share_low == pytest.approx(inside[0], abs=1e-3)
+    assert r.verdict.share_high == pytest.approx(inside[-1], abs=1e-3)
+    assert 0 < r.verdict.share_low and "partly recovered" in r.headline
+
+    r = verdict([0.82, 0.81, 0.80])
+    assert r.verdict.kind == "not_recovered" and r.verdict.share_low < 0 < r.verdict.share_high
+    written = r.as_json()
+    assert written["verdict"] == "not_recovered" and written["recipe"] == json.loads(
+        (sweep / "sweep.json").read_text())["recover"]["trials"][1]
+    assert written["confirmed"][0] == {"trial": 1, "tune_acc": pytest.approx(0.9333, abs=1e-3), "seeds": 3}
+
+
+def test_the_budget_doubles_the_epochs_until_b_is_reached_and_a_recovered_recipe_has_none(tmp_path):
+    sweep = _round_one(tmp_path / "s")
+    next_round(sweep, 1)
+    for job in (12, 13, 14, 15):  # trial 1 stays the best confirmed: the recipe
+        set_final(sweep, job, tune_acc=0.5)
+    for job in (7, 10, 11):  # and it stays below b on validation: no recovery
+        set_final(sweep, job, val_acc=0.5)
+    budget = next_round(sweep, 2)
+    assert {j.arm for j in budget} == {"budget_4"} and [j.epochs for j in budget] == [4, 4, 4]
+    assert all("epochs=4" in j.overrides and "epochs=2" not in j.overrides for j in budget)
+    small = recovery.recover(sweep_files.read(sweep)).small_tune
+    for job in budget:
+        set_final(sweep, job.job, tune_acc=small + 0.01)
+    assert next_round(sweep, 3) == []
+    content = json.loads((sweep / "sweep.json").read_text())
+    assert content["more_rounds"] is False and content["rounds"] == 3
+    r = recovery.recover(sweep_files.read(sweep))
+    assert r.budget[0].reached and "reaches batch 8's tuning accuracy with 2x the epochs (4)" in r.headline
+    assert sweep_files.runs_left(sweep) == []
+
+    recovered = _round_one(tmp_path / "r")
+    next_round(recovered, 1)
+    for job in (12, 13, 14, 15):  # trial 1 stays the best confirmed
+        set_final(recovered, job, tune_acc=0.5)
+    for job, value in ((7, 0.92), (10, 0.92), (11, 0.92), (0, 0.9), (2, 0.9), (4, 0.9)):
+        set_final(recovered, job, val_acc=value)
+    assert next_round(recovered, 2) == [] and recovery.recover(sweep_files.read(recovered)).verdict.kind == "recovered"
+    assert not sweep_file.more_rounds(sweep_file.read(recovered))
+
+
+def test_with_one_seed_round_two_is_passed_over_and_the_verdict_is_indicative(tmp_path):
+    sweep = study_sweep(tmp_path / "s", "+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=2",
+                        "seed=0")
+    set_final(sweep, 3, val_acc=0.1)  # trial 1 (job 3): far below b
+    jobs = next_round(sweep, 1)
+    assert {j.round for j in jobs} == {3} and {j.arm for j in jobs} == {"budget_4"} and len(jobs) == 1
+    r = recovery.recover(sweep_files.read(sweep))
+    assert r.verdict.indicative and r.verdict.share_low is None and "one seed: indicative" in r.headline
+
+
+def test_a_command_stopped_between_two_rounds_has_runs_left(tmp_path):
+    sweep = _round_one(tmp_path / "s")
+    assert sweep_files.runs_left(sweep) == ["s: round 2 on (not planned yet)"]
