@@ -23,7 +23,7 @@ from benchmarks import (
 
 SCRIPTS = ["bench_backends", "bench_data_checks", "bench_plan", "bench_precise_bn", "bench_probes", "bench_recipes",
            "bench_report",
-           "bench_speed", "bench_sweep", "bench_tracking", "diagnose_matrix"]
+           "bench_speed", "bench_sweep", "bench_tracking", "diagnose_matrix", "recover_matrix"]
 
 
 @pytest.mark.parametrize("script", SCRIPTS)

@@ -1,0 +1,121 @@
+"""+study=recover on three cases of MNIST-1D: at the batch a practitioner needs, does a recipe searched on the problem
+keep the small batch's accuracy, and if not, what does the large batch cost?
+
+    python -m benchmarks.recover_matrix                 # the three cases, one after another
+    python -m benchmarks.recover_matrix --update-docs   # also rewrite docs/studies.md's table
+    python -m benchmarks.recover_matrix --smoke         # one tiny case, to check the script works
+
+Each case is `python -m harness +study=recover OVERRIDES -m` in a fresh process, with the study's defaults (3
+seeds, 16 trials, 3 confirmed, the budget), two runs at once, as a user runs it, timed from start to exit. The
+table gives each case's drop, the recipe, the share of the drop it recovers (or its gap to b), the verdict, the
+budget's line and the wall time, from recovery.json. Nothing here is asserted: whatever the runs say is the row.
+"""
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchmarks import doc_blocks
+from harness.store import recovery_file, sweep_file
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    overrides: tuple[str, ...]
+
+
+QUIET = ("probes=false",)  # the end-of-run probes only in the case whose cost the issue sets (case 1)
+CASES = [
+    Case("1. the main job's setting, batch 8 vs 128, 5 epochs", ("batch_size=8,128", "epochs=5")),
+    Case("2. the seed note's case: batch norm, batch 8 vs 64, 2 epochs",
+         ("model.batch_norm=true", "batch_size=8,64", "epochs=2", *QUIET)),
+    Case("3. batch 8 vs 512, 5 epochs", ("batch_size=8,512", "epochs=5", *QUIET)),
+]
+SMOKE = Case("smoke: 600 samples, 1 epoch, 2 seeds, 2 trials",
+             ("dataset.num_samples=600", "batch_size=16,64", "epochs=1", "seed=0,1", "recover.trials=2",
+              "recover.confirm=1", *QUIET))
+
+
+def run_case(case: Case, folder: Path) -> tuple[dict, float, int]:
+    """(recovery.json, the command's wall seconds, the runs it planned) of one case."""
+    sweep = folder / "sweeps" / "recover"
+    started = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "harness", "+study=recover", *case.overrides,
+                           f"hydra.sweep.dir={sweep}", "-m"], cwd=folder, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise RuntimeError(f"{case.name}: exit {proc.returncode}: {proc.stderr[-2000:]}")
+    return recovery_file.read(sweep), wall, len(sweep_file.read(sweep)["jobs"])
+
+
+def _interval(values: dict | None, percent: bool = False) -> str:
+    if not values or values.get("value") is None:
+        return "–"
+    form = (lambda v: f"{v:.0%}") if percent else (lambda v: f"{v:+.3f}")
+    low, high = values.get("low"), values.get("high")
+    return form(values["value"]) + ("" if low is None else f" [{form(low)}, {form(high)}]")
+
+
+def _budget(found: dict) -> str:
+    budget = found["budget"]
+    if found["verdict"] == "recovered":
+        return "not needed"
+    if not budget["asked"]:
+        return "not asked"
+    reached = next((x for x in budget["lengths"] if x["reached"]), None)
+    if reached is not None:
+        wall = "" if reached["wall_ratio"] is None else f", {reached['wall_ratio']:.2f}x b's wall time"
+        return f"b's tune_acc reached at {reached['multiple']:g}x the epochs ({reached['epochs']}){wall}"
+    tried = [f"{x['multiple']:g}x: {x['tune_acc']:.3f}" for x in budget["lengths"] if x["tune_acc"] is not None]
+    return (f"b's tune_acc ({budget['small_tune_acc']:.3f}) not reached" +
+            (f" ({', '.join(tried)})" if tried else ""))
+
+
+def row(case: Case, found: dict, wall: float, runs: int) -> str:
+    recipe = ", ".join(f"`{k}={v}`" for k, v in (found.get("recipe") or {}).items() if v is not None) or "–"
+    verdict = found["verdict"] or "no verdict"
+    if found["verdict"] == "recovered":
+        verdict += ", shown" if found["shown"] else ", not shown" + (
+            f" (about {found['seeds_needed']} seeds would show it)" if found.get("seeds_needed") else "")
+    command = " ".join(f"`{o}`" for o in case.overrides if o not in QUIET)  # a code span each: lines wrap between
+    gap = found.get("gap") or {}
+    return (f"| {case.name}:<br>{command} | {_interval(found['drop'])} | trial {found['recipe_trial']}: {recipe} | "
+            f"{_interval(gap)} | {_interval(found.get('recovered'), percent=True)} | {verdict} | {_budget(found)} | "
+            f"{runs} | {wall / 60:.1f} min |")
+
+
+HEADER = ("| case: `+study=recover` with | drop v(b) − v(B), 95% interval | the recipe at B | v(b) − v(recipe) | share "
+          "of the drop recovered | verdict | budget | runs | wall time |\n"
+          "| --- | --- | --- | --- | --- | --- | --- | ---: | ---: |")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true", help="one tiny case, to check the script works")
+    parser.add_argument("--update-docs", dest="update_docs", action="store_true",
+                        help="rewrite its generated block in docs/studies.md")
+    args = parser.parse_args(argv)
+    rows = []
+    started = time.perf_counter()
+    for case in [SMOKE] if args.smoke else CASES:
+        with tempfile.TemporaryDirectory() as tmp:
+            rows.append(row(case, *run_case(case, Path(tmp))))
+        print(rows[-1], file=sys.stderr, flush=True)
+    total = time.perf_counter() - started
+    table = (f"{HEADER}\n" + "\n".join(rows) + f"\n\nAll cases one after another: {total / 60:.1f} minutes, on "
+             f"{doc_blocks.machine()} with nothing else running. Case 1 runs with the end-of-run probes (the "
+             "default); the others with probes=false.")
+    print(table)
+    if args.update_docs and not args.smoke:
+        doc_blocks.replace_section("recover-matrix", table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
