@@ -75,10 +75,14 @@ def summarize(sweep_dir: Path) -> str:
         command = " ".join(o for o in _task_overrides(sweep_dir) if not o.startswith("hydra."))
         lines += [f"- **`{command}`: {d.headline}**", f"- Data checks flagged: {', '.join(flagged) or 'none'} (of "
                   f"{', '.join(c['name'] for c in d.checks)}).", *[f"- {line}" for line in d.evidence]]
-    if a.recovery is not None:  # +study=recover: its search's headline opens the block, its command after
+    if a.recovery is not None:  # +study=recover: its headline opens the block, the recipe's command after
         command = " ".join(o for o in _task_overrides(sweep_dir) if not o.startswith("hydra."))
-        lines += [f"- **`{command}`: {a.recovery.headline}**", f"- The best recipe: `{a.recovery.command}`",
-                  *[f"- {note}" for note in a.recovery.notes[:1]]]
+        r = a.recovery
+        which = "The recipe" if r.verdict is not None else "The best recipe of the search"
+        lines += [f"- **`{command}`: {r.headline}**", f"- {which}: `{r.command}`",
+                  *[f"- {note}" for note in r.notes[:1]]]
+        if r.importance is not None:
+            lines.append(f"- {r.importance.sentence()}")
     for verdict in a.batch_verdicts:
         prefix = f"[{verdict.subject}] " if a.facets else ""
         lines.append(f"- {prefix}{verdict.headline}")

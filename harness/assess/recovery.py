@@ -25,6 +25,7 @@ from harness.assess.sweep import Sweep
 from harness.assess.tuning import SELECTION_COLUMNS
 
 AS_IS = "as_is"
+SMALL = "small_"  # the arm of a trial at b (recover.tune_small): small_trial_<k>
 FINISHED = ("completed", "diverged")
 ENDED = (*FINISHED, "failed")  # a round's job that will not run again in this command
 NOT_COPIED = ("seed=", "study=", "hydra.", "recover.")  # left out of the recipe's command line (+ stripped)
@@ -59,6 +60,14 @@ class Recovery:
     small_tune: float | None = None              # b's mean tune_acc over the seeds: what the budget must reach
     budget_asked: bool = True
     importance: Importances | None = None        # what mattered in the search (with_importance)
+    small_trials: list[Trial] = field(default_factory=list)  # recover.tune_small: b's own search
+    small_confirmed: list[tuple[int, float | None, int]] = field(default_factory=list)
+    small_recipe: int | None = None              # b's confirmed recipe: what B is compared with
+
+    @property
+    def small_arm(self) -> str | None:
+        """The arm b is compared as: its own recipe's (recover.tune_small), or None for b as it is."""
+        return None if self.small_recipe is None else f"{SMALL}trial_{self.small_recipe}"
 
     def ranked(self) -> list[Trial]:
         """The finished trials, best tune_acc first, then those without one in Sobol order."""
@@ -74,6 +83,9 @@ class Recovery:
                            for t in self.trials],
                 "best": self.best, "command": self.command, "notes": self.notes, "rounds": self.rounds,
                 "confirmed": [{"trial": k, "tune_acc": tune, "seeds": n} for k, tune, n in self.confirmed],
+                "small_trials": [{"trial": t.number, "recipe": t.recipe, "status": t.status, "tune_acc": t.tune_acc}
+                                 for t in self.small_trials],
+                "small_recipe_trial": self.small_recipe,
                 **_verdict_json(self), "budget": _budget_json(self), "importance": _importance_json(self.importance)}
 
 
@@ -125,20 +137,23 @@ def recover(sweep: Sweep) -> Recovery | None:
     tune = {row["arm"]: row["tune_acc"] for row in searched.to_dict("records") if row["arm"] != AS_IS}
     round_one = plan["arms"]
     status = {round_one[str(r["job"])]: r["status"] for r in sweep.records if str(r["job"]) in round_one}
-    trials = [Trial(k, recipe, status.get(f"trial_{k}", "not started"),
-                    _number(tune.get(f"trial_{k}")) if status.get(f"trial_{k}") == "completed" else None)
-              for k, recipe in enumerate(plan["trials"])]
+    trials, best = _search(plan["trials"], "", status, tune)
+    small_trials, small_best = _search(plan.get("small_trials", []), SMALL, status, tune)
     as_is = chosen[chosen["arm"] == AS_IS]
     reference = {name: _number(as_is.loc[(as_is[BATCH] == size) & (as_is["seed"] == first), "tune_acc"].max())
                  for name, size in (("b", b), ("B", big))}
     drop = _drop(df, b, big, plan["seeds"])
-    best = next((t.number for t in sorted(trials, key=lambda t: (-(t.tune_acc or -1.0), t.number))
-                 if t.tune_acc is not None), None)
     found = Recovery(b, big, plan["epochs"], list(plan["seeds"]), drop, reference, trials, best, None, "",
-                     rounds=complete_rounds(sweep), budget_asked=bool(plan["settings"].get("budget", True)))
+                     rounds=complete_rounds(sweep), budget_asked=bool(plan["settings"].get("budget", True)),
+                     small_trials=small_trials)
     found.small_tune = _number(as_is.loc[as_is[BATCH] == b, "tune_acc"].mean())
-    if found.rounds >= 2 and best is not None:
-        _confirm(found, chosen, [job["arm"] for job in (sweep.plan or {}).get("jobs", []) if job.get("round") == 2])
+    if found.rounds >= 2 and best is not None and (small_best is not None or not small_trials):
+        confirming = [job["arm"] for job in (sweep.plan or {}).get("jobs", []) if job.get("round") == 2]
+        found.confirmed, found.recipe = _confirmed(chosen, confirming, "", best)
+        if small_trials:  # b's own recipe, confirmed the same way: what B is compared with
+            found.small_confirmed, found.small_recipe = _confirmed(chosen, confirming, SMALL, small_best)
+            values = chosen.loc[chosen["arm"] == found.small_arm, "tune_acc"].dropna()
+            found.small_tune = _number(values.mean()) if len(values) else None
         found.verdict = _verdict(found, _val_finals(df), plan)
         done = {job["job"] for job in (sweep.plan or {}).get("jobs", []) if job.get("round", 1) <= found.rounds}
         found.budget = _budget(found, chosen, _speeds(df), plan, {j: a for j, a in arm_of.items() if j in done})
@@ -147,24 +162,40 @@ def recover(sweep: Sweep) -> Recovery | None:
     return found
 
 
-def _confirm(r: Recovery, chosen: pd.DataFrame, confirming: list[str]) -> None:
+def _search(recipes: list[dict[str, Any]], prefix: str, status: dict[str, str],
+            tune: dict[str, float]) -> tuple[list[Trial], int | None]:
+    """The trials of round 1's search (`prefix`: "" at B, SMALL at b) with their final tune_acc at the search's
+    seed, and the best of them."""
+    trials = [Trial(k, recipe, status.get(f"{prefix}trial_{k}", "not started"),
+                    _number(tune.get(f"{prefix}trial_{k}")) if status.get(f"{prefix}trial_{k}") == "completed"
+                    else None)
+              for k, recipe in enumerate(recipes)]
+    best = next((t.number for t in sorted(trials, key=lambda t: (-(t.tune_acc or -1.0), t.number))
+                 if t.tune_acc is not None), None)
+    return trials, best
+
+
+def _confirmed(chosen: pd.DataFrame, confirming: list[str], prefix: str,
+               best: int | None) -> tuple[list[tuple[int, float | None, int]], int | None]:
     """The confirmed trials (those round 2 ran at the other seeds) with their mean tune_acc over every seed, and the
     recipe: the best of them, or with one seed (no round-2 job) the search's best."""
-    for arm in dict.fromkeys(confirming):
+    confirmed = []
+    for arm in dict.fromkeys(a for a in confirming if a.startswith(f"{prefix}trial_")):
         values = chosen.loc[chosen["arm"] == arm, "tune_acc"].dropna()
-        r.confirmed.append((int(arm.split("_")[1]), _number(values.mean()) if len(values) else None, len(values)))
-    ranked = sorted((c for c in r.confirmed if c[1] is not None), key=lambda c: -c[1])
-    r.recipe = ranked[0][0] if ranked else r.best
+        confirmed.append((int(arm.rsplit("_", 1)[1]), _number(values.mean()) if len(values) else None, len(values)))
+    ranked = sorted((c for c in confirmed if c[1] is not None), key=lambda c: -c[1])
+    return confirmed, ranked[0][0] if ranked else best
 
 
 def _verdict(r: Recovery, finals: pd.DataFrame, plan: dict[str, Any]) -> Verdict | None:
     """The verdict on validation over the seeds where b, B as it is and the recipe all finished."""
     arm = f"trial_{r.recipe}"
-    rows = finals[(finals["arm"] == arm) | ((finals["arm"] == AS_IS) & finals[BATCH].isin([r.small_batch,
-                                                                                           r.large_batch]))]
+    small = r.small_arm or str(r.small_batch)  # b's own recipe where b got the search, else b as it is
+    rows = finals[finals["arm"].isin([arm, r.small_arm]) | ((finals["arm"] == AS_IS) & finals[BATCH].isin(
+        [r.small_batch, r.large_batch]))]
     table = rows.assign(column=rows["arm"].where(rows["arm"] != AS_IS, rows[BATCH].map(str))).pivot_table(
         index="seed", columns="column", values="val_acc", aggfunc="first").dropna()
-    names = [str(r.small_batch), str(r.large_batch), arm]
+    names = [small, str(r.large_batch), arm]
     if table.empty or not all(name in table for name in names):
         return None
     tolerance = float(plan["settings"].get("tolerance", 0.01))
@@ -181,7 +212,8 @@ def _speeds(df: pd.DataFrame) -> pd.DataFrame:
 def _budget(r: Recovery, chosen: pd.DataFrame, speeds: pd.DataFrame, plan: dict[str, Any],
             arm_of: dict[str, str]) -> list[Length]:
     """Each budget length whose runs have all ended, in order: its mean tune_acc against b's, its wall time."""
-    small = speeds.loc[(speeds["arm"] == AS_IS) & (speeds["batch"] == r.small_batch), "speed"]
+    small = speeds.loc[speeds["arm"] == r.small_arm, "speed"] if r.small_arm else \
+        speeds.loc[(speeds["arm"] == AS_IS) & (speeds["batch"] == r.small_batch), "speed"]
     small_speed = _number(small.mean()) if len(small) else None
     lengths = sorted({int(arm.split("_")[1]) for arm in arm_of.values() if arm.startswith("budget_")})
     out = []

@@ -26,19 +26,28 @@ def headline(r) -> str:
                 f"{r.seeds[0]}), the best on the tuning slice reached tune_acc {best.tune_acc:.3f}{against}. It is "
                 f"{_recipe_words(best.recipe)}. Not yet confirmed on other seeds or compared on validation: no verdict "
                 "on recovery.")
-    v, b = r.verdict, r.small_batch
+    v = r.verdict
     opening = (f"At batch {r.large_batch} and {r.epochs} epochs, the recipe {_recipe_words(r.trials[r.recipe].recipe)}"
                f" (trial {r.recipe})")
     seeds = "one seed: indicative" if v.indicative else f"{v.gap.n} seeds"
     if v.kind == RECOVERED:
-        return (f"{opening} keeps batch {b}'s validation accuracy: {_with_interval(v.recipe)} vs {v.small.value:.3f} "
-                f"({seeds}): recovered{_shown(v)}.")
+        return (f"{opening} keeps {_small(r, 'validation accuracy')}: {_with_interval(v.recipe)} vs "
+                f"{v.small.value:.3f} ({seeds}): recovered{_shown(v)}.")
     share = "an unmeasured share" if v.share is None else f"{v.share:.0%}" + (
         "" if v.indicative else f" [{v.share_low:.0%}, {v.share_high:.0%}]" if v.share_low is not None
         else " (no interval: the drop itself is not shown)")
     kind = "partly recovered" if v.kind == recovery_verdict.PARTLY else "not recovered"
-    return (f"{opening} recovers {share} of the drop of {v.drop.value:.3f} ({seeds}): {kind}; "
-            f"{_budget_sentence(r)}.")
+    worse = v.share is not None and v.share < 0 and (v.share_high is None or v.share_high < 0)
+    does = (f"does worse than batch {r.large_batch} as it is ({share} of the drop of {v.drop.value:.3f} recovered"
+            if worse else f"recovers {share} of the drop of {v.drop.value:.3f} (")
+    return f"{opening} {does}{'; ' if worse else ''}{seeds}): {kind}; {_budget_sentence(r)}."
+
+
+def _small(r, what: str) -> str:
+    """b's `what`, as B is compared with it: b as it is, or b with its own recipe (recover.tune_small)."""
+    if r.small_recipe is None:
+        return f"batch {r.small_batch}'s {what}"
+    return f"the {what} of batch {r.small_batch} with its own recipe (trial {r.small_recipe})"
 
 
 def _with_interval(e: diagnosis_parts.Estimate) -> str:
@@ -63,16 +72,17 @@ def _budget_sentence(r) -> str:
     if reached is not None:
         wall = ("" if reached.wall_ratio is None
                 else f", {reached.wall_ratio:.1f}x batch {b}'s wall time on this machine")
-        return (f"batch {big} reaches batch {b}'s tuning accuracy with {reached.multiple:g}x the epochs "
+        return (f"batch {big} reaches {_small(r, 'tuning accuracy')} with {reached.multiple:g}x the epochs "
                 f"({reached.epochs}){wall}")
     if not r.budget:
         return f"the epochs batch {big} would need are not measured yet"
     last = r.budget[-1]
     longest = round(big / b * r.epochs)
     if last.epochs >= longest:
-        return (f"batch {big} did not reach batch {b}'s tuning accuracy within {last.multiple:g}x the epochs "
+        return (f"batch {big} did not reach {_small(r, 'tuning accuracy')} within {last.multiple:g}x the epochs "
                 f"({last.epochs}: as many updates as batch {b} makes in {r.epochs})")
-    return f"batch {big} had not reached batch {b}'s tuning accuracy at {last.multiple:g}x the epochs; longer runs next"
+    return (f"batch {big} had not reached {_small(r, 'tuning accuracy')} at {last.multiple:g}x the epochs; longer "
+            "runs next")
 
 
 def notes(r, plan: dict[str, Any]) -> list[str]:
@@ -94,8 +104,14 @@ def notes(r, plan: dict[str, Any]) -> list[str]:
         if not v.drop_shown:
             notes.append(f"As they are, no drop of batch {big} against batch {b} was shown over these seeds; the "
                          f"recipe is still compared with batch {b}.")
-        notes.append(f"Batch {b} ran as the command set it (recover.tune_small=false): a recipe searched for batch "
-                     f"{big} only, against batch {b} untuned.")
+        if r.small_recipe is None:
+            notes.append(f"Batch {b} ran as the command set it (recover.tune_small=false): a recipe searched for "
+                         f"batch {big} only, against batch {b} untuned.")
+        else:
+            small = r.small_trials[r.small_recipe]
+            notes.append(f"Batch {b} got the same search (recover.tune_small=true): its own best confirmed recipe, "
+                         f"trial {r.small_recipe} ({_recipe_words(small.recipe)}), is what batch {big}'s is compared "
+                         f"with, on validation and in the budget; the drop above is between the two as they are.")
     if r.drop is not None and r.drop.value is not None:
         d = r.drop
         interval = ("" if d.low is None else " (identical at every seed)" if d.identical

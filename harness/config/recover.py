@@ -29,6 +29,7 @@ from harness.fields import ConfigError
 from harness.models import registry as models
 
 AS_IS = "as_is"
+SMALL = "small_"  # the arm of a trial at b (recover.tune_small): small_trial_<k>
 LOG = ("lr_factor", "momentum", "weight_decay")  # ranges drawn log-uniformly
 CHOICES = ("lr_schedule", "optimizer", "ghost_batch_size")
 RANGES = ("lr_factor", "warmup_epochs", "momentum", "weight_decay", "label_smoothing", "bn_momentum")
@@ -163,12 +164,13 @@ def with_recipe(job: list[str], found: dict[str, Any]) -> list[str]:
     return [o for o in job if o.lstrip("+~").split("=", 1)[0] not in keys] + overrides_of(found)
 
 
-def confirm_jobs(record: dict[str, Any], jobs: dict[str, list[str]], ranked: list[int]) -> list[tuple[list[str], str]]:
+def confirm_jobs(record: dict[str, Any], jobs: dict[str, list[str]], ranked: list[int],
+                 small: bool = False) -> list[tuple[list[str], str]]:
     """Round 2, as (overrides, arm): the best `recover.confirm` trials (`ranked`: the finished ones, best tune_acc
     first) at every seed of the command but the first (where each already ran), each at B's own job of that seed
-    with its recipe, so that it pairs with b's run of the seed."""
-    large = record["reference"]["B"]
-    return [(with_recipe(jobs[large[str(seed)]], record["trials"][number]), f"trial_{number}")
+    with its recipe, so that it pairs with b's run of the seed; `small`: b's trials (recover.tune_small), at b's."""
+    size, trials, prefix = ("b", record["small_trials"], SMALL) if small else ("B", record["trials"], "")
+    return [(with_recipe(jobs[record["reference"][size][str(seed)]], trials[number]), f"{prefix}trial_{number}")
             for number in ranked[:record["settings"]["confirm"]] for seed in record["seeds"][1:]]
 
 
@@ -220,12 +222,19 @@ def plan(jobs: list[list[str]], run_configs: list[RunConfig], settings: Settings
                 reference["b" if size_ == b else "B"][str(seed)] = str(len(planned))
             planned.append(list(by_point[(size_, seed)]))
             arms.append(AS_IS)
-    trials = [recipe(point, space, small, large, decay_unit, ghost) for point in points(settings, len(space))]
+    drawn = points(settings, len(space))
+    trials = [recipe(point, space, small, large, decay_unit, ghost) for point in drawn]
     for number, found in enumerate(trials):
         planned.append(with_recipe(by_point[(big, seeds[0])], found))
         arms.append(f"trial_{number}")
     record = {"small_batch": b, "large_batch": big, "seeds": seeds, "epochs": large.train.epochs,
-              "arms": {str(num): arm for num, arm in enumerate(arms)}, "reference": reference, "space": space,
-              "left_out": left_out, "trials": trials,
+              "arms": {}, "reference": reference, "space": space, "left_out": left_out, "trials": trials,
               "settings": {k: v for k, v in vars(settings).items() if k != "space"}}
+    if settings.tune_small:  # b gets the same search, at its own lr range and steps: the fair baseline
+        small_decay = _decay_unit(small) if "weight_decay" in space else None
+        record["small_trials"] = [recipe(point, space, small, small, small_decay, ghost) for point in drawn]
+        for number, found in enumerate(record["small_trials"]):
+            planned.append(with_recipe(by_point[(b, seeds[0])], found))
+            arms.append(f"{SMALL}trial_{number}")
+    record["arms"] = {str(num): arm for num, arm in enumerate(arms)}
     return planned, {"recover": record, "more_rounds": True}

@@ -33,7 +33,12 @@ def next_jobs(content: dict[str, Any], reading: recovery.Recovery, round_: int) 
     jobs = {job["job"]: job["overrides"] for job in content["jobs"]}
     if round_ == 2:
         ranked = [t.number for t in reading.ranked() if t.tune_acc is not None]
-        return recover.confirm_jobs(record, jobs, ranked) if ranked else None
+        small = [t.number for t in sorted(reading.small_trials, key=lambda t: (-(t.tune_acc or -1.0), t.number))
+                 if t.tune_acc is not None]
+        if not ranked or (reading.small_trials and not small):
+            return None
+        return recover.confirm_jobs(record, jobs, ranked) + (
+            recover.confirm_jobs(record, jobs, small, small=True) if small else [])
     verdict = reading.verdict
     if verdict is None or verdict.kind == RECOVERED or not record["settings"].get("budget", True):
         return None

@@ -78,7 +78,9 @@ def recovery_verdict_rows(r) -> list[list[str]]:
 
     share = "–" if v.share is None else f"{v.share:.0%}" + (
         "" if v.share_low is None else f" [{v.share_low:.0%}, {v.share_high:.0%}]")
-    return [[f"batch {r.small_batch} as is", mean(v.small), "", ""],
+    small = f"batch {r.small_batch} as is" if r.small_recipe is None else \
+        f"batch {r.small_batch}, its own trial {r.small_recipe}"
+    return [[small, mean(v.small), "", ""],
             [f"batch {r.large_batch} as is", mean(v.large), mean(v.drop, "+"), "0%"],
             [f"batch {r.large_batch}, trial {r.recipe}", mean(v.recipe), mean(v.gap, "+"), share]]
 

@@ -19,6 +19,9 @@ FIELDS = {
     "trials": "[{trial, recipe, status, tune_acc}] in Sobol order (recipe: {key: value}, null keeps the command's)",
     "best": "the trial with the best tune_acc at the search's seed (its index in trials), or null",
     "confirmed": "[{trial, tune_acc, seeds}]: the trials round 2 ran at every seed, their mean tune_acc",
+    "small_trials": "[{trial, recipe, status, tune_acc}]: b's own search (recover.tune_small), else []",
+    "small_recipe_trial": "b's confirmed recipe (its index in small_trials), what B is compared with; null: b as "
+                          "it is",
     "recipe_trial": "the confirmed trial with the best mean tune_acc: the recipe (null before round 2)",
     "recipe": "its recipe {key: value}",
     "verdict": "recovered, partly or not_recovered (null before round 2)",

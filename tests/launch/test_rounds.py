@@ -64,7 +64,8 @@ def test_a_resumed_command_plans_round_two_the_same_and_keeps_its_numbers(tmp_pa
 
 
 def test_the_verdict_and_shares_from_known_per_seed_numbers(tmp_path):
-    """b, B and the recipe (trial 1, the best confirmed) at three seeds, set by the test: the paired gap, the
+    """b, B and the recipe (trial 1, the best confirmed on the tuning slice; the others best on validation, which
+    must not choose) at three seeds, set by the test: the paired gap, the
     share with Fieller's interval (checked on a grid of ratios), the verdict's kind; one gap within the tolerance
     but not shown names the seeds that would show it."""
     from scipy import stats
@@ -73,6 +74,8 @@ def test_the_verdict_and_shares_from_known_per_seed_numbers(tmp_path):
     next_round(sweep, 1)
     for job, tune in ((10, 0.95), (11, 0.95), (12, 0.5), (13, 0.5), (14, 0.5), (15, 0.5)):
         set_final(sweep, job, tune_acc=tune)
+    for job in (12, 13, 14, 15):  # the other confirmed trials: best on validation, worst on the tuning slice
+        set_final(sweep, job, val_acc=0.99)
     small, large = [0.90, 0.92, 0.91], [0.80, 0.83, 0.79]  # b: jobs 0, 2, 4; B: 1, 3, 5
     for seed in range(3):
         set_final(sweep, 2 * seed, val_acc=small[seed])
@@ -153,3 +156,33 @@ def test_with_one_seed_round_two_is_passed_over_and_the_verdict_is_indicative(tm
 def test_a_command_stopped_between_two_rounds_has_runs_left(tmp_path):
     sweep = _round_one(tmp_path / "s")
     assert sweep_files.runs_left(sweep) == ["s: round 2 on (not planned yet)"]
+
+
+def test_tune_small_gives_b_the_same_search_and_b_with_its_recipe_is_what_b_is_compared_with(tmp_path):
+    """recover.tune_small=true: the same Sobol points at b (lr_factor over [1/4, 4], not x B/b), confirmed on the
+    other seeds as B's are; the verdict compares B's recipe with b's recipe, not with b as it is."""
+    sweep = study_sweep(tmp_path / "s", "+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=4",
+                        "seed=0,1", "recover.tune_small=true", "recover.budget=false")
+    record = json.loads((sweep / "sweep.json").read_text())["recover"]
+    arms = record["arms"]
+    assert list(arms.values()) == ["as_is"] * 4 + [f"trial_{k}" for k in range(4)] + [
+        f"small_trial_{k}" for k in range(4)]
+    for large, small in zip(record["trials"], record["small_trials"]):
+        assert 0.25 <= small["lr_factor"] <= 4.0 and small["label_smoothing"] == large["label_smoothing"]
+        assert small["optimizer"] == large["optimizer"] and small["lr_schedule"] == large["lr_schedule"]
+    for job in (8, 9, 10, 11):  # b's trials ran at b, seed 0
+        config = json.loads((sweep / str(job) / "run.json").read_text())["config"]
+        assert config["batch_size"] == 8 and config["seed"] == 0
+    for job, tune in zip(range(4, 12), (0.9, 0.8, 0.7, 0.6, 0.5, 0.95, 0.6, 0.55)):
+        set_final(sweep, job, tune_acc=tune)
+    jobs = next_round(sweep, 1)
+    assert [j.arm for j in jobs] == ["trial_0", "trial_1", "trial_2", "small_trial_1", "small_trial_2",
+                                     "small_trial_3"]
+    for job in jobs:
+        set_final(sweep, job.job, tune_acc=0.99 if job.arm in ("trial_0", "small_trial_1") else 0.5)
+    for job, value in ((0, 0.5), (2, 0.5), (9, 0.93), (jobs[3].job, 0.94), (4, 0.90), (jobs[0].job, 0.91)):
+        set_final(sweep, job, val_acc=value)  # b as is far below; b with its recipe (small trial 1) well above
+    r = recovery.recover(sweep_files.read(sweep))
+    assert r.recipe == 0 and r.small_recipe == 1 and r.small_arm == "small_trial_1"
+    assert r.verdict.small.value == pytest.approx(0.935) and r.verdict.recipe.value == pytest.approx(0.905)
+    assert r.verdict.kind != "recovered" and any("its own best confirmed recipe, trial 1 (" in n for n in r.notes)

@@ -34,11 +34,16 @@ def figures(a) -> list[tuple[str, Figure, str]]:
 
 
 def val_by_epoch(a) -> Figure | None:
-    """b as it is, B as it is and B with the recipe (the reading's recipe, or the search's best before round 2)."""
+    """b as it is (or with its own recipe), B as it is and B with the recipe (the reading's recipe, or the search's
+    best before round 2)."""
     r = a.recovery
     trial = r.recipe if r.recipe is not None else r.best
     df = a.df
-    lines = [(f"batch {r.small_batch} as is", df[(df["facet"] == "as is") & (df[BATCH] == r.small_batch)]),
+    small = (f"batch {r.small_batch} as is", df[(df["facet"] == "as is") & (df[BATCH] == r.small_batch)])
+    if r.small_arm is not None:  # recover.tune_small: b with its own recipe is what B is compared with
+        small = (f"batch {r.small_batch}, its own recipe (trial {r.small_recipe})",
+                 df[df["facet"] == r.small_arm.replace("_", " ")])
+    lines = [small,
              (f"batch {r.large_batch} as is", df[(df["facet"] == "as is") & (df[BATCH] == r.large_batch)])]
     if trial is not None:
         lines.append((f"batch {r.large_batch}, recipe (trial {trial})", df[df["facet"] == f"trial {trial}"]))
