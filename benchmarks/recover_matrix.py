@@ -64,6 +64,8 @@ def _interval(values: dict | None, percent: bool = False) -> str:
 
 def _budget(found: dict) -> str:
     budget = found["budget"]
+    if found["verdict"] is None:
+        return "no verdict"
     if found["verdict"] == "recovered":
         return "not needed"
     if not budget["asked"]:
@@ -73,19 +75,21 @@ def _budget(found: dict) -> str:
         wall = "" if reached["wall_ratio"] is None else f", {reached['wall_ratio']:.2f}x b's wall time"
         return f"b's tune_acc reached at {reached['multiple']:g}x the epochs ({reached['epochs']}){wall}"
     tried = [f"{x['multiple']:g}x: {x['tune_acc']:.3f}" for x in budget["lengths"] if x["tune_acc"] is not None]
-    return (f"b's tune_acc ({budget['small_tune_acc']:.3f}) not reached" +
+    small = "–" if budget["small_tune_acc"] is None else f"{budget['small_tune_acc']:.3f}"
+    return (f"b's tune_acc ({small}) not reached" +
             (f" ({', '.join(tried)})" if tried else ""))
 
 
 def row(case: Case, found: dict, wall: float, runs: int) -> str:
     recipe = ", ".join(f"`{k}={v}`" for k, v in (found.get("recipe") or {}).items() if v is not None) or "–"
+    trial = "–" if found.get("recipe_trial") is None else f"trial {found['recipe_trial']}: {recipe}"
     verdict = found["verdict"] or "no verdict"
     if found["verdict"] == "recovered":
         verdict += ", shown" if found["shown"] else ", not shown" + (
             f" (about {found['seeds_needed']} seeds would show it)" if found.get("seeds_needed") else "")
     command = " ".join(f"`{o}`" for o in case.overrides if o not in QUIET)  # a code span each: lines wrap between
     gap = found.get("gap") or {}
-    return (f"| {case.name}:<br>{command} | {_interval(found['drop'])} | trial {found['recipe_trial']}: {recipe} | "
+    return (f"| {case.name}:<br>{command} | {_interval(found['drop'])} | {trial} | "
             f"{_interval(gap)} | {_interval(found.get('recovered'), percent=True)} | {verdict} | {_budget(found)} | "
             f"{runs} | {wall / 60:.1f} min |")
 

@@ -149,11 +149,12 @@ def recover(sweep: Sweep) -> Recovery | None:
     found.small_tune = _number(as_is.loc[as_is[BATCH] == b, "tune_acc"].mean())
     if found.rounds >= 2 and best is not None and (small_best is not None or not small_trials):
         confirming = [job["arm"] for job in (sweep.plan or {}).get("jobs", []) if job.get("round") == 2]
-        found.confirmed, found.recipe = _confirmed(chosen, confirming, "", best)
+        seeds = len(plan["seeds"])
+        found.confirmed, found.recipe = _confirmed(chosen, confirming, "", best, seeds)
         if small_trials:  # b's own recipe, confirmed the same way: what B is compared with
-            found.small_confirmed, found.small_recipe = _confirmed(chosen, confirming, SMALL, small_best)
-            values = chosen.loc[chosen["arm"] == found.small_arm, "tune_acc"].dropna()
-            found.small_tune = _number(values.mean()) if len(values) else None
+            found.small_confirmed, found.small_recipe = _confirmed(chosen, confirming, SMALL, small_best, seeds)
+            found.small_tune = _with_failures(chosen.loc[chosen["arm"] == found.small_arm, "tune_acc"].dropna(),
+                                              seeds)
         found.verdict = _verdict(found, _val_finals(df), plan)
         done = {job["job"] for job in (sweep.plan or {}).get("jobs", []) if job.get("round", 1) <= found.rounds}
         found.budget = _budget(found, chosen, _speeds(df), plan, {j: a for j, a in arm_of.items() if j in done})
@@ -175,14 +176,15 @@ def _search(recipes: list[dict[str, Any]], prefix: str, status: dict[str, str],
     return trials, best
 
 
-def _confirmed(chosen: pd.DataFrame, confirming: list[str], prefix: str,
-               best: int | None) -> tuple[list[tuple[int, float | None, int]], int | None]:
-    """The confirmed trials (those round 2 ran at the other seeds) with their mean tune_acc over every seed, and the
-    recipe: the best of them, or with one seed (no round-2 job) the search's best."""
+def _confirmed(chosen: pd.DataFrame, confirming: list[str], prefix: str, best: int | None,
+               seeds: int) -> tuple[list[tuple[int, float | None, int]], int | None]:
+    """The confirmed trials (those round 2 ran at the other seeds) with their mean tune_acc over every seed (a seed
+    that failed or diverged counts as 0, as +study=tuned counts it) and how many finished, and the recipe: the best
+    of them, or with one seed (no round-2 job) the search's best."""
     confirmed = []
     for arm in dict.fromkeys(a for a in confirming if a.startswith(f"{prefix}trial_")):
         values = chosen.loc[chosen["arm"] == arm, "tune_acc"].dropna()
-        confirmed.append((int(arm.rsplit("_", 1)[1]), _number(values.mean()) if len(values) else None, len(values)))
+        confirmed.append((int(arm.rsplit("_", 1)[1]), _with_failures(values, seeds), len(values)))
     ranked = sorted((c for c in confirmed if c[1] is not None), key=lambda c: -c[1])
     return confirmed, ranked[0][0] if ranked else best
 
@@ -221,7 +223,8 @@ def _budget(r: Recovery, chosen: pd.DataFrame, speeds: pd.DataFrame, plan: dict[
         arm = f"budget_{epochs}"
         tune = chosen.loc[chosen["arm"] == arm, "tune_acc"].dropna().tolist()
         speed = speeds.loc[speeds["arm"] == arm, "speed"].dropna().tolist()
-        out.append(recovery_verdict.length(epochs, plan["epochs"], tune, speed, r.small_tune, small_speed))
+        out.append(recovery_verdict.length(epochs, plan["epochs"], tune, speed, r.small_tune, small_speed,
+                                           seeds=len(plan["seeds"])))
     return out
 
 
@@ -239,6 +242,11 @@ def _importance_json(found: Importances | None) -> dict[str, Any] | None:
         return None
     return {"trials": found.trials, "r2_oob": found.r2_oob,
             "keys": [{"key": i.key, "mean": i.mean, "sd": i.sd} for i in found.keys]}
+
+
+def _with_failures(values: pd.Series, seeds: int) -> float | None:
+    """The mean tune_acc over `seeds` runs of which `values` finished: the others (failed, diverged) count as 0."""
+    return float(values.sum()) / max(seeds, len(values)) if len(values) else None
 
 
 def _number(value) -> float | None:

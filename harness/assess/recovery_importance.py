@@ -17,6 +17,7 @@ import numpy as np
 FORESTS = 5      # forests of different seeds: the importance's spread over the forest's own randomness
 REPEATS = 10     # permutations of each column per forest
 TREES = 100
+WEAK_FIT = 0.3   # an out-of-bag R² below this: the knobs explain little of tune_acc
 LOG = {"lr_factor": lambda v: math.log10(v), "momentum": lambda v: math.log10(1.0 - v),
        "weight_decay": lambda v: math.log10(v) if v > 0 else -12.0}
 
@@ -42,8 +43,10 @@ class Importances:
         if self.r2_oob is not None and self.r2_oob <= 0:
             return (opening + " The forest predicts tune_acc from the knobs no better than their mean: these "
                     "importances say nothing about the knobs.")
+        little = ("" if self.r2_oob is None or self.r2_oob >= WEAK_FIT else " The forest explains little of tune_acc "
+                  f"from the knobs (out-of-bag R² below {WEAK_FIT}): read the order, not the sizes.")
         return (opening + f" With {self.trials} trials they are rough: an importance within its spread (±) of 0 "
-                "is not told apart from none, and a knob can matter only beside another.")
+                f"is not told apart from none, and a knob can matter only beside another.{little}")
 
 
 def _column(key: str, values: list[Any]) -> np.ndarray:

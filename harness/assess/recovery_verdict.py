@@ -5,8 +5,8 @@ The verdict pairs seeds: v(b), v(B) as it is and v(recipe) of the same seed. `re
 v(b) - v(recipe) is at most the tolerance, `shown` when the upper end of its two-sided 95% t-interval is too (a
 one-sided 97.5% non-inferiority bound); otherwise the share of the drop D = v(b) - v(B) the recipe recovers,
 mean(v(recipe) - v(B)) / mean(D), with Fieller's interval for a ratio of paired means: `partly` when that interval
-lies above 0, `not_recovered` when it covers 0 (or is unbounded: the drop itself is not shown). One seed: the same
-rules on the point values, indicative, no interval.
+lies above 0, `not_recovered` when it covers 0 (or is unbounded: the drop itself is not shown), or where B as it is
+lost nothing to b (no share to recover). One seed: the same rules on the point values, indicative, no interval.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ class Verdict:
     large: Estimate              # v(B as it is)
     recipe: Estimate             # v(recipe)
     drop: Estimate               # v(b) - v(B as it is), over the same seeds
-    share: float | None          # mean(v(recipe) - v(B)) / mean(drop); None where the drop is 0
+    share: float | None          # mean(v(recipe) - v(B)) / mean(drop); None where the drop is 0 or below
     share_low: float | None      # Fieller's 95% interval; None with one seed or where it is unbounded
     share_high: float | None
     seeds_needed: int | None     # recovered but not shown: about how many seeds would show it
@@ -50,9 +50,10 @@ def judge(small: np.ndarray, large: np.ndarray, recipe: np.ndarray, tolerance: f
     small, large, recipe = (np.asarray(a, dtype=float) for a in (small, large, recipe))
     gap, drop = estimate(small - recipe), estimate(small - large)
     recovered = small.mean() - recipe.mean()
-    share = None if drop.value == 0.0 else float((recipe - large).mean() / drop.value)
+    # a share of a drop there is: where B as it is did as well as b or better, nothing was lost to recover
+    share = None if drop.value <= 0.0 else float((recipe - large).mean() / drop.value)
     low = high = None
-    if len(small) > 1:
+    if len(small) > 1 and share is not None:
         bounds = intervals.ratio_interval(recipe - large, small - large)
         low, high = bounds if bounds is not None else (None, None)
     shown = needed = None
@@ -75,18 +76,19 @@ class Length:
 
     epochs: int
     multiple: float                  # epochs / E
-    tune_acc: float | None           # mean over its finished runs
-    runs: int
+    tune_acc: float | None           # mean over its seeds (a failed or diverged run counted as 0)
+    runs: int                        # its runs that finished
     reached: bool                    # tune_acc >= b's mean tune_acc
     wall_ratio: float | None         # its training time over b's at E, from the runs' samples per second
 
 
 def length(epochs: int, base_epochs: int, tune: list[float], speed: list[float], small_tune: float | None,
-           small_speed: float | None) -> Length:
-    """A budget length from its runs' final tune_acc and median samples per second, and b's (means over seeds):
-    B trains `epochs` x the samples b does in its E epochs, at its own speed."""
+           small_speed: float | None, seeds: int = 0) -> Length:
+    """A budget length from its finished runs' final tune_acc (of `seeds` runs: one that failed or diverged counts
+    as 0) and median samples per second, and b's (means over seeds): B trains `epochs` x the samples b does in its
+    E epochs, at its own speed."""
     multiple = epochs / base_epochs
-    mean = float(np.mean(tune)) if tune else None
+    mean = float(np.sum(tune)) / max(seeds, len(tune)) if tune else None
     reached = mean is not None and small_tune is not None and mean >= small_tune
     ratio = None if not speed or not small_speed else multiple * small_speed / float(np.mean(speed))
     return Length(epochs, multiple, mean, len(tune), reached, ratio)

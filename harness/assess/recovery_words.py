@@ -33,11 +33,16 @@ def headline(r) -> str:
     if v.kind == RECOVERED:
         return (f"{opening} keeps {_small(r, 'validation accuracy')}: {_with_interval(v.recipe)} vs "
                 f"{v.small.value:.3f} ({seeds}): recovered{_shown(v)}.")
-    share = "an unmeasured share" if v.share is None else f"{v.share:.0%}" + (
+    if v.share is None:  # B as it is lost nothing to b: nothing to recover, and the recipe is further behind
+        return (f"{opening} falls short of {_small(r, 'validation accuracy')} by {v.gap.value:.3f} ({seeds}), while "
+                f"batch {r.large_batch} as it is lost nothing to it ({v.drop.value:+.3f}): not recovered; "
+                f"{_budget_sentence(r)}.")
+    share = f"{v.share:.0%}" + (
         "" if v.indicative else f" [{v.share_low:.0%}, {v.share_high:.0%}]" if v.share_low is not None
         else " (no interval: the drop itself is not shown)")
     kind = "partly recovered" if v.kind == recovery_verdict.PARTLY else "not recovered"
-    worse = v.share is not None and v.share < 0 and (v.share_high is None or v.share_high < 0)
+    # worse than B as it is only where the numbers show it: the interval (one seed: the value) below 0
+    worse = v.share is not None and v.share < 0 and (v.share_high < 0 if v.share_high is not None else v.indicative)
     does = (f"does worse than batch {r.large_batch} as it is ({share} of the drop of {v.drop.value:.3f} recovered"
             if worse else f"recovers {share} of the drop of {v.drop.value:.3f} (")
     return f"{opening} {does}{'; ' if worse else ''}{seeds}): {kind}; {_budget_sentence(r)}."
@@ -90,13 +95,18 @@ def notes(r, plan: dict[str, Any]) -> list[str]:
     notes = [f"Every trial is ranked by its final tune_acc on the held-out tuning slice (the same samples in every "
              f"run); the validation set, on which batch {b} and batch {big} are compared, plays no part in the "
              "ranking or in choosing the recipe."]
-    if r.verdict is None:
+    if r.verdict is None and r.small_trials and r.rounds >= 1 and all(t.tune_acc is None for t in r.small_trials):
+        notes.append(f"Batch {b}'s own search (recover.tune_small) has no finished trial: there is nothing to compare "
+                     f"batch {big}'s recipe with, so no later round runs.")
+    elif r.verdict is None:
         notes.append(f"One seed per trial: a trial's rank carries its seed's noise. The next rounds confirm the best "
                      f"on the other seeds, paired with batch {b}'s, and measure the epochs batch {big} needs when "
                      "none recovers its accuracy; they have not run yet.")
     else:
         v = r.verdict
-        confirmed = ", ".join(f"trial {k} ({'–' if tune is None else f'{tune:.3f}'} over {n} seeds)"
+        total = len(r.seeds)
+        confirmed = ", ".join(f"trial {k} ({'–' if tune is None else f'{tune:.3f}'} over {total} seeds"
+                              + ("" if n == total else f", {total - n} failed or diverged, counted as 0") + ")"
                               for k, tune, n in r.confirmed)
         notes.append(f"Confirmed on every seed: {confirmed}; trial {r.recipe} has the best mean tune_acc and is the "
                      f"recipe." if r.confirmed else f"One seed: trial {r.recipe}, the search's best, is the recipe "

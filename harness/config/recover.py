@@ -18,6 +18,7 @@ Pure: the plan's jobs and RunConfigs in, the new jobs and what sweep.json record
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -181,7 +182,8 @@ def budget_lengths(record: dict[str, Any]) -> list[int]:
     while factor < ratio:
         lengths.append(factor * epochs)
         factor *= 2
-    return lengths + [round(ratio * epochs)] if ratio > 1 else lengths
+    lengths.append(math.ceil(ratio * epochs))
+    return sorted({length for length in lengths if length > epochs})  # a ratio below 2: (B/b)E alone, if above E
 
 
 def budget_jobs(record: dict[str, Any], jobs: dict[str, list[str]], trial: int,

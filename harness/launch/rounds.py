@@ -44,20 +44,25 @@ def next_jobs(content: dict[str, Any], reading: recovery.Recovery, round_: int) 
         return None
     lengths = recover.budget_lengths(record)
     index = round_ - 3
-    if index >= len(lengths) or any(length.reached for length in reading.budget):
+    before = lengths[:index]  # the rounds before this one: a resumed sweep's reading holds later ones too
+    if index >= len(lengths) or any(length.reached for length in reading.budget if length.epochs in before):
         return None
     return recover.budget_jobs(record, jobs, reading.recipe, lengths[index])
 
 
 def plan_next(sweep_dir: Path, done: int, compose: Compose) -> list[PlannedJob]:
     """After round `done` has ended: the next round with jobs, written to sweep.json and returned; [] when the
-    study has no round left (sweep.json then says so: `more_rounds` false)."""
+    study has no round left (sweep.json then says so: `more_rounds` false), or when a run of round `done` has not
+    ended (still marked running: a resume runs it, then plans the next round)."""
     sweep_dir = Path(sweep_dir)
     content = sweep_file.read(sweep_dir)
     round_ = done
     while sweep_file.more_rounds(content):
+        reading = recovery.recover(sweep_files.read(sweep_dir))
+        if reading.rounds < round_:  # a run of it has not ended (a SLURM task killed): it is resumed first
+            return []
         round_ += 1
-        found = next_jobs(content, recovery.recover(sweep_files.read(sweep_dir)), round_)
+        found = next_jobs(content, reading, round_)
         if found is None:
             content = {**_before(content, round_), "more_rounds": False, "rounds": round_ - 1}
         else:

@@ -126,7 +126,8 @@ class HarnessLauncher(Launcher):
         scheduler = Scheduler(list(jobs), n_jobs, gpu_ids, poll_seconds=self.poll_seconds,
                               stop_timeout=self.stop_timeout_s, progress=terminal_progress(),
                               label="".join(f"round {r} · " for r in sorted(later)))
-        # the interpolation in a warm worker (TensorFlow already loaded), after the last round of a study in rounds
+        # the interpolation in a warm worker (TensorFlow already loaded); a study in rounds cannot tell its last
+        # round before it ends, so the sweep's end (harness.launch.sweep_end.close) makes it, in a process of its own
         last = not sweep_file.more_rounds(sweep_file.read(sweep_dir))
         scheduler.run(then=sweep_end.Interpolation(sweep_dir) if last else None)
         # Failures are in each run's run.json, which decides the exit code; a FAILED JobReturn would make

@@ -157,3 +157,24 @@ def test_recipes_table_gives_each_recipes_interval_and_its_time_over_constant_ad
     text = bench_recipes.table(list(found.values()))
     assert text.splitlines()[0].startswith("| `optimizer` | `lr_schedule` | batch 8: val_acc [95% CI]")
     assert "| `lamb` | `cosine` | 0.930 [" in text and "1.18x the time | 0.920 [" in text
+
+
+def test_recover_matrix_row_gives_the_verdict_and_the_budget_line_from_recovery_json():
+    from benchmarks import recover_matrix
+
+    case = recover_matrix.Case("3. batch 8 vs 512", ("batch_size=8,512", "epochs=5", "probes=false"))
+    found = {"drop": {"value": 0.553, "low": 0.479, "high": 0.627}, "recipe_trial": 4,
+             "recipe": {"lr_factor": 31.55, "optimizer": None}, "gap": {"value": 0.34, "low": 0.24, "high": 0.44},
+             "recovered": {"value": 0.39, "low": 0.15, "high": 0.59}, "verdict": "partly", "shown": False,
+             "budget": {"asked": True, "small_tune_acc": 0.9, "lengths": [
+                 {"epochs": 10, "multiple": 2.0, "tune_acc": 0.85, "reached": False, "wall_ratio": 0.3},
+                 {"epochs": 20, "multiple": 4.0, "tune_acc": 0.91, "reached": True, "wall_ratio": 0.61}]}}
+    assert recover_matrix.row(case, found, wall=90.0, runs=34) == (
+        "| 3. batch 8 vs 512:<br>`batch_size=8,512` `epochs=5` | +0.553 [+0.479, +0.627] | trial 4: `lr_factor=31.55` "
+        "| +0.340 [+0.240, +0.440] | 39% [15%, 59%] | partly | b's tune_acc reached at 4x the epochs (20), 0.61x b's "
+        "wall time | 34 | 1.5 min |")
+    found.update(verdict="recovered", shown=False, seeds_needed=15)
+    assert "| recovered, not shown (about 15 seeds would show it) | not needed |" in recover_matrix.row(case, found,
+                                                                                                          90.0, 34)
+    found.update(verdict=None, recipe_trial=None, recipe=None, gap=None, recovered=None)
+    assert "| – | – | – | no verdict | no verdict |" in recover_matrix.row(case, found, 90.0, 34)

@@ -186,3 +186,71 @@ def test_tune_small_gives_b_the_same_search_and_b_with_its_recipe_is_what_b_is_c
     assert r.recipe == 0 and r.small_recipe == 1 and r.small_arm == "small_trial_1"
     assert r.verdict.small.value == pytest.approx(0.935) and r.verdict.recipe.value == pytest.approx(0.905)
     assert r.verdict.kind != "recovered" and any("its own best confirmed recipe, trial 1 (" in n for n in r.notes)
+
+
+def _mark(sweep, job, status):
+    path = sweep / str(job) / "run.json"
+    record = json.loads(path.read_text())
+    path.write_text(json.dumps({**record, "status": status}))
+
+
+def test_a_resumed_sweep_keeps_its_budget_rounds_and_a_round_not_ended_plans_nothing(tmp_path):
+    """Killed after its budget reached b at 4x (rounds 3 and 4 ran) and run again: the same rounds are planned
+    again, under the same numbers, and none is dropped; a run of a round still marked running (a SLURM task killed)
+    stops the planning until it is resumed."""
+    sweep = _round_one(tmp_path / "s")
+    next_round(sweep, 1)
+    for job in (12, 13, 14, 15):
+        set_final(sweep, job, tune_acc=0.5)
+    for job in (7, 10, 11):
+        set_final(sweep, job, val_acc=0.5)
+    small = recovery.recover(sweep_files.read(sweep)).small_tune
+    for job in next_round(sweep, 2):  # 2x: below b
+        set_final(sweep, job.job, tune_acc=small - 0.1)
+    for job in next_round(sweep, 3):  # 4x: b reached
+        set_final(sweep, job.job, tune_acc=small + 0.1)
+    assert next_round(sweep, 4) == []
+    before = json.loads((sweep / "sweep.json").read_text())
+    assert before["rounds"] == 4 and not before["more_rounds"]
+    _resumed(sweep)
+    for done in (1, 2, 3):
+        assert [j.job for j in next_round(sweep, done)] == [j["job"] for j in before["jobs"] if j["round"] == done + 1]
+    assert next_round(sweep, 4) == [] and json.loads((sweep / "sweep.json").read_text()) == before
+
+    unfinished = _round_one(tmp_path / "u")
+    next_round(unfinished, 1)
+    _mark(unfinished, 10, "running")
+    assert next_round(unfinished, 2) == [] and sweep_file.more_rounds(sweep_file.read(unfinished))
+    assert any("not planned yet" in left for left in sweep_files.runs_left(unfinished))
+
+
+def test_a_confirmed_seed_that_failed_counts_as_zero(tmp_path):
+    """Trial 1 leads the search; its run at seed 1 fails. Counted as 0, its mean falls below trial 3's: the recipe is
+    trial 3, and the note says how the failure was counted."""
+    sweep = _round_one(tmp_path / "s")
+    next_round(sweep, 1)
+    for job, tune in ((10, 0.95), (11, 0.95), (12, 0.85), (13, 0.85), (14, 0.5), (15, 0.5)):
+        set_final(sweep, job, tune_acc=tune)
+    _mark(sweep, 10, "failed")
+    r = recovery.recover(sweep_files.read(sweep))
+    assert r.confirmed[0] == (1, pytest.approx((0.90 + 0.95) / 3), 2) and r.recipe == 3
+    assert "trial 1 (0.617 over 3 seeds, 1 failed or diverged, counted as 0)" in " ".join(r.notes)
+
+
+@pytest.mark.parametrize("large, small, epochs, lengths", [(128, 8, 5, [10, 20, 40, 80]), (20, 8, 1, [2, 3]),
+                                                             (12, 8, 2, [3]), (64, 8, 2, [4, 8, 16])])
+def test_the_budget_lengths_double_up_to_the_ratio_without_repeats(large, small, epochs, lengths):
+    from harness.config.recover import budget_lengths
+
+    assert budget_lengths({"epochs": epochs, "large_batch": large, "small_batch": small}) == lengths
+
+
+def test_where_b_as_it_is_lost_nothing_there_is_no_share_and_no_partly():
+    """B as it is beat b; the recipe is further behind b than the tolerance: not recovered, no share of a drop
+    there is not (a ratio of a negative drop would read as a large share); one seed the same."""
+    from harness.assess.recovery_verdict import judge
+
+    v = judge([0.80, 0.82, 0.81], [0.85, 0.86, 0.84], [0.70, 0.72, 0.69], 0.01)
+    assert v.kind == "not_recovered" and v.share is None and v.share_low is None
+    one = judge([0.80], [0.85], [0.70], 0.01)
+    assert one.kind == "not_recovered" and one.share is None
