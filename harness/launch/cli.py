@@ -102,8 +102,12 @@ def hydra_job(cfg: DictConfig) -> float | None:
                               check_data=checks if checks is not None and checks.check_data else None,
                               tracking=tracking)
     except Exception as err:
+        from harness.run.devices import out_of_memory_hint
+
         if slurm.out_of_requeues(err):
             log.warning("run %s did not finish: %s", run_id, slurm.OUT_OF_REQUEUES)
+        elif out_of_memory_hint(err):
+            log.error("run %s failed: %s (details in %s)", run_id, out_of_memory_hint(err), run_dir / layout.RUN_FILE)
         else:
             log.error("run %s failed: %s: %s (details in %s)", run_id, type(err).__name__, err,
                       run_dir / layout.RUN_FILE)

@@ -30,6 +30,13 @@ def check_n_jobs(n_jobs) -> None:
                           "or per CPU core")
 
 
+def check_runs_per_gpu(value) -> None:
+    """The harness launcher's `runs_per_gpu`: GPU runs sharing one GPU at once."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError("hydra.launcher.runs_per_gpu", value, "an integer >= 1: the GPU runs that share one GPU at "
+                          "once (1: a GPU each)")
+
+
 def check_slurm_arrays(launcher_cfg) -> None:
     """The SLURM preset's array keys: `max_array_size` (tasks per array, null for the cluster's MaxArraySize) and
     `array_parallelism` (runs at once in the whole sweep)."""

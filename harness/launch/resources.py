@@ -11,33 +11,45 @@ MEMORY_PER_RUN = 1.5 * 2**30  # bytes a CPU run may need; caps the default paral
 
 
 class GpuPool:
-    """GPU ids handed out to running jobs; a job gets ids no other running job holds."""
+    """GPU ids handed out to running jobs, each GPU to at most `runs_per_gpu` of them at once (its slots): a job
+    asking for N GPUs gets N distinct ids with a free slot each, the least loaded first; a GPU is free again when
+    the last job holding it ends."""
 
-    def __init__(self, ids: list[int]):
-        self.free = list(ids)
+    def __init__(self, ids: list[int], runs_per_gpu: int = 1):
         self.all = list(ids)
+        self.runs_per_gpu = max(1, int(runs_per_gpu))
+        self.held = {i: 0 for i in self.all}  # id -> running jobs holding it
+
+    @property
+    def free(self) -> list[int]:
+        """The ids no running job holds."""
+        return [i for i in self.all if self.held[i] == 0]
 
     def acquire(self, job) -> list[int] | None:
-        """The ids for `job` (removed from the pool), [] for a job that needs none, None while it must wait."""
+        """The ids for `job` (a slot of each taken), [] for a job that needs none, None while it must wait."""
         if not self.all or job.gpus == 0:
             return []
+        open_ = [i for i in self.all if self.held[i] < self.runs_per_gpu]
         if job.devices is not None:
             wanted = list(job.devices)
             if any(i not in self.all for i in wanted):
                 return []  # not on this machine: the run itself reports it
-            if not all(i in self.free for i in wanted):
+            if not all(i in open_ for i in wanted):
                 return None
         else:
             if job.gpus > len(self.all):
                 return []  # can never fit: the run itself reports it
-            if job.gpus > len(self.free):
+            if job.gpus > len(open_):
                 return None
-            wanted = self.free[: job.gpus]
-        self.free = [i for i in self.free if i not in wanted]
+            wanted = sorted(open_, key=lambda i: (self.held[i], self.all.index(i)))[: job.gpus]
+        for i in wanted:
+            self.held[i] += 1
         return wanted
 
     def release(self, ids: list[int]) -> None:
-        self.free.extend(i for i in ids if i not in self.free)
+        for i in ids:
+            if self.held.get(i, 0) > 0:
+                self.held[i] -= 1
 
 
 def visible_gpus() -> list[int]:
@@ -69,10 +81,22 @@ def available_memory() -> int | None:
         return None
 
 
-def default_parallelism(n_jobs_total: int, gpu_ids: list[int]) -> int:
-    """With GPUs, one job per GPU; on CPU, one per core, capped by the memory available."""
-    if gpu_ids:
-        return max(1, min(n_jobs_total, len(gpu_ids)))
+def default_parallelism(n_jobs_total: int, gpu_ids: list[int], gpu_jobs: bool = False, runs_per_gpu: int = 1) -> int:
+    """Runs at once: for a sweep of GPU jobs on a machine with GPUs, `runs_per_gpu` per GPU; otherwise (CPU jobs,
+    whatever GPUs are visible) one per core, capped by the memory available."""
+    if gpu_jobs and gpu_ids:
+        return max(1, min(n_jobs_total, len(gpu_ids) * max(1, runs_per_gpu)))
     available = available_memory()
     by_memory = cpu_count() if available is None else max(1, int(available // MEMORY_PER_RUN))
     return max(1, min(n_jobs_total, cpu_count(), by_memory))
+
+
+def shared_gpu_env(runs_per_gpu: int) -> dict[str, str]:
+    """What a run on a GPU shared by `runs_per_gpu` runs starts with, set before its backend starts: TensorFlow
+    maps nearly all of a GPU's memory at start unless it grows it as needed (TF_FORCE_GPU_ALLOW_GROWTH); JAX
+    preallocates 75% unless told a share (XLA_PYTHON_CLIENT_MEM_FRACTION: 0.9 of the GPU split evenly). Nothing
+    for a GPU of its own: the backends' defaults are the fastest there."""
+    if runs_per_gpu <= 1:
+        return {}
+    return {"TF_FORCE_GPU_ALLOW_GROWTH": "true", "XLA_PYTHON_CLIENT_MEM_FRACTION": f"{0.9 / runs_per_gpu:.3f}",
+            "HARNESS_RUNS_PER_GPU": str(runs_per_gpu)}

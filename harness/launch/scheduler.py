@@ -19,7 +19,7 @@ from typing import Callable, Protocol, TextIO
 
 from harness.launch.processes import die_with_parent, signal_group
 from harness.launch.progress import Eta, clock, cost_class
-from harness.launch.resources import GpuPool, cpu_count
+from harness.launch.resources import GpuPool, cpu_count, shared_gpu_env
 from harness.launch.worker import Worker
 from harness.store import layout
 from harness.store.files import write_json
@@ -81,13 +81,13 @@ class Scheduler:
 
     def __init__(self, jobs: list[Job], n_jobs: int, gpu_ids: list[int], *, poll_seconds: float = 0.5,
                  stop_timeout: float = 60.0, progress: Callable[[str, bool], None] | None = None,
-                 label: str = ""):
-        self.jobs, self.n_jobs, self.pool = jobs, max(1, n_jobs), GpuPool(gpu_ids)
+                 label: str = "", runs_per_gpu: int = 1):
+        self.jobs, self.n_jobs, self.pool = jobs, max(1, n_jobs), GpuPool(gpu_ids, runs_per_gpu)
         self.label = label  # what the progress line says these jobs are ("round 2 · ": a study's later round)
         self.poll_seconds, self.stop_timeout = poll_seconds, stop_timeout
         self.progress = progress or (lambda line, final: None)
-        cpu_jobs = min(self.n_jobs, max(1, sum(1 for j in jobs if j.gpus == 0 or not gpu_ids)))
-        self.threads_per_cpu_job = max(1, cpu_count() // cpu_jobs)
+        # every run its share of the cores, a GPU run's too (its input pipeline and its host ops)
+        self.threads_per_job = max(1, cpu_count() // min(self.n_jobs, max(1, len(jobs))))
         self.exit_codes: dict[int, int] = {}
         self._eta = Eta()
         self.skipped: list[Job] = []
@@ -98,16 +98,17 @@ class Scheduler:
 
     def _env(self, job: Job, gpu_ids: list[int]) -> dict[str, str]:
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "KERAS_BACKEND": job.backend}
+        for name in ("HARNESS_GPUS_ASSIGNED", *shared_gpu_env(2)):
+            env.pop(name, None)  # what a GPU run is given below, never inherited
+        env["HARNESS_THREADS"] = str(self.threads_per_job)
+        for name in BLAS_THREADS:  # the same share, unless the user set their own
+            env.setdefault(name, str(self.threads_per_job))
         if gpu_ids:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpu_ids))
             env["HARNESS_GPUS_ASSIGNED"] = "1"  # `devices` ids are already applied by CUDA_VISIBLE_DEVICES
-        else:
-            env.pop("HARNESS_GPUS_ASSIGNED", None)
-            env["HARNESS_THREADS"] = str(self.threads_per_cpu_job)
-            for name in BLAS_THREADS:  # the same share, unless the user set their own
-                env.setdefault(name, str(self.threads_per_cpu_job))
-            if job.gpus == 0 and self.pool.all:
-                env["CUDA_VISIBLE_DEVICES"] = ""  # a CPU job keeps off the GPUs
+            env.update(shared_gpu_env(self.pool.runs_per_gpu))  # each run's share of a shared GPU's memory
+        elif job.gpus == 0 and self.pool.all:
+            env["CUDA_VISIBLE_DEVICES"] = ""  # a CPU job keeps off the GPUs
         return env
 
     def _start(self, job: Job, gpu_ids: list[int]) -> _Running:

@@ -195,7 +195,7 @@ def cpu_threads(cfg: RunConfig) -> tuple[int | None, int | None]:
     """The backend's (intra-op, inter-op) CPU threads for this run; None keeps its default.
 
     Tiny per-sample inputs get one intra-op thread: splitting ops that small over cores costs more than it saves
-    (about 2x slower at batch 8 on MNIST-1D with 2 threads). HARNESS_THREADS, set by the launcher for CPU runs
+    (about 2x slower at batch 8 on MNIST-1D with 2 threads). HARNESS_THREADS, set by the launcher for every run
     (the cores divided among the runs it runs at once), caps both, so parallel runs do not oversubscribe the
     cores; it never raises the one thread of a tiny input, whatever the size of the sweep.
     """
@@ -205,3 +205,26 @@ def cpu_threads(cfg: RunConfig) -> tuple[int | None, int | None]:
     if cfg.device.gpus == 0 and shape is not None and math.prod(shape) < SMALL_INPUT:
         return 1, cap
     return cap, cap
+
+
+SHARE_KEYS = ("HARNESS_RUNS_PER_GPU", "TF_FORCE_GPU_ALLOW_GROWTH", "XLA_PYTHON_CLIENT_MEM_FRACTION",
+              "XLA_PYTHON_CLIENT_PREALLOCATE", "CUDA_VISIBLE_DEVICES", "HARNESS_THREADS")
+OUT_OF_MEMORY = ("RESOURCE_EXHAUSTED", "Out of memory", "OOM when allocating", "out of memory")
+
+
+def launcher_share() -> dict:
+    """What the launcher gave this run of the machine (run.json's environment `share`): its GPUs, how many runs
+    share each, the memory settings that split a shared GPU, and its CPU threads; empty outside a launcher."""
+    share = {key: os.environ[key] for key in SHARE_KEYS if key in os.environ}
+    return {"share": share} if share else {}
+
+
+def out_of_memory_hint(err: BaseException) -> str | None:
+    """One line for a run that ran out of GPU memory on a GPU it shared with other runs, naming the setting to
+    lower; None for any other error (or a GPU of its own: the model or the batch is too large for it)."""
+    shared = int(os.environ.get("HARNESS_RUNS_PER_GPU") or 1)
+    text = f"{type(err).__name__}: {err}"
+    if shared <= 1 or not ("ResourceExhausted" in type(err).__name__ or any(s in text for s in OUT_OF_MEMORY)):
+        return None
+    return (f"out of GPU memory on a GPU shared by {shared} runs (each with about 1/{shared} of it): lower "
+            f"hydra.launcher.runs_per_gpu (now {shared}), or 1 for a GPU of its own")

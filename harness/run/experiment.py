@@ -76,7 +76,7 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
         record.update(inputs=inputs_note)
     board = RunBoard(run_dir, run_id, config_columns(cfg.flat()))  # TensorBoard's view of the same run, in tb/
     tracker = open_tracker(tracking, run_dir, record)  # MLflow's, with tracking=mlflow
-    record.set_environment(pid=os.getpid(), earlier_runs_in_process=len(_runs_in_process))
+    record.set_environment(pid=os.getpid(), earlier_runs_in_process=len(_runs_in_process), **devices.launcher_share())
     _runs_in_process.append(str(run_dir))
     status, error = "failed", None
     try:
@@ -91,6 +91,9 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
         raise
     except BaseException as err:
         error = err
+        hint = devices.out_of_memory_hint(err)
+        if hint:  # a shared GPU's memory ran out: the setting to lower, in the record and the log line
+            record.data.setdefault("notes", []).append(hint)
         if slurm.out_of_requeues(err):
             status = "interrupted"
             record.data.setdefault("notes", []).append(slurm.OUT_OF_REQUEUES)

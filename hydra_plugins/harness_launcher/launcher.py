@@ -26,7 +26,9 @@ log = logging.getLogger(__name__)
 @dataclass
 class HarnessLauncherConf:
     _target_: str = "hydra_plugins.harness_launcher.launcher.HarnessLauncher"
-    n_jobs: Optional[int] = None          # runs at once; null: one per GPU, or one per CPU core (memory allowing)
+    n_jobs: Optional[int] = None          # runs at once; null: runs_per_gpu per GPU for GPU runs, else one per CPU
+                                          # core (memory allowing)
+    runs_per_gpu: int = 1                 # GPU runs that share one GPU at once, each with its share of its memory
     gpu_ids: Optional[List[int]] = None   # GPUs to hand out; null: CUDA_VISIBLE_DEVICES, else nvidia-smi
     poll_seconds: float = 0.5
     stop_timeout_s: float = 60.0          # after Ctrl-C, how long runs get to record `interrupted`
@@ -44,13 +46,16 @@ class HarnessLauncher(Launcher):
 
     @classmethod
     def harness_check_config(cls, launcher_cfg) -> None:
-        from harness.launch.preflight import check_n_jobs
+        from harness.launch.preflight import check_n_jobs, check_runs_per_gpu
 
         check_n_jobs(launcher_cfg.get("n_jobs"))
+        check_runs_per_gpu(launcher_cfg.get("runs_per_gpu", 1))
 
     def __init__(self, n_jobs: Optional[int] = None, gpu_ids: Optional[List[int]] = None,
-                 poll_seconds: float = 0.5, stop_timeout_s: float = 60.0, reuse_processes: bool = True) -> None:
+                 poll_seconds: float = 0.5, stop_timeout_s: float = 60.0, reuse_processes: bool = True,
+                 runs_per_gpu: int = 1) -> None:
         self.n_jobs, self.gpu_ids = n_jobs, None if gpu_ids is None else list(gpu_ids)
+        self.runs_per_gpu = runs_per_gpu
         self.reuse_processes = reuse_processes
         self.poll_seconds, self.stop_timeout_s = poll_seconds, stop_timeout_s
         self.config: Optional[DictConfig] = None
@@ -118,14 +123,17 @@ class HarnessLauncher(Launcher):
         jobs = [self._job(job) for job in planned]
         later = {job.round for job in planned if job.round > 1}
         gpu_ids = visible_gpus() if self.gpu_ids is None else self.gpu_ids
-        n_jobs = self.n_jobs or default_parallelism(len(jobs), gpu_ids)
+        gpu_jobs = any(job.gpus > 0 for job in jobs)
+        n_jobs = self.n_jobs or default_parallelism(len(jobs), gpu_ids, gpu_jobs, self.runs_per_gpu)
+        shared = f", up to {self.runs_per_gpu} on each" if self.runs_per_gpu > 1 else ""
         log.info(f"Launching {len(jobs)} jobs, {n_jobs} at a time, each in its own process"
-                 + (f", on GPUs {gpu_ids}" if gpu_ids else " on CPU"))
+                 + (f", on GPUs {gpu_ids}{shared}" if gpu_ids and gpu_jobs else " on CPU"))
         for job in jobs:
             log.info(f"\t#{job.num} : {' '.join(filter_overrides(job.overrides))}")
         scheduler = Scheduler(list(jobs), n_jobs, gpu_ids, poll_seconds=self.poll_seconds,
                               stop_timeout=self.stop_timeout_s, progress=terminal_progress(),
-                              label="".join(f"round {r} · " for r in sorted(later)))
+                              label="".join(f"round {r} · " for r in sorted(later)),
+                              runs_per_gpu=self.runs_per_gpu)
         # the interpolation in a warm worker (TensorFlow already loaded); a study in rounds cannot tell its last
         # round before it ends, so the sweep's end (harness.launch.sweep_end.close) makes it, in a process of its own
         last = not sweep_file.more_rounds(sweep_file.read(sweep_dir))

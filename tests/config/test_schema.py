@@ -57,6 +57,7 @@ BAD = [
      "from 1 to 2000: the training-set size 4000 divided by gpus=2"),
     (["-m", "hydra.launcher.n_jobs=abc"], "hydra.launcher.n_jobs=abc", "could not be converted to Integer"),
     (["-m", "hydra.launcher.n_jobs=0"], "hydra.launcher.n_jobs=0", "an integer >= 1"),
+    (["-m", "hydra.launcher.runs_per_gpu=0"], "hydra.launcher.runs_per_gpu=0", "an integer >= 1: the GPU runs"),
     (["hydra.foo=1"], "hydra.foo=1", "Hydra's own config"),
     (["dataset=digits", "dataset.train_split=0.999"], "dataset='digits'", "dataset.train_split=0.999"),
     (["epochs=0"], "epochs=0", ">= 1"),

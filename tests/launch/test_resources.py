@@ -44,9 +44,38 @@ def test_without_cuda_visible_devices_or_nvidia_smi_there_are_no_gpus(monkeypatc
     assert resources.visible_gpus() == []
 
 
+def test_gpu_slots_hand_each_gpu_to_up_to_runs_per_gpu_jobs_and_free_it_with_the_last():
+    pool = GpuPool([0, 1], runs_per_gpu=2)
+    one = [Job(n, [], None, [], gpus=1) for n in range(5)]
+    assert [pool.acquire(job) for job in one[:4]] == [[0], [1], [0], [1]]  # the least loaded first
+    assert pool.acquire(one[4]) is None and pool.free == []  # every slot taken: wait
+    two = Job(9, [], None, [], gpus=2)
+    pool.release([0])
+    assert pool.acquire(two) is None  # GPU 1 has no free slot: a 2-GPU job needs one on each of two GPUs
+    pool.release([1])
+    assert pool.acquire(two) == [0, 1] and pool.free == []
+    for ids in ([0], [1], [0, 1]):
+        pool.release(ids)
+    assert pool.free == [0, 1]  # freed when the last job holding it ended
+    assert pool.acquire(Job(10, [], None, [], gpus=1, devices=(1,))) == [1] and pool.free == [0]
+
+
+def test_cpu_jobs_are_not_capped_by_the_gpus_they_do_not_use(monkeypatch):
+    """A one-GPU workstation runs the main job's 12 CPU runs one per core, not one at a time; GPU runs go
+    runs_per_gpu per GPU."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    monkeypatch.setattr(resources, "cpu_count", lambda: 16)
+    monkeypatch.setattr(resources, "available_memory", lambda: int(100 * resources.MEMORY_PER_RUN))
+    gpus = resources.visible_gpus()
+    assert resources.default_parallelism(12, gpus) == 12
+    assert resources.default_parallelism(12, gpus, gpu_jobs=True) == 1
+    assert resources.default_parallelism(12, gpus, gpu_jobs=True, runs_per_gpu=4) == 4
+    assert resources.default_parallelism(12, [0, 1, 2], gpu_jobs=True, runs_per_gpu=3) == 9
+
+
 def test_default_parallelism_is_one_run_per_gpu_or_per_core_within_memory(monkeypatch):
-    assert resources.default_parallelism(8, [0, 1, 2]) == 3
-    assert resources.default_parallelism(2, [0, 1, 2]) == 2
+    assert resources.default_parallelism(8, [0, 1, 2], gpu_jobs=True) == 3
+    assert resources.default_parallelism(2, [0, 1, 2], gpu_jobs=True) == 2
     monkeypatch.setattr(resources, "cpu_count", lambda: 16)
     available = {"bytes": int(100 * resources.MEMORY_PER_RUN)}
     monkeypatch.setattr(resources, "available_memory", lambda: available["bytes"])

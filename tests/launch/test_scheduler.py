@@ -8,7 +8,9 @@ from harness.launch.scheduler import BLAS_THREADS, Job, Scheduler
 RECORD_ENV = (
     "import json, os, sys, time; start = time.time(); time.sleep({sleep}); "
     "json.dump({{'gpus': os.environ.get('CUDA_VISIBLE_DEVICES'), 'threads': os.environ.get('HARNESS_THREADS'), "
-    "'blas': {{k: os.environ.get(k) for k in {blas!r}}}, 'start': start, 'end': time.time()}}, "
+    "'blas': {{k: os.environ.get(k) for k in {blas!r}}}, 'start': start, 'end': time.time(), "
+    "'share': {{k: os.environ.get(k) for k in ('TF_FORCE_GPU_ALLOW_GROWTH', 'XLA_PYTHON_CLIENT_MEM_FRACTION', "
+    "'HARNESS_RUNS_PER_GPU')}}}}, "
     "open(sys.argv[1], 'w')); sys.exit({code})"
 )
 
@@ -32,7 +34,26 @@ def test_concurrent_jobs_get_disjoint_gpus_and_a_third_waits(tmp_path):
     runs = [seen(tmp_path, n) for n in range(3)]
     assert {runs[0]["gpus"], runs[1]["gpus"]} == {"5", "7"}
     assert runs[2]["start"] >= min(runs[0]["end"], runs[1]["end"]) - 0.05  # waited for a free GPU
-    assert all(r["threads"] is None for r in runs)
+    from harness.launch.resources import cpu_count
+
+    assert all(r["threads"] == str(max(1, cpu_count() // 3)) for r in runs)  # a GPU run's share of the cores too
+    assert all(set(r["share"].values()) == {None} for r in runs)  # a GPU of its own: the backends' defaults
+
+
+def test_runs_sharing_a_gpu_start_with_their_share_of_its_memory_and_of_the_cores(tmp_path, monkeypatch):
+    """runs_per_gpu=4 on one GPU: each run starts on it with TensorFlow's memory growth, JAX's memory fraction
+    0.9 / 4 and its share of the cores; a CPU job beside them keeps off the GPU."""
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_MEM_FRACTION", "0.5")  # the user's, for runs of their own: not inherited
+    jobs = [stand_in(tmp_path, n, gpus=1, sleep=0.0) for n in range(4)] + [stand_in(tmp_path, 4, sleep=0.0)]
+    assert Scheduler(jobs, n_jobs=5, gpu_ids=[3], runs_per_gpu=4, poll_seconds=0.05).run() == {n: 0 for n in range(5)}
+    from harness.launch.resources import cpu_count
+
+    for n in range(4):
+        run = seen(tmp_path, n)
+        assert run["gpus"] == "3" and run["threads"] == str(max(1, cpu_count() // 5))
+        assert run["share"] == {"TF_FORCE_GPU_ALLOW_GROWTH": "true", "XLA_PYTHON_CLIENT_MEM_FRACTION": "0.225",
+                                "HARNESS_RUNS_PER_GPU": "4"}
+    assert seen(tmp_path, 4)["gpus"] == "" and seen(tmp_path, 4)["share"]["HARNESS_RUNS_PER_GPU"] is None
 
 
 def test_cpu_jobs_run_in_parallel_with_the_cores_split(tmp_path, monkeypatch):

@@ -185,3 +185,20 @@ def test_simulated_jax_devices_are_host_devices_set_before_jax_starts_and_fixed_
     simulate_jax_devices(2)  # what this process has already
     with pytest.raises(DeviceError, match="already has 2 JAX CPU device.*cannot change to 4"):
         simulate_jax_devices(4)
+
+
+def test_a_run_out_of_memory_on_a_shared_gpu_names_the_setting_to_lower(monkeypatch):
+    from harness.run.devices import launcher_share, out_of_memory_hint
+
+    class ResourceExhaustedError(Exception):  # TensorFlow's, by name; JAX's XlaRuntimeError says RESOURCE_EXHAUSTED
+        pass
+
+    monkeypatch.setenv("HARNESS_RUNS_PER_GPU", "4")
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_MEM_FRACTION", "0.225")
+    hint = out_of_memory_hint(ResourceExhaustedError("OOM when allocating tensor with shape[64,128]"))
+    assert hint.startswith("out of GPU memory on a GPU shared by 4 runs") and "hydra.launcher.runs_per_gpu" in hint
+    assert out_of_memory_hint(RuntimeError("RESOURCE_EXHAUSTED: Out of memory while trying to allocate")) == hint
+    assert out_of_memory_hint(ValueError("shapes do not match")) is None
+    assert launcher_share()["share"]["XLA_PYTHON_CLIENT_MEM_FRACTION"] == "0.225"
+    monkeypatch.setenv("HARNESS_RUNS_PER_GPU", "1")  # a GPU of its own: the model or the batch is too large for it
+    assert out_of_memory_hint(ResourceExhaustedError("OOM when allocating")) is None
