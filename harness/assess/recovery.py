@@ -37,6 +37,7 @@ class Trial:
     recipe: dict[str, Any]
     status: str                 # the run's status, or "not started"
     tune_acc: float | None      # its final tuning-slice accuracy (None: not finished, or diverged)
+    peak_lr: float | None = None  # the learning rate its schedule peaks at, as its run recorded it
 
 
 @dataclass
@@ -135,10 +136,11 @@ def recover(sweep: Sweep) -> Recovery | None:
     chosen = selection(df).assign(arm=lambda f: f["job"].map(lambda j: arm_of.get(str(j))))
     searched = chosen[chosen["seed"] == first]
     tune = {row["arm"]: row["tune_acc"] for row in searched.to_dict("records") if row["arm"] != AS_IS}
+    peaks = {row["arm"]: _number(row.get("peak_lr")) for row in searched.to_dict("records") if row["arm"] != AS_IS}
     round_one = plan["arms"]
     status = {round_one[str(r["job"])]: r["status"] for r in sweep.records if str(r["job"]) in round_one}
-    trials, best = _search(plan["trials"], "", status, tune)
-    small_trials, small_best = _search(plan.get("small_trials", []), SMALL, status, tune)
+    trials, best = _search(plan["trials"], "", status, tune, peaks)
+    small_trials, small_best = _search(plan.get("small_trials", []), SMALL, status, tune, peaks)
     as_is = chosen[chosen["arm"] == AS_IS]
     reference = {name: _number(as_is.loc[(as_is[BATCH] == size) & (as_is["seed"] == first), "tune_acc"].max())
                  for name, size in (("b", b), ("B", big))}
@@ -163,13 +165,13 @@ def recover(sweep: Sweep) -> Recovery | None:
     return found
 
 
-def _search(recipes: list[dict[str, Any]], prefix: str, status: dict[str, str],
-            tune: dict[str, float]) -> tuple[list[Trial], int | None]:
+def _search(recipes: list[dict[str, Any]], prefix: str, status: dict[str, str], tune: dict[str, float],
+            peaks: dict[str, float | None]) -> tuple[list[Trial], int | None]:
     """The trials of round 1's search (`prefix`: "" at B, SMALL at b) with their final tune_acc at the search's
     seed, and the best of them."""
     trials = [Trial(k, recipe, status.get(f"{prefix}trial_{k}", "not started"),
                     _number(tune.get(f"{prefix}trial_{k}")) if status.get(f"{prefix}trial_{k}") == "completed"
-                    else None)
+                    else None, peaks.get(f"{prefix}trial_{k}"))
               for k, recipe in enumerate(recipes)]
     best = next((t.number for t in sorted(trials, key=lambda t: (-(t.tune_acc or -1.0), t.number))
                  if t.tune_acc is not None), None)

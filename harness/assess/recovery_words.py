@@ -8,8 +8,27 @@ from harness.assess import diagnosis_parts, recovery_verdict
 from harness.assess.recovery_verdict import RECOVERED, Verdict
 
 
-def _recipe_words(recipe: dict[str, Any]) -> str:
-    return ", ".join(f"{key}={value}" for key, value in recipe.items() if value is not None)
+def _recipe_words(recipe: dict[str, Any], peak_lr: float | None = None) -> str:
+    """A recipe as a researcher says it: "adamw with a cosine schedule, peak lr 0.028 (27.9x your lr), 0.45 epochs
+    of warm-up, momentum 0.970, weight decay 0.00065 and label smoothing 0.11" (the command line has it exactly)."""
+    get = recipe.get
+    schedule = {"constant": "a constant learning rate", None: "your schedule"}.get(get("lr_schedule"),
+                                                                                  f"a {get('lr_schedule')} schedule")
+    parts = []
+    if get("lr_factor") is not None:
+        parts.append(f"peak lr {peak_lr:.2g} ({get('lr_factor'):.3g}x your lr)" if peak_lr is not None
+                     else f"{get('lr_factor'):.3g}x your lr")
+    if get("warmup_epochs"):
+        parts.append(f"{get('warmup_epochs'):.2g} epochs of warm-up")
+    for key, name, form in (("momentum", "momentum", ".3f"), ("weight_decay", "weight decay", ".2g"),
+                            ("label_smoothing", "label smoothing", ".2g"),
+                            ("model.bn_momentum", "batch-norm momentum", ".3f")):
+        if get(key) is not None:
+            parts.append(f"{name} {get(key):{form}}")
+    if get("model.ghost_batch_size") is not None:
+        parts.append(f"ghost batch norm over {get('model.ghost_batch_size')}")
+    listed = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + (parts[-1] if parts else "")
+    return f"{get('optimizer') or 'your optimizer'} with {schedule}" + (f", {listed}" if listed else "")
 
 
 def headline(r) -> str:
@@ -24,11 +43,12 @@ def headline(r) -> str:
                    f"{ref['B']:.3f}" if ref["b"] is not None and ref["B"] is not None else "")
         return (f"Round 1, the search: of {len(done)} recipes at batch {r.large_batch} within {r.epochs} epochs (seed "
                 f"{r.seeds[0]}), the best on the tuning slice reached tune_acc {best.tune_acc:.3f}{against}. It is "
-                f"{_recipe_words(best.recipe)}. Not yet confirmed on other seeds or compared on validation: no verdict "
-                "on recovery.")
+                f"{_recipe_words(best.recipe, best.peak_lr)}. Not yet confirmed on other seeds or compared on "
+                "validation: no verdict on recovery.")
     v = r.verdict
-    opening = (f"At batch {r.large_batch} and {r.epochs} epochs, the recipe {_recipe_words(r.trials[r.recipe].recipe)}"
-               f" (trial {r.recipe})")
+    recipe = r.trials[r.recipe]
+    opening = (f"At batch {r.large_batch} and {r.epochs} epochs, {_recipe_words(recipe.recipe, recipe.peak_lr)} "
+               f"(trial {r.recipe})")
     seeds = "one seed: indicative" if v.indicative else f"{v.gap.n} seeds"
     if v.kind == RECOVERED:
         return (f"{opening} keeps {_small(r, 'validation accuracy')}: {_with_interval(v.recipe)} vs "
@@ -120,8 +140,9 @@ def notes(r, plan: dict[str, Any]) -> list[str]:
         else:
             small = r.small_trials[r.small_recipe]
             notes.append(f"Batch {b} got the same search (recover.tune_small=true): its own best confirmed recipe, "
-                         f"trial {r.small_recipe} ({_recipe_words(small.recipe)}), is what batch {big}'s is compared "
-                         f"with, on validation and in the budget; the drop above is between the two as they are.")
+                         f"trial {r.small_recipe} ({_recipe_words(small.recipe, small.peak_lr)}), is what batch "
+                         f"{big}'s is compared with, on validation and in the budget; the drop above is between the "
+                         "two as they are.")
     if r.drop is not None and r.drop.value is not None:
         d = r.drop
         interval = ("" if d.low is None else " (identical at every seed)" if d.identical
