@@ -12,16 +12,12 @@ and the wall time. Nothing here is asserted: a case that does not come out as ex
 """
 from __future__ import annotations
 
-import argparse
 import json
-import subprocess
 import sys
-import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks import doc_blocks
+from benchmarks import matrix
 from harness.store import diagnosis_file
 
 
@@ -65,13 +61,7 @@ SMOKE = Case("smoke: 600 samples, 1 epoch, one seed", ("dataset.num_samples=600"
 
 def run_case(case: Case, folder: Path) -> tuple[dict, float, float]:
     """(diagnosis.json, the command's wall seconds, the data checks' seconds) of one case."""
-    sweep = folder / "sweeps" / "diagnose"
-    started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "harness", "+study=diagnose", *case.overrides,
-                           f"hydra.sweep.dir={sweep}", "-m"], cwd=folder, capture_output=True, text=True)
-    wall = time.perf_counter() - started
-    if proc.returncode != 0:
-        raise RuntimeError(f"{case.name}: exit {proc.returncode}: {proc.stderr[-2000:]}")
+    sweep, wall = matrix.run_study("diagnose", case.name, case.overrides, folder)
     found = diagnosis_file.read(sweep)
     checks = sum(json.loads(p.read_text())["seconds"] for p in sweep.glob("*/data_checks.json"))
     checks += sum(c.get("seconds") or 0.0 for c in found["checks"] if c["name"] == "capacity")
@@ -100,25 +90,8 @@ HEADER = ("| case: `+study=diagnose` with | drop | parts, 95% intervals over pai
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--smoke", action="store_true", help="one tiny case, to check the script works")
-    parser.add_argument("--update-docs", dest="update_docs", action="store_true",
-                        help="rewrite its generated block in docs/studies.md")
-    args = parser.parse_args(argv)
-    rows = []
-    started = time.perf_counter()
-    for case in [SMOKE] if args.smoke else CASES:
-        with tempfile.TemporaryDirectory() as tmp:
-            rows.append(row(case, *run_case(case, Path(tmp))))
-        print(rows[-1], file=sys.stderr, flush=True)
-    total = time.perf_counter() - started
-    table = (f"{HEADER}\n" + "\n".join(rows) + f"\n\nAll cases one after another: {total / 60:.1f} minutes, on "
-             f"{doc_blocks.machine()} with nothing else running. Case 1 runs with the end-of-run probes (the "
-             "default); the others with probes=false.")
-    print(table)
-    if args.update_docs and not args.smoke:
-        doc_blocks.replace_section("diagnose-matrix", table)
-    return 0
+    return matrix.main(argv, __doc__.splitlines()[0], CASES, SMOKE,
+                       lambda case, folder: row(case, *run_case(case, folder)), HEADER, "diagnose-matrix")
 
 
 if __name__ == "__main__":

@@ -33,3 +33,13 @@ def image_states(driver) -> list[dict]:
     return driver.execute_script(
         "return Array.from(document.images).map(i => ({complete: i.complete, natural: i.naturalWidth, "
         "shown: i.getBoundingClientRect().width, alt: i.alt}))")
+
+
+def section_screenshot(driver, section, path: Path, width: int = 1400, height: int = 2200) -> Path:
+    """A screenshot of the page from just above `section` (an element), `height` pixels tall, as a user scrolled
+    there sees it; its path."""
+    top = section.location["y"]
+    driver.set_window_size(width, top + height)
+    driver.execute_script("window.scrollTo(0, arguments[0])", top - 20)
+    driver.save_screenshot(str(path))
+    return path

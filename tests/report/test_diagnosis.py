@@ -46,7 +46,7 @@ def test_the_diagnosis_is_legible_in_chromium_at_1400_px(tmp_path):
     data checks tables, nothing wider than the page; a screenshot of it."""
     from selenium.webdriver.common.by import By
 
-    from tests.helpers.browser import chromium, image_states
+    from tests.helpers.browser import chromium, image_states, section_screenshot
 
     sweep = study_sweep(tmp_path / "diag", "+study=diagnose", "batch_size=8,64", "epochs=2", "model.batch_norm=true")
     page = report.write_report(sweep, tmp_path / "reports")
@@ -61,12 +61,7 @@ def test_the_diagnosis_is_legible_in_chromium_at_1400_px(tmp_path):
         assert driver.execute_script("return document.documentElement.scrollWidth") <= 1400
         for name in ("stale_statistics", "fewer_updates", "remains", "label_shift", "feature_shift", "capacity"):
             assert name in driver.page_source
-        top = section.location["y"]
-        driver.set_window_size(1400, top + 2200)
-        driver.execute_script("window.scrollTo(0, arguments[0])", top - 20)
-        screenshot = tmp_path / "diagnosis.png"
-        driver.save_screenshot(str(screenshot))
-        assert screenshot.stat().st_size > 50_000
+        assert section_screenshot(driver, section, tmp_path / "diagnosis.png").stat().st_size > 50_000
 
 
 def test_a_path_below_zero_stays_inside_the_axes_with_every_label():

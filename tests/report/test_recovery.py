@@ -13,7 +13,7 @@ FIGURES = ("val_acc by epoch: as they are, and batch B with the recipe",
 def test_the_recovery_is_legible_in_chromium_at_1400_px(tmp_path):
     from selenium.webdriver.common.by import By
 
-    from tests.helpers.browser import chromium, image_states
+    from tests.helpers.browser import chromium, image_states, section_screenshot
 
     sweep = study_sweep(tmp_path / "rec", "+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=8",
                         "seed=0,1,2")
@@ -33,9 +33,4 @@ def test_the_recovery_is_legible_in_chromium_at_1400_px(tmp_path):
             states = [s for s in image_states(driver) if s["alt"] == title]
             assert states and states[0]["complete"] and states[0]["shown"] >= 0.9 * states[0]["natural"], title
         assert driver.execute_script("return document.documentElement.scrollWidth") <= 1400
-        top = section.location["y"]
-        driver.set_window_size(1400, top + 3200)
-        driver.execute_script("window.scrollTo(0, arguments[0])", top - 20)
-        screenshot = tmp_path / "recovery.png"
-        driver.save_screenshot(str(screenshot))
-        assert screenshot.stat().st_size > 50_000
+        assert section_screenshot(driver, section, tmp_path / "recovery.png", height=3200).stat().st_size > 50_000
