@@ -67,11 +67,13 @@ def read_section(name: str) -> str:
     return rest.lstrip("\n") if PROVENANCE.match(first) else text
 
 
-def replace_section(name: str, text: str, command: str | None = None) -> None:
-    """Put `text` in block `name`, under a provenance line naming `command` (default: this process's)."""
+def replace_section(name: str, text: str, command: str | None = None, on: str | None = None,
+                    when: datetime.date | None = None) -> None:
+    """Put `text` in block `name`, under a provenance line naming `command` (default: this process's), and the
+    machine and date of the measurement when it ran elsewhere (a GPU machine's results read here)."""
     path = holder(name)
     start_marker, end_marker = _markers(name)
     content = path.read_text()
     start, end = content.index(start_marker) + len(start_marker), content.index(end_marker)
-    body = provenance(command) + "\n\n" + text.strip("\n")
+    body = provenance(command, when, on) + "\n\n" + text.strip("\n")
     path.write_text(content[:start] + "\n" + body + "\n" + content[end:])

@@ -9,11 +9,12 @@
 #                                     # batch size and the wall time, and checks every run trained on a GPU; the
 #                                     # report (matplotlib, Jinja2) is built from the copied sweep folder on any
 #                                     # machine: python -m harness.report SWEEP
-#   scripts/gpu_smoke.sh share WHEELS # the same set-up; the main job (seed=0, backend=jax gpus=1) at
-#                                     # hydra.launcher.runs_per_gpu 1 and 4 on one GPU: wall time and the median
-#                                     # samples/s of each (docs/sweeps.md, "Many small runs on one GPU")
+#   scripts/gpu_smoke.sh share WHEELS [OPTIONS]  # the same set-up; the main job (seed=0, backend=jax gpus=1)
+#                                     # at hydra.launcher.runs_per_gpu 1 and 4 on one GPU, 2 rounds: wall time,
+#                                     # samples/s, GPU use (python -m benchmarks.bench_gpu_share OPTIONS; its table
+#                                     # goes in docs/sweeps.md, "Many small runs on one GPU", with --from --update-docs)
 #   scripts/gpu_smoke.sh wheels WHEELS [PYTHON_VERSION]   # on a machine with an index: those wheels, for the
-#                                     # GPU machine's Python (default 3.11)
+#                                     # GPU machine's Python (default 3.12)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SWEEP=${SWEEP:-sweeps/gpu-smoke-$(date +%Y%m%d-%H%M%S)}
@@ -23,10 +24,12 @@ mnist1d=mnist1d submitit=submitit hydra_plugins.hydra_submitit_launcher=hydra-su
 pyarrow=pyarrow scipy=scipy sklearn=scikit-learn tensorboard=tensorboard"
 
 if [ "${1:-}" = wheels ]; then
-  dir=${2:?usage: scripts/gpu_smoke.sh wheels DIR [PYTHON_VERSION]}; version=${3:-3.11}
-  dists=$(for need in $JAX_NEEDS; do echo "${need#*=}"; done)
+  dir=${2:?usage: scripts/gpu_smoke.sh wheels DIR [PYTHON_VERSION]}; version=${3:-3.12}
+  dists=$(for need in $JAX_NEEDS; do echo "${need#*=}"; done | grep -v '^antlr4')
   # shellcheck disable=SC2086
   "${PY:-.venv/bin/python}" -m pip download --quiet --only-binary=:all: --python-version "$version" -d "$dir" $dists
+  # Hydra's antlr4 4.9.3 is a source distribution only: built here into a pure-Python wheel
+  "${PY:-.venv/bin/python}" -m pip wheel --quiet --no-deps -w "$dir" "antlr4-python3-runtime==4.9.3"
   echo "gpu_smoke: wheels for Python $version in $dir"; exit 0
 fi
 
@@ -47,34 +50,8 @@ PY
   "$PY" -m pip install --quiet --no-deps --no-build-isolation . >/dev/null
   if [ "$1" = share ]; then
     export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}  # one GPU, whatever the machine has
-    for k in 1 4; do
-      started=$(date +%s)
-      "$PY" -m harness batch_size=8,32,64,128 backend=jax gpus=1 seed=0 probes=false \
-        hydra.launcher.runs_per_gpu="$k" hydra.sweep.dir="$SWEEP-k$k" -m >"$SWEEP-k$k.log" 2>&1 || true
-      echo "$k $(( $(date +%s) - started ))" >> "$SWEEP-share.txt"
-    done
-    "$PY" - "$SWEEP" <<'PY'
-import json, sys
-from pathlib import Path
-import pandas as pd
-
-base, ok = sys.argv[1], True
-print(f"{'runs_per_gpu':>12} {'wall s':>7} {'runs':>5}  median samples/s by batch")
-for line in Path(f"{base}-share.txt").read_text().split("\n"):
-    if not line.strip():
-        continue
-    k, wall = line.split()
-    speeds, runs = {}, 0
-    for run_file in Path(f"{base}-k{k}").glob("*/run.json"):
-        record = json.loads(run_file.read_text())
-        ok &= record["status"] == "completed"
-        runs += 1
-        speed = pd.read_parquet(run_file.parent / "metrics.parquet")["samples_per_second"]
-        speeds[record["config"]["batch_size"]] = float(speed.iloc[1:].median() if len(speed) > 1 else speed.iloc[0])
-    print(f"{k:>12} {float(wall):>7.1f} {runs:>5}  " + ", ".join(f"{b}: {v:.0f}" for b, v in sorted(speeds.items())))
-print("gpu_smoke: OK, every run completed" if ok else "gpu_smoke: FAILED (see the sweeps' logs)")
-sys.exit(0 if ok else 1)
-PY
+    shift 2 || shift $#
+    "$PY" -m benchmarks.bench_gpu_share --out "$SWEEP" --command "scripts/gpu_smoke.sh share WHEELS${*:+ $*}" "$@"
     exit $?
   fi
   started=$(date +%s)

@@ -10,6 +10,7 @@ import pytest
 from benchmarks import (
     bench_backends,
     bench_data_checks,
+    bench_gpu_share,
     bench_plan,
     bench_precise_bn,
     bench_probes,
@@ -21,7 +22,8 @@ from benchmarks import (
     diagnose_matrix,
 )
 
-SCRIPTS = ["bench_backends", "bench_data_checks", "bench_plan", "bench_precise_bn", "bench_probes", "bench_recipes",
+SCRIPTS = ["bench_backends", "bench_data_checks", "bench_gpu_share", "bench_plan", "bench_precise_bn", "bench_probes",
+           "bench_recipes",
            "bench_report",
            "bench_speed", "bench_sweep", "bench_tracking", "diagnose_matrix", "recover_matrix"]
 
@@ -178,3 +180,59 @@ def test_recover_matrix_row_gives_the_verdict_and_the_budget_line_from_recovery_
                                                                                                           90.0, 34)
     found.update(verdict=None, recipe_trial=None, recipe=None, gap=None, recovered=None)
     assert "| – | – | – | no verdict | no verdict |" in recover_matrix.row(case, found, 90.0, 34)
+
+
+def _share_sweep(seeds, k, round_, span, wall, busy, exit_code=0, completed=None, runs=4, fit=2.0, speed=100.0):
+    return {"round": round_, "seeds": seeds, "k": k, "exit_code": exit_code, "wall_s": wall, "gpu_busy": busy,
+            "gpu_memory_mib": 1024.0 * k, "runs": runs, "completed": runs if completed is None else completed,
+            "span_s": span, "fit_s": fit, "run_s": fit + 3, "epochs": 15, "speeds": {"8": speed, "128": speed * 10}}
+
+
+def test_gpu_share_table_takes_medians_of_clean_rounds_and_the_ratio_to_one_run_per_gpu():
+    results = {"machine": "NVIDIA H200 with JAX 0.11.2, 16 CPU cores",
+               "commands": ["scripts/gpu_smoke.sh share WHEELS"],
+               "sweeps": [_share_sweep("0", 4, "warm", 90.0, 99.0, 50.0),  # the warm-up times nothing
+                          _share_sweep("0", 1, "1", 40.0, 48.0, 5.0, speed=100.0),
+                          _share_sweep("0", 4, "1", 10.0, 16.0, 20.0, speed=90.0),
+                          _share_sweep("0", 1, "2", 44.0, 50.0, 7.0, speed=110.0),
+                          _share_sweep("0", 4, "2", 12.0, 18.0, 30.0, speed=80.0),
+                          _share_sweep("0", 1, "3", 100.0, 120.0, 6.0, speed=120.0),  # mean 61.3, median 44
+                          _share_sweep("0", 4, "3", 11.0, 17.0, 25.0, speed=70.0),
+                          _share_sweep("0,1,2", 12, "1", 3.0, 9.0, 60.0, exit_code=143, completed=9, runs=12)]}
+    text = bench_gpu_share.table(results)
+    assert text.startswith("Measured by `scripts/gpu_smoke.sh share WHEELS` on NVIDIA H200 with JAX 0.11.2")
+    lines = text.splitlines()
+    header = next(line for line in lines if line.startswith("| runs |"))
+    assert "median samples/s at batch 8 / 128" in header
+    assert "| 4 (seed=0) | 1 | 3 | 44.0 s | 1.00x | 50.0 s | 2.0 s / 5.0 s | 110 / 1100 | 6% | 1 GiB |" in lines
+    # 11 / 44, the ratio of the medians (not of the means, 11 / 61.3)
+    assert "| 4 (seed=0) | 4 | 3 | 11.0 s | 0.25x | 17.0 s | 2.0 s / 5.0 s | 80 / 800 | 25% | 4 GiB |" in lines
+    assert not any(line.startswith("| 12 ") for line in lines)  # the cut sweep times nothing
+    assert lines[-1] == "Left out: seed=0,1,2 K=12 round 1 (9 of 12 runs completed; stopped at the deadline)."
+
+
+def test_gpu_share_reads_a_sweep_folder_and_merges_measurements(tmp_path):
+    import json
+
+    import pandas as pd
+
+    sweep = tmp_path / "s0-k4-1"
+    for job, (batch, start, end) in enumerate([(8, "10:00:00", "10:00:07"), (128, "10:00:02", "10:00:12")]):
+        (sweep / str(job)).mkdir(parents=True)
+        (sweep / str(job) / "run.json").write_text(json.dumps({
+            "status": "completed", "config": {"batch_size": batch, "epochs": 3}, "fit_seconds": 2.0 + job,
+            "run_seconds": 6.0, "started_at": f"2026-12-04T{start}+00:00", "finished_at": f"2026-12-04T{end}+00:00",
+            "environment": {"devices": ["gpu:0"], "share": {"XLA_PYTHON_CLIENT_MEM_FRACTION": "0.225"}}}))
+        # epoch 1 (compiling) is left out of the median
+        pd.DataFrame({"samples_per_second": [1.0, 100.0 * (job + 1), 300.0 * (job + 1)]}).to_parquet(
+            sweep / str(job) / "metrics.parquet")
+    read = bench_gpu_share.read_sweep(sweep)
+    assert read["span_s"] == 12.0 and read["runs"] == read["completed"] == 2 and read["fit_s"] == 2.5
+    assert read["speeds"] == {"8": 200.0, "128": 400.0} and read["devices"] == ["gpu:0"]
+    for name, command in (("a", "one"), ("b", "two")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.json").write_text(json.dumps(
+            {"machine": "H200, 16 CPU cores", "date": "2026-12-0" + ("3" if name == "a" else "4"),
+             "commands": [command], "sweeps": [{"k": 1}]}))
+    both = bench_gpu_share.merged([tmp_path / "a", tmp_path / "b"])
+    assert both["commands"] == ["one", "two"] and both["date"] == "2026-12-04" and len(both["sweeps"]) == 2
