@@ -14,6 +14,7 @@ from tests.helpers import backends
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = Path(__file__).resolve().parent.parent
+SHARED = "HARNESS_TEST_SHARED"  # the folder of the test run's shared sweeps and caches, for a child pytest to find
 if backends.current() != "tensorflow":  # a child pytest running a test's case on another backend
     from harness import backend as _backend
 
@@ -29,11 +30,14 @@ def backend(request) -> str:
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(items):
     """The cases for another backend run together in one child pytest (tests/helpers/backends.py): pytest-xdist
-    (`--dist loadgroup`) gives them all to one worker, so no worker waits while another's child runs them."""
+    (`--dist loadgroup`) gives them all to one worker, so no worker waits while another's child runs them.
+    The long ones (`slow`, and the groups a worker runs as one) go first, in their order: the workers hand them out
+    in this order, and a long test started last would leave the other worker idle at the end."""
     for item in items:
         wanted = backends.case_backend(item)
         if wanted is not None and not backends.here(wanted):
             item.add_marker(pytest.mark.xdist_group(f"backend-{wanted}"))
+    items.sort(key=lambda item: 0 if item.get_closest_marker("slow") or item.get_closest_marker("xdist_group") else 1)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -49,6 +53,8 @@ def pytest_pyfunc_call(pyfuncitem):
 def shared_folder(tmp_path_factory) -> Path:
     """A folder every pytest-xdist worker of this test run sees (the parent of the workers' own temporary
     folders); the run's own temporary folder without xdist."""
+    if os.environ.get(SHARED):  # a child pytest of another backend's cases: its parent's (tests/helpers/backends.py)
+        return Path(os.environ[SHARED])
     base = tmp_path_factory.getbasetemp()
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
@@ -71,7 +77,8 @@ def built_once(tmp_path_factory, name: str, build: Callable[[Path], dict]) -> tu
 def data_cache(tmp_path_factory):
     """Generated data goes to one cache for the whole test run (its writes are atomic, so workers may share it),
     never the user's."""
-    path = shared_folder(tmp_path_factory) / "harness-cache"
+    os.environ[SHARED] = str(shared_folder(tmp_path_factory))  # a child pytest inherits it: the same sweeps, caches
+    path = Path(os.environ[SHARED]) / "harness-cache"
     path.mkdir(exist_ok=True)
     os.environ["HARNESS_CACHE"] = str(path)
     return path
