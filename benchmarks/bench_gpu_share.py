@@ -249,9 +249,14 @@ def main(argv: list[str] | None = None) -> None:
                            "smoke")
             print(table({"sweeps": rows}))
             sys.exit(0 if all(row["completed"] == row["runs"] == 4 for row in rows) else 1)
+    failed = False
     if args.out:
         command = args.command or " ".join(["python -m benchmarks.bench_gpu_share", *(argv or sys.argv[1:])])
-        measure(args.out, args.seeds, args.k, args.repeats, 1, [], args.deadline, command)
+        before = len(json.loads((args.out / "results.json").read_text())["sweeps"]) if (
+            args.out / "results.json").exists() else 0
+        rows = measure(args.out, args.seeds, args.k, args.repeats, 1, [], args.deadline, command)[before:]
+        # a run that failed (out of memory, say) or a command that ran none fails the script; the deadline does not
+        failed = any((row["completed"] < row["runs"] or not row["runs"]) and row["exit_code"] != 143 for row in rows)
     sources = [args.out] if args.out else args.sources
     if not sources:
         parser.error("give --out DIR (measure), --from DIR [DIR ...] (table) or --smoke")
@@ -261,6 +266,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.update_docs:
         doc_blocks.replace_section(BLOCK, text, on=results["machine"],
                                    when=datetime.date.fromisoformat(results["date"]))
+    if failed:
+        print("bench_gpu_share: FAILED: a run did not complete (its sweep's .log and run.json say why)")
+        sys.exit(1)
 
 if __name__ == "__main__":
     main()

@@ -236,3 +236,23 @@ def test_gpu_share_reads_a_sweep_folder_and_merges_measurements(tmp_path):
              "commands": [command], "sweeps": [{"k": 1}]}))
     both = bench_gpu_share.merged([tmp_path / "a", tmp_path / "b"])
     assert both["commands"] == ["one", "two"] and both["date"] == "2026-12-04" and len(both["sweeps"]) == 2
+
+
+@pytest.mark.parametrize("completed, exit_code, fails", [(4, 0, False), (3, 1, True), (0, 2, True), (2, 143, False)])
+def test_gpu_share_fails_when_a_run_failed_but_not_when_the_deadline_stopped_a_sweep(
+        tmp_path, monkeypatch, capsys, completed, exit_code, fails):
+    def sweep(folder, seeds, k, gpus, extra, timeout):  # what run_sweep gives, without a GPU or a run
+        runs = 0 if exit_code == 2 else 4  # exit 2: the command refused, nothing ran
+        row = _share_sweep(seeds, k, None, 10.0, 12.0, 5.0, exit_code=exit_code, completed=completed, runs=runs)
+        return {key: value for key, value in row.items() if key != "round"}  # measure() names the round
+
+    monkeypatch.setattr(bench_gpu_share, "run_sweep", sweep)
+    monkeypatch.setattr(bench_gpu_share, "machine", lambda: "test, 2 CPU cores")
+    argv = ["--out", str(tmp_path), "--k", "1", "--repeats", "1"]
+    if fails:
+        with pytest.raises(SystemExit) as done:
+            bench_gpu_share.main(argv)
+        assert done.value.code == 1 and "FAILED" in capsys.readouterr().out
+    else:
+        bench_gpu_share.main(argv)
+        assert "FAILED" not in capsys.readouterr().out
