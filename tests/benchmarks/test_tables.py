@@ -185,7 +185,8 @@ def test_recover_matrix_row_gives_the_verdict_and_the_budget_line_from_recovery_
 def _share_sweep(seeds, k, round_, span, wall, busy, exit_code=0, completed=None, runs=4, fit=2.0, speed=100.0):
     return {"round": round_, "seeds": seeds, "k": k, "exit_code": exit_code, "wall_s": wall, "gpu_busy": busy,
             "gpu_memory_mib": 1024.0 * k, "runs": runs, "completed": runs if completed is None else completed,
-            "span_s": span, "fit_s": fit, "run_s": fit + 3, "epochs": 15, "speeds": {"8": speed, "128": speed * 10}}
+            "span_s": span, "fit_s": fit, "run_s": fit + 3, "epochs": 15, "speeds": {"8": speed, "128": speed * 10},
+            "devices": ["gpu:0"]}
 
 
 def test_gpu_share_table_takes_medians_of_clean_rounds_and_the_ratio_to_one_run_per_gpu():
