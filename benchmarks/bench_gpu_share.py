@@ -179,9 +179,9 @@ def table(results: dict) -> str:
     for row in filter(_clean, results["sweeps"]):
         groups.setdefault((row["seeds"], row["k"]), []).append(row)
     batches = sorted({int(b) for rows in groups.values() for row in rows for b in row["speeds"]})
-    lines = ["| runs | `runs_per_gpu` | rounds | runs' wall time | ÷ K = 1 | command's wall time | a run: training / "
-             f"all | median samples/s at batch {' / '.join(map(str, batches))} | GPU busy | GPU memory held |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = ["| runs | K | rounds | runs' wall time (÷ K = 1) | command's wall time | a run: training / all | "
+             f"samples/s (thousands) at batch {' / '.join(map(str, batches))} | GPU busy · memory held |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
 
     def median(rows, key):
         values = [row[key] for row in rows if row.get(key) is not None]
@@ -189,20 +189,23 @@ def table(results: dict) -> str:
 
     for (seeds, k), rows in sorted(groups.items(), key=lambda item: (len(item[0][0]), item[0][1])):
         span, base = median(rows, "span_s"), median(groups.get((seeds, 1), []), "span_s")
-        speeds = " / ".join(_fmt(median([{"v": r["speeds"].get(str(b))} for r in rows], "v"), ".0f") for b in batches)
+        speeds = " / ".join(_fmt(None if speed is None else speed / 1000, ".1f") for speed in (
+            median([{"v": r["speeds"].get(str(b))} for r in rows], "v") for b in batches))
         memory = max((r["gpu_memory_mib"] or 0 for r in rows), default=0)
+        ratio = _fmt(span / base if span and base else None, ".2f", "x")
+        held = _fmt(memory / 1024 if memory else None, ".0f", " GiB")
         lines.append(
-            f"| {rows[0]['runs']} (seed={seeds}) | {k} | {len(rows)} | {_fmt(span, '.1f', ' s')} | "
-            f"{_fmt(span / base if span and base else None, '.2f', 'x')} | {_fmt(median(rows, 'wall_s'), '.1f', ' s')} "
-            f"| {_fmt(median(rows, 'fit_s'), '.1f', ' s')} / {_fmt(median(rows, 'run_s'), '.1f', ' s')} | {speeds} | "
-            f"{_fmt(median(rows, 'gpu_busy'), '.0f', '%')} | "
-            f"{_fmt(memory / 1024 if memory else None, '.0f', ' GiB')} |")
+            f"| {rows[0]['runs']} (seed={seeds}) | {k} | {len(rows)} | {_fmt(span, '.1f', ' s')} ({ratio}) | "
+            f"{_fmt(median(rows, 'wall_s'), '.1f', ' s')} | {_fmt(median(rows, 'fit_s'), '.1f', ' s')} / "
+            f"{_fmt(median(rows, 'run_s'), '.1f', ' s')} | {speeds} | {_fmt(median(rows, 'gpu_busy'), '.0f', '%')} · "
+            f"{held} |")
     epochs = sorted({row.get("epochs") for rows in groups.values() for row in rows} - {None})
     measured = " and ".join(f"`{command}`" for command in results.get("commands", []))
     text = [f"Measured by {measured} on {results.get('machine')}, tabled from their results.json. " if measured else "",
             f"Each row: the median of its rounds (MNIST-1D convnet, {' or '.join(map(str, epochs))} epochs, "
             "`backend=jax gpus=1 probes=false`), after one untimed sweep that filled the caches; each round ran "
-            "every K in turn. Runs' wall time: the first run's start to the last run's end; a run: its median "
+            "every K in turn. K: `hydra.launcher.runs_per_gpu`. Runs' wall time: the first run's start to the "
+            "last run's end; a run: its median "
             "training (fit) and whole-run seconds; GPU busy: the mean of nvidia-smi's utilisation (the share of "
             "time a kernel ran) while the command ran; GPU memory held: the most in use, which is what JAX "
             "reserves (75% of the GPU for one run, 0.9/K each when shared), not what the runs need.", "",

@@ -185,8 +185,8 @@ def test_recover_matrix_row_gives_the_verdict_and_the_budget_line_from_recovery_
 def _share_sweep(seeds, k, round_, span, wall, busy, exit_code=0, completed=None, runs=4, fit=2.0, speed=100.0):
     return {"round": round_, "seeds": seeds, "k": k, "exit_code": exit_code, "wall_s": wall, "gpu_busy": busy,
             "gpu_memory_mib": 1024.0 * k, "runs": runs, "completed": runs if completed is None else completed,
-            "span_s": span, "fit_s": fit, "run_s": fit + 3, "epochs": 15, "speeds": {"8": speed, "128": speed * 10},
-            "devices": ["gpu:0"]}
+            "span_s": span, "fit_s": fit, "run_s": fit + 3, "epochs": 15, "devices": ["gpu:0"],
+            "speeds": {"8": speed * 10, "128": speed * 100}}
 
 
 def test_gpu_share_table_takes_medians_of_clean_rounds_and_the_ratio_to_one_run_per_gpu():
@@ -204,10 +204,10 @@ def test_gpu_share_table_takes_medians_of_clean_rounds_and_the_ratio_to_one_run_
     assert text.startswith("Measured by `scripts/gpu_smoke.sh share WHEELS` on NVIDIA H200 with JAX 0.11.2")
     lines = text.splitlines()
     header = next(line for line in lines if line.startswith("| runs |"))
-    assert "median samples/s at batch 8 / 128" in header
-    assert "| 4 (seed=0) | 1 | 3 | 44.0 s | 1.00x | 50.0 s | 2.0 s / 5.0 s | 110 / 1100 | 6% | 1 GiB |" in lines
+    assert "samples/s (thousands) at batch 8 / 128" in header
+    assert "| 4 (seed=0) | 1 | 3 | 44.0 s (1.00x) | 50.0 s | 2.0 s / 5.0 s | 1.1 / 11.0 | 6% · 1 GiB |" in lines
     # 11 / 44, the ratio of the medians (not of the means, 11 / 61.3)
-    assert "| 4 (seed=0) | 4 | 3 | 11.0 s | 0.25x | 17.0 s | 2.0 s / 5.0 s | 80 / 800 | 25% | 4 GiB |" in lines
+    assert "| 4 (seed=0) | 4 | 3 | 11.0 s (0.25x) | 17.0 s | 2.0 s / 5.0 s | 0.8 / 8.0 | 25% · 4 GiB |" in lines
     assert not any(line.startswith("| 12 ") for line in lines)  # the cut sweep times nothing
     assert lines[-1] == "Left out: seed=0,1,2 K=12 round 1 (9 of 12 runs completed; stopped at the deadline)."
 
