@@ -44,13 +44,13 @@ class GpuSampler:
 
     def __init__(self):
         self.samples: list[tuple[float, float]] = []
-        self._process = None
+        self._process, self._reader = None, None
         if shutil.which("nvidia-smi"):
             self._process = subprocess.Popen(
                 ["nvidia-smi", "--query-gpu=utilization.gpu,memory.used", "--format=csv,noheader,nounits",
-                 "-lms", "250", "-i", os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]],
-                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-            threading.Thread(target=self._read, daemon=True).start()
+                 "-lms", "250", "-i", first_gpu()], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            self._reader = threading.Thread(target=self._read, daemon=True)
+            self._reader.start()
 
     def _read(self):
         for line in self._process.stdout:
@@ -64,10 +64,16 @@ class GpuSampler:
         if self._process is not None:
             self._process.terminate()
             self._process.wait()
+            self._reader.join(timeout=5)  # the last samples read
         if not self.samples:
             return {"gpu_busy": None, "gpu_memory_mib": None}
         return {"gpu_busy": statistics.fmean(u for u, _ in self.samples),
                 "gpu_memory_mib": max(m for _, m in self.samples)}
+
+
+def first_gpu() -> str:
+    """The GPU the sweeps run on: the first of CUDA_VISIBLE_DEVICES (gpu_smoke.sh sets it), else 0."""
+    return (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0]
 
 
 def _stamp(text: str) -> float:
@@ -86,7 +92,7 @@ def read_sweep(folder: Path) -> dict:
             speed = pd.read_parquet(run_folder / "metrics.parquet")["samples_per_second"]
             speeds.setdefault(record["config"]["batch_size"], []).append(
                 float(speed.iloc[1:].median() if len(speed) > 1 else speed.iloc[0]))
-    runs = list(records.values())
+    runs = list(records.values())  # their times are to the second (run.json): so is the runs' wall time
     ended = [r for r in runs if r.get("finished_at") and r.get("started_at")]
     span = None
     if ended:
@@ -97,37 +103,55 @@ def read_sweep(folder: Path) -> dict:
         return statistics.median(values) if values else None
 
     return {"folder": folder.name, "runs": len(runs), "epochs": runs[0]["config"]["epochs"] if runs else None,
-            "completed": sum(r["status"] == "completed" for r in runs), "span_s": span,
+            "completed": sum(r["status"] == "completed" for r in runs),
+            "failed": sum(r["status"] == "failed" for r in runs), "span_s": span,
             "fit_s": median("fit_seconds"), "run_s": median("run_seconds"),
             "speeds": {str(b): statistics.median(v) for b, v in sorted(speeds.items())},
             "devices": sorted({d for r in runs for d in r["environment"].get("devices", [])}),
             "share": runs[0]["environment"].get("share", {}) if runs else {}}
 
 
+def _stop(process: subprocess.Popen) -> int:
+    """SIGTERM to the sweep's whole process group (it records its runs `interrupted`), SIGKILL a minute later."""
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        return process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        return process.wait()
+
+
 def run_sweep(folder: Path, seeds: str, k: int, gpus: int, extra: list[str], timeout: float) -> dict:
-    """One sweep as a user types it, in a process session of its own (SIGTERM to all of it past `timeout`)."""
+    """One sweep as a user types it, in a process session of its own: stopped past `timeout` (the row says
+    `deadline`), and with this script (Ctrl-C, a timeout around it), so that no sweep goes on on the GPU."""
     command = [sys.executable, "-m", "harness", *MAIN_JOB, f"seed={seeds}", f"gpus={gpus}",
                f"hydra.launcher.runs_per_gpu={k}", f"hydra.sweep.dir={folder}", *extra, "-m"]
     sampler = GpuSampler() if gpus else None
-    started = time.perf_counter()
-    with open(f"{folder}.log", "w") as log:
-        process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            code = process.wait(timeout=max(timeout, 1))
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGTERM)
-            code = process.wait()
+    started, deadline = time.perf_counter(), False
+    try:
+        with open(f"{folder}.log", "w") as log:
+            process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+                                       start_new_session=True)
+            try:
+                code = process.wait(timeout=max(timeout, 1))
+            except subprocess.TimeoutExpired:
+                code, deadline = _stop(process), True
+            except BaseException:
+                _stop(process)
+                raise
+    finally:
+        gpu = sampler.stop() if sampler else {"gpu_busy": None, "gpu_memory_mib": None}
     wall = time.perf_counter() - started
-    gpu = sampler.stop() if sampler else {"gpu_busy": None, "gpu_memory_mib": None}
-    return {"seeds": seeds, "k": k, "exit_code": code, "wall_s": wall, **gpu, **read_sweep(folder)}
+    return {"seeds": seeds, "k": k, "exit_code": code, "deadline": deadline, "wall_s": wall, **gpu,
+            **read_sweep(folder)}
 
 
 def machine() -> str:
     """Where the measurements ran, for the block's provenance line ("NAME with JAX V, N CPU cores"; no comma)."""
     name = platform.machine()
     if shutil.which("nvidia-smi"):
-        found = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader", "-i", "0"],
-                               capture_output=True, text=True).stdout.strip()
+        found = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader", "-i", first_gpu()],
+                               capture_output=True, text=True, timeout=60).stdout.strip()
         name = found or name
     try:
         import jax
@@ -145,15 +169,15 @@ def measure(out: Path, seeds: str, ks: list[int], repeats: int, gpus: int, extra
     results = json.loads(results_file.read_text()) if results_file.exists() else {"sweeps": []}
     results.update(machine=machine(), date=datetime.date.today().isoformat())
     results["commands"] = [c for c in results.get("commands", []) if c != command] + [command]
-    tag = seeds.replace(",", "")
+    tag = seeds.replace(",", "_")
     plan = [("warm", max(ks))] + [(str(r + 1), k) for r in range(repeats) for k in ks]
+    first = len(results["sweeps"])  # folders numbered on from the sweeps already there: no command reuses one
     for name, k in plan:
         left = deadline - time.time()
         if left < 10:
             print(f"bench_gpu_share: deadline reached, skipped seed={seeds} K={k} round {name}", flush=True)
             continue
-        folder = out / f"s{tag}-k{k}-{name}"
-        shutil.rmtree(folder, ignore_errors=True)
+        folder = out / f"{first + plan.index((name, k)):02d}-s{tag}-k{k}-{name}"
         row = {"round": name, **run_sweep(folder, seeds, k, gpus, extra, left)}
         print(f"bench_gpu_share: seed={seeds} K={k} round {name}: exit {row['exit_code']}, "
               f"{row['completed']}/{row['runs']} completed, wall {row['wall_s']:.1f} s, runs {row['span_s']} s, "
@@ -169,7 +193,13 @@ def _fmt(value, spec: str, unit: str = "") -> str:
 
 def _clean(row: dict) -> bool:
     """A timed sweep whose every run completed: a sweep cut at the deadline or with a failed run times nothing."""
-    return row["round"] != "warm" and row["exit_code"] == 0 and row["completed"] == row["runs"] > 0
+    return (row.get("round") != "warm" and row.get("exit_code") == 0 and not row.get("deadline")
+            and row["completed"] == row["runs"] > 0)
+
+
+def _failed(row: dict) -> bool:
+    """A run failed (out of memory, say), or the command ran none (refused); not a sweep the deadline stopped."""
+    return bool(row.get("failed")) or (not row.get("deadline") and (row["completed"] < row["runs"] or not row["runs"]))
 
 
 def table(results: dict) -> str:
@@ -205,17 +235,17 @@ def table(results: dict) -> str:
             f"Each row: the median of its rounds (MNIST-1D convnet, {' or '.join(map(str, epochs))} epochs, "
             "`backend=jax gpus=1 probes=false`), after one untimed sweep that filled the caches; each round ran "
             "every K in turn. K: `hydra.launcher.runs_per_gpu`. Runs' wall time: the first run's start to the "
-            "last run's end; a run: its median "
+            "last run's end, to the second (run.json's times); a run: its median "
             "training (fit) and whole-run seconds; GPU busy: the mean of nvidia-smi's utilisation (the share of "
             "time a kernel ran) while the command ran; GPU memory held: the most in use, which is what JAX "
             "reserves (75% of the GPU for one run, 0.9/K each when shared), not what the runs need.", "",
             *lines]
     text[:2] = ["".join(text[:2])]
-    left_out = [row for row in results["sweeps"] if row["round"] != "warm" and not _clean(row)]
+    left_out = [row for row in results["sweeps"] if row.get("round") != "warm" and not _clean(row)]
     if left_out:
         text += ["", "Left out: " + "; ".join(
             f"seed={row['seeds']} K={row['k']} round {row['round']} ({row['completed']} of {row['runs']} runs "
-            f"completed; {'stopped at the deadline' if row['exit_code'] == 143 else 'exit ' + str(row['exit_code'])})"
+            f"completed; {'stopped at the deadline' if row.get('deadline') else 'exit ' + str(row.get('exit_code'))})"
             for row in left_out) + "."]
     return "\n".join(text)
 
@@ -224,9 +254,9 @@ def merged(folders: list[Path]) -> dict:
     """The results.json of several measurement folders as one (their sweeps together; machines and commands
     listed once each)."""
     parts = [json.loads((folder / "results.json").read_text()) for folder in folders]
-    return {"machine": " / ".join(dict.fromkeys(part["machine"] for part in parts)),
-            "date": max(part["date"] for part in parts),
-            "commands": list(dict.fromkeys(c for part in parts for c in part["commands"])),
+    return {"machine": " / ".join(dict.fromkeys(part.get("machine", "an unnamed machine") for part in parts)),
+            "date": max(part.get("date", "1970-01-01") for part in parts),
+            "commands": list(dict.fromkeys(c for part in parts for c in part.get("commands", []))),
             "sweeps": [row for part in parts for row in part["sweeps"]]}
 
 
@@ -259,7 +289,9 @@ def main(argv: list[str] | None = None) -> None:
             args.out / "results.json").exists() else 0
         rows = measure(args.out, args.seeds, args.k, args.repeats, 1, [], args.deadline, command)[before:]
         # a run that failed (out of memory, say) or a command that ran none fails the script; the deadline does not
-        failed = any((row["completed"] < row["runs"] or not row["runs"]) and row["exit_code"] != 143 for row in rows)
+        failed = any(map(_failed, rows))
+    if args.out and args.sources:
+        parser.error("--out measures and tables that folder; --from tables others: give one of them")
     sources = [args.out] if args.out else args.sources
     if not sources:
         parser.error("give --out DIR (measure), --from DIR [DIR ...] (table) or --smoke")

@@ -26,10 +26,12 @@ pyarrow=pyarrow scipy=scipy sklearn=scikit-learn tensorboard=tensorboard"
 if [ "${1:-}" = wheels ]; then
   dir=${2:?usage: scripts/gpu_smoke.sh wheels DIR [PYTHON_VERSION]}; version=${3:-3.12}
   dists=$(for need in $JAX_NEEDS; do echo "${need#*=}"; done | grep -v '^antlr4')
-  # shellcheck disable=SC2086
-  "${PY:-.venv/bin/python}" -m pip download --quiet --only-binary=:all: --python-version "$version" -d "$dir" $dists
-  # Hydra's antlr4 4.9.3 is a source distribution only: built here into a pure-Python wheel
+  # Hydra's antlr4 4.9.3 is a source distribution only: built here into a pure-Python wheel first, which the
+  # download of Hydra and omegaconf (both require it) then finds in DIR
   "${PY:-.venv/bin/python}" -m pip wheel --quiet --no-deps -w "$dir" "antlr4-python3-runtime==4.9.3"
+  # shellcheck disable=SC2086
+  "${PY:-.venv/bin/python}" -m pip download --quiet --only-binary=:all: --python-version "$version" \
+    --find-links "$dir" -d "$dir" $dists
   echo "gpu_smoke: wheels for Python $version in $dir"; exit 0
 fi
 

@@ -14,7 +14,6 @@ from tests.helpers import backends
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = Path(__file__).resolve().parent.parent
-SHARED = "HARNESS_TEST_SHARED"  # the folder of the test run's shared sweeps and caches, for a child pytest to find
 if backends.current() != "tensorflow":  # a child pytest running a test's case on another backend
     from harness import backend as _backend
 
@@ -52,8 +51,8 @@ def pytest_pyfunc_call(pyfuncitem):
 def shared_folder(tmp_path_factory) -> Path:
     """A folder every pytest-xdist worker of this test run sees (the parent of the workers' own temporary
     folders); the run's own temporary folder without xdist."""
-    if os.environ.get(SHARED):  # a child pytest of another backend's cases: its parent's (tests/helpers/backends.py)
-        return Path(os.environ[SHARED])
+    if os.environ.get(backends.SHARED):  # a child pytest of another backend's cases: its parent's
+        return Path(os.environ[backends.SHARED])
     base = tmp_path_factory.getbasetemp()
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
@@ -76,8 +75,8 @@ def built_once(tmp_path_factory, name: str, build: Callable[[Path], dict]) -> tu
 def data_cache(tmp_path_factory):
     """Generated data goes to one cache for the whole test run (its writes are atomic, so workers may share it),
     never the user's."""
-    os.environ[SHARED] = str(shared_folder(tmp_path_factory))  # a child pytest inherits it: the same sweeps, caches
-    path = Path(os.environ[SHARED]) / "harness-cache"
+    backends.shared = shared_folder(tmp_path_factory)  # handed to a child pytest: the same sweeps and caches
+    path = backends.shared / "harness-cache"
     path.mkdir(exist_ok=True)
     os.environ["HARNESS_CACHE"] = str(path)
     return path

@@ -182,8 +182,10 @@ def test_recover_matrix_row_gives_the_verdict_and_the_budget_line_from_recovery_
     assert "| – | – | – | no verdict | no verdict |" in recover_matrix.row(case, found, 90.0, 34)
 
 
-def _share_sweep(seeds, k, round_, span, wall, busy, exit_code=0, completed=None, runs=4, fit=2.0, speed=100.0):
-    return {"round": round_, "seeds": seeds, "k": k, "exit_code": exit_code, "wall_s": wall, "gpu_busy": busy,
+def _share_sweep(seeds, k, round_, span, wall, busy, exit_code=0, completed=None, runs=4, fit=2.0, speed=100.0,
+                 deadline=False, failed=0):
+    return {"round": round_, "seeds": seeds, "k": k, "exit_code": exit_code, "deadline": deadline, "failed": failed,
+            "wall_s": wall, "gpu_busy": busy,
             "gpu_memory_mib": 1024.0 * k, "runs": runs, "completed": runs if completed is None else completed,
             "span_s": span, "fit_s": fit, "run_s": fit + 3, "epochs": 15, "devices": ["gpu:0"],
             "speeds": {"8": speed * 10, "128": speed * 100}}
@@ -199,7 +201,8 @@ def test_gpu_share_table_takes_medians_of_clean_rounds_and_the_ratio_to_one_run_
                           _share_sweep("0", 4, "2", 12.0, 18.0, 30.0, speed=80.0),
                           _share_sweep("0", 1, "3", 100.0, 120.0, 6.0, speed=120.0),  # mean 61.3, median 44
                           _share_sweep("0", 4, "3", 11.0, 17.0, 25.0, speed=70.0),
-                          _share_sweep("0,1,2", 12, "1", 3.0, 9.0, 60.0, exit_code=143, completed=9, runs=12)]}
+                          _share_sweep("0,1,2", 12, "1", 3.0, 9.0, 60.0, exit_code=143, completed=9, runs=12,
+                                       deadline=True)]}
     text = bench_gpu_share.table(results)
     assert text.startswith("Measured by `scripts/gpu_smoke.sh share WHEELS` on NVIDIA H200 with JAX 0.11.2")
     lines = text.splitlines()
@@ -239,14 +242,18 @@ def test_gpu_share_reads_a_sweep_folder_and_merges_measurements(tmp_path):
     assert both["commands"] == ["one", "two"] and both["date"] == "2026-12-04" and len(both["sweeps"]) == 2
 
 
-@pytest.mark.parametrize("completed, exit_code, fails", [(4, 0, False), (3, 1, True), (0, 2, True), (2, 143, False)])
+@pytest.mark.parametrize("completed, exit_code, deadline, failed, fails", [
+    (4, 0, False, 0, False), (3, 1, False, 1, True), (0, 2, False, 0, True),  # exit 2: refused, nothing ran
+    (2, 143, True, 0, False), (2, 143, True, 1, True)])  # the deadline excuses the runs it stopped, not a failed one
 def test_gpu_share_fails_when_a_run_failed_but_not_when_the_deadline_stopped_a_sweep(
-        tmp_path, monkeypatch, capsys, completed, exit_code, fails):
+        tmp_path, monkeypatch, capsys, completed, exit_code, deadline, failed, fails):
     def sweep(folder, seeds, k, gpus, extra, timeout):  # what run_sweep gives, without a GPU or a run
-        runs = 0 if exit_code == 2 else 4  # exit 2: the command refused, nothing ran
-        row = _share_sweep(seeds, k, None, 10.0, 12.0, 5.0, exit_code=exit_code, completed=completed, runs=runs)
+        row = _share_sweep(seeds, k, None, 10.0, 12.0, 5.0, exit_code=exit_code, completed=completed,
+                           runs=0 if exit_code == 2 else 4, deadline=deadline, failed=failed)
+        folders.append(folder.name)
         return {key: value for key, value in row.items() if key != "round"}  # measure() names the round
 
+    folders: list[str] = []
     monkeypatch.setattr(bench_gpu_share, "run_sweep", sweep)
     monkeypatch.setattr(bench_gpu_share, "machine", lambda: "test, 2 CPU cores")
     argv = ["--out", str(tmp_path), "--k", "1", "--repeats", "1"]
@@ -257,3 +264,8 @@ def test_gpu_share_fails_when_a_run_failed_but_not_when_the_deadline_stopped_a_s
     else:
         bench_gpu_share.main(argv)
         assert "FAILED" not in capsys.readouterr().out
+    try:  # the same folder measured again: every sweep keeps a folder of its own
+        bench_gpu_share.main([*argv, "--seeds", "0,1,2"])
+    except SystemExit:
+        pass
+    assert folders == ["00-s0-k1-warm", "01-s0-k1-1", "02-s0_1_2-k1-warm", "03-s0_1_2-k1-1"]

@@ -15,13 +15,15 @@ from tests.helpers.runs import frozen, record, wait_for_signal
 
 pytestmark = pytest.mark.slow
 # batch 16, then 64, one at a time in one warm worker (the default launcher's)
-COMMAND = ["+study=smoke", "epochs=20", "hydra.launcher.n_jobs=1", "-m"]
+EPOCHS = 20
+COMMAND = ["+study=smoke", f"epochs={EPOCHS}", "hydra.launcher.n_jobs=1", "-m"]
 
 
 def _interrupted_after_its_first_run(cwd: Path, attempts: int = 3) -> tuple[Path, str]:
     """The smoke sweep in its default folder, Ctrl-C'd while its second run trains (frozen while the signal is
-    sent); (its folder, what it printed on stderr). A loaded machine may let the short second run finish before it
-    is frozen: then it starts again in a new directory."""
+    sent); (its folder, what it printed on stderr). A loaded machine may let the short second run finish, or come
+    within two epochs of its end (a signal in its last epoch may find it done), before it is frozen: then it starts
+    again in a new directory."""
     for attempt in range(attempts):
         here = cwd / f"try-{attempt}"
         here.mkdir()
@@ -38,7 +40,8 @@ def _interrupted_after_its_first_run(cwd: Path, attempts: int = 3) -> tuple[Path
             continue
         worker = record(second)["environment"]["pid"]
         with frozen(worker):
-            if record(second)["status"] == "running":
+            now = record(second)
+            if now["status"] == "running" and (now.get("epochs_completed") or 0) <= EPOCHS - 3:
                 proc.send_signal(signal.SIGINT)
                 wait_for_signal(worker, signal.SIGINT)  # forwarded while frozen: a starved command forwards late
                 sent = True

@@ -17,6 +17,8 @@ from pathlib import Path
 
 BACKENDS = ("tensorflow", "jax")
 VARIABLE = "HARNESS_TEST_BACKEND"
+SHARED = "HARNESS_TEST_SHARED"  # the parent's folder of shared sweeps and caches, given to the child pytest only
+shared: Path | None = None  # that folder, once tests/conftest.py's session fixture has made it
 REPO = Path(__file__).resolve().parent.parent.parent
 _outcomes: dict[str, dict[str, str | None]] = {}  # backend -> {node id: failure or None}
 
@@ -72,7 +74,8 @@ def _run(nodeids: list[str], backend: str, timeout: int) -> dict[str, str | None
         proc = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
              f"--junitxml={report}", *nodeids],
-            cwd=REPO, capture_output=True, text=True, timeout=timeout, env={**os.environ, VARIABLE: backend},
+            cwd=REPO, capture_output=True, text=True, timeout=timeout,
+            env={**os.environ, VARIABLE: backend, **({SHARED: str(shared)} if shared else {})},
         )
         if not report.exists():
             missing = f"the child pytest wrote no report:\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}"
