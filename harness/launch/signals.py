@@ -7,18 +7,17 @@ from __future__ import annotations
 import signal
 import threading
 
-HANDLED = (signal.SIGTERM, signal.SIGUSR2)  # SIGINT already raises KeyboardInterrupt
+from harness.run import stop
+from harness.run.stop import Interrupted
 
-
-class Interrupted(KeyboardInterrupt):
-    """A handled signal, raised where the process is, so every `except KeyboardInterrupt` path applies."""
-
-    def __init__(self, signum: int):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
+__all__ = ["HANDLED", "Interrupted", "exit_code", "install"]
+HANDLED = (signal.SIGTERM, signal.SIGUSR2)  # and SIGINT, as KeyboardInterrupt
 
 
 def _raise(signum, frame) -> None:
+    stop.ask(signum)  # in case a library the exception passes through catches it (harness.run.stop)
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
     raise Interrupted(signum)
 
 
@@ -27,7 +26,7 @@ def install() -> None:
     into KeyboardInterrupt even when the process started with it ignored: a shell script's background job (`&`)
     ignores SIGINT, and its runs would then not stop when the launcher forwards Ctrl-C to them."""
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGINT, _raise)
         for signum in HANDLED:
             signal.signal(signum, _raise)
 

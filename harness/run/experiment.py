@@ -14,7 +14,7 @@ from harness.config.schema import RECIPE_DEFAULTS, RunConfig
 from harness.data import registry as data
 from harness.data.transforms import Arrays
 from harness.probes import in_run as probes
-from harness.run import checkpoint, devices, slurm
+from harness.run import checkpoint, devices, slurm, stop
 from harness.run.inputs import prepare_data, training_inputs
 from harness.run.tensorboard_log import RunBoard
 from harness.store import layout
@@ -86,6 +86,7 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
         return result
     except (KeyboardInterrupt, SystemExit) as err:  # Ctrl-C, SIGTERM, or submitit's requeue before a time limit
         status, error = "interrupted", err
+        stop.clear()
         if isinstance(err, SystemExit) and os.environ.get("SLURM_JOB_ID"):
             record.data.setdefault("notes", []).append(slurm.REQUEUED)
         raise
@@ -132,7 +133,8 @@ def _train(run: _Run, board: RunBoard, tracker: RunTracker, check_data: Settings
     with placement.training():  # callbacks in order: the row, then what stops on it, then the checkpoint
         train.fit(model, batches, plan, schedule.epochs,
                   [c for c in (step_sync, monitor, recorder, divergence, at_loss) if c is not None]
-                  + [checkpoint.callback(run.run_dir, model, then=tracker.flush)], initial_epoch=run.resume_epoch)
+                  + [checkpoint.callback(run.run_dir, model, then=lambda: (tracker.flush(), stop.check()))],
+                  initial_epoch=run.resume_epoch)
     run.record.update(fit_seconds=time.perf_counter() - fit_started,
                       target_reached_at_epoch=None if at_loss is None else at_loss.reached_at)
     _end_of_run(run, model, model_cfg, data_in, decode, placement.replicas, monitor, divergence.diverged)

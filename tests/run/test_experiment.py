@@ -358,3 +358,28 @@ def test_a_jax_run_that_loaded_tensorflow_after_all_names_its_version(monkeypatc
     monkeypatch.setitem(sys.modules, "tensorflow", type(sys)("tensorflow"))
     sys.modules["tensorflow"].__version__ = "2.99"
     assert backend.tensorflow_loaded_on_jax() == {"tensorflow": "2.99"}
+
+
+@pytest.mark.parametrize("signum", [2, 15])  # SIGINT (Ctrl-C), SIGTERM
+def test_a_signal_whose_exception_a_library_swallowed_stops_the_run_once_its_next_epoch_is_saved(compose, tmp_path,
+                                                                                                 signum):
+    """The handler raises at once and records the signal (harness.run.stop). Where a library catches the exception
+    (a Ctrl-C while TensorFlow traced the model was lost, and the run trained to its end), the run raises it again
+    once its next epoch is saved: interrupted, with the signal's exit code, and resumed from that epoch."""
+    from harness.launch import signals
+    from harness.run import checkpoint, stop
+
+    try:
+        signals._raise(signum, None)
+    except KeyboardInterrupt:
+        pass  # swallowed, as a library might
+    cfg = compose(*TINY, "epochs=3")
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        run_experiment(cfg, tmp_path / "r", run_id="s/0")
+    assert signals.exit_code(stopped.value)[0] == 128 + signum
+    record = json.loads((tmp_path / "r" / "run.json").read_text())
+    assert record["status"] == "interrupted" and record["epochs_completed"] == 1
+    assert checkpoint.saved_epoch(tmp_path / "r") == 1 and stop.requested is None
+    run_experiment(cfg, tmp_path / "r", run_id="s/0")  # acted on once: the same run resumes and completes
+    record = json.loads((tmp_path / "r" / "run.json").read_text())
+    assert record["status"] == "completed" and record["resumed_from_epoch"] == 1
