@@ -226,7 +226,20 @@ class StopAtTrainLoss(keras.callbacks.Callback):
 def fit(model: keras.Model, train, plan: BatchPlan, epochs: int,
         callbacks: list[keras.callbacks.Callback], initial_epoch: int = 0) -> None:
     """Train; validation is one of the EpochRecorder's measures, once per epoch."""
+    _build_before_tracing(model, train)
     model.fit(
         train, epochs=epochs, initial_epoch=initial_epoch,
         steps_per_epoch=plan.steps_per_epoch, callbacks=callbacks, verbose=0, shuffle=False,
     )
+
+
+def _build_before_tracing(model: keras.Model, train) -> None:
+    """Without a distribution strategy Keras (3.15, TensorFlow) leaves the optimizer's and the metrics' variables to
+    the first trace of its training step, and a tf.function that creates variables is traced a second time:
+    MobileNetV2's step, 7 s of CPU to trace, was traced twice. Built first, as Keras itself does under a strategy,
+    the step is traced once (tests/run/test_train.py); the numbers are the same. JAX's fit does it already."""
+    spec = getattr(train, "element_spec", None)  # a tf.data.Dataset: TensorFlow's training batches
+    if spec is None or getattr(model, "_distribute_strategy", None) is not None:  # Keras builds these itself
+        return
+    with model.distribute_strategy.scope():
+        model._symbolic_build(data_batch=spec)

@@ -73,7 +73,7 @@ def test_mobilenetv2_whose_statistics_lag_at_both_sizes_is_told_it_never_learned
     image folder (scikit-learn's digits at 32 x 32), batch 8 against 64. Every run validates at chance with the
     moving statistics; the diagnosis says that first, with each size's bn_initial_weight and its accuracy with the
     statistics recomputed, then splits the difference (its parts still add up). One seed and the ladder (4 runs):
-    each run's first step compiles MobileNetV2's training graph, 12 s of its ~20 s here."""
+    each run traces MobileNetV2's training step once (harness.run.train), most of its ~20 s here."""
     write_digits(tmp_path / "digits", per_class=20)
     sweep = tmp_path / "sweeps" / "mobilenet"
     proc = run_harness("+study=diagnose", "dataset=images", f"dataset.path={tmp_path / 'digits'}", "model=application",
