@@ -6,7 +6,7 @@ import signal
 import subprocess
 import sys
 import time
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 
 import pandas as pd
@@ -279,7 +279,9 @@ def test_a_slurm_time_limit_records_interrupted_requeues_and_resumes_to_the_same
     every 2 s. The run is far longer than an attempt on any machine (300 epochs): the test watches the first
     attempt end in `interrupted`, a requeued one resume and train an epoch more, then cancels the job, and its
     epochs must equal the first epochs of the same run uninterrupted, which trains meanwhile (not the shared
-    reference run: how many epochs the attempts reach is known only once they have)."""
+    reference run: how many epochs the attempts reach is known only once they have). Both are frozen while they
+    wait, so they take no core from the other tests: the first attempt once it has an epoch, until SLURM's signal
+    is pending, and the uninterrupted run once it has two, until the attempts are done."""
     sweep = tmp_path / "sweep"
     run = ["dataset.num_samples=5000", "batch_size=16", "seed=0", "probes=false"]  # 4000 samples: ~1 s an epoch
     # the signal 45 s into each attempt: a requeued attempt's start-up takes up to ~28 s on a loaded machine and
@@ -295,6 +297,13 @@ def test_a_slurm_time_limit_records_interrupted_requeues_and_resumes_to_the_same
                             stdout=log, stderr=subprocess.STDOUT)
     resumed = None
     try:
+        wait_for_epochs(tmp_path / "straight", 2)
+        os.kill(straight.pid, signal.SIGSTOP)  # continued once the attempts are done
+        wait_for_epochs(sweep / "0", 1)
+        first = record(sweep / "0")
+        statuses.append((time.monotonic(), first["status"]))
+        with frozen(first["environment"]["pid"]):  # no epochs meanwhile: SLURM's signal waits for it, 45 s in
+            _wait_for_signal_or_status(sweep / "0", first["environment"]["pid"], signal.SIGUSR2)
         deadline = time.monotonic() + 300
         while proc.poll() is None and time.monotonic() < deadline:  # every status between the attempts
             try:
@@ -319,6 +328,7 @@ def test_a_slurm_time_limit_records_interrupted_requeues_and_resumes_to_the_same
     assert seen[:3] == ["running", "interrupted", "running"], statuses
     assert "Requeued job" in (sweep / "0" / "train.log").read_text()
     assert len(attempts) >= resumed["resumed_from_epoch"] + 1
+    os.kill(straight.pid, signal.SIGCONT)
     deadline = time.monotonic() + 300  # the uninterrupted run, as far as the interrupted one came
     while straight.poll() is None and time.monotonic() < deadline:
         try:
@@ -330,6 +340,19 @@ def test_a_slurm_time_limit_records_interrupted_requeues_and_resumes_to_the_same
     straight.kill()
     straight.wait()
     pd.testing.assert_frame_equal(attempts, metrics(tmp_path / "straight").iloc[:len(attempts)], check_exact=True)
+
+
+def _wait_for_signal_or_status(run_dir: Path, pid: int, signum: int, timeout: float = 180) -> None:
+    """Until the frozen run has `signum` pending, or its status has changed: a signal that reached it before it
+    stopped was handled, and it recorded that."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if record(run_dir)["status"] != "running":
+            return
+        with suppress(AssertionError):
+            wait_for_signal(pid, signum, timeout=0.5)
+            return
+    raise AssertionError(f"run {run_dir} was never sent {signal.Signals(signum).name}")
 
 
 @pytest.mark.slow
