@@ -272,7 +272,8 @@ def _stop_job(proc: subprocess.Popen, sweep: Path) -> None:
 
 
 @pytest.mark.xdist_group("slurm")  # one local SLURM: the SLURM tests take turns on one worker
-def test_a_slurm_time_limit_records_interrupted_requeues_and_resumes_to_the_same_metrics(tmp_path, local_slurm):
+def test_a_slurm_time_limit_records_interrupted_requeues_and_resumes_to_the_same_metrics(tmp_path, local_slurm,
+                                                                                       request):
     """On a real one-node SLURM (scripts/slurm_local.sh): submitit asks for SIGUSR2 15 s before a 1-minute limit,
     requeues the job, and the run resumes from its last epoch and trains on. slurm_local.sh sets cred_expire=10 s,
     the wait of a requeued job before it starts again (SLURM's default is 120 s), and the scheduler's passes to
@@ -292,6 +293,7 @@ def test_a_slurm_time_limit_records_interrupted_requeues_and_resumes_to_the_same
     straight = subprocess.Popen([sys.executable, "-m", "harness", *run, "epochs=300",
                                  f"hydra.run.dir={tmp_path / 'straight'}"],
                                 cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    request.addfinalizer(straight.kill)  # frozen for most of the test: never left behind, whatever fails
     log = open(tmp_path / "command.log", "w")  # not a pipe: submitit's polling would fill it and block
     proc = subprocess.Popen([sys.executable, "-m", "harness", *command], cwd=tmp_path, text=True,
                             stdout=log, stderr=subprocess.STDOUT)
