@@ -113,21 +113,23 @@ def _train(run: _Run, board: RunBoard, tracker: RunTracker, check_data: Settings
     placement = devices.place(run.cfg, run.record)  # the backend loads from here on
     from harness.data.decode import decoder
     from harness.run import train
+    from harness.run.measures import inference
 
     data_in = _data(run, check_data)
     decode = decoder(data_in.decode)  # image files to inputs (None for arrays), for every measurement
     plan, schedule = _plan(run, placement, data_in)
     model_cfg, model = _model(run, placement, data_in, plan, schedule)
     train_eval, val_inputs, batches, tune_eval = training_inputs(run.cfg, data_in, plan, schedule, run.resume_epoch)
+    infer = inference(model, placement.replicas)  # one compiled function for every inference-mode pass
     table = MetricsTable(run.run_dir, keep_epochs=run.resume_epoch)
     recorder = train.EpochRecorder(
         _columns(run, plan, schedule, data_in), _sinks(run, table, board, tracker),
-        _measures(run, model, model_cfg, data_in, decode, placement.replicas, train_eval, val_inputs, tune_eval),
+        _measures(run, model, model_cfg, data_in, decode, placement.replicas, infer, train_eval, val_inputs, tune_eval),
         len(data_in.y_train), plan.global_batch_size, rows=table.rows)
     divergence = train.StopOnDivergence(recorder.rows)
     at_loss = None if run.cfg.train.target_train_loss is None else train.StopAtTrainLoss(
         run.cfg.train.target_train_loss, recorder.rows)
-    monitor = _target_monitor(run.cfg, model, data_in, decode, plan, tune_eval, val_inputs)
+    monitor = _target_monitor(run.cfg, model, infer, data_in, decode, plan, tune_eval, val_inputs)
     step_sync = train.StepSync() if run.cfg.device.jax_host_devices else None  # one step in flight (config.batching)
     fit_started = time.perf_counter()
     with placement.training():  # callbacks in order: the row, then what stops on it, then the checkpoint
@@ -226,16 +228,16 @@ def _sinks(run: _Run, table: MetricsTable, board: RunBoard, tracker: RunTracker)
     return on_row
 
 
-def _measures(run: _Run, model, model_cfg, data_in: Arrays, decode, replicas: int, train_eval, val_inputs,
+def _measures(run: _Run, model, model_cfg, data_in: Arrays, decode, replicas: int, infer, train_eval, val_inputs,
               tune_eval) -> list:
     """What the run measures after each epoch (harness.run.measures), in its metrics' column order."""
     from harness.run import measures
 
     epoch_probes = _epoch_probes(run, model, data_in, decode) if run.cfg.train.probes else None  # traced first
-    precise = _precise_bn(model_cfg, model, data_in, decode, replicas)
-    found = [measures.Evaluation(model, train_eval), measures.Validation(model, val_inputs, data_in.y_val)]
+    precise = _precise_bn(model_cfg, model, data_in, decode, replicas, infer)
+    found = [measures.Evaluation(infer, train_eval), measures.Validation(infer, val_inputs, data_in.y_val)]
     if tune_eval is not None:
-        found.append(measures.Evaluation(model, tune_eval, "tune"))
+        found.append(measures.Evaluation(infer, tune_eval, "tune"))
     if precise is not None:
         found.append(measures.PreciseStatistics(precise, val_inputs, data_in.y_val))
     if epoch_probes is not None:
@@ -254,19 +256,19 @@ def _epoch_probes(run: _Run, model, data_in: Arrays, decode):
     return probes.EpochProbes(model, data_in.x_train, data_in.y_train, decode, run.cfg.train.seed, initial)
 
 
-def _target_monitor(cfg: RunConfig, model, data_in: Arrays, decode, plan: BatchPlan, tune_eval, val_inputs):
+def _target_monitor(cfg: RunConfig, model, infer, data_in: Arrays, decode, plan: BatchPlan, tune_eval, val_inputs):
     """The within-epoch check of target_tune_acc (harness.run.target), or None without a target."""
     if cfg.train.target_tune_acc is None:
         return None
     from harness.run import target
     from harness.run.measures import validation_metrics
 
-    at_target = target.measure_at_target(model, lambda: validation_metrics(model, val_inputs, data_in.y_val),
+    at_target = target.measure_at_target(model, lambda: validation_metrics(infer, val_inputs, data_in.y_val),
                                          data_in.x_train, data_in.y_train, decode, cfg.train.seed)
-    return target.TargetMonitor(cfg.train.target_tune_acc, tune_eval, plan, at_target)
+    return target.TargetMonitor(cfg.train.target_tune_acc, tune_eval, plan, at_target, infer)
 
 
-def _precise_bn(model_cfg, model, data_in: Arrays, decode, replicas: int):
+def _precise_bn(model_cfg, model, data_in: Arrays, decode, replicas: int, infer):
     """The batch-norm statistics recomputed after every epoch (harness.run.precise_bn), for a model with batch norm;
     None for a model without, which gets no columns and pays nothing."""
     from harness.run import precise_bn
@@ -274,7 +276,8 @@ def _precise_bn(model_cfg, model, data_in: Arrays, decode, replicas: int):
     if not precise_bn.batch_norm_layers(model):
         return None
     twin = _probe_model(model_cfg, model, data_in, replicas) if replicas >= 2 else None
-    return precise_bn.PreciseBatchNorm(model, data_in.x_train, data_in.y_train, decode, twin=twin)
+    return precise_bn.PreciseBatchNorm(model, data_in.x_train, data_in.y_train, decode, twin=twin,
+                                       infer=None if twin is not None else infer)
 
 
 def _probe_model(model_cfg, model, data_in: Arrays, replicas: int):

@@ -6,17 +6,24 @@ there, diverged).
 
 - Evaluation: the training data in inference mode (train_eval_loss, train_eval_acc), and the held-out tuning
   slice the same way (tune_loss, tune_acc), where tune_fraction > 0;
-- Validation: val_loss, val_acc and each class's recall, from one predict pass;
+- Validation: val_loss, val_acc and each class's recall;
 - PreciseBatchNorm (harness.run.precise_bn): the statistics recomputed, for a model with batch norm;
 - EpochProbes (harness.probes.in_run): the gradient noise scale and the distance travelled, with probes on.
+
+Evaluation and validation share the run's one compiled inference function (`inference`), batch by batch, and
+read the loss and accuracy off its class probabilities: the same plain cross-entropy for every data set, without
+label smoothing or a model's regularisation losses. On one device it is the backend's own (ops.inference), which
+the recomputed statistics use too: Keras's evaluate and predict traced a function each, 2.8 s of CPU for
+MobileNetV2's first epoch and 0.4 s for the built-in convnet's, against 0.6 s and 0.1 s for this one.
 """
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
-UNSMOOTHED = "crossentropy"  # the compiled metric of the plain cross-entropy, with label smoothing (run.train)
+Infer = Callable[[Any], np.ndarray]  # a batch of inputs -> the model's class probabilities, as numpy
+
 
 class Measure(Protocol):
     needs_finite_loss: bool
@@ -25,36 +32,54 @@ class Measure(Protocol):
         """The epoch's columns."""
 
 
+def inference(model, replicas: int = 1) -> Infer:
+    """The run's inference function for every measurement: ops.inference on one device (traced once per input
+    shape); under data parallelism Keras's predict, which splits each batch over the replicas."""
+    if replicas > 1:
+        return lambda x: model.predict(x, batch_size=int(x.shape[0]), verbose=0)
+    from harness.backend import ops
+
+    return ops.inference(model)
+
+
+def batches_of(data):
+    """What a run's evaluation data yields batch by batch: a tf.data pipeline as it is, numpy batches (backend=jax,
+    harness.run.train.ArrayDataset) from their list."""
+    return getattr(data, "batches", data)
+
+
 class Evaluation:
     """Data evaluated in inference mode after the epoch, as `<prefix>_loss` and `<prefix>_acc`: the training data
     (train_eval: Keras's train_acc is a running average of the epoch's batches, in training mode), or the held-out
-    tuning slice (tune, with tune_fraction > 0), which a recipe or a target is chosen on instead of validation."""
+    tuning slice (tune, with tune_fraction > 0), which a recipe or a target is chosen on instead of validation.
+    `data`: (inputs, labels) batches, whose probabilities are summed up batch by batch (memory stays bounded)."""
     needs_finite_loss = False
 
-    def __init__(self, model, data, prefix: str = "train_eval"):
-        self.model, self.data, self.prefix = model, data, prefix
+    def __init__(self, infer: Infer, data, prefix: str = "train_eval"):
+        self.infer, self.data, self.prefix = infer, data, prefix
 
     def __call__(self, epoch: int, step: int) -> dict[str, float]:
-        measured = self.model.evaluate(self.data, verbose=0, return_dict=True)
-        loss = measured.get(UNSMOOTHED, measured["loss"])  # with label smoothing, the compiled loss is smoothed
-        return {f"{self.prefix}_loss": float(loss), f"{self.prefix}_acc": float(measured["accuracy"])}
+        losses, hits = zip(*(sample_metrics(self.infer(x), np.asarray(y)) for x, y in batches_of(self.data)))
+        return {f"{self.prefix}_loss": float(np.mean(np.concatenate(losses))),
+                f"{self.prefix}_acc": float(np.mean(np.concatenate(hits)))}
 
 
 class Validation:
-    """val_loss, val_acc and each class's recall (`val_recall_<k>`) from one predict pass over the validation set,
-    instead of Keras's validation plus a second pass for the recalls."""
+    """val_loss, val_acc and each class's recall (`val_recall_<k>`) from one inference pass over the validation
+    set, instead of Keras's validation plus a second pass for the recalls."""
     needs_finite_loss = False
 
-    def __init__(self, model, val_inputs, val_labels: np.ndarray):
-        self.model, self.inputs, self.labels = model, val_inputs, val_labels
+    def __init__(self, infer: Infer, val_inputs, val_labels: np.ndarray):
+        self.infer, self.inputs, self.labels = infer, val_inputs, val_labels
 
     def __call__(self, epoch: int, step: int) -> dict[str, float]:
-        return validation_metrics(self.model, self.inputs, self.labels)
+        return validation_metrics(self.infer, self.inputs, self.labels)
 
 
-def validation_metrics(model, val_inputs, val_labels: np.ndarray) -> dict[str, float]:
-    """Validation's columns for `model` as it is now (also measured at a target: harness.run.target)."""
-    probabilities = model.predict(val_inputs, verbose=0)
+def validation_metrics(infer: Infer, val_inputs, val_labels: np.ndarray) -> dict[str, float]:
+    """Validation's columns for the model as it is now (also measured at a target: harness.run.target).
+    `val_inputs`: batches of inputs."""
+    probabilities = np.concatenate([infer(x) for x in batches_of(val_inputs)])
     loss, accuracy = classification_metrics(probabilities, val_labels)
     predicted = np.argmax(probabilities, axis=1)
     recalls = {f"val_recall_{k}": float(np.mean(predicted[val_labels == k] == k)) for k in np.unique(val_labels)}
@@ -62,12 +87,17 @@ def validation_metrics(model, val_inputs, val_labels: np.ndarray) -> dict[str, f
 
 
 def classification_metrics(probabilities: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
-    """(loss, accuracy): Keras's sparse categorical cross-entropy (probabilities clipped to [1e-7, 1 - 1e-7])
-    and the fraction of samples whose most probable class is the label."""
+    """(loss, accuracy) over the samples: their mean `sample_metrics`."""
+    losses, hits = sample_metrics(probabilities, labels)
+    return float(np.mean(losses)), float(np.mean(hits))
+
+
+def sample_metrics(probabilities: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each sample's sparse categorical cross-entropy as Keras computes it from probabilities (clipped to
+    [1e-7, 1 - 1e-7]), and whether its most probable class is its label."""
     probabilities = np.asarray(probabilities, dtype=np.float64)
     picked = probabilities[np.arange(len(labels)), labels]
-    loss = float(np.mean(-np.log(np.clip(picked, 1e-7, 1 - 1e-7))))
-    return loss, float(np.mean(np.argmax(probabilities, axis=1) == labels))
+    return -np.log(np.clip(picked, 1e-7, 1 - 1e-7)), np.argmax(probabilities, axis=1) == labels
 
 
 class PreciseStatistics:

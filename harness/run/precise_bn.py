@@ -54,9 +54,11 @@ class PreciseBatchNorm:
 
     `twin`: a single-device copy of the model, for a model trained under a distribution strategy: it gets
     the model's current weights each time; None recomputes in the model itself and restores its statistics after.
+    `infer`: the model's compiled inference function, where the run has one already (harness.run.measures).
     """
 
-    def __init__(self, model, x: np.ndarray, y: np.ndarray, decode: Callable | None = None, twin=None):
+    def __init__(self, model, x: np.ndarray, y: np.ndarray, decode: Callable | None = None, twin=None,
+                 infer: Callable | None = None):
         self.model, self.twin = model, twin
         self.in_memory = decode is None  # samples, not files: validation's batches are kept after the first epoch
         self._val: list | None = None
@@ -68,7 +70,7 @@ class PreciseBatchNorm:
         self.spec = (tuple(first.shape[1:]), first.dtype)
         self.labels = np.asarray(y)[chosen]
         self._moments: dict[int, Callable] = {}
-        self._infer: dict[int, Callable] = {}
+        self._infer: dict[int, Callable] = {} if infer is None else {id(model): infer}
 
     def columns(self, steps: int, val_inputs, val_labels: np.ndarray) -> dict[str, float]:
         """The epoch's columns: loss and accuracy on the training subset and on validation with the statistics

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -29,21 +29,20 @@ NOISE_SEED = 7919     # with the run's seed: which training samples those batche
 
 class TargetMonitor(keras.callbacks.Callback):
     """Stops training the first time the tuning slice's accuracy reaches `target`; `found` then holds what
-    target.json records (still None when the budget ran out first)."""
+    target.json records (still None when the budget ran out first). `forward`: the run's inference function
+    (harness.run.measures.inference)."""
 
-    def __init__(self, target: float, tune, plan: BatchPlan,
-                 at_target: Callable[[], dict]):
+    def __init__(self, target: float, tune, plan: BatchPlan, at_target: Callable[[], dict],
+                 forward: Callable[[Any], np.ndarray]):
         super().__init__()
-        self.target, self.plan, self.at_target = target, plan, at_target
+        self.target, self.plan, self.at_target, self.forward = target, plan, at_target, forward
         self.batches = [(ops.as_tensor(x), np.asarray(y)) for x, y in tune]  # tune: (x, y) batches
         self.last_checked = 0
         self.checks = 0
         self.found: dict | None = None
-        self.forward = None
 
     def on_train_begin(self, logs=None):
         self.last_checked = int(self.model.optimizer.iterations.numpy())  # a resumed run checks from where it is
-        self.forward = ops.inference(self.model)
 
     def tune_acc(self) -> float:
         right = sum(int(np.sum(np.argmax(self.forward(x), axis=1) == y)) for x, y in self.batches)

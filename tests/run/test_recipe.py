@@ -103,7 +103,7 @@ def test_label_smoothing_0_is_todays_loss_and_0_1_raises_the_training_loss_only(
     train.compile_model(model, keras.optimizers.Adam(0.01), label_smoothing=0.1, num_classes=3)
     model.fit(x, y, batch_size=16, epochs=2, verbose=0, shuffle=False)
     measured = model.evaluate(x, y, verbose=0, return_dict=True)
-    row = measures.Evaluation(model, train.ArrayDataset([(x, y)]))(epoch=2, step=12)
+    row = measures.Evaluation(measures.inference(model), train.ArrayDataset([(x, y)]))(epoch=2, step=12)
     expected, _ = measures.classification_metrics(model.predict(x, verbose=0), y)
     assert row["train_eval_loss"] == pytest.approx(expected, rel=1e-4)  # unsmoothed
     assert measured["loss"] > row["train_eval_loss"]  # the smoothed training objective is higher

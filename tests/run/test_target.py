@@ -6,7 +6,7 @@ import pytest
 from harness.backend import keras
 from harness.config.batching import plan_batches, samples_seen
 from harness.data import pipelines
-from harness.run import target, train
+from harness.run import measures, target, train
 
 
 def _three_classes(n, seed):
@@ -32,7 +32,8 @@ def _fit_to(goal: float, epochs: int = 6, tune_labels=None):
         seen.append(int(model.optimizer.iterations.numpy()))
         return {"val_acc_at_target": 0.5, "val_loss_at_target": 1.0}
 
-    monitor = target.TargetMonitor(goal, pipelines.evaluation_dataset(x_tune, y_tune), plan, at_target)
+    monitor = target.TargetMonitor(goal, pipelines.evaluation_dataset(x_tune, y_tune), plan, at_target,
+                                   measures.inference(model))
     batches = pipelines.training_dataset(x, y, plan.global_batch_size, plan.steps_per_epoch, True, 0, epochs)
     train.fit(model, batches, plan, epochs, [monitor])
     return monitor, model, plan, seen, (x_tune, y_tune)
