@@ -52,7 +52,7 @@ class Evaluation:
     """Data evaluated in inference mode after the epoch, as `<prefix>_loss` and `<prefix>_acc`: the training data
     (train_eval: Keras's train_acc is a running average of the epoch's batches, in training mode), or the held-out
     tuning slice (tune, with tune_fraction > 0), which a recipe or a target is chosen on instead of validation.
-    `data`: (inputs, labels) batches, whose probabilities are summed up batch by batch (memory stays bounded)."""
+    `data`: (inputs, labels) batches, read one at a time: only each sample's loss and hit are kept."""
     needs_finite_loss = False
 
     def __init__(self, infer: Infer, data, prefix: str = "train_eval"):
