@@ -265,7 +265,8 @@ def _target_monitor(cfg: RunConfig, model, infer, data_in: Arrays, decode, plan:
 
     at_target = target.measure_at_target(model, lambda: validation_metrics(infer, val_inputs, data_in.y_val),
                                          data_in.x_train, data_in.y_train, decode, cfg.train.seed)
-    return target.TargetMonitor(cfg.train.target_tune_acc, tune_eval, plan, at_target, infer)
+    forward = infer if plan.replicas == 1 else backend.ops.inference(model)  # checked often: one call, no dataset
+    return target.TargetMonitor(cfg.train.target_tune_acc, tune_eval, plan, at_target, forward)
 
 
 def _precise_bn(model_cfg, model, data_in: Arrays, decode, replicas: int, infer):

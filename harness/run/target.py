@@ -29,8 +29,8 @@ NOISE_SEED = 7919     # with the run's seed: which training samples those batche
 
 class TargetMonitor(keras.callbacks.Callback):
     """Stops training the first time the tuning slice's accuracy reaches `target`; `found` then holds what
-    target.json records (still None when the budget ran out first). `forward`: the run's inference function
-    (harness.run.measures.inference)."""
+    target.json records (still None when the budget ran out first). `forward`: inputs -> class probabilities in
+    one compiled call (on one device, the run's harness.run.measures.inference)."""
 
     def __init__(self, target: float, tune, plan: BatchPlan, at_target: Callable[[], dict],
                  forward: Callable[[Any], np.ndarray]):
