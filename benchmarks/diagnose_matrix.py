@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks import matrix
-from harness.store import diagnosis_file
+from harness.studies.diagnose import files as diagnosis_file
 
 
 @dataclass(frozen=True)

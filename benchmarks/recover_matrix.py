@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks import matrix
-from harness.store import recovery_file, sweep_file
+from harness.store import sweep_file
+from harness.studies.recover import files as recovery_file
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,9 @@ import numpy as np
 import pandas as pd
 
 from harness.assess import why
-from harness.assess.assessment import Assessment, assess
+from harness.assess.assessment import Assessment
+from harness.assess.sweep import read
+from harness.studies import registry
 
 
 def _wall_minutes(sweep_dir: Path) -> float:
@@ -62,27 +64,17 @@ def _study_name(sweep_dir: Path) -> str:
 
 
 def summarize(sweep_dir: Path) -> str:
-    a = assess(sweep_dir)
+    sweep = read(sweep_dir)
+    study = registry.of_sweep(sweep)
+    a = registry.assess(sweep)
     runs = a.df.drop_duplicates("run_id")
     seeds = runs["seed"].nunique()
     statuses = ", ".join(f"{n} {s}" for s, n in runs["status"].value_counts().items())
     lines = [f"**`+study={_study_name(sweep_dir)}`**: {len(runs)} runs ({statuses}), {seeds} seed(s), "
              f"{_wall_minutes(sweep_dir):.1f} min wall time on {os.cpu_count()} CPU cores, run on "
              f"{_run_on(sweep_dir)}.", ""]
-    if a.diagnosis is not None:  # +study=diagnose: its headline opens the block, as it opens the report
-        d = a.diagnosis
-        flagged = [c["name"] for c in d.checks if c.get("flagged")]
-        command = " ".join(o for o in _task_overrides(sweep_dir) if not o.startswith("hydra."))
-        lines += [f"- **`{command}`: {d.headline}**", f"- Data checks flagged: {', '.join(flagged) or 'none'} (of "
-                  f"{', '.join(c['name'] for c in d.checks)}).", *[f"- {line}" for line in d.evidence]]
-    if a.recovery is not None:  # +study=recover: its headline opens the block, the recipe's command after
-        command = " ".join(o for o in _task_overrides(sweep_dir) if not o.startswith("hydra."))
-        r = a.recovery
-        which = "The recipe" if r.verdict is not None else "The best recipe of the search"
-        lines += [f"- **`{command}`: {r.headline}**", f"- {which}: `{r.command}`",
-                  *[f"- {note}" for note in r.notes[:1]]]
-        if r.importance is not None:
-            lines.append(f"- {r.importance.sentence()}")
+    if study is not None:  # a study's own lines open the block, as its section opens the report
+        lines += study.findings(a, " ".join(o for o in _task_overrides(sweep_dir) if not o.startswith("hydra.")))
     for verdict in a.batch_verdicts:
         prefix = f"[{verdict.subject}] " if a.facets else ""
         lines.append(f"- {prefix}{verdict.headline}")
@@ -118,7 +110,7 @@ def seed_case(sweep_dir: Path) -> str | None:
     the harness says caused it and what the lower momentum did; None for another sweep."""
     from harness.assess import batchnorm
 
-    a = assess(sweep_dir)
+    a = registry.assess(sweep_dir)
     finding = next((f for f in a.findings if f.subject == "Batch-norm statistics"), None)
     if finding is None or "model.bn_momentum" not in a.df.columns:
         return None
@@ -303,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     blocks = {_study_name(sweep): summarize(sweep) for sweep in args.sweeps}
     case = next((c for c in map(seed_case, args.sweeps) if c), None)
     print(*([case, ""] if case else []), "\n\n".join(blocks.values()), sep="\n")
-    main_assessed = assess(args.main_job) if args.main_job else None
+    main_assessed = registry.assess(args.main_job) if args.main_job else None
     main_text = main_job(args.main_job, main_assessed) if args.main_job else None
     if main_text:
         print("", main_text, sep="\n")

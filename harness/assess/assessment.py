@@ -9,10 +9,11 @@ import dataclasses
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
-from harness.assess import analysis, diagnosis, facets, recovery, scaling, tuning, verdicts, why
+from harness.assess import analysis, facets, scaling, tuning, verdicts, why
 from harness.assess.batch_controls import controls_finding, hoffer_finding
 from harness.assess.findings import (
     Finding,
@@ -40,22 +41,18 @@ class Assessment:
     tunings: list[tuning.Tuning]  # +study=tuned: the learning rate chosen per batch size, and its verdicts
     scaling: list[scaling.Scaling] = field(default_factory=list)  # +study=scaling: steps to target and the
     # critical batch, one curve per combination of the other varied keys (none for another sweep)
-    diagnosis: diagnosis.Diagnosis | None = None  # +study=diagnose: the drop split into its causes, the data checks
-    recovery: recovery.Recovery | None = None  # +study=recover: the reference and the search's trials
+    reading: Any = None          # a study's own reading of the sweep (harness.studies: a diagnosis, a recovery)
     facet_table: facets.FacetTable | None = None  # more than facets.MANY facets: their verdicts as one table
     drawn: pd.DataFrame | None = None  # with a facet table: the epochs the figures draw (facets.shown)
 
 
 def assess(sweep: Sweep | Path) -> Assessment:
-    """The sweep's verdicts and findings (a sweep folder is read first: harness.assess.sweep.read). The study that
-    sweep.json names chooses the reading (STUDIES; any other preset is a batch-size study); for the main job, an
-    ad-hoc sweep or one recorded before studies were named, what its files hold decides (`detect`)."""
+    """The sweep's verdicts and findings read as a batch-size study (a sweep folder is read first:
+    harness.assess.sweep.read); a study with a reading of its own reads it through harness.studies.registry.assess.
+    The tuned and scaling presets are read their own way here (STUDIES); for the main job, an ad-hoc sweep or one
+    recorded before studies were named, what its files hold decides (`detect`)."""
     sweep = sweep if isinstance(sweep, Sweep) else read(sweep)
     kind = STUDIES.get(sweep.study, BATCH_SIZE) if sweep.study is not None else detect(sweep)
-    if kind == DIAGNOSE:
-        return _diagnosis(sweep)
-    if kind == RECOVER:
-        return _recovery(sweep)
     df = _with_facets(sweep)
     facet_keys = analysis.facet_keys(df, sweep.keys)
     final = analysis.final_results(df)
@@ -82,19 +79,14 @@ def assess(sweep: Sweep | Path) -> Assessment:
                       tunings, facet_table=table, drawn=facets.shown(df, table))
 
 
-BATCH_SIZE, DIAGNOSE, RECOVER, SCALING, TUNED = "batch_size", "diagnose", "recover", "scaling", "tuned"
+BATCH_SIZE, SCALING, TUNED = "batch_size", "scaling", "tuned"
 # presets (conf/study/) read their own way
-STUDIES = {"diagnose": DIAGNOSE, "recover": RECOVER, "scaling": SCALING, "tuned": TUNED}
+STUDIES = {"scaling": SCALING, "tuned": TUNED}
 
 
 def detect(sweep: Sweep) -> str:
-    """The kind of study a sweep without a study's name is, from its files: a diagnosis's plan; runs stopped at a
-    target (scaling); a learning-rate grid at some batch size, tuned on a held-out slice (tuned); else a
-    batch-size study."""
-    if (sweep.plan or {}).get("diagnose") is not None:
-        return DIAGNOSE
-    if (sweep.plan or {}).get("recover") is not None:
-        return RECOVER
+    """The kind of study a sweep without a study's name is, from its files: runs stopped at a target (scaling); a
+    learning-rate grid at some batch size, tuned on a held-out slice (tuned); else a batch-size study."""
     if "target_tune_acc" in sweep.epochs.columns and sweep.epochs["target_tune_acc"].notna().any():
         return SCALING
     return TUNED if tuning.tunes(sweep.epochs) else BATCH_SIZE
@@ -112,31 +104,16 @@ def _with_facets(sweep: Sweep) -> pd.DataFrame:
                      if facet_keys else "all runs")
 
 
-def _diagnosis(sweep: Sweep) -> Assessment:
-    """A diagnose sweep: its facets are its arms; the verdict and the probes' Why read the runs as they are (the
-    command's batch sizes), and the diagnosis replaces the other suspects' findings (its checks speak for them)."""
-    diagnosed = diagnosis.diagnose(sweep)
-    plan = diagnosis.read_plan(sweep)
-    df = sweep.epochs.assign(facet=sweep.epochs["job"].map(lambda job: plan["arms"].get(str(job), "not planned"))
-                             .str.replace("_", " "))
-    final = analysis.final_results(df)
-    as_is = df[df["facet"] == diagnosis.AS_IS.replace("_", " ")]
-    verdict = verdicts.batch_size_verdict(analysis.final_results(as_is), "as is", analysis.runs_table(as_is))
-    varied = analysis.varied_keys(df, sweep.keys)
-    return Assessment(df, final, sweep.keys, varied, ["arm"], [verdict], [], why.explain(sweep, as_is), [],
-                      diagnosis=diagnosed)
-
-
-def _recovery(sweep: Sweep) -> Assessment:
-    """A recover sweep: the verdict and the probes read the runs as they are; the trials are the recovery's."""
-    arms = recovery.arms(sweep)
+def of_arms(sweep: Sweep, arms: dict[str, str], reading: Any) -> Assessment:
+    """A study built from arms (each job's arm, `as_is` the runs as the command gave them): its facets are its arms;
+    the verdict and the probes' Why read the runs as they are; the study's own `reading` replaces the other
+    suspects' findings (its arms speak for them)."""
     df = sweep.epochs.assign(facet=sweep.epochs["job"].map(lambda job: arms.get(str(job), "not planned"))
                              .str.replace("_", " "))
     as_is = df[df["facet"] == "as is"]
     verdict = verdicts.batch_size_verdict(analysis.final_results(as_is), "as is", analysis.runs_table(as_is))
     return Assessment(df, analysis.final_results(df), sweep.keys, analysis.varied_keys(df, sweep.keys), ["arm"],
-                      [verdict], [], why.explain(sweep, as_is), [],
-                      recovery=recovery.with_importance(recovery.recover(sweep)))
+                      [verdict], [], why.explain(sweep, as_is), [], reading=reading)
 
 
 def all_findings(df: pd.DataFrame, final: pd.DataFrame, varied: list[str]) -> list[Finding]:

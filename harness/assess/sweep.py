@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from harness.store import layout, probes_file, sweep_file, target_file
-from harness.store.files import DamagedFile, read_json
+from harness.store.files import DamagedFile
 from harness.store.layout import METRICS_FILE, RUN_FILE
 from harness.store.metrics_cache import read_sweep_metrics
 from harness.store.run_files import FINISHED, config_columns, config_hash, inspect_run, record_config
@@ -58,9 +58,9 @@ class Sweep:
         """The run's target.json (None without one); raises DamagedFile."""
         return self._read(job, target_file.read)
 
-    def data_checks(self, job: str) -> dict | None:
-        """The run's data_checks.json (a diagnosis's first job); raises DamagedFile."""
-        return self._read(job, lambda run_dir: read_json(run_dir / layout.DATA_CHECKS_FILE))
+    def run_file(self, job: str, reader) -> Any:
+        """What `reader(run folder)` reads of the run's files (a study's own, say), read once; raises DamagedFile."""
+        return self._read(job, reader)
 
     def _read(self, job: str, reader) -> Any:
         key = (reader, str(job))

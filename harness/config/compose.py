@@ -24,22 +24,38 @@ CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 CONFIG_NAME = "config"
 
 
-# A study's own settings (+study=diagnose's `diagnose.*`) and where runs are tracked (tracking=mlflow's
-# `tracking.*`): they plan a sweep's jobs and tell a run what to do beside training, but they are no run's config
-# (not in RunConfig.flat(), so resuming compares runs without them).
-STUDY_NODES = ("diagnose", "recover", "tracking")
+# Where runs are tracked (tracking=mlflow's `tracking.*`) and a study's own settings (`<study>.*`, the node its
+# preset names after itself: +study=recover's `recover.*`): they plan a sweep's jobs and tell a run what to do
+# beside training, but they are no run's config (not in RunConfig.flat(), so resuming compares runs without them).
+TRACKING_NODE = "tracking"
 
 
-def to_run_config(cfg: DictConfig | dict[str, Any]) -> schema.RunConfig:
-    """Validate a composed config (a Hydra config, its hydra node and study settings excluded, or job_composer's
-    plain dict) into a frozen RunConfig."""
+def chosen_study(cfg: DictConfig) -> str | None:
+    """The study preset a composed config (with its hydra node) chose (+study=...), or None."""
+    if "hydra" not in cfg:
+        return None
+    return OmegaConf.select(cfg, "hydra.runtime.choices.study", default=None)
+
+
+def to_run_config(cfg: DictConfig | dict[str, Any], study: str | None = None) -> schema.RunConfig:
+    """Validate a composed config (a Hydra config, its hydra node, the tracking node and the settings node of its
+    study excluded, or job_composer's plain dict, of the study `study`) into a frozen RunConfig."""
     if isinstance(cfg, DictConfig):
+        study = study or chosen_study(cfg)
         if "hydra" in cfg:
             cfg = cfg.copy()
             with open_dict(cfg):
                 del cfg["hydra"]  # its run-time fields are not resolvable outside a job
         cfg = OmegaConf.to_container(cfg, resolve=True)
-    return schema.from_dict({key: value for key, value in cfg.items() if key not in STUDY_NODES})
+    beside = {TRACKING_NODE} | {key for key, value in cfg.items()
+                                if isinstance(value, dict) and (key == study or _preset(key))}
+    return schema.from_dict({key: value for key, value in cfg.items() if key not in beside})
+
+
+def _preset(name: str) -> bool:
+    """Whether `name` is a built-in study preset's (conf/study/<name>.yaml): a node of that name holds its settings,
+    in a config composed without its hydra node (which says the study chosen)."""
+    return (CONF_DIR / "study" / f"{name}.yaml").is_file()
 
 
 def study_settings(cfg: DictConfig, node: str) -> dict[str, Any] | None:
@@ -49,13 +65,17 @@ def study_settings(cfg: DictConfig, node: str) -> dict[str, Any] | None:
 
 
 def recorded_run_config(run_dir: Path) -> schema.RunConfig:
-    """A finished run's RunConfig, from the composed config Hydra saved in its folder (.hydra/schema.yaml); a run
-    recorded before the `backend` key existed ran on TensorFlow."""
-    cfg = OmegaConf.load(Path(run_dir) / layout.HYDRA_DIR / layout.HYDRA_CONFIG)
+    """A finished run's RunConfig, from the composed config Hydra saved in its folder (.hydra/config.yaml, its
+    study's choice from .hydra/hydra.yaml); a run recorded before the `backend` key existed ran on TensorFlow."""
+    hydra_dir = Path(run_dir) / layout.HYDRA_DIR
+    cfg = OmegaConf.load(hydra_dir / layout.HYDRA_CONFIG)
     if "backend" not in cfg:
         with open_dict(cfg):
             cfg.backend = "tensorflow"
-    return to_run_config(cfg)
+    hydra_file = hydra_dir / "hydra.yaml"
+    study = OmegaConf.select(OmegaConf.load(hydra_file), "hydra.runtime.choices.study", default=None) \
+        if hydra_file.exists() else None
+    return to_run_config(cfg, study)
 
 
 def _allowed_keys(key: str) -> str:
@@ -131,33 +151,31 @@ class ComposedCommand(NamedTuple):
     study_name: str | None              # the study preset named (+study=...), or None
 
 
-def compose_jobs(overrides: list[str], multirun: bool, config_name: str = CONFIG_NAME) -> ComposedCommand:
-    """Every job of the command composed and validated, with the jobs a study computes from them; raises
-    ConfigError or a Hydra error on the first bad one."""
+def compose_jobs(overrides: list[str], multirun: bool, config_name: str = CONFIG_NAME,
+                 find_study: Callable[[str | None], Any] = lambda name: None) -> ComposedCommand:
+    """Every job of the command composed and validated, with the jobs its study computes from them (`find_study`:
+    the study the preset names, harness.studies.registry.find, whose `check_command`, `settings` and `plan` a
+    multirun calls); raises ConfigError or a Hydra error on the first bad one."""
     from hydra import initialize_config_dir
-
-    from harness.config import diagnosis, recover
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="harness"):
         jobs, output_dir, base = expand_jobs(overrides, multirun, config_name)
+        name = chosen_study(base)
         parsed = OverridesParser.create().parse_overrides(overrides)
         hydra_overrides = [o.input_line for o in parsed if o.is_hydra_override()]  # e.g. where configs are found
         composed = job_composer(config_name, hydra_overrides)
-        run_configs = [to_run_config(composed(job)) for job in jobs]
-        study: dict[str, Any] = {}
+        run_configs = [to_run_config(composed(job), name) for job in jobs]
+        planned: dict[str, Any] = {}
         given = {o.key_or_group: o.input_line for o in parsed if not o.is_hydra_override()}
-        settings = study_settings(base, "diagnose")
-        if multirun:
-            diagnosis.check_fixed_studies(given)
-        if multirun and settings is not None:  # +study=diagnose: the arms, from the command's own runs
-            jobs, study = diagnosis.plan(jobs, run_configs, diagnosis.settings_from_dict(settings), given)
-            run_configs = [to_run_config(composed(job)) for job in jobs]
-        searched = study_settings(base, "recover")
-        if multirun and searched is not None:  # +study=recover: round 1, the reference and the search
-            jobs, study = recover.plan(jobs, run_configs, recover.settings_from_dict(searched), given)
-            run_configs = [to_run_config(composed(job)) for job in jobs]
-    return ComposedCommand(jobs, output_dir, base.hydra.launcher, run_configs, study, study_settings(base, "tracking"),
-                           base.hydra.runtime.choices.get("study"))
+        study = find_study(name)
+        if multirun and study is not None:  # the study's own jobs, from the command's (a diagnosis's arms, ...)
+            study.check_command(given)
+            found = study.plan(jobs, run_configs, study.settings(study_settings(base, name)), given)
+            if found is not None:
+                jobs, planned = found
+                run_configs = [to_run_config(composed(job), name) for job in jobs]
+    return ComposedCommand(jobs, output_dir, base.hydra.launcher, run_configs, planned,
+                           study_settings(base, TRACKING_NODE), name)
 
 
 _ABSENT = object()

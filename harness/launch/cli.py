@@ -24,6 +24,7 @@ from harness.config import hydra_internals, schema
 from harness.config.compose import (
     CONF_DIR,
     CONFIG_NAME,
+    TRACKING_NODE,
     compose_jobs,
     one_line,
     quote_override,
@@ -35,6 +36,7 @@ from harness.launch import launchers, preflight, resume, signals, sweep_end
 from harness.launch.plan import CommandPlan
 from harness.launch.tracker import start as start_tracker
 from harness.store import command_file, files, layout
+from harness.studies import registry
 from harness.tracking import settings
 
 EXIT_OK, EXIT_FAILED_RUNS, EXIT_INVALID = 0, 1, 2  # interrupted: 128 + the signal (130 for Ctrl-C)
@@ -48,7 +50,7 @@ def plan_command(overrides: list[str], multirun: bool, config_name: str = CONFIG
     from harness.launch.resources import visible_gpus
 
     preflight.check_searchpath(re.findall(r"file://[^'\],]+", " ".join(o for o in overrides if "searchpath" in o)))
-    composed = compose_jobs(overrides, multirun, config_name)
+    composed = compose_jobs(overrides, multirun, config_name, registry.find)
     output_dir = composed.output_dir
     # a single run's "sweep" is the folder above it: sweeps/<id>/0 logs to sweeps/mlflow.db, experiment <id>
     tracking = None if composed.tracking is None else settings.from_dict(
@@ -85,21 +87,21 @@ def output_folder_lock(folder: Path, key: str):
 def hydra_job(cfg: DictConfig) -> float | None:
     """One job (Hydra's task function): validate, train, and record a failure instead of ending the sweep; returns
     the run's final val_acc, the tracked metric a Hydra sweeper optimises (None when the run failed)."""
-    from harness.config import diagnosis
     from harness.run import slurm
     from harness.run.experiment import run_experiment
 
-    run_cfg = to_run_config(cfg)
-    study = study_settings(cfg, "diagnose")  # +study=diagnose: the first job checks the data
-    checks = diagnosis.settings_from_dict(study) if study else None
     hydra_cfg = HydraConfig.get()
+    name = hydra_cfg.runtime.choices.get("study")
+    run_cfg = to_run_config(cfg, name)
+    study = registry.find(name)  # what its runs do beside training (+study=diagnose: the first job checks the data)
+    hooks = study.run_hooks(study.settings(study_settings(cfg, name))) if study is not None else []
     run_dir = Path(hydra_cfg.runtime.output_dir)
     run_id = f"{run_dir.parent.name}/{run_dir.name}"
-    tracking_cfg = study_settings(cfg, "tracking")
+    tracking_cfg = study_settings(cfg, TRACKING_NODE)
     tracking = None if tracking_cfg is None else settings.from_dict(tracking_cfg, run_dir.parent)
     try:
         return run_experiment(run_cfg, run_dir, run_id=run_id, overrides=list(hydra_cfg.overrides.task),
-                              check_data=checks if checks is not None and checks.check_data else None,
+                              hooks=hooks,
                               tracking=tracking)
     except Exception as err:
         from harness.run.devices import out_of_memory_hint

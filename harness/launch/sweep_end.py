@@ -10,7 +10,8 @@ import tempfile
 import threading
 from pathlib import Path
 
-from harness.store import layout
+from harness.store import layout, sweep_file
+from harness.studies import registry
 
 REPORTS_DIR = Path("reports")  # like sweeps/, relative to where the command runs
 WARM, FRESH = "# in a warm run process", "# in a process of its own"  # interpolation.log's first line: where it ran
@@ -140,8 +141,10 @@ def close(sweep_dir: Path, tracker=None, interrupted: bool = False) -> None:
 
 def sweep_artifacts(sweep_dir: Path, scratch: Path, reports_dir: Path = REPORTS_DIR) -> list[Path]:
     """What a sweep's parent run keeps: its report, its results table (written into `scratch`), sweep.json and
-    diagnosis.json, those that exist."""
-    paths = [Path(sweep_dir) / layout.SWEEP_FILE, Path(sweep_dir) / layout.DIAGNOSIS_FILE]
+    the files its study writes (a diagnosis's diagnosis.json), those that exist."""
+    study = registry.find((sweep_file.read(sweep_dir) or {}).get("study"))
+    paths = [Path(sweep_dir) / layout.SWEEP_FILE, *(Path(sweep_dir) / name for name in study.file_names())] \
+        if study is not None else [Path(sweep_dir) / layout.SWEEP_FILE]
     try:
         from harness.report.html import report_path
         from harness.report.results import sweep_results

@@ -12,15 +12,13 @@ import sys
 import threading
 
 from harness.assess.analysis import final_results
-from harness.report.plots import diagnosis, findings, recovery, scaling, sweep, tuning, why
+from harness.report.plots import findings, scaling, sweep, tuning, why
 
 SECTIONS = {  # section -> the modules whose figures it shows, in order
     "main": (findings, sweep),
     "why": (why,),
     "tuned": (tuning,),
     "scaling": (scaling,),
-    "diagnosis": (diagnosis,),
-    "recovery": (recovery,),
 }
 
 
@@ -39,10 +37,11 @@ def png(fig) -> str:
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def sections(a) -> tuple[list[dict], ...]:
+def sections(a, more: list[list] = ()) -> tuple[list[dict], ...]:
     """The embedded figures ({title, png, caption}) of every section in SECTIONS' order (the main part, the Why
-    section, the tuned study's, the scaling study's, the diagnosis's and the recovery's), for an assessment."""
-    drawn = [figures(a, name) for name in SECTIONS]
+    section, the tuned study's, the scaling study's), then of `more` ((title, Figure, caption) lists: a study's
+    sections), for an assessment; rendered together."""
+    drawn = [figures(a, name) for name in SECTIONS] + [list(figs) for figs in more]
     pngs = iter(rendered([fig for section in drawn for _, fig, _ in section]))
     return tuple([{"title": title, "png": next(pngs), "caption": caption} for title, _, caption in section]
                  for section in drawn)

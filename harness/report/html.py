@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.assess import analysis, diagnosis
-from harness.assess.assessment import assess
+from harness.assess import analysis
 from harness.assess.sweep import read as read_sweep
 from harness.assess.verdicts import Verdict
 from harness.report import figures, index, pages, summary, tables
-from harness.store import command_file, diagnosis_file, files, layout, recovery_file
+from harness.store import command_file, files, layout
 from harness.store.run_files import FINISHED
+from harness.studies import registry
 
 SIMULATED_NOTE = (
     "Simulated devices (simulate_devices=true) split one CPU into logical devices that share the same cores: "
@@ -90,13 +90,15 @@ def build_report(sweep_dir: Path) -> str:
 
 
 def _built(sweep_dir: Path):
-    """(the report's HTML, the assessment it shows), from one reading of the runs' files."""
+    """(the report's HTML, the assessment it shows, its study or None), from one reading of the runs' files."""
     sweep_dir = Path(sweep_dir)
     digest = summary.runs_digest(sweep_dir)  # before reading: a run that changes meanwhile makes the report stale
     sweep = read_sweep(sweep_dir)
-    a = assess(sweep)
+    study = registry.of_sweep(sweep)
+    a = registry.assess(sweep)
     per_run = a.df.drop_duplicates("run_id")
-    drawn, why_drawn, tuning_drawn, scaling_drawn, diagnosis_drawn, recovery_drawn = figures.sections(a)
+    studied = study.sections(a) if study is not None else []
+    drawn, why_drawn, tuning_drawn, scaling_drawn, *study_drawn = figures.sections(a, [s.figures for s in studied])
     simulated = "simulate_devices" in per_run.columns and per_run["simulate_devices"].astype(bool).any()
     not_started = sweep.not_started
     status_counts = per_run["status"].value_counts()
@@ -137,16 +139,8 @@ def _built(sweep_dir: Path):
         tuning_figures=tuning_drawn,
         scaling=[(s, tables.scaling_rows(s)) for s in a.scaling],
         scaling_figures=scaling_drawn,
-        diagnosis=a.diagnosis,
-        diagnosis_title=diagnosis.title(a.diagnosis) if a.diagnosis is not None else "",
-        diagnosis_figures=diagnosis_drawn,
-        diagnosis_parts=tables.diagnosis_rows(a.diagnosis),
-        diagnosis_arms=tables.diagnosis_arm_rows(a.diagnosis),
-        recovery=a.recovery,
-        recovery_trials=tables.recovery_rows(a.recovery),
-        recovery_verdict=tables.recovery_verdict_rows(a.recovery),
-        recovery_budget=tables.recovery_budget_rows(a.recovery),
-        recovery_figures=recovery_drawn,
+        body_sections=[pages.section(s.template, s.folder, {**s.context, "figures": shown})
+                       for s, shown in zip(studied, study_drawn)],
         varied=varied,
         facets=a.facets,
         constant=[(k, tables.fmt(per_run[k].iloc[0])) for k in a.keys if k in per_run.columns and k not in a.varied],
@@ -156,7 +150,7 @@ def _built(sweep_dir: Path):
         notes=notes,
         classes=_classes_line(a.df, a.final, sweep.records),
     ))
-    return html, a
+    return html, a, study
 
 
 def report_path(sweep_dir: Path, reports_dir: Path = Path("reports")) -> Path:
@@ -166,14 +160,13 @@ def report_path(sweep_dir: Path, reports_dir: Path = Path("reports")) -> Path:
 
 
 def write_report(sweep_dir: Path, reports_dir: Path = Path("reports"), sweeps_dir: Path | None = None) -> Path:
-    """Write the sweep's report (report_path) and reports/latest.html, a diagnosis's diagnosis.json into the sweep
-    folder, then the folder's index.html (of `sweeps_dir` too, by default the sweeps folder beside `reports_dir`);
+    """Write the sweep's report (report_path) and reports/latest.html, its study's files (a diagnosis's
+    diagnosis.json) into the sweep folder, then the folder's index.html (of `sweeps_dir` too, by default the sweeps
+    folder beside `reports_dir`);
     return the report's path."""
-    html, a = _built(sweep_dir)
-    if a.diagnosis is not None:
-        diagnosis_file.write(sweep_dir, a.diagnosis.as_json())
-    if a.recovery is not None:
-        recovery_file.write(sweep_dir, a.recovery.as_json())
+    html, a, study = _built(sweep_dir)
+    for _, write in study.files(a) if study is not None else []:
+        write(sweep_dir)
     target = report_path(sweep_dir, reports_dir)
     for path in (target, Path(reports_dir) / layout.LATEST_FILE):
         files.write_text(path, html)

@@ -2,9 +2,12 @@
 with (autoescaped, undefined names an error) and how they list a key's values."""
 from __future__ import annotations
 
+import functools
 import math
+from pathlib import Path
 
 import jinja2
+from markupsafe import Markup
 
 _ENVIRONMENT = jinja2.Environment(loader=jinja2.PackageLoader("harness.report", "templates"), autoescape=True,
                                   undefined=jinja2.StrictUndefined)
@@ -24,6 +27,19 @@ _ENVIRONMENT.filters["fmt"] = number
 
 def template(name: str) -> jinja2.Template:
     return _ENVIRONMENT.get_template(name)
+
+
+@functools.lru_cache(maxsize=None)
+def _study_environment(folder: Path) -> jinja2.Environment:
+    """The page's environment, its templates searched in a study's folder first (a study's section imports the
+    page's macros.html.j2)."""
+    return _ENVIRONMENT.overlay(loader=jinja2.ChoiceLoader([jinja2.FileSystemLoader(str(folder)),
+                                                            _ENVIRONMENT.loader]))
+
+
+def section(name: str, folder: Path, context: dict) -> Markup:
+    """A study's section of the report: its template `name`, in its `folder`, rendered with `context`."""
+    return Markup(_study_environment(Path(folder)).get_template(name).render(**context))
 
 
 def listed(values) -> str:

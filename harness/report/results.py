@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.assess import diagnosis, recovery
 from harness.assess.analysis import RUN_COLUMNS
 from harness.assess.sweep import Sweep
 from harness.assess.sweep import read as read_sweep
 from harness.store import layout, probes_file, target_file
 from harness.store.files import DamagedFile
 from harness.store.layout import RUN_FILE
+from harness.studies import registry
 
 FINAL_METRICS = ["epoch", "step", "train_loss", "train_acc", "train_eval_loss", "train_eval_acc", "val_loss", "val_acc",
                  "gap", "best_val_acc", "best_epoch"]
@@ -54,16 +54,13 @@ def sweep_results(sweep: Sweep | Path) -> pd.DataFrame:
                            columns=list(TARGET_COLUMNS)).astype(float)
     table = pd.concat([table, probes, targets], axis=1)
     table.insert(0, "sweep", sweep.folder.name)
-    plan = diagnosis.read_plan(sweep) or recovery.read_plan(sweep)
-    arm = []
-    if plan is not None:  # +study=diagnose or recover: which arm (or trial) each run is, in which round
-        arms = recovery.arms(sweep) if recovery.read_plan(sweep) is not None else plan["arms"]
-        table.insert(3, "arm", table["job"].map(lambda job: arms.get(str(job))))
-        arm = ["arm"]
-        if recovery.read_plan(sweep) is not None:
-            rounds = {job["job"]: job.get("round", 1) for job in sweep.plan.get("jobs", [])}
-            table.insert(4, "round", table["job"].map(lambda job: rounds.get(str(job))).astype("Int64"))
-            arm.append("round")
+    study = registry.of_sweep(sweep)
+    arm = []  # a study's own columns after the job (+study=diagnose's arm; recover's arm and round)
+    for column, values in (study.results_columns(sweep) if study is not None else {}).items():
+        mapped = table["job"].map(lambda job: values.get(str(job)))
+        whole = values and all(isinstance(v, int) and not isinstance(v, bool) for v in values.values())
+        table.insert(3 + len(arm), column, mapped.astype("Int64") if whole else mapped)  # a round: 1, 2, ...
+        arm.append(column)
     keys = [k for k in sweep.keys if k in table.columns]
     first = ["sweep", "run_id", "job", *arm, "status", *keys, *[c for c in FINAL_METRICS if c in table.columns]]
     last_columns = [*PROBE_COLUMNS.values(), *TARGET_COLUMNS, *[c for c in RUN_COLUMNS if c not in first]]
@@ -127,19 +124,12 @@ def printable(table: pd.DataFrame, keys: list[str]) -> str:
     return shown.to_string(index=False, na_rep="-", float_format=lambda v: f"{v:.4g}")
 
 
-def diagnoses(sweeps: list[Sweep]) -> str:
-    """Each +study=diagnose sweep's parts of the drop, one line each, under a line naming the sweep ('' if none)."""
+def study_lines(sweeps: list[Sweep]) -> str:
+    """What each sweep's study prints under the table (a diagnosis's parts of the drop), '' if none."""
     lines = []
     for sweep in sweeps:
-        found = diagnosis.diagnose(sweep)
-        if found is None or found.drop is None:
-            continue
-        lines.append(f"{sweep.folder.name} diagnosis: {found.headline}")
-        for part in [*found.parts]:
-            e = part.estimate
-            value = "not measured" if e.value is None else f"{e.value:+.4f}"
-            interval = "" if e.low is None else f" [{e.low:+.4f}, {e.high:+.4f}]"
-            lines.append(f"  {part.name:<17} {value}{interval}  {e.reading}")
+        study = registry.of_sweep(sweep)
+        lines += study.results_lines(sweep) if study is not None else []
     return "\n".join(lines)
 
 
@@ -175,7 +165,7 @@ def _write(args, sweeps: list[Sweep]) -> int:
     table = results(sweeps)
     if args.out is None:
         print(printable(table, [k for sweep in sweeps for k in sweep.keys]))
-        parts = diagnoses(sweeps)
+        parts = study_lines(sweeps)
         if parts:
             print(parts)
         print(f"{len(table)} run(s) in {len(sweeps)} sweep(s); every column with --out results.csv", file=sys.stderr)

@@ -6,10 +6,10 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Sequence
 
 from harness import backend
 from harness.config.batching import BatchPlan, Schedule, plan_batches, plan_schedule
-from harness.config.diagnosis import Settings
 from harness.config.schema import RECIPE_DEFAULTS, RunConfig
 from harness.data import registry as data
 from harness.data.transforms import Arrays
@@ -48,9 +48,10 @@ _runs_in_process: list[str] = []  # run folders this process has trained before 
 
 
 def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: list[str] = (),
-                   check_data: Settings | None = None, tracking: Tracking | None = None) -> float:
+                   hooks: Sequence[Callable] = (), tracking: Tracking | None = None) -> float:
     """Train one configuration, write metrics.parquet and run.json into `run_dir`, return the final val_acc.
-    `check_data`: a diagnosis's settings, for the run that checks the data before it trains (harness.run.data_checks).
+    `hooks`: a study's `hook(cfg, data_in, run_dir)`, called once the run holds its data, before it trains (a
+    diagnosis's first run checks the data: harness.studies.diagnose.hooks).
     `tracking`: also log the run to MLflow as it trains (harness.tracking.live).
 
     run.json says `running` from the start; its final status (completed, diverged, failed, interrupted) is
@@ -81,7 +82,7 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
     status, error = "failed", None
     try:
         with slurm.preemption(record):
-            result, diverged = _train(_Run(cfg, run_dir, run_id, record, resume_epoch), board, tracker, check_data)
+            result, diverged = _train(_Run(cfg, run_dir, run_id, record, resume_epoch), board, tracker, hooks)
         status = "diverged" if diverged else "completed"
         return result
     except (KeyboardInterrupt, SystemExit) as err:  # Ctrl-C, SIGTERM, or submitit's requeue before a time limit
@@ -107,7 +108,7 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
 
 
 
-def _train(run: _Run, board: RunBoard, tracker: RunTracker, check_data: Settings | None) -> tuple[float, bool]:
+def _train(run: _Run, board: RunBoard, tracker: RunTracker, hooks: Sequence[Callable]) -> tuple[float, bool]:
     """The run's stages in order: devices, data, the batch plan, the model, what each epoch measures and where its
     row goes, fit, the end-of-run files. Returns (the final val_acc, whether it diverged)."""
     placement = devices.place(run.cfg, run.record)  # the backend loads from here on
@@ -115,7 +116,7 @@ def _train(run: _Run, board: RunBoard, tracker: RunTracker, check_data: Settings
     from harness.run import train
     from harness.run.measures import inference
 
-    data_in = _data(run, check_data)
+    data_in = _data(run, hooks)
     decode = decoder(data_in.decode)  # image files to inputs (None for arrays), for every measurement
     plan, schedule = _plan(run, placement, data_in)
     model_cfg, model = _model(run, placement, data_in, plan, schedule)
@@ -157,13 +158,11 @@ def _end_of_run(run: _Run, model, model_cfg, data_in: Arrays, decode, replicas: 
     checkpoint.remove(run.run_dir)
 
 
-def _data(run: _Run, check_data: Settings | None) -> Arrays:
-    """The run's data as it trains on it; a diagnosis's first run checks it first (harness.run.data_checks)."""
-    from harness.run import data_checks
-
+def _data(run: _Run, hooks: Sequence[Callable]) -> Arrays:
+    """The run's data as it trains on it, handed to its study's hooks first (a diagnosis's first run checks it)."""
     data_in = prepare_data(run.cfg)
-    if check_data is not None:
-        data_checks.check_once(run.cfg, data_in, run.run_dir, check_data)
+    for hook in hooks:
+        hook(run.cfg, data_in, run.run_dir)
     if data_in.classes is not None:
         run.record.set_environment(classes=data_in.classes)  # label k's name in the user's data
     return data_in
@@ -189,7 +188,7 @@ def _model(run: _Run, placement, data_in: Arrays, plan: BatchPlan, schedule: Sch
     """(the model's config for its replicas, the model built and compiled in the placement's scope, its checkpoint
     restored on a resume)."""
     from harness.models import registry as models
-    from harness.run import data_checks, train
+    from harness.run import train
 
     cfg = run.cfg
     models.check_replicas(cfg.model, plan.replicas, plan.per_replica_batch_size, cfg.device.backend)
@@ -201,7 +200,7 @@ def _model(run: _Run, placement, data_in: Arrays, plan: BatchPlan, schedule: Sch
                             data_in.num_classes)
         if run.resume_epoch:
             checkpoint.restore(model, run.run_dir)
-    run.record.update(trainable_params=data_checks.trainable_parameters(model))
+    run.record.update(trainable_params=train.trainable_parameters(model))
     return model_cfg, model
 
 

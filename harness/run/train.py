@@ -241,3 +241,8 @@ def _build_before_tracing(model: keras.Model, train) -> None:
         return
     with model.distribute_strategy.scope():
         model._symbolic_build(data_batch=spec)
+
+
+def trainable_parameters(model) -> int:
+    """The model's trainable weights, counted (capacity's parameters per training sample)."""
+    return int(sum(math.prod(weight.shape) for weight in model.trainable_weights))

@@ -8,7 +8,8 @@
     reports/                           <sweep-id>-<hash>.html, latest.html, index.html
     sweeps/                            mlflow.db, mlartifacts/ (tracking=mlflow's default store)
 
-Readers and writers ask this module for a name, never a string of their own.
+Readers and writers ask this module for a name, never a string of their own; a study's own files (diagnosis.json,
+recovery.json, data_checks.json) are named in its folder's files module (harness/studies/<name>/files.py).
 """
 from __future__ import annotations
 
@@ -19,8 +20,6 @@ SWEEP_FILE = "sweep.json"                    # every job of the command, written
 INTERPOLATION_FILE = "interpolation.parquet"  # the loss between the smallest- and largest-batch solutions
 INTERPOLATION_LOG = "interpolation.log"      # that job's TensorFlow chatter and any traceback, off the console
 LOCK_FILE = ".harness.lock"                  # in a command's output folder, held while the command runs
-DIAGNOSIS_FILE = "diagnosis.json"            # +study=diagnose: the drop split into its causes, the data checks
-RECOVERY_FILE = "recovery.json"              # +study=recover: the reference and the search's trials, ranked
 TRACKING_FILE = "tracking.json"              # tracking=mlflow: the store, the sweep's parent run, who logs live
 COMMAND_FILE = "command.json"                # the command, its directory and versions: what a resume runs again
 
@@ -34,7 +33,6 @@ TRAIN_LOG = "train.log"                      # the run's log
 CHECKPOINT = "checkpoint.npz"                # while the run trains; removed when it ends
 PROBES_FILE = "probes.json"                  # the end-of-run probes
 TARGET_FILE = "target.json"                  # with target_tune_acc: where the target was reached, and what then
-DATA_CHECKS_FILE = "data_checks.json"        # +study=diagnose, its first job: the data checked for the suspects
 INITIAL_WEIGHTS, FINAL_WEIGHTS = "initial.weights.npz", "final.weights.npz"
 TB_DIR = "tb"                                # TensorBoard event files
 HYDRA_DIR = ".hydra"                         # Hydra's own record: config.yaml, overrides.yaml

@@ -1,14 +1,14 @@
-"""+study=diagnose's assessment (harness.assess.diagnosis) on constructed sweeps: the jobs and configs the real
+"""+study=diagnose's assessment (harness.studies.diagnose.reading) on constructed sweeps: the jobs and configs the real
 command plans, its sweep.json, the real data checks of its first job, made-up accuracies."""
 import json
 
 import pandas as pd
 import pytest
 
-from harness.assess import diagnosis
 from harness.assess import sweep as sweep_files
-from harness.assess.assessment import assess
 from harness.report import html as report
+from harness.studies.diagnose import reading as diagnosis
+from harness.studies.registry import assess
 from tests.helpers import page
 from tests.helpers.sweeps import study_sweep
 
@@ -171,7 +171,7 @@ def test_shapley_parts_add_up_to_the_drop_and_need_no_order(tmp_path):
 
 def test_other_sweeps_have_no_diagnosis(tmp_path):
     sweep = study_sweep(tmp_path / "s", "+study=smoke")
-    assert _diagnosis(sweep) is None and assess(sweep).diagnosis is None
+    assert _diagnosis(sweep) is None and assess(sweep).reading is None
 
 
 def test_the_report_opens_with_the_diagnosis_under_the_verdict(tmp_path):

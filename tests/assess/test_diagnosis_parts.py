@@ -1,4 +1,4 @@
-"""The drop, decomposed (harness.assess.diagnosis_parts): the ladder's and the Shapley parts add up to the drop seed by
+"""The drop, decomposed (harness.studies.diagnose.parts): the ladder's and the Shapley parts add up to the drop seed by
 seed, agree where they must, and read and say what their paired t-intervals show."""
 from itertools import combinations, permutations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from harness.assess import diagnosis_parts
-from harness.assess.diagnosis_parts import (
+from harness.studies.diagnose import parts as diagnosis_parts
+from harness.studies.diagnose.parts import (
     LADDER,
     PARTS,
     Estimate,

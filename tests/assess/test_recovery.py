@@ -1,14 +1,14 @@
-"""+study=recover's round 1 read (harness.assess.recovery) on constructed sweeps: the jobs and configs the real
+"""+study=recover's round 1 read (harness.studies.recover.reading) on constructed sweeps: the jobs and configs the real
 command plans, made-up accuracies, the trials' tune_acc set by the test."""
 import json
 
 import pandas as pd
 import pytest
 
-from harness.assess import recovery
 from harness.assess import sweep as sweep_files
-from harness.assess.assessment import assess
 from harness.report import html
+from harness.studies.recover import reading as recovery
+from harness.studies.registry import assess
 from tests.helpers import page
 from tests.helpers.sweeps import study_sweep
 
@@ -51,7 +51,7 @@ def test_the_drop_is_paired_over_seeds_and_the_report_and_recovery_json_hold_the
     a = assess(sweep)
     [verdict] = a.batch_verdicts
     assert verdict.subject == "as is" and verdict.batch_sizes == [8, 64]  # the trials are not in the verdict
-    r = a.recovery
+    r = a.reading
     finals = sweep_files.read(sweep).epochs.sort_values("epoch").groupby("run_id").tail(1)
     as_is = finals[finals["job"].isin(["0", "1", "2", "3"])].pivot_table(index="seed", columns="global_batch_size",
                                                                           values="val_acc")
@@ -75,7 +75,7 @@ def test_the_knob_that_decides_tune_acc_is_the_most_important_and_noise_says_not
     say nothing."""
     import numpy as np
 
-    from harness.assess.recovery_importance import importances
+    from harness.studies.recover.importance import importances
 
     rng = np.random.default_rng(0)
     recipes = [{"lr_factor": float(10 ** rng.uniform(-0.6, 1.5)), "momentum": float(1 - 10 ** rng.uniform(-2, -0.7)),
@@ -96,14 +96,14 @@ def test_after_round_two_the_section_shows_the_verdict_its_table_and_the_figures
                         "seed=0,1", "recover.budget=false")
     next_round(sweep, 1)
     a = assess(sweep)
-    assert a.recovery.verdict is not None and a.recovery.importance is not None
+    assert a.reading.verdict is not None and a.reading.importance is not None
     html.write_report(sweep, tmp_path / "reports")
     parsed = page.parse((tmp_path / "reports" / "latest.html").read_text())
     section = page.section(parsed, "recovery")
-    assert a.recovery.headline in section and "share of the drop recovered" in section
+    assert a.reading.headline in section and "share of the drop recovered" in section
     for title in ("val_acc by epoch: as they are, and batch B with the recipe",
                   "The search: each trial's tune_acc against its peak learning rate", "What mattered in the search"):
         assert title in section
     written = json.loads((sweep / "recovery.json").read_text())
-    assert written["verdict"] == a.recovery.verdict.kind and written["budget"]["asked"] is False
-    assert [k["key"] for k in written["importance"]["keys"]] == [k.key for k in a.recovery.importance.keys]
+    assert written["verdict"] == a.reading.verdict.kind and written["budget"]["asked"] is False
+    assert [k["key"] for k in written["importance"]["keys"]] == [k.key for k in a.reading.importance.keys]

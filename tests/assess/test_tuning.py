@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.assess import tuning
+from harness.assess import analysis, tuning
 from harness.assess.analysis import BATCH
 from harness.data import transforms
 from tests.conftest import TINY
@@ -67,8 +67,8 @@ def test_the_choice_never_reads_validation_rows():
     tune = {8: dict(zip(GRID, [0.70, 0.90, 0.80, 0.30])), 128: dict(zip(GRID, [0.50, 0.70, 0.88, 0.40]))}
     val = {8: dict(zip(GRID, [0.95, 0.60, 0.60, 0.60])), 128: dict(zip(GRID, [0.60, 0.60, 0.60, 0.95]))}
     df = _rows(tune, val)
-    assert list(tuning.last_rows(df).columns) == tuning.SELECTION_COLUMNS
-    assert not any(c.startswith("val") for c in tuning.SELECTION_COLUMNS)
+    assert list(tuning.last_rows(df).columns) == analysis.SELECTION_COLUMNS
+    assert not any(c.startswith("val") for c in analysis.SELECTION_COLUMNS)
     chosen = lambda frame: {c.batch: c.lr for c in tuning.choose(tuning.score_grid(tuning.last_rows(frame)))}  # noqa
     assert chosen(df) == {8: 1e-3, 128: 1e-2}
     without = df.drop(columns=[c for c in df.columns if c.startswith("val")])

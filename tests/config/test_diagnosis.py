@@ -1,13 +1,13 @@
-"""+study=diagnose's plan (harness.config.diagnosis): the arms computed from the user's own command, read from the
+"""+study=diagnose's plan (harness.studies.diagnose.plan): the arms computed from the user's own command, read from the
 planned jobs and their composed, validated configs (no training), and the commands it refuses."""
 import math
 
 import pytest
 
 from harness.config import batching
-from harness.config.diagnosis import global_batch
 from harness.data.registry import expected_train_size
 from harness.launch.cli import main, plan_command
+from harness.studies.diagnose.plan import global_batch
 from tests.helpers.sweeps import planned
 
 

@@ -1,4 +1,4 @@
-"""+study=recover's round 1 (harness.config.recover): the reference and the search computed from the user's own
+"""+study=recover's round 1 (harness.studies.recover.plan): the reference and the search computed from the user's own
 command, read from the planned jobs and their composed, validated configs (no training), and its refusals."""
 import pytest
 

@@ -227,7 +227,7 @@ def study_sweep(sweep: Path, *overrides: str) -> Path:
     """The runs of `python -m harness OVERRIDES -m` (e.g. "+study=causes") as constructed folders: the jobs and
     configs the real command would run, with made-up accuracies (see _synthetic_accuracy); a model with batch norm
     gets moving statistics that lag its weights (metric_rows's `stale_bn`). sweep.json is the command's own (with a
-    diagnosis's plan), and a diagnosis's first job checks the real data as a run does (harness.run.data_checks)."""
+    diagnosis's plan), and a diagnosis's first job checks the real data as a run does (harness.studies.diagnose.hooks)."""
     from harness.store.run_files import recorded_config
 
     jobs, run_configs = planned(overrides)
@@ -245,9 +245,9 @@ def study_sweep(sweep: Path, *overrides: str) -> Path:
 
 
 def _check_data(run_cfg, run_dir: Path, settings: dict) -> None:
-    from harness.config.diagnosis import Settings
-    from harness.run.data_checks import check_once
     from harness.run.inputs import prepare_data
+    from harness.studies.diagnose.hooks import check_once
+    from harness.studies.diagnose.plan import Settings
 
     check_once(run_cfg, prepare_data(run_cfg), run_dir, Settings(**settings))
 

@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from harness.assess import recovery
 from harness.assess import sweep as sweep_files
 from harness.store import sweep_file
+from harness.studies.recover import reading as recovery
 from tests.helpers.sweeps import _command_plan, next_round, set_final, study_sweep
 
 COMMAND = ("+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=4", "seed=0,1,2")
@@ -240,7 +240,7 @@ def test_a_confirmed_seed_that_failed_counts_as_zero(tmp_path):
 @pytest.mark.parametrize("large, small, epochs, lengths", [(128, 8, 5, [10, 20, 40, 80]), (20, 8, 1, [2, 3]),
                                                              (12, 8, 2, [3]), (64, 8, 2, [4, 8, 16])])
 def test_the_budget_lengths_double_up_to_the_ratio_without_repeats(large, small, epochs, lengths):
-    from harness.config.recover import budget_lengths
+    from harness.studies.recover.plan import budget_lengths
 
     assert budget_lengths({"epochs": epochs, "large_batch": large, "small_batch": small}) == lengths
 
@@ -248,7 +248,7 @@ def test_the_budget_lengths_double_up_to_the_ratio_without_repeats(large, small,
 def test_where_b_as_it_is_lost_nothing_there_is_no_share_and_no_partly():
     """B as it is beat b; the recipe is further behind b than the tolerance: not recovered, no share of a drop
     there is not (a ratio of a negative drop would read as a large share); one seed the same."""
-    from harness.assess.recovery_verdict import judge
+    from harness.studies.recover.verdict import judge
 
     v = judge([0.80, 0.82, 0.81], [0.85, 0.86, 0.84], [0.70, 0.72, 0.69], 0.01)
     assert v.kind == "not_recovered" and v.share is None and v.share_low is None

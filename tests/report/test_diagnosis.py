@@ -1,11 +1,11 @@
-"""The Diagnosis section of a +study=diagnose report (harness.report.plots.diagnosis, the report's template): its
+"""The Diagnosis section of a +study=diagnose report (harness.studies.diagnose.figures, the report's template): its
 waterfall laid out legibly and adding up, and the section as a user sees it in a real browser."""
 import pytest
 from matplotlib.colors import to_rgba
 
-from harness.assess.assessment import assess
 from harness.report import html as report
-from harness.report.plots.diagnosis import GAINED, LOST, waterfall
+from harness.studies.diagnose.figures import GAINED, LOST, waterfall
+from harness.studies.registry import assess
 from tests.helpers import layout
 from tests.helpers.sweeps import study_sweep
 
@@ -21,7 +21,7 @@ def test_the_waterfall_goes_from_the_small_batch_down_to_the_large_one_part_by_p
     """Every text inside the figure and none overlapping; a bar per part between the two as-is levels, each the
     part's height, red where it lowered val_acc and green where it raised it."""
     sweep = study_sweep(tmp_path / "s", "+study=diagnose", "batch_size=8,64", "epochs=2", *CASES[case])
-    d = assess(sweep).diagnosis
+    d = assess(sweep).reading
     fig = waterfall(d)
     assert layout.problems(fig) == []
     ax = fig.axes[0]

@@ -1,13 +1,13 @@
-"""A diagnosis's data checks as a run makes them (harness.run.data_checks): on the arrays as the run feeds them, each
+"""A diagnosis's data checks as a run makes them (harness.studies.diagnose.hooks): on the arrays as the run feeds them, each
 suspect the harness can inject found by its check, image files checked on a small grayscale copy, the file
 written once, and a check that fails recorded instead of failing the run. No training."""
 import json
 
 import pytest
 
-from harness.config.diagnosis import Settings
-from harness.run import data_checks
 from harness.run.inputs import prepare_data
+from harness.studies.diagnose import hooks as data_checks
+from harness.studies.diagnose.plan import Settings
 from tests.helpers.user_data import write_images
 
 SMALL = ("dataset.num_samples=1500", "tune_fraction=0.1")

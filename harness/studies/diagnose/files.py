@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.store.files import read_json, write_fields
-from harness.store.layout import DIAGNOSIS_FILE
 
+DIAGNOSIS_FILE = "diagnosis.json"      # in the sweep folder
+DATA_CHECKS_FILE = "data_checks.json"  # in the first job's run folder: the data checked for the suspects
 FIELDS = {
     "small_batch": "b, the smallest global batch of the command", "large_batch": "B, the largest",
     "headline": "the split in words",
@@ -31,3 +32,8 @@ def write(sweep_dir: Path, values: dict[str, Any]) -> None:
 def read(sweep_dir: Path) -> dict[str, Any] | None:
     """The sweep's diagnosis.json, or None without one; raises DamagedFile when it cannot be read."""
     return read_json(Path(sweep_dir) / DIAGNOSIS_FILE)
+
+
+def read_checks(run_dir: Path) -> dict[str, Any] | None:
+    """A run's data_checks.json, or None without one; raises DamagedFile when it cannot be read."""
+    return read_json(Path(run_dir) / DATA_CHECKS_FILE)

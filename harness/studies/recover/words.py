@@ -1,11 +1,12 @@
-"""+study=recover's sentences: the headline and notes of a reading (harness.assess.recovery.Recovery), whatever
+"""+study=recover's sentences: the headline and notes of a reading (harness.studies.recover.reading.Recovery), whatever
 round it has reached. Numbers in, words out: each sentence claims only what the rounds that ended show."""
 from __future__ import annotations
 
 from typing import Any
 
-from harness.assess import diagnosis_parts, recovery_verdict
-from harness.assess.recovery_verdict import RECOVERED, Verdict
+from harness.assess import paired
+from harness.studies.recover import verdict as recovery_verdict
+from harness.studies.recover.verdict import RECOVERED, Verdict
 
 
 def _recipe_words(recipe: dict[str, Any], peak_lr: float | None = None) -> str:
@@ -75,7 +76,7 @@ def _small(r, what: str) -> str:
     return f"the {what} of batch {r.small_batch} with its own recipe (trial {r.small_recipe})"
 
 
-def _with_interval(e: diagnosis_parts.Estimate) -> str:
+def _with_interval(e: paired.Estimate) -> str:
     return f"{e.value:.3f}" if e.low is None else f"{e.value:.3f} [{e.low:.3f}, {e.high:.3f}]"
 
 

@@ -14,7 +14,7 @@ MARKERS = "osD^v<>p"
 
 
 def figures(a) -> list[tuple[str, Figure, str]]:
-    r = a.recovery
+    r = a.reading
     if r is None:
         return []
     drawn = []
@@ -36,7 +36,7 @@ def figures(a) -> list[tuple[str, Figure, str]]:
 def val_by_epoch(a) -> Figure | None:
     """b as it is (or with its own recipe), B as it is and B with the recipe (the reading's recipe, or the search's
     best before round 2)."""
-    r = a.recovery
+    r = a.reading
     trial = r.recipe if r.recipe is not None else r.best
     df = a.df
     small = (f"batch {r.small_batch} as is", df[(df["facet"] == "as is") & (df[BATCH] == r.small_batch)])
@@ -66,7 +66,7 @@ def val_by_epoch(a) -> Figure | None:
 
 def trials_vs_lr(a) -> Figure | None:
     """Each finished trial's tune_acc at its peak learning rate (log axis), marker by optimizer; the recipe ringed."""
-    r = a.recovery
+    r = a.reading
     df = a.df
     rows = df[df["facet"].str.startswith("trial ") & (df["seed"] == r.seeds[0])]
     finals = rows.sort_values("epoch").groupby("facet").tail(1)

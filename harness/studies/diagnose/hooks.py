@@ -11,13 +11,14 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.config.diagnosis import Settings
 from harness.config.schema import RunConfig
 from harness.data.batches import epoch_order
 from harness.data.decode import decoder
 from harness.data.transforms import Arrays
 from harness.run.inputs import validation_transform
-from harness.store import files, layout
+from harness.store import files
+from harness.studies.diagnose.files import DATA_CHECKS_FILE
+from harness.studies.diagnose.plan import Settings
 
 log = logging.getLogger(__name__)
 GRID = 16         # image files: each image as a grayscale copy of at most GRID x GRID block means
@@ -26,7 +27,7 @@ DECODE_BATCH = 256
 
 def check_once(cfg: RunConfig, data_in: Arrays, run_dir: Path, settings: Settings) -> None:
     """Write the checks to data_checks.json, unless an earlier attempt of this run did."""
-    path = Path(run_dir) / layout.DATA_CHECKS_FILE
+    path = Path(run_dir) / DATA_CHECKS_FILE
     if path.exists():
         return
     started, error, found = time.perf_counter(), None, []
@@ -86,8 +87,3 @@ def _small_gray(paths: np.ndarray, decode) -> np.ndarray:
         images = images[:, :height - height % step_h, :width - width % step_w]
         out.append(images.reshape(len(images), images.shape[1] // step_h, step_h, -1, step_w).mean(axis=(2, 4)))
     return np.concatenate(out)
-
-
-def trainable_parameters(model) -> int:
-    """The model's trainable weights, counted (capacity's parameters per training sample)."""
-    return int(sum(np.prod(weight.shape) for weight in model.trainable_weights))

@@ -2,7 +2,7 @@
 ranked on the tuning slice (round 1), the best confirmed on the other seeds and the verdict on validation (round
 2), the epochs B needs to reach b's tuning accuracy (round 3 on). Files in, numbers and sentences out.
 
-The plan (sweep.json's `recover`, harness.config.recover) names each round-1 job's arm: `as_is`, or `trial_<k>`,
+The plan (sweep.json's `recover`, harness.studies.recover.plan) names each round-1 job's arm: `as_is`, or `trial_<k>`,
 the k-th recipe in Sobol order, at B on the command's first seed; a later round's job carries its own arm (the
 trial it confirms at another seed, `budget_<epochs>`). The trials are ranked, and the confirmed one chosen, by
 final tune_acc read through SELECTION_COLUMNS only (as +study=tuned chooses its learning rates): the validation
@@ -17,12 +17,13 @@ from typing import Any
 
 import pandas as pd
 
-from harness.assess import diagnosis_parts, recovery_verdict, recovery_words
-from harness.assess.analysis import BATCH
-from harness.assess.recovery_importance import Importances, importances
-from harness.assess.recovery_verdict import Length, Verdict
+from harness.assess.analysis import BATCH, SELECTION_COLUMNS
+from harness.assess.paired import Estimate, estimate
 from harness.assess.sweep import Sweep
-from harness.assess.tuning import SELECTION_COLUMNS
+from harness.studies.recover import verdict as recovery_verdict
+from harness.studies.recover import words as recovery_words
+from harness.studies.recover.importance import Importances, importances
+from harness.studies.recover.verdict import Length, Verdict
 
 AS_IS = "as_is"
 SMALL = "small_"  # the arm of a trial at b (recover.tune_small): small_trial_<k>
@@ -46,7 +47,7 @@ class Recovery:
     large_batch: int
     epochs: int
     seeds: list[int]
-    drop: diagnosis_parts.Estimate | None   # v(b) - v(B) as they are, on validation, paired over seeds
+    drop: Estimate | None   # v(b) - v(B) as they are, on validation, paired over seeds
     reference: dict[str, float | None]      # tune_acc of b and B as they are, at the search's seed
     trials: list[Trial]
     best: int | None
@@ -76,7 +77,7 @@ class Recovery:
         return done + [t for t in self.trials if t.tune_acc is None]
 
     def as_json(self) -> dict[str, Any]:
-        drop = self.drop or diagnosis_parts.estimate([])
+        drop = self.drop or estimate([])
         return {"small_batch": self.small_batch, "large_batch": self.large_batch, "epochs": self.epochs,
                 "headline": self.headline, "drop": {"value": drop.value, "low": drop.low, "high": drop.high},
                 "reference": self.reference,
@@ -255,14 +256,14 @@ def _number(value) -> float | None:
     return None if value is None or pd.isna(value) else float(value)
 
 
-def _drop(df: pd.DataFrame, b: int, big: int, seeds: list[int]) -> diagnosis_parts.Estimate | None:
+def _drop(df: pd.DataFrame, b: int, big: int, seeds: list[int]) -> Estimate | None:
     """v(b) - v(B) of the runs as they are, paired by seed, over the seeds with both."""
     finals = _val_finals(df[df["arm"] == AS_IS])
     table = finals.pivot_table(index="seed", columns=BATCH, values="val_acc", aggfunc="first")
     if b not in table or big not in table:
         return None
     paired = (table[b] - table[big]).dropna()
-    return diagnosis_parts.estimate(paired.to_numpy()) if len(paired) else None
+    return estimate(paired.to_numpy()) if len(paired) else None
 
 
 def _command(sweep: Sweep, plan: dict[str, Any], best: int | None) -> str | None:

@@ -1,5 +1,5 @@
 """The diagnosis as a waterfall: val_acc at the small batch, down through each part of the drop (with its 95%
-interval over paired seeds), to val_acc at the large batch. Pure: a harness.assess.diagnosis.Diagnosis in, a
+interval over paired seeds), to val_acc at the large batch. Pure: a harness.studies.diagnose.reading.Diagnosis in, a
 matplotlib Figure out."""
 from __future__ import annotations
 
@@ -62,10 +62,10 @@ def waterfall(d) -> Figure | None:
 
 def figures(a) -> list[tuple[str, Figure, str]]:
     """(title, Figure, caption) of the diagnosis's waterfall, for a diagnose sweep."""
-    fig = None if a.diagnosis is None else waterfall(a.diagnosis)
+    fig = None if a.reading is None else waterfall(a.reading)
     if fig is None:
         return []
-    d = a.diagnosis
+    d = a.reading
     caption = (f"From val_acc at batch {d.small_batch} (left) down to val_acc at batch {d.large_batch} (right): each "
                "bar is a part of the drop, red where it lowered val_acc, green where it raised it, mean over the "
                f"{len(d.seeds)} seed(s) complete in every arm, with its 95% interval over paired seeds (none with one "

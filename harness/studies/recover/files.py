@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.store.files import read_json, write_fields
-from harness.store.layout import RECOVERY_FILE
 
+RECOVERY_FILE = "recovery.json"  # in the sweep folder
 FIELDS = {
     "small_batch": "b, the smallest global batch of the command", "large_batch": "B, the largest",
     "epochs": "E, the command's epochs: every trial trains within them",

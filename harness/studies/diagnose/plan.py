@@ -12,7 +12,7 @@ global batch B, arms that each apply some of these pieces:
   with batch norm only.
 
 By default (diagnose.attribution=shapley) the arms are every non-empty subset of the pieces (2^k - 1 runs per
-seed at B), so that harness.assess.diagnosis_parts can give Shapley values that depend on no order.
+seed at B), so that harness.studies.diagnose.parts can give Shapley values that depend on no order.
 diagnose.attribution=ladder runs only the ladder steps, steps_lr, steps_lr_ghost, each adding one piece to the
 one before (Hoffer, Hubara & Soudry 2017 ran it by hand): k runs, but each part depends on that order. Stale
 batch-norm statistics cost no arm: every run of a model with batch norm records its accuracies with recomputed
@@ -27,6 +27,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from harness.config.pairs import check_two_sizes_one_setting, global_batch
 from harness.config.schema import RunConfig
 from harness.data import registry as datasets
 from harness.fields import ConfigError
@@ -37,9 +38,6 @@ LADDER = ("steps", "steps_lr", "steps_lr_ghost")
 AS_IS = "as_is"
 # the keys the arms set: given on the command, they would change what an arm means
 ARM_KEYS = ("budget", "budget_steps", "lr_scaling", "base_batch_size", "model.ghost_batch_size", "warmup_epochs")
-SWEPT = ("batch_size", "seed")  # what a diagnosis may sweep; one diagnosis per value of anything else
-# studies whose arms are fixed for MNIST-1D's batch 8 (conf/control/, conf/hoffer/): they do not take other sizes
-FIXED_BATCH_STUDIES = {"hoffer": "batch 8 against batch 128", "controls": "batch 8, 32 and 128"}
 
 
 @dataclass(frozen=True)
@@ -92,22 +90,6 @@ def settings_from_dict(node: dict[str, Any]) -> Settings:
     return Settings(**node)
 
 
-def check_fixed_studies(given: dict[str, str]) -> None:
-    """+study=hoffer and +study=controls hold MNIST-1D's batch sizes in their arms: other batch sizes are refused,
-    pointing to the study that computes its arms from the command's own."""
-    study = given.get("study", "").split("=", 1)[-1]
-    if study in FIXED_BATCH_STUDIES and "batch_size" in given:
-        value = given["batch_size"].split("=", 1)[1]
-        raise ConfigError("batch_size", value, f"left to +study={study}, whose arms are fixed at "
-                          f"{FIXED_BATCH_STUDIES[study]}; +study=diagnose batch_size={value} -m computes steps-"
-                          "matched, learning-rate and ghost batch-norm arms from your own batch sizes")
-
-
-def global_batch(cfg: RunConfig) -> int:
-    replicas = max(cfg.device.gpus, 1)
-    return cfg.train.batch_size * replicas if cfg.train.per_replica_batch else cfg.train.batch_size
-
-
 def _check_command(run_configs: list[RunConfig], given: dict[str, str]) -> None:
     for key in ARM_KEYS:
         if key in given:
@@ -115,19 +97,6 @@ def _check_command(run_configs: list[RunConfig], given: dict[str, str]) -> None:
                               f"{', '.join(ARM_KEYS)}; diagnose.lr_scaling and diagnose.warmup_epochs choose how")
     check_two_sizes_one_setting(run_configs, "diagnose", "diagnosis",
                                 "e.g. batch_size=8,64: it splits the drop from the smallest to the largest")
-
-
-def check_two_sizes_one_setting(run_configs: list[RunConfig], study: str, one: str, why: str) -> None:
-    """A study of b against B (+study=diagnose, +study=recover) sweeps batch_size (two or more) and seed only."""
-    flats = [cfg.flat() for cfg in run_configs]
-    for key in flats[0]:
-        values = list(dict.fromkeys(str(flat.get(key)) for flat in flats))
-        if key not in SWEPT and len(values) > 1:
-            raise ConfigError(key, ",".join(values), f"one value with +study={study}, which sweeps batch_size and "
-                              f"seed only: run one {one} per value")
-    if len({global_batch(cfg) for cfg in run_configs}) < 2:
-        raise ConfigError("batch_size", run_configs[0].train.batch_size, f"two or more batch sizes with "
-                          f"+study={study}, {why}")
 
 
 def _ghost(cfg: RunConfig, small: RunConfig) -> tuple[int | None, str | None]:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.config import batching
-from harness.config.diagnosis import check_two_sizes_one_setting, global_batch
+from harness.config.pairs import check_two_sizes_one_setting, global_batch
 from harness.config.schema import RunConfig
 from harness.data import registry as datasets
 from harness.fields import ConfigError

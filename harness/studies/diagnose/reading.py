@@ -1,11 +1,10 @@
 """+study=diagnose: the drop in val_acc from the small batch b to the large batch B, split into its causes, and the
-data checked for the other suspects. Files in, numbers and sentences out.
-
-The plan (sweep.json's `diagnose`, harness.config.diagnosis) names each job's arm. Per seed, v is a run's final
-val_acc and v' the same with batch-norm statistics recomputed for its final weights (v' = v without batch norm,
-and for class-sorted data, whose batch statistics are each one class's); harness.assess.diagnosis_parts splits
-D = v(b) - v(B) into parts that add up to it, with paired t-intervals over the seeds complete in every arm. The
-checks are the first job's data_checks.json (label_shift, order, feature_shift), and capacity from b's runs.
+data checked for the other suspects. Files in, numbers and sentences out. The plan (sweep.json's `diagnose`, plan.py)
+names each job's arm. Per seed, v is a run's final val_acc and v' the same with batch-norm statistics recomputed
+for its final weights (v' = v without batch norm, and for class-sorted data, whose batch statistics are each one
+class's); parts.py splits D = v(b) - v(B) into parts that add up to it, with paired t-intervals over the seeds
+complete in every arm. The checks are the first job's data_checks.json (label_shift, order, feature_shift), and
+capacity from b's runs.
 """
 from __future__ import annotations
 
@@ -16,7 +15,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.assess import diagnosis_parts
 from harness.assess.analysis import BATCH, num_classes
 from harness.assess.batchnorm import PRECISE
 from harness.assess.levels import Level, shared_checks
@@ -25,6 +23,8 @@ from harness.assess.sweep import Sweep
 from harness.assess.verdicts import CHANCE_MARGIN, MIN_EFFECT
 from harness.data import data_checks
 from harness.store.files import DamagedFile
+from harness.studies.diagnose import parts as diagnosis_parts
+from harness.studies.diagnose.files import read_checks
 
 AS_IS = "as_is"
 SHIFT_CHECKS = ("label_shift", "feature_shift")  # a capacity gap is not read as such when these are flagged
@@ -247,7 +247,7 @@ def _checks(sweep: Sweep, finals: pd.DataFrame, plan: dict) -> tuple[list[dict],
     notes = ["The data checks have not run yet: the first job checks them before it trains."]
     for record in sweep.records:
         try:
-            written = sweep.data_checks(record["job"])
+            written = sweep.run_file(record["job"], read_checks)
         except DamagedFile as err:
             notes = [f"The data checks cannot be read: {err}."]
             continue

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.assess import intervals
-from harness.assess.diagnosis_parts import Estimate, estimate
+from harness.assess.paired import Estimate, estimate
 
 RECOVERED, PARTLY, NOT_RECOVERED = "recovered", "partly", "not_recovered"
 

@@ -1,0 +1,81 @@
+"""+study=recover: at the user's large batch B and epochs, a recipe searched on the tuning slice, confirmed at every
+seed against b, and the budget B needs when nothing recovers it.
+
+    plan.py        round 1 from the command (config): the reference and the Sobol search; later rounds' jobs
+    rounds.py      which later round comes next, from the rounds before (harness.launch.rounds runs it)
+    reading.py     the sweep read round by round (assess), with verdict.py, words.py and importance.py
+    section.py     the report's Recovery section: its tables, figures.py and section.html.j2
+    files.py       recovery.json
+"""
+from __future__ import annotations
+
+from harness.studies.study import Study
+
+
+class Recover(Study):
+    name = "recover"
+    priority = 2  # after diagnose: a sweep without a study's name holding a recovery plan
+
+    def settings(self, node):
+        from harness.studies.recover.plan import settings_from_dict
+
+        return settings_from_dict(node or {})
+
+    def plan(self, jobs, run_configs, settings, given):
+        from harness.studies.recover import plan
+
+        return plan.plan(jobs, run_configs, settings, given)
+
+    def next_round(self, sweep_dir, content, round_):
+        from harness.studies.recover import rounds
+
+        return rounds.next_round(sweep_dir, content, round_)
+
+    def detects(self, sweep) -> bool:
+        from harness.studies.recover.reading import read_plan
+
+        return read_plan(sweep) is not None
+
+    def assess(self, sweep):
+        from harness.assess.assessment import of_arms
+        from harness.studies.recover import reading
+
+        return of_arms(sweep, reading.arms(sweep), reading.with_importance(reading.recover(sweep)))
+
+    def files(self, a):
+        from harness.studies.recover import files
+
+        if a.reading is None:
+            return []
+        return [(files.RECOVERY_FILE, lambda sweep_dir: files.write(sweep_dir, a.reading.as_json()))]
+
+    def file_names(self):
+        from harness.studies.recover.files import RECOVERY_FILE
+
+        return [RECOVERY_FILE]
+
+    def results_columns(self, sweep):
+        from harness.studies.recover import reading
+
+        arms = reading.arms(sweep)
+        rounds = {job["job"]: job.get("round", 1) for job in (sweep.plan or {}).get("jobs", [])}
+        return {"arm": arms, "round": rounds}
+
+    def findings(self, a, command):
+        r = a.reading
+        if r is None:
+            return []
+        which = "The recipe" if r.verdict is not None else "The best recipe of the search"
+        lines = [f"- **`{command}`: {r.headline}**", f"- {which}: `{r.command}`",
+                 *[f"- {note}" for note in r.notes[:1]]]
+        if r.importance is not None:
+            lines.append(f"- {r.importance.sentence()}")
+        return lines
+
+    def sections(self, a):
+        from harness.studies.recover.section import section
+
+        return [section(a)] if a.reading is not None else []
+
+
+STUDY = Recover()
