@@ -1,6 +1,8 @@
 """Which runs log themselves: tracking.* is no run's config, a SLURM sweep with a SQLite store leaves the logging to
 its end, a run of a sweep whose command could not reach the tracker does not try; and a tracker that fails mid-run
 is one warning line and one note in run.json, never the run's failure."""
+import json
+
 import pytest
 
 from harness.launch import launchers, sweep_end
@@ -89,14 +91,17 @@ def test_tracking_without_mlflow_installed_is_one_line_naming_the_extra(tmp_path
         settings.from_dict({"uri": None, "experiment": None}, tmp_path)
 
 
-def test_the_parent_run_keeps_the_report_the_results_table_and_the_diagnosis(tmp_path):
+@pytest.mark.parametrize("study, written", [("diagnose", "diagnosis.json"), ("recover", "recovery.json")])
+def test_the_parent_run_keeps_the_report_the_results_table_and_the_study_s_file(tmp_path, study, written):
+    """The files the sweep's study writes (its file_names) go with the sweep; another study's do not."""
     from harness.report.html import report_path
 
     sweep = tmp_path / "sweeps" / "s"
     make_run(sweep, 0)
-    for path in (sweep / "sweep.json", sweep / "diagnosis.json", report_path(sweep, tmp_path / "reports")):
+    for path in (sweep / "diagnosis.json", sweep / "recovery.json", report_path(sweep, tmp_path / "reports")):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("{}")
+    (sweep / "sweep.json").write_text(json.dumps({"study": study}))
     kept = sweep_end.sweep_artifacts(sweep, tmp_path, tmp_path / "reports")
-    assert [p.name for p in kept] == ["sweep.json", "diagnosis.json", report_path(sweep).name, "results.csv"]
+    assert [p.name for p in kept] == ["sweep.json", written, report_path(sweep).name, "results.csv"]
     assert "val_acc" in (tmp_path / "results.csv").read_text().splitlines()[0]
