@@ -79,27 +79,11 @@ def summarize(sweep_dir: Path) -> str:
         prefix = f"[{verdict.subject}] " if a.facets else ""
         lines.append(f"- {prefix}{verdict.headline}")
         lines += [f"  - {detail}" for detail in verdict.details]
-    lines += [f"- {line}" for t in a.tunings for line in t.lines]
-    for s in a.scaling:
-        lines += _scaling(s)
+    lines += study.findings_after(a) if study is not None else []  # the tuned grids, the scaling curves
     for finding in a.findings:
         lines.append(f"- {finding.subject}: {finding.headline}")
         lines += [f"  - {detail}" for detail in finding.details]
     return "\n".join(lines)
-
-
-def _scaling(s) -> list[str]:
-    """+study=scaling: its headline and reading, and its points as a table."""
-    from harness.assess.scaling import fmt
-
-    lines = [f"- **{f'[{s.group}] ' if s.group else ''}{s.headline}**", *[f"- {line}" for line in s.lines], "",
-             "| batch | chosen lr | steps to target | samples to target | regime | val_acc at target |",
-             "| ---: | ---: | ---: | ---: | --- | ---: |"]
-    for p in s.points:
-        val = "–" if p.val_acc is None else f"{p.val_acc:.3f}"
-        lines.append(f"| {p.batch} | {'none reached' if p.lr is None else fmt(p.lr)} | {fmt(p.steps)} | "
-                     f"{fmt(p.samples)} | {p.regime or '–'} | {val} |")
-    return lines
 
 
 SEED_BATCH, SEED_EPOCH, SEED_MOMENTUM = 64, 2, 0.99  # the seed note: batch 64, "second epoch"; Keras's momentum

@@ -116,3 +116,73 @@ def test_a_circle_between_a_wings_modules_breaks_a_contract(tmp_path):
     assert linted.returncode == 1, linted.stdout[-3000:]
     assert "No cycles are allowed in harness.launch" in linted.stdout
     assert re.search(r"- \.(tracker -> \.processes|processes -> \.tracker) \(1 import\)", linted.stdout)
+
+
+def study_references(package: Path, names: set[str]) -> list[str]:
+    """Where a module of `package` outside its studies/ names a study (`names`): a comparison with a study's name
+    (`study == "recover"`, `name in ("hoffer", "controls")`), a study's key read (`plan.get("diagnose")`,
+    `plan["diagnose"]`) or an import of a study's module (`harness.studies.<name>`). "path:line: what" each."""
+    import ast
+
+    def named(node) -> bool:
+        if isinstance(node, ast.Constant):
+            return node.value in names
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return any(named(element) for element in node.elts)
+        if isinstance(node, ast.Dict):
+            return any(key is not None and named(key) for key in node.keys)
+        return False
+
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package)
+        if relative.parts[0] == "studies":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            what = None
+            if isinstance(node, ast.Compare) and any(named(side) for side in (node.left, *node.comparators)):
+                what = "compares with a study's name"
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
+                    and node.args and named(node.args[0]):
+                what = "reads a study's key"
+            elif isinstance(node, ast.Subscript) and named(node.slice):
+                what = "reads a study's key"
+            elif isinstance(node, ast.Import):
+                if any(alias.name.split(".")[2:3] and alias.name.split(".")[2] in names
+                       for alias in node.names if alias.name.startswith("harness.studies.")):
+                    what = "imports a study's module"
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                parts = node.module.split(".")
+                if parts[:2] == ["harness", "studies"] and (
+                        (len(parts) > 2 and parts[2] in names) or
+                        (len(parts) == 2 and any(alias.name in names for alias in node.names))):
+                    what = "imports a study's module"
+            if what:
+                found.append(f"{relative}:{node.lineno}: {what}")
+    return found
+
+
+def test_the_generic_wings_never_name_a_study():
+    """No module of harness/ outside studies/ compares a value with a registered study's name, reads a study's own
+    key or imports a study's module: the commands look a study up by the name the command or the sweep gives
+    (harness.studies.registry) and the wings call its interface."""
+    from harness.studies import registry
+
+    names = {study.name for study in registry.every()}
+    assert {"diagnose", "recover", "tuned", "scaling"} <= names
+    assert study_references(REPO / "harness", names) == []
+
+
+def test_naming_a_study_in_a_generic_wing_is_found(tmp_path):
+    """The check above on a copy of the package whose generic wings name a study the three ways it looks for."""
+    shutil.copytree(REPO / "harness", tmp_path / "harness", ignore=shutil.ignore_patterns("__pycache__", "conf"))
+    for module, line in [("assess/analysis.py", 'study = None\nif study == "recover":\n    pass'),
+                         ("report/summary.py", 'plan = {}\nplan.get("diagnose")'),
+                         ("launch/progress.py", "from harness.studies.tuned import reading")]:
+        path = tmp_path / "harness" / module
+        path.write_text(path.read_text() + f"\n{line}  # noqa\n")
+    found = study_references(tmp_path / "harness", {"diagnose", "recover", "tuned"})
+    assert [entry.split(":")[0] for entry in found] == ["assess/analysis.py", "launch/progress.py",
+                                                       "report/summary.py"]
+    assert [entry.split(": ", 1)[1] for entry in found] == ["compares with a study's name",
+                                                           "imports a study's module", "reads a study's key"]

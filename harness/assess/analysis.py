@@ -16,6 +16,7 @@ NOT_FACETS = {"batch_size", "seed", "per_replica_batch", "devices", "epochs_comp
 # what a choice on the tuning slice reads (+study=tuned's learning rate, +study=recover's recipe): never a validation
 # column, so the verdict, which compares validation accuracy, is not chosen on the data it compares
 SELECTION_COLUMNS = ["run_id", BATCH, "peak_lr", "seed", "status", "tune_acc", "tune_loss"]
+GRID_KEYS = ("lr_factor", "base_lr")  # the keys a learning-rate grid varies (base_lr: `lr` as a column)
 RUN_COLUMNS = ["run_id", "job", "status", "epochs_completed", "started_at", "finished_at", "wall_seconds",
                "overrides", "error_type", "error_message", "target_reached_at_epoch"]
 RUN_METRICS = ["train_acc", "train_eval_acc", "val_acc", "val_loss"]  # the final epoch's, in the runs table

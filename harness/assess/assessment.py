@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import dataclasses
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from harness.assess import analysis, facets, scaling, tuning, verdicts, why
+from harness.assess import analysis, facets, verdicts, why
 from harness.assess.batch_controls import controls_finding, hoffer_finding
 from harness.assess.findings import (
     Finding,
@@ -38,21 +38,34 @@ class Assessment:
     batch_verdicts: list[verdicts.BatchVerdict]
     findings: list[Finding]
     why: why.Why                 # the probes: sharpness, noise scale, distance travelled
-    tunings: list[tuning.Tuning]  # +study=tuned: the learning rate chosen per batch size, and its verdicts
-    scaling: list[scaling.Scaling] = field(default_factory=list)  # +study=scaling: steps to target and the
-    # critical batch, one curve per combination of the other varied keys (none for another sweep)
-    reading: Any = None          # a study's own reading of the sweep (harness.studies: a diagnosis, a recovery)
+    reading: Any = None          # a study's own reading of the sweep (harness.studies: a diagnosis, a recovery, the
+    # learning rates tuned per batch size, the steps to a target), None for a batch-size study
     facet_table: facets.FacetTable | None = None  # more than facets.MANY facets: their verdicts as one table
     drawn: pd.DataFrame | None = None  # with a facet table: the epochs the figures draw (facets.shown)
 
 
-def assess(sweep: Sweep | Path) -> Assessment:
-    """The sweep's verdicts and findings read as a batch-size study (a sweep folder is read first:
-    harness.assess.sweep.read); a study with a reading of its own reads it through harness.studies.registry.assess.
-    The tuned and scaling presets are read their own way here (STUDIES); for the main job, an ad-hoc sweep or one
-    recorded before studies were named, what its files hold decides (`detect`)."""
+@dataclass
+class Common:
+    """What every reading of a sweep starts from: its epochs with facets, their final results, the varied keys, the
+    other suspects' findings and the batch-size verdicts (none for a study of another suspect at one batch size)."""
+
+    sweep: Sweep
+    df: pd.DataFrame
+    facets: list[str]
+    final: pd.DataFrame
+    varied: list[str]
+    findings: list[Finding]
+    verdicts: list[verdicts.BatchVerdict]
+
+    def assessment(self, batch_verdicts: list, reading: Any = None) -> Assessment:
+        """An assessment of these runs with these verdicts and a study's own reading; the probes of every run."""
+        return Assessment(self.df, self.final, self.sweep.keys, self.varied, self.facets, batch_verdicts,
+                          self.findings, why.explain(self.sweep, self.df), reading=reading)
+
+
+def common(sweep: Sweep) -> Common:
+    """The sweep's Common reading (a sweep folder is read first: harness.assess.sweep.read)."""
     sweep = sweep if isinstance(sweep, Sweep) else read(sweep)
-    kind = STUDIES.get(sweep.study, BATCH_SIZE) if sweep.study is not None else detect(sweep)
     df = _with_facets(sweep)
     facet_keys = analysis.facet_keys(df, sweep.keys)
     final = analysis.final_results(df)
@@ -61,35 +74,21 @@ def assess(sweep: Sweep | Path) -> Assessment:
     found = all_findings(df, final, varied) if not final.empty else []
     if found and df[analysis.BATCH].nunique() < 2:
         batch_verdicts = []  # a study of another suspect at one batch size: its findings are the verdicts
-    scaled = scaling.assess(sweep, df, facet_keys) if kind == SCALING else []
-    if scaled:  # runs stopped at a target: steps to it are the measure, not the last epoch's val_acc
-        return Assessment(df, final, sweep.keys, varied, facet_keys, [], found, why.explain(sweep, df), [], scaled)
-    # a scaling study short of two batch sizes at its target is read for its learning-rate grid, as a tuned one
-    tunings = tuning.assess(df, final, facet_keys, len(sweep.not_started)) if kind in (TUNED, SCALING) else []
-    if tunings:  # one verdict at the tuned learning rates and one untuned, not one per point of the grid
-        batch_verdicts = [v for t in tunings for v in t.verdicts]
-    else:
-        batch_verdicts = [_with_diagnose_command(v, sweep, df) for v in batch_verdicts]
-    table = None if tunings else facets.table(batch_verdicts, final, df)
+    return Common(sweep, df, facet_keys, final, varied, found, batch_verdicts)
+
+
+def assess(sweep: Sweep | Path | Common) -> Assessment:
+    """The sweep's verdicts and findings read as a batch-size study (a sweep folder is read first:
+    harness.assess.sweep.read): a verdict per facet, or one table of them when there are many. A study with a
+    reading of its own reads it through harness.studies.registry.assess."""
+    c = sweep if isinstance(sweep, Common) else common(sweep)
+    batch_verdicts = [_with_diagnose_command(v, c.sweep, c.df) for v in c.verdicts]
+    table = facets.table(batch_verdicts, c.final, c.df)
     if table is None:
-        return Assessment(df, final, sweep.keys, varied, facet_keys, batch_verdicts, found, why.explain(sweep, df),
-                          tunings)
-    first = df[df["facet"] == table.shown[0]]  # its probes: the Why of the facet that decides the headline
-    return Assessment(df, final, sweep.keys, varied, facet_keys, batch_verdicts, found, why.explain(sweep, first),
-                      tunings, facet_table=table, drawn=facets.shown(df, table))
-
-
-BATCH_SIZE, SCALING, TUNED = "batch_size", "scaling", "tuned"
-# presets (conf/study/) read their own way
-STUDIES = {"scaling": SCALING, "tuned": TUNED}
-
-
-def detect(sweep: Sweep) -> str:
-    """The kind of study a sweep without a study's name is, from its files: runs stopped at a target (scaling); a
-    learning-rate grid at some batch size, tuned on a held-out slice (tuned); else a batch-size study."""
-    if "target_tune_acc" in sweep.epochs.columns and sweep.epochs["target_tune_acc"].notna().any():
-        return SCALING
-    return TUNED if tuning.tunes(sweep.epochs) else BATCH_SIZE
+        return c.assessment(batch_verdicts)
+    first = c.df[c.df["facet"] == table.shown[0]]  # its probes: the Why of the facet that decides the headline
+    return Assessment(c.df, c.final, c.sweep.keys, c.varied, c.facets, batch_verdicts, c.findings,
+                      why.explain(c.sweep, first), facet_table=table, drawn=facets.shown(c.df, table))
 
 
 def _with_facets(sweep: Sweep) -> pd.DataFrame:
@@ -113,7 +112,7 @@ def of_arms(sweep: Sweep, arms: dict[str, str], reading: Any) -> Assessment:
     as_is = df[df["facet"] == "as is"]
     verdict = verdicts.batch_size_verdict(analysis.final_results(as_is), "as is", analysis.runs_table(as_is))
     return Assessment(df, analysis.final_results(df), sweep.keys, analysis.varied_keys(df, sweep.keys), ["arm"],
-                      [verdict], [], why.explain(sweep, as_is), [], reading=reading)
+                      [verdict], [], why.explain(sweep, as_is), reading=reading)
 
 
 def all_findings(df: pd.DataFrame, final: pd.DataFrame, varied: list[str]) -> list[Finding]:

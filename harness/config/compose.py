@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import functools
 import re
+import textwrap
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
@@ -28,6 +29,27 @@ CONFIG_NAME = "config"
 # preset names after itself: +study=recover's `recover.*`): they plan a sweep's jobs and tell a run what to do
 # beside training, but they are no run's config (not in RunConfig.flat(), so resuming compares runs without them).
 TRACKING_NODE = "tracking"
+
+
+HELP_WIDTH, HELP_INDENT = 112, 50  # the --help text's width, and where its commands' descriptions start
+
+
+def study_presets(searchpath: list[str] = ()) -> list[str]:
+    """The study presets found (conf/study/*.yaml, and those of the user's --config-dir, in Hydra's search path)."""
+    folders = [CONF_DIR / "study", *(Path(str(p).removeprefix("file://")) / "study" for p in searchpath or ()
+                                     if str(p).startswith("file://"))]
+    return sorted({path.stem for folder in folders if folder.is_dir() for path in folder.glob("*.yaml")})
+
+
+def _presets_for_help(searchpath=None) -> str:
+    """The presets as --help lists them (conf/config.yaml's header): wrapped under its descriptions' column."""
+    first = "  python -m harness +study=causes -m              a named study (conf/study/: "
+    lines = textwrap.wrap(", ".join(study_presets(searchpath)) + ")", width=HELP_WIDTH,
+                          initial_indent=" " * len(first), subsequent_indent=" " * HELP_INDENT)
+    return "\n".join([lines[0].lstrip(), *lines[1:]])[:-1]
+
+
+OmegaConf.register_new_resolver("harness_presets", _presets_for_help, replace=True)
 
 
 def chosen_study(cfg: DictConfig) -> str | None:

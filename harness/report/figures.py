@@ -12,13 +12,11 @@ import sys
 import threading
 
 from harness.assess.analysis import final_results
-from harness.report.plots import findings, scaling, sweep, tuning, why
+from harness.report.plots import findings, sweep, why
 
 SECTIONS = {  # section -> the modules whose figures it shows, in order
     "main": (findings, sweep),
     "why": (why,),
-    "tuned": (tuning,),
-    "scaling": (scaling,),
 }
 
 
@@ -39,7 +37,7 @@ def png(fig) -> str:
 
 def sections(a, more: list[list] = ()) -> tuple[list[dict], ...]:
     """The embedded figures ({title, png, caption}) of every section in SECTIONS' order (the main part, the Why
-    section, the tuned study's, the scaling study's), then of `more` ((title, Figure, caption) lists: a study's
+    section), then of `more` ((title, Figure, caption) lists: a study's
     sections), for an assessment; rendered together."""
     drawn = [figures(a, name) for name in SECTIONS] + [list(figs) for figs in more]
     pngs = iter(rendered([fig for section in drawn for _, fig, _ in section]))

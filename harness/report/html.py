@@ -98,7 +98,7 @@ def _built(sweep_dir: Path):
     a = registry.assess(sweep)
     per_run = a.df.drop_duplicates("run_id")
     studied = study.sections(a) if study is not None else []
-    drawn, why_drawn, tuning_drawn, scaling_drawn, *study_drawn = figures.sections(a, [s.figures for s in studied])
+    drawn, why_drawn, *study_drawn = figures.sections(a, [s.figures for s in studied])
     simulated = "simulate_devices" in per_run.columns and per_run["simulate_devices"].astype(bool).any()
     not_started = sweep.not_started
     status_counts = per_run["status"].value_counts()
@@ -135,12 +135,10 @@ def _built(sweep_dir: Path):
         why=a.why,
         diagnose_named=any(v.diagnose for v in a.batch_verdicts),
         why_figures=why_drawn,
-        tunings=a.tunings,
-        tuning_figures=tuning_drawn,
-        scaling=[(s, tables.scaling_rows(s)) for s in a.scaling],
-        scaling_figures=scaling_drawn,
+        verdict_sections=[pages.section(s.template, s.folder, {**s.context, "figures": shown})
+                          for s, shown in zip(studied, study_drawn) if s.place == "verdict"],
         body_sections=[pages.section(s.template, s.folder, {**s.context, "figures": shown})
-                       for s, shown in zip(studied, study_drawn)],
+                       for s, shown in zip(studied, study_drawn) if s.place == "body"],
         varied=varied,
         facets=a.facets,
         constant=[(k, tables.fmt(per_run[k].iloc[0])) for k in a.keys if k in per_run.columns and k not in a.varied],

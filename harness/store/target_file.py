@@ -1,5 +1,6 @@
 """target.json, where a run with target_tune_acc reached its target and what it measured there: its fields named
-once, for the writer (harness.run.target) and the readers (harness.assess.scaling, harness.report.results)."""
+once, for the writer (harness.run.target) and the readers (harness.studies.scaling.reading,
+harness.report.results)."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -96,6 +96,10 @@ class Study:
         """Markdown lines that open the sweep's findings block (`command`: the command's overrides)."""
         return []
 
+    def findings_after(self, a) -> list[str]:
+        """Markdown lines of the findings block after the batch-size verdicts (a tuned grid's choices)."""
+        return []
+
     # the report
     def sections(self, a) -> list[Section]:
         return []

@@ -80,11 +80,13 @@ def test_the_study_sweep_json_names_chooses_the_reading_and_an_unnamed_sweep_is_
     sweep = study_sweep(tmp_path / "tuned", "+study=tuned", "seed=0,1")
     plan = json.loads((sweep / "sweep.json").read_text())
     assert plan["study"] == "tuned"
-    named = assess(sweep)
-    assert named.tunings and named.batch_verdicts == [v for t in named.tunings for v in t.verdicts]
+    from harness.studies import registry
+
+    named = registry.assess(sweep)
+    assert named.reading and named.batch_verdicts == [v for t in named.reading for v in t.verdicts]
     (sweep / "sweep.json").write_text(json.dumps({**plan, "study": None}))
-    detected = assess(sweep)
-    assert [t.group for t in detected.tunings] == [t.group for t in named.tunings]
+    detected = registry.assess(sweep)
+    assert [t.group for t in detected.reading] == [t.group for t in named.reading]
     assert [v.outcome for v in detected.batch_verdicts] == [v.outcome for v in named.batch_verdicts]
     (sweep / "sweep.json").write_text(json.dumps({**plan, "study": "causes"}))
-    assert assess(sweep).tunings == []
+    assert registry.assess(sweep).reading is None

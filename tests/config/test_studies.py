@@ -158,13 +158,21 @@ def test_composing_a_sweeps_jobs_once_per_structure_gives_hydras_own_configs(com
                 assert to_run_config(fast) == expected, job
 
 
-def test_the_help_lists_every_study_preset():
-    """`python -m harness --help` names each file in conf/study/ (diagnose was missing from it)."""
-    import yaml
+def test_the_help_lists_every_study_preset_found_the_user_s_too(tmp_path):
+    """`python -m harness --help` names each file in conf/study/ and in the user's --config-dir (generated from the
+    files found: diagnose was once missing from a list typed by hand), every line within the help's width."""
+    import subprocess
+    import sys
 
-    from harness.config.compose import CONF_DIR
+    from harness.config.compose import CONF_DIR, HELP_WIDTH
 
-    header = yaml.safe_load((Path(CONF_DIR) / "config.yaml").read_text())["hydra"]["help"]["header"]
-    listed = re.search(r"a named study \(conf/study/: ([^)]*)\)", header).group(1)
+    (tmp_path / "study").mkdir()
+    (tmp_path / "study" / "mystudy.yaml").write_text("# @package _global_\nepochs: 1\n")
+    proc = subprocess.run([sys.executable, "-m", "harness", "--config-dir", str(tmp_path), "--help"],
+                          capture_output=True, text=True, timeout=120)  # Hydra's help sets up its logging, exits
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    shown = proc.stdout
+    listed = re.search(r"a named study \(conf/study/: ([^)]*)\)", shown).group(1)
     names = {name.strip() for name in re.split(r",\s*", " ".join(listed.split()))}
-    assert names == {path.stem for path in (Path(CONF_DIR) / "study").glob("*.yaml")}
+    assert names == {path.stem for path in (Path(CONF_DIR) / "study").glob("*.yaml")} | {"mystudy"}
+    assert max(len(line) for line in shown.splitlines()[:20]) <= HELP_WIDTH

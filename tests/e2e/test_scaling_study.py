@@ -16,7 +16,7 @@ def test_the_scaling_study_stops_each_run_at_its_target_and_reports_how_far_the_
     from tests.conftest import run_harness
 
     sweep = tmp_path / "sweep"
-    # one learning rate a batch size (choosing among several is tests/assess/test_scaling.py's): 3 runs
+    # one learning rate a batch size (choosing among several is tests/studies/scaling/test_reading.py's): 3 runs
     proc = run_harness("+study=scaling", "dataset.num_samples=1000", "batch_size=16,64,256", "lr_factor=2.83",
                        "seed=0", "epochs=20", "target_tune_acc=0.5", f"hydra.sweep.dir={sweep}", "-m",
                        cwd=tmp_path)
@@ -48,14 +48,14 @@ def test_the_scaling_study_stops_each_run_at_its_target_and_reports_how_far_the_
     figures_shown = [img["alt"] for node in page.section_nodes(parsed, "scaling") if getattr(node, "find_all", None)
                      for img in node.find_all("img")]
     assert figures_shown == ["Steps and samples to the target vs batch size", "Validation accuracy at the target"]
-    from harness.assess.assessment import assess
-    from harness.report.figures import figures
+    from harness.studies.registry import assess
+    from harness.studies.scaling.figures import figures
     from tests.helpers import layout
 
     a = assess(sweep)
-    [scaled] = a.scaling  # one curve: nothing else varies
+    [scaled] = a.reading  # one curve: nothing else varies
     assert [p.batch for p in scaled.points] == [16, 64, 256] and scaled.fit is not None and scaled.group == ""
     assert scaled.headline in " ".join(page.text(block) for block in page.blocks(parsed))
-    assert not a.batch_verdicts and not a.tunings  # no verdict per lr_factor
-    drawn = figures(a, "scaling")
+    assert not a.batch_verdicts  # no verdict per lr_factor
+    drawn = figures(a)
     assert len(drawn) == 2 and all(layout.problems(fig) == [] for _, fig, _ in drawn)

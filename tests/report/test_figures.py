@@ -140,14 +140,18 @@ SECTIONS = {"main": "batch size", "batch_size": "batch size", "batchnorm": "Batc
 def test_every_figure_of_every_study_report_is_laid_out_legibly(study, tmp_path):
     """Each figure the report draws for the main job and every study preset (from a constructed sweep of the
     preset's real jobs): every text inside the figure, no two texts overlapping, no legend over a plot; and the
-    section the study is for is there (tests/assess/test_tuning.py does +study=tuned)."""
+    section the study is for is there (tests/studies/tuned/test_reading.py does +study=tuned)."""
+    from harness.assess.sweep import read
     from harness.report.figures import figures
+    from harness.studies import registry
     from tests.helpers import layout
     from tests.helpers.sweeps import study_sweep
 
-    sweep = study_sweep(tmp_path / study, *(["batch_size=8,32,64,128"] if study == "main" else [f"+study={study}"]))
-    a = assess(sweep)
-    drawn = [figure for section in ("main", "why", "tuned") for figure in figures(a, section)]
+    sweep = read(study_sweep(tmp_path / study, *(["batch_size=8,32,64,128"] if study == "main" else
+                                                 [f"+study={study}"])))
+    a, found = registry.assess(sweep), registry.of_sweep(sweep)
+    drawn = [figure for section in ("main", "why") for figure in figures(a, section)]
+    drawn += [figure for section in (found.sections(a) if found else []) for figure in section.figures]
     assert len(drawn) >= 4
     for title, fig, _ in drawn:
         assert layout.problems(fig) == [], title

@@ -2,7 +2,7 @@
 S(B) at each batch size's best learning rate, McCandlish's S = S_min(1 + B_crit/B) fitted to them with a bootstrap
 interval, the regime of every batch size, and the gradient noise scale measured at the target against the fit.
 Files only: run.json and target.json of runs with target_tune_acc; the fit and the pooled noise scale are
-harness.assess.mccandlish's.
+harness.studies.scaling.mccandlish's.
 
 The learning rate of a batch size is the one whose seeds all reach the target, in the fewest steps on average: the
 target is the tuning slice's accuracy, so validation plays no part in the choice.
@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from harness.assess import analysis, mccandlish
-from harness.assess.analysis import BATCH
+from harness.assess import analysis
+from harness.assess.analysis import BATCH, GRID_KEYS
 from harness.assess.intervals import t_interval
-from harness.assess.mccandlish import BOOTSTRAP, FIT_TOLERANCE, LEVEL, Fit, Noise, noise_at_target
 from harness.assess.sweep import Sweep
-from harness.assess.tuning import GRID_KEYS
 from harness.probes import noise_scale
 from harness.store.files import DamagedFile
+from harness.studies.scaling import mccandlish
+from harness.studies.scaling.mccandlish import BOOTSTRAP, FIT_TOLERANCE, LEVEL, Fit, Noise, noise_at_target
 
 PERFECT = 0.2         # "perfect scaling": S(2B) within 20% of S(B)/2
 NO_GAIN = 0.2         # "no gain": S(2B) within 20% of S(B) or above

@@ -10,8 +10,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from harness.assess.analysis import BATCH
-from harness.assess.scaling import Scaling
 from harness.report.plots.style import LEGEND_ROW, legend_below, log2_axis
+from harness.studies.scaling.reading import Scaling
 
 MEASURED, FITTED, NOISE, OTHER = "#d62728", "#1f1f1f", "#1565c0", "#bbbbbb"
 
@@ -111,7 +111,7 @@ def figures(a) -> list[tuple[str, Figure, str]]:
     """(title, Figure, caption) of the scaling study's figures, for each of its curves (one per combination of the
     other varied keys); none for another sweep."""
     drawn = []
-    for s in a.scaling:
+    for s in a.reading or []:
         if s.runs.empty:
             continue
         of = f" ({s.group})" if s.group else ""

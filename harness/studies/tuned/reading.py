@@ -16,12 +16,11 @@ import numpy as np
 import pandas as pd
 
 from harness.assess import analysis, verdicts
-from harness.assess.analysis import BATCH, SELECTION_COLUMNS
+from harness.assess.analysis import BATCH, GRID_KEYS, SELECTION_COLUMNS
 from harness.assess.verdicts import BatchVerdict
 from harness.store.run_files import FINISHED
 
 # What the choice may read: a run's identity, its learning rate and the tuning slice's final metrics
-GRID_KEYS = ("lr_factor", "base_lr")  # the keys a learning-rate grid varies (base_lr: `lr` as a column)
 RULES = {"linear": 1.0, "√": 0.5}     # lr ∝ batch^k (Goyal et al. 2017; Hoffer et al. 2017)
 NEAREST = {"no scaling (k = 0)": 0.0, "√ rule (k = 0.5)": 0.5, "linear rule (k = 1)": 1.0}
 

@@ -1,6 +1,6 @@
 """McCandlish et al. 2018's model of large-batch training, fitted and checked: S = S_min(1 + B_crit/B) from steps
 to a target with a bootstrap interval, and the gradient noise scale B_simple pooled over runs with its own.
-Numpy and SciPy on numbers; harness.assess.scaling reads the runs and says what they show.
+Numpy and SciPy on numbers; harness.studies.scaling.reading reads the runs and says what they show.
 
 The fit minimises relative errors, Σ((S_i − S_min − S_min·B_crit/B_i)/S_i)², with S_min and S_min·B_crit ≥ 0 (a
 linear least squares, scipy.optimize.nnls); its interval comes from BOOTSTRAP replicates that resample every

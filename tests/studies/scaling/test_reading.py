@@ -7,9 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.assess import mccandlish, scaling
 from harness.assess.analysis import BATCH
 from harness.probes import noise_scale
+from harness.studies.scaling import mccandlish
+from harness.studies.scaling import reading as scaling
 
 BATCHES = [8, 16, 32, 64, 128, 256, 512, 1024, 2048]
 
@@ -133,9 +134,9 @@ def test_a_scaling_study_over_two_optimizers_fits_one_curve_and_critical_batch_e
     each named by it, each fit finding its own B_crit; the report has both."""
     import json
 
-    from harness.assess.assessment import assess
     from harness.report import html
     from harness.store import target_file
+    from harness.studies.registry import assess
     from tests.helpers.sweeps import study_sweep
 
     sweep = study_sweep(tmp_path / "s", "+study=scaling", "optimizer=adam,lamb", "batch_size=8,32,128,512",
@@ -152,8 +153,8 @@ def test_a_scaling_study_over_two_optimizers_fits_one_curve_and_critical_batch_e
                                                "val_loss_at_target": 0.6, "noise_batch": 32, "noise_gram": None,
                                                "noise_scale_at_target": None})
     a = assess(sweep)
-    assert [s.group for s in a.scaling] == ["optimizer=adam", "optimizer=lamb"]
-    for s, b_crit in zip(a.scaling, (64.0, 512.0)):
+    assert [s.group for s in a.reading] == ["optimizer=adam", "optimizer=lamb"]
+    for s, b_crit in zip(a.reading, (64.0, 512.0)):
         assert [p.batch for p in s.points] == [8, 32, 128, 512] and s.fit is not None
         assert s.fit.b_crit == pytest.approx(b_crit, rel=0.15)
     page = html.build_report(sweep)

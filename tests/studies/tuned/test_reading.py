@@ -6,9 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.assess import analysis, tuning
+from harness.assess import analysis
 from harness.assess.analysis import BATCH
 from harness.data import transforms
+from harness.studies.tuned import reading as tuning
 from tests.conftest import TINY
 
 
@@ -107,13 +108,13 @@ def test_the_study_as_planned_reports_choices_rules_and_both_verdicts(tmp_path):
     """`+study=tuned` planned for real (2 of its 3 seeds: 42 jobs), with made-up accuracies best at lr x
     sqrt(batch / 8): the report names each batch size's winner, the √ rule, the tuned verdict beside the untuned
     one, and both figures."""
-    from harness.assess.assessment import assess
     from harness.report import html as report
+    from harness.studies.registry import assess
     from tests.helpers.sweeps import study_sweep
 
     sweep = study_sweep(tmp_path / "tuned", "+study=tuned", "seed=0,1")
     a = assess(sweep)
-    [tuned_grid] = a.tunings
+    [tuned_grid] = a.reading
     # the tuning slice's optima (validation's would give batch 128 10x, not 4.64x)
     assert {c.batch: round(c.lr / 1e-3, 3) for c in tuned_grid.choices} == {8: 1.0, 32: 2.15, 128: 4.64}
     assert all(c.edge is None and c.seeds == 2 for c in tuned_grid.choices)
@@ -122,7 +123,7 @@ def test_the_study_as_planned_reports_choices_rules_and_both_verdicts(tmp_path):
     assert tuned.effect < untuned.effect and tuned.n_seeds == 2
     assert tuned_grid.exponent == pytest.approx(0.55, abs=0.05) and tuned_grid.tune_size == 399
     from harness.report import figures
-    from harness.report.plots import tuning as tuning_plots
+    from harness.studies.tuned import figures as tuning_plots
     from tests.helpers import layout
 
     for title, fig, _ in [*figures.figures(a), *tuning_plots.figures(a)]:
@@ -136,15 +137,15 @@ def test_the_study_as_planned_reports_choices_rules_and_both_verdicts(tmp_path):
 
 def test_a_winner_at_the_edge_makes_the_tuned_verdict_inconclusive(tmp_path):
     """Narrow the grid so batch 128's best learning rate lies beyond it: the verdict refuses to claim a result."""
-    from harness.assess.assessment import assess
+    from harness.studies.registry import assess
     from tests.helpers.sweeps import study_sweep
 
     sweep = study_sweep(tmp_path / "narrow", "+study=tuned", "lr_factor=0.3,1,3", "seed=0,1")
     a = assess(sweep)
-    assert {c.batch: c.edge for c in a.tunings[0].choices} == {8: None, 32: "largest", 128: "largest"}
+    assert {c.batch: c.edge for c in a.reading[0].choices} == {8: None, 32: "largest", 128: "largest"}
     tuned = a.batch_verdicts[0]
     assert tuned.outcome == "inconclusive" and "The grid was too narrow (batch 32 chose" in tuned.headline
-    assert any("the grid was too narrow there" in line for line in a.tunings[0].lines)
+    assert any("the grid was too narrow there" in line for line in a.reading[0].lines)
 
 
 def test_a_partly_run_grid_gives_no_tuned_claim_and_the_untuned_arm_keeps_its_diverged_runs(tmp_path):
@@ -152,7 +153,7 @@ def test_a_partly_run_grid_gives_no_tuned_claim_and_the_untuned_arm_keeps_its_di
     verdict says the choice may change; the untuned arm is lr_factor=1 even where it diverged."""
     import json
 
-    from harness.assess.assessment import assess
+    from harness.studies.registry import assess
     from tests.helpers.sweeps import make_run
 
     sweep, job, jobs = tmp_path / "partial", 0, []
@@ -182,24 +183,24 @@ def test_a_partly_run_grid_gives_no_tuned_claim_and_the_untuned_arm_keeps_its_di
 
 
 def test_a_grid_is_tuned_within_each_other_varied_key_and_controls_are_not_a_grid(tmp_path):
-    from harness.assess.assessment import assess
+    from harness.studies.registry import assess
     from tests.helpers.sweeps import study_sweep
 
     a = assess(study_sweep(tmp_path / "two", "+study=tuned", "lr_factor=0.464,1,2.15", "batch_size=8,32", "seed=0",
                            "optimizer=adam,sgd"))
-    assert [t.group for t in a.tunings] == ["optimizer=adam", "optimizer=sgd"]
+    assert [t.group for t in a.reading] == ["optimizer=adam", "optimizer=sgd"]
     assert [v.subject.split(":")[0] for v in a.batch_verdicts] == [
         "tuned · optimizer=adam", "untuned · optimizer=adam", "tuned · optimizer=sgd", "untuned · optimizer=sgd"]
     controls = assess(study_sweep(tmp_path / "controls", "+study=controls", "tune_fraction=0.1", "seed=0"))
-    assert controls.tunings == [] and len(controls.batch_verdicts) == 3  # lr_scaling moves peak_lr: not a grid
+    assert not controls.reading and len(controls.batch_verdicts) == 3  # lr_scaling moves peak_lr: not a grid
 
 
 def test_other_sweeps_have_no_tuning_section(tmp_path):
-    from harness.assess.assessment import assess
+    from harness.studies.registry import assess
     from tests.helpers.sweeps import batch_sweep
 
     a = assess(batch_sweep(tmp_path / "s", {8: [0.9, 0.91], 128: [0.8, 0.81]}))
-    assert a.tunings == [] and len(a.batch_verdicts) == 1
+    assert not a.reading and len(a.batch_verdicts) == 1
 
 
 @pytest.mark.parametrize("override, says", [
@@ -219,10 +220,10 @@ def test_bad_tuning_keys_exit_2_with_one_line(override, says, tmp_path):
 def test_a_tuned_study_over_two_optimizers_tunes_each_apart(tmp_path):
     """`+study=tuned optimizer=adam,lamb lr_schedule=cosine` (docs/configuration.md): one tuning, and its verdicts,
     per optimizer."""
-    from harness.assess.assessment import assess
+    from harness.studies.registry import assess
     from tests.helpers.sweeps import study_sweep
 
     a = assess(study_sweep(tmp_path / "t", "+study=tuned", "optimizer=adam,lamb", "lr_schedule=cosine", "seed=0,1"))
-    assert [t.group for t in a.tunings] == ["optimizer=adam", "optimizer=lamb"]
+    assert [t.group for t in a.reading] == ["optimizer=adam", "optimizer=lamb"]
     subjects = [v.subject for v in a.batch_verdicts]
     assert len(subjects) == 4 and all(any(f"optimizer={o}" in s for s in subjects) for o in ("adam", "lamb"))

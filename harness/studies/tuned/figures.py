@@ -9,9 +9,9 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
 from harness.assess.analysis import BATCH
-from harness.assess.tuning import RULES, Tuning
-from harness.assess.tuning import format_lr as _lr
 from harness.report.plots.style import LEGEND_ROW, legend_below, log2_axis, mean_sd_by
+from harness.studies.tuned.reading import RULES, Tuning
+from harness.studies.tuned.reading import format_lr as _lr
 
 
 def selection_heatmap(tuning: Tuning) -> Figure:
@@ -82,7 +82,7 @@ def chosen_lr_vs_batch(tuning: Tuning) -> Figure:
 def figures(a) -> list[tuple[str, Figure, str]]:
     """(title, Figure, caption) of the tuned study's figures, for each grid tuned; none for another sweep."""
     drawn = []
-    for tuning in a.tunings:
+    for tuning in a.reading or []:
         where = f" ({tuning.group})" if tuning.group else ""
         drawn += [(f"{title}{where}", fig, caption) for title, fig, caption in _figures(tuning)]
     return drawn

@@ -1,0 +1,1 @@
+"""Tests of harness.studies.diagnose, one file per module."""

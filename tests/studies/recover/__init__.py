@@ -1,0 +1,1 @@
+"""Tests of harness.studies.recover, one file per module."""

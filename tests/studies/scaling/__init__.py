@@ -1,0 +1,1 @@
+"""Tests of harness.studies.scaling, one file per module."""

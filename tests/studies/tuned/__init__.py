@@ -1,0 +1,1 @@
+"""Tests of harness.studies.tuned, one file per module."""
