@@ -1,7 +1,7 @@
 """What a user sees of some sweeps, rebuilt from their files into one folder, so that two versions of the code can be
 compared file by file (`diff -r`): each sweep's report (its generation time masked), the files a study writes into
 the sweep folder (diagnosis.json, recovery.json), `python -m harness.results`'s table and the findings block
-(`python -m scripts.findings`).
+(`python -m scripts.findings`); report.txt is the report's text.
 
     python -m scripts.study_outputs sweeps/main sweeps/diagnose sweeps/recover --out /tmp/after
     git stash; python -m scripts.study_outputs ... --out /tmp/before; git stash pop
@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 # what changes from one build to the next whatever the code: when it was built, and the index's own times
-MASKS = [(re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00"), "<time>")]
+MASKS = [(re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00"), "[time]")]
 WRITTEN = ("diagnosis.json", "recovery.json")
 
 
@@ -30,6 +30,20 @@ def _masked(text: str) -> str:
     for pattern, mask in MASKS:
         text = pattern.sub(mask, text)
     return text
+
+
+def report_text(html: str, sweep_dir: Path) -> str:
+    """What a report says, a line per line of its text (blank lines and the sweep folder's path left out): what
+    tests/studies/test_outputs.py compares, whichever matplotlib draws the figures."""
+    from bs4 import BeautifulSoup
+
+    text = BeautifulSoup(html, "html.parser").get_text().replace(str(sweep_dir), "<sweep>")
+    return "\n".join(line.strip() for line in _masked(text).splitlines() if line.strip()) + "\n"
+
+
+def masked_findings(block: str) -> str:
+    """The findings block without what depends on the day and the machine it is written on."""
+    return re.sub(r"on \d+ CPU cores, run on \d{4}-\d\d-\d\d", "on <n> CPU cores, run on <day>", block)
 
 
 def outputs(sweep: Path, out: Path, work: Path) -> None:
@@ -43,7 +57,9 @@ def outputs(sweep: Path, out: Path, work: Path) -> None:
     built = subprocess.run([sys.executable, "-m", "harness.report", str(copy), "--out", str(reports)],
                            capture_output=True, text=True, check=True)
     report = Path(built.stdout.strip().splitlines()[-1])
-    (target / "report.html").write_text(_masked(report.read_text()))
+    html = _masked(report.read_text())
+    (target / "report.html").write_text(html)
+    (target / "report.txt").write_text(report_text(html, copy))
     for name in WRITTEN:
         if (copy / name).exists():
             shutil.copy(copy / name, target / name)
@@ -57,7 +73,7 @@ def outputs(sweep: Path, out: Path, work: Path) -> None:
 
     with contextlib.redirect_stdout(io.StringIO()):
         block = findings.summarize(copy)
-    (target / "findings.md").write_text(re.sub(r"run on \d{4}-\d\d-\d\d", "run on <day>", block))
+    (target / "findings.md").write_text(masked_findings(block))
 
 
 def main(argv: list[str] | None = None) -> int:

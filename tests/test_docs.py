@@ -140,3 +140,17 @@ def test_the_built_site_loads_no_script_or_stylesheet_from_the_network(tmp_path)
         # relative to itself
         target = site / shims[0].lstrip("/") if shims[0].startswith("/") else page.parent / shims[0]
         assert target.resolve() == shim.resolve(), (page.relative_to(site), shims[0])
+
+
+def test_the_worked_example_of_a_users_study_is_the_study_the_suite_runs():
+    """docs/architecture.md's `Toy` study is tests/fixtures/own-study's, which tests/e2e/test_own_study.py runs end
+    to end (comments and blank lines aside), so the example a user copies works."""
+    def code(text: str) -> list[str]:
+        start = text.index("class Toy(Study):")
+        lines = text[start:text.index("STUDY = Toy()", start)].splitlines()
+        return [re.sub(r"\s+#.*$", "", line) for line in lines if line.strip()]
+
+    documented = (REPO / "docs" / "architecture.md").read_text()
+    documented = documented[documented.index("### Adding a study"):]
+    fixture = (REPO / "tests" / "fixtures" / "own-study" / "studies" / "toy" / "__init__.py").read_text()
+    assert code(documented) == code(fixture)

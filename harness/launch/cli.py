@@ -49,8 +49,10 @@ def plan_command(overrides: list[str], multirun: bool, config_name: str = CONFIG
     records and Hydra's sweeper and launcher run; raises ConfigError or a Hydra error on the first bad one."""
     from harness.launch.resources import visible_gpus
 
-    preflight.check_searchpath(re.findall(r"file://[^'\],]+", " ".join(o for o in overrides if "searchpath" in o)))
-    composed = compose_jobs(overrides, multirun, config_name, registry.find)
+    searchpath = re.findall(r"file://[^'\],]+", " ".join(o for o in overrides if "searchpath" in o))
+    preflight.check_searchpath(searchpath)
+    user_studies = registry.user_paths(searchpath)  # a user's own studies, beside their presets (--config-dir)
+    composed = compose_jobs(overrides, multirun, config_name, lambda name: registry.find(name, user_studies))
     output_dir = composed.output_dir
     # a single run's "sweep" is the folder above it: sweeps/<id>/0 logs to sweeps/mlflow.db, experiment <id>
     tracking = None if composed.tracking is None else settings.from_dict(
@@ -63,7 +65,7 @@ def plan_command(overrides: list[str], multirun: bool, config_name: str = CONFIG
                                 ids_applied=bool(os.environ.get("HARNESS_GPUS_ASSIGNED")))
     preflight.check_existing_runs(composed.jobs, composed.run_configs, output_dir, multirun)
     return CommandPlan(composed.jobs, output_dir, launcher, composed.run_configs, composed.study, tracking,
-                       composed.study_name)
+                       composed.study_name, [str(path) for path in user_studies] if composed.study_name else [])
 
 
 @contextmanager
@@ -93,7 +95,8 @@ def hydra_job(cfg: DictConfig) -> float | None:
     hydra_cfg = HydraConfig.get()
     name = hydra_cfg.runtime.choices.get("study")
     run_cfg = to_run_config(cfg, name)
-    study = registry.find(name)  # what its runs do beside training (+study=diagnose: the first job checks the data)
+    # what its runs do beside training (+study=diagnose: the first job checks the data)
+    study = registry.find(name, registry.user_paths(hydra_cfg.searchpath))
     hooks = study.run_hooks(study.settings(study_settings(cfg, name))) if study is not None else []
     run_dir = Path(hydra_cfg.runtime.output_dir)
     run_id = f"{run_dir.parent.name}/{run_dir.name}"

@@ -30,6 +30,7 @@ class CommandPlan:
     study: dict[str, Any] = field(default_factory=dict)  # what a study planned beside the jobs (a diagnosis)
     tracking: Tracking | None = None  # tracking=mlflow: where the runs are tracked
     study_name: str | None = None     # the study preset the command named (+study=...)
+    study_paths: list[str] = field(default_factory=list)  # the folders of a user's own studies (--config-dir)
 
     def planned_jobs(self) -> list[PlannedJob]:
         return [planned_job(num, job, cfg) for num, (job, cfg) in enumerate(zip(self.jobs, self.run_configs))]
@@ -37,7 +38,8 @@ class CommandPlan:
     def sweep_record(self) -> dict[str, Any]:
         """sweep.json: every job of the command (its overrides, its config's fingerprint for a resume to compare,
         what its launcher needs), the study's name and what it planned."""
-        return sweep_file.record(self.planned_jobs(), self.study_name, self.study)
+        paths = {"study_paths": self.study_paths} if self.study_paths else {}
+        return sweep_file.record(self.planned_jobs(), self.study_name, {**self.study, **paths})
 
     def write(self) -> None:
         """sweep.json in the output folder, before any job runs; a resumed sweep keeps the later rounds it had

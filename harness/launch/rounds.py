@@ -29,7 +29,7 @@ def plan_next(sweep_dir: Path, done: int, compose: Compose) -> list[PlannedJob]:
     ended (still marked running: a resume runs it, then plans the next round)."""
     sweep_dir = Path(sweep_dir)
     content = sweep_file.read(sweep_dir)
-    study = registry.find((content or {}).get("study"))
+    study = registry.find((content or {}).get("study"), registry.recorded_paths(content))
     round_ = done
     while sweep_file.more_rounds(content) and study is not None:
         found = study.next_round(sweep_dir, content, round_ + 1)

@@ -142,7 +142,8 @@ def close(sweep_dir: Path, tracker=None, interrupted: bool = False) -> None:
 def sweep_artifacts(sweep_dir: Path, scratch: Path, reports_dir: Path = REPORTS_DIR) -> list[Path]:
     """What a sweep's parent run keeps: its report, its results table (written into `scratch`), sweep.json and
     the files its study writes (a diagnosis's diagnosis.json), those that exist."""
-    study = registry.find((sweep_file.read(sweep_dir) or {}).get("study"))
+    content = sweep_file.read(sweep_dir)
+    study = registry.find((content or {}).get("study"), registry.recorded_paths(content))
     paths = [Path(sweep_dir) / layout.SWEEP_FILE, *(Path(sweep_dir) / name for name in study.file_names())] \
         if study is not None else [Path(sweep_dir) / layout.SWEEP_FILE]
     try:

@@ -103,7 +103,17 @@ def _target(sweep: Sweep, job: str) -> dict:
 def results(sweeps: list[Sweep | Path]) -> pd.DataFrame:
     """The runs of every sweep (each read once; a folder is read first), one table: config keys a sweep lacks are
     empty for its runs."""
-    return pd.concat([sweep_results(sweep) for sweep in sweeps], ignore_index=True)
+    tables = [sweep_results(sweep) for sweep in sweeps]
+    studied = list(dict.fromkeys(column for table in tables for column in _study_columns(table)))
+    table = pd.concat(tables, ignore_index=True)
+    first = ["sweep", "run_id", "job", *studied]
+    return table[[*first, *(column for column in table.columns if column not in first)]]
+
+
+def _study_columns(table: pd.DataFrame) -> list[str]:
+    """The columns a sweep's study adds (Study.results_columns): between `job` and `status`."""
+    columns = list(table.columns)
+    return columns[columns.index("job") + 1:columns.index("status")]
 
 
 def find_sweeps(folder: Path) -> list[Path]:
@@ -114,13 +124,12 @@ def find_sweeps(folder: Path) -> list[Path]:
 
 
 def printable(table: pd.DataFrame, keys: list[str]) -> str:
-    """The columns that tell the runs apart: sweep, job, a study's arm and round, status, the config `keys` whose
-    value differs between runs, the final accuracies, gap and validation loss, and the curvature probes when there
-    are any."""
+    """The columns that tell the runs apart: sweep, job, a study's own (a diagnosis's arm), status, the config
+    `keys` whose value differs between runs, the final accuracies, gap and validation loss, and the curvature probes
+    when there are any."""
     varied = [k for k in dict.fromkeys(keys) if k in table.columns and table[k].astype(str).nunique() > 1]
     metrics = [c for c in PRINTED_METRICS if table[c].notna().any()]
-    arm = [c for c in ("arm", "round") if c in table.columns]
-    shown = table[["sweep", "job", *arm, "status", *varied, *metrics]]
+    shown = table[["sweep", "job", *_study_columns(table), "status", *varied, *metrics]]
     return shown.to_string(index=False, na_rep="-", float_format=lambda v: f"{v:.4g}")
 
 

@@ -12,7 +12,8 @@ by the report (which runs have not started).
                "gpus": 0, "devices": null, "simulate_devices": false, "backend": "tensorflow",
                "epochs": 5},                            # what its launcher needs, so nothing composes a job again
               ...],
-     "diagnose": {...}}                                 # what the study planned beside the jobs (its own key)
+     "diagnose": {...},                                 # what the study planned beside the jobs (its own key)
+     "study_paths": ["/home/me/conf/studies"]}          # a user's own study: the folders it is found in (else none)
 
 A sweep.json of format 1 (before 2026-12) has only each job's `job`, `overrides` and `config`.
 

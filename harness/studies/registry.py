@@ -21,6 +21,17 @@ NAME = re.compile(r"[a-z][a-z0-9_]*")
 USER_PACKAGE = "harness_user_studies"  # where a user's study is imported as a module: harness_user_studies.<name>
 
 
+USER_FOLDER = "studies"  # a user's studies: <a --config-dir>/studies/<name>/, beside its presets in <that dir>/study/
+
+
+def user_paths(searchpath: Iterable[str]) -> list[Path]:
+    """The folders of a user's own studies: `studies/` in each folder of Hydra's search path the command's
+    --config-dir added (`file://DIR`), those that exist."""
+    folders = [Path(str(entry).removeprefix("file://")) / USER_FOLDER for entry in searchpath
+               if str(entry).startswith("file://")]
+    return [folder for folder in folders if folder.is_dir()]
+
+
 def _folders(paths: Iterable[Path]) -> list[Path]:
     return [PACKAGE, *(Path(p) for p in paths)]
 
@@ -51,8 +62,15 @@ def detect(sweep, paths: Iterable[Path] = ()) -> Study | None:
 
 
 def of_sweep(sweep, paths: Iterable[Path] = ()) -> Study | None:
-    """The study of a sweep: the one its sweep.json names (None for a preset without a folder), else detected."""
+    """The study of a sweep: the one its sweep.json names (None for a preset without a folder), else detected; a
+    user's study is found in the folders sweep.json records (`study_paths`)."""
+    paths = [*paths, *recorded_paths(sweep.plan)]
     return find(sweep.study, paths) if sweep.study is not None else detect(sweep, paths)
+
+
+def recorded_paths(content: dict | None) -> list[Path]:
+    """The folders of a user's studies a sweep.json records (`study_paths`), none for a built-in study's."""
+    return [Path(path) for path in (content or {}).get("study_paths", [])]
 
 
 def assess(sweep, paths: Iterable[Path] = ()):

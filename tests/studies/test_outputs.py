@@ -1,0 +1,43 @@
+"""Old sweeps rebuild as they did before the studies were folders: tests/fixtures/studies holds three real sweeps
+run by the harness at 4144b45 (the main job, a diagnosis and a recovery, on 1,000 MNIST-1D samples; weights, logs,
+TensorBoard and Hydra's files left out, which no reader needs) and tests/fixtures/study-outputs what that code made
+of them: the report's text, diagnosis.json, recovery.json, the results table and the findings block, written by
+`python -m scripts.study_outputs` (the day, the machine's cores and the capacity check's seconds masked)."""
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness.report import html, results
+from scripts import findings, study_outputs
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def _without_seconds(value):
+    """A study's file without the seconds a check took (a time, not a result)."""
+    if isinstance(value, dict):
+        return {k: _without_seconds(v) for k, v in value.items() if k != "seconds"}
+    if isinstance(value, list):
+        return [_without_seconds(v) for v in value]
+    return value
+
+
+@pytest.mark.parametrize("name", ["main", "diagnose", "recover"])
+def test_an_old_sweep_rebuilds_as_it_did(name, tmp_path):
+    sweep, expected = tmp_path / name, FIXTURES / "study-outputs" / name
+    shutil.copytree(FIXTURES / "studies" / name, sweep)
+    report = html.write_report(sweep, tmp_path / "reports")
+    assert study_outputs.report_text(report.read_text(), sweep) == (expected / "report.txt").read_text()
+    for written in ("diagnosis.json", "recovery.json"):
+        assert (sweep / written).exists() == (expected / written).exists(), written
+        if (expected / written).exists():
+            assert _without_seconds(json.loads((sweep / written).read_text())) == \
+                _without_seconds(json.loads((expected / written).read_text()))
+    table = results.sweep_results(sweep)
+    pd.testing.assert_frame_equal(pd.read_csv(io.StringIO(table.to_csv(index=False))),
+                                  pd.read_csv(expected / "results.csv"))
+    assert study_outputs.masked_findings(findings.summarize(sweep)) == (expected / "findings.md").read_text()
