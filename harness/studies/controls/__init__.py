@@ -1,19 +1,4 @@
-"""+study=controls: the batch-size study's controls on MNIST-1D (conf/control/), read as a batch-size
-study (its findings: harness.assess.batch_controls, which reads the arms of any sweep). Its own behaviour is one
-check: its arms hold MNIST-1D's batch sizes (batch 8, 32 and 128), so a command that gives others is refused
-(exit 2), pointing to +study=diagnose."""
-from __future__ import annotations
+"""+study=controls: the batch-size study's controls on MNIST-1D (conf/control/), at batch 8, 32 and 128."""
+from harness.studies.fixed import FixedBatches
 
-from harness.studies.study import Study
-
-
-class Controls(Study):
-    name = "controls"
-
-    def check_command(self, given):
-        from harness.config.pairs import refuse_batch_size
-
-        refuse_batch_size(given, self.name, "batch 8, 32 and 128")
-
-
-STUDY = Controls()
+STUDY = FixedBatches("controls", "batch 8, 32 and 128")
