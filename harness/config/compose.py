@@ -88,12 +88,16 @@ def study_settings(cfg: DictConfig, node: str) -> dict[str, Any] | None:
 
 def recorded_run_config(run_dir: Path) -> schema.RunConfig:
     """A finished run's RunConfig, from the composed config Hydra saved in its folder (.hydra/config.yaml, its
-    study's choice from .hydra/hydra.yaml); a run recorded before the `backend` key existed ran on TensorFlow."""
+    study's choice from .hydra/hydra.yaml); a run recorded before the `backend` key existed ran on TensorFlow, one
+    before a recipe key with its default."""
     hydra_dir = Path(run_dir) / layout.HYDRA_DIR
     cfg = OmegaConf.load(hydra_dir / layout.HYDRA_CONFIG)
-    if "backend" not in cfg:
-        with open_dict(cfg):
+    with open_dict(cfg):
+        if "backend" not in cfg:
             cfg.backend = "tensorflow"
+        for key, default in schema.RECIPE_DEFAULTS.items():  # a run recorded before the key: its default
+            if key not in cfg:
+                cfg[key] = default
     hydra_file = hydra_dir / "hydra.yaml"
     study = OmegaConf.select(OmegaConf.load(hydra_file), "hydra.runtime.choices.study", default=None) \
         if hydra_file.exists() else None

@@ -34,12 +34,18 @@ OPTIMIZERS: dict[str, tuple[str, dict[str, Any]]] = {
 # `momentum` is each class's first-moment coefficient under its own keyword (docs/configuration.md's table)
 MOMENTUM_KEYWORD = {"SGD": "momentum", "RMSprop": "momentum", "Muon": "momentum", "Adam": "beta_1",
                     "AdamW": "beta_1", "Nadam": "beta_1", "Lamb": "beta_1", "Lion": "beta_1"}
+# `beta_2`, the second moment's coefficient, and `epsilon`, the denominator's floor, under each class's keyword;
+# a class missing from a table has no such term (SGD neither; Lion no epsilon)
+BETA_2_KEYWORD = {"Adam": "beta_2", "AdamW": "beta_2", "Nadam": "beta_2", "Lamb": "beta_2", "Lion": "beta_2",
+                  "Muon": "adam_beta_2", "RMSprop": "rho"}
+EPSILON_KEYWORD = {"Adam": "epsilon", "AdamW": "epsilon", "Nadam": "epsilon", "Lamb": "epsilon", "Muon": "epsilon",
+                   "RMSprop": "epsilon"}
 NESTEROV = ("sgd", "momentum")  # the optimizers `nesterov` applies to
 LR_SCHEDULES = ("constant", "cosine", "linear", "step")
 # The recipe's keys at their defaults: left out of a run's identity (run.json's config, the fingerprint sweep.json
 # keeps, what a resume compares), so that a sweep made before these keys existed resumes as it was.
 RECIPE_DEFAULTS: dict[str, Any] = {"momentum": None, "nesterov": False, "weight_decay": None,
-                                   "lr_schedule": "constant", "label_smoothing": 0.0}
+                                   "lr_schedule": "constant", "label_smoothing": 0.0, "beta_2": None, "epsilon": None}
 PREPROCESS_MISMATCHES = ("none", "unscaled", "shifted")
 BUDGETS = ("epochs", "steps")
 BACKENDS = ("tensorflow", "jax")  # as harness.backend.BACKENDS, which config may not import (it loads no backend)
@@ -75,6 +81,8 @@ class TrainConfig:
     weight_decay: float | None = None  # Keras's decoupled decay (lr x wd a step); None: the optimizer's own
     lr_schedule: str = "constant"  # the shape after the warm-up: constant, cosine, linear, step
     label_smoothing: float = 0.0  # on the training loss only
+    beta_2: float | None = None   # the second-moment coefficient; None: the optimizer's own (BETA_2_KEYWORD)
+    epsilon: float | None = None  # the denominator's floor; None: the optimizer's own (EPSILON_KEYWORD)
 
 
 @dataclass(frozen=True)
@@ -190,7 +198,8 @@ def _study_keys(cfg: dict) -> dict[str, Any]:
 
 
 def _recipe(cfg: dict, optimizer: str) -> dict[str, Any]:
-    """momentum, nesterov, weight_decay, lr_schedule and label_smoothing, validated against the optimizer."""
+    """momentum, nesterov, weight_decay, lr_schedule, label_smoothing, beta_2 and epsilon, validated against the
+    optimizer."""
     momentum, decay = cfg["momentum"], cfg["weight_decay"]
     if momentum is not None and not 0.0 <= float_value(cfg, "momentum") < 1.0:
         raise ConfigError("momentum", momentum, "null (the optimizer's own) or a number in [0, 1)")
@@ -210,7 +219,27 @@ def _recipe(cfg: dict, optimizer: str) -> dict[str, Any]:
         raise ConfigError("label_smoothing", cfg["label_smoothing"], "a number in [0, 1)")
     return {"momentum": None if momentum is None else float(momentum), "nesterov": nesterov,
             "weight_decay": None if decay is None else float(decay),
-            "lr_schedule": choice(cfg, "lr_schedule", LR_SCHEDULES), "label_smoothing": smoothing}
+            "lr_schedule": choice(cfg, "lr_schedule", LR_SCHEDULES), "label_smoothing": smoothing,
+            **_second_moment(cfg, optimizer)}
+
+
+def _second_moment(cfg: dict, optimizer: str) -> dict[str, float | None]:
+    """beta_2 in [0, 1) and epsilon > 0, each null (the optimizer's own) or refused where the optimizer has none."""
+    class_name = OPTIMIZERS[optimizer][0]
+    found = {}
+    for key, keywords, allowed, valid in (("beta_2", BETA_2_KEYWORD, "a number in [0, 1)", lambda v: 0 <= v < 1),
+                                         ("epsilon", EPSILON_KEYWORD, "a number > 0", lambda v: v > 0)):
+        value = cfg.get(key)
+        if value is None:
+            found[key] = None
+            continue
+        if class_name not in keywords:
+            takes = ", ".join(name for name, (cls, _) in OPTIMIZERS.items() if cls in keywords)
+            raise ConfigError(key, value, f"null with optimizer={optimizer}, which has none ({takes} take one)")
+        if not valid(float_value(cfg, key)):
+            raise ConfigError(key, value, f"null (the optimizer's own) or {allowed}")
+        found[key] = float(value)
+    return found
 
 
 def from_dict(cfg: dict[str, Any]) -> RunConfig:

@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from harness.backend import keras
 from harness.config.batching import BatchPlan, Schedule
-from harness.config.schema import MOMENTUM_KEYWORD, OPTIMIZERS, TrainConfig
+from harness.config.schema import BETA_2_KEYWORD, EPSILON_KEYWORD, MOMENTUM_KEYWORD, OPTIMIZERS, TrainConfig
 from harness.run.measures import Measure
 
 log = logging.getLogger(__name__)
@@ -56,8 +56,8 @@ def learning_rate(schedule: Schedule):
 
 
 def make_optimizer(train: TrainConfig, lr, model: keras.Model) -> keras.optimizers.Optimizer:
-    """The run's optimizer: its Keras class with the recipe's momentum, nesterov and weight decay where set (None
-    keeps the class's own). Decoupled weight decay spares biases and batch-norm parameters (every 1-D weight, He et
+    """The run's optimizer: its Keras class with the recipe's momentum, nesterov, weight decay, beta_2 and epsilon
+    where set (None keeps the class's own). Decoupled weight decay spares biases and batch-norm parameters (every 1-D weight, He et
     al. 2019); Muon leaves the output layer, and every weight that is not 2-D, to its internal AdamW (its docs), and
     a weight_decay sets both its decays."""
     class_name, options = OPTIMIZERS[train.optimizer]
@@ -66,6 +66,10 @@ def make_optimizer(train: TrainConfig, lr, model: keras.Model) -> keras.optimize
         options[MOMENTUM_KEYWORD[class_name]] = train.momentum
     if train.nesterov:
         options["nesterov"] = True
+    if train.beta_2 is not None:
+        options[BETA_2_KEYWORD[class_name]] = train.beta_2
+    if train.epsilon is not None:
+        options[EPSILON_KEYWORD[class_name]] = train.epsilon
     if train.weight_decay is not None:
         options["weight_decay"] = train.weight_decay
         if class_name == "Muon":

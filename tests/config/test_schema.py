@@ -25,7 +25,8 @@ def test_the_recipe_reaches_the_run_and_at_its_defaults_is_no_part_of_its_identi
     see the same config as before. A key set away from its default is part of it."""
     default = compose()
     assert default.train.lr_schedule == "constant" and default.train.momentum is None
-    assert not {"momentum", "nesterov", "weight_decay", "lr_schedule", "label_smoothing"} & set(default.identity())
+    assert not {"momentum", "nesterov", "weight_decay", "lr_schedule", "label_smoothing", "beta_2", "epsilon"} \
+        & set(default.identity())
     assert {"momentum", "lr_schedule"} <= set(default.flat())  # the metrics columns hold the values in force
     tuned = compose("optimizer=momentum", "momentum=0.5", "nesterov=true", "weight_decay=0.001",
                     "lr_schedule=cosine", "label_smoothing=0.1")
@@ -33,6 +34,9 @@ def test_the_recipe_reaches_the_run_and_at_its_defaults_is_no_part_of_its_identi
             tuned.train.label_smoothing) == (0.5, True, 0.001, "cosine", 0.1)
     assert {k: tuned.identity()[k] for k in ("momentum", "lr_schedule")} == {"momentum": 0.5, "lr_schedule": "cosine"}
     assert "weight_decay" in compose("weight_decay=0").identity()  # 0 is not null: no decay, even for AdamW
+    second = compose("beta_2=0.95", "epsilon=1e-6")
+    assert (second.train.beta_2, second.train.epsilon) == (0.95, 1e-6)
+    assert {k: second.identity()[k] for k in ("beta_2", "epsilon")} == {"beta_2": 0.95, "epsilon": 1e-6}
 
 
 def test_overrides_and_groups_reach_the_dataclasses(compose):
@@ -82,6 +86,11 @@ BAD = [
     (["optimizer=lion", "momentum=0"], "momentum=0", "(0, 1) with optimizer=lion"),
     (["lr_schedule=exponential"], "lr_schedule='exponential'", "one of constant, cosine, linear, step"),
     (["label_smoothing=1.0"], "label_smoothing=1.0", "a number in [0, 1)"),
+    (["beta_2=1.0"], "beta_2=1.0", "null (the optimizer's own) or a number in [0, 1)"),
+    (["epsilon=0"], "epsilon=0", "null (the optimizer's own) or a number > 0"),
+    (["optimizer=sgd", "beta_2=0.99"], "beta_2=0.99", "null with optimizer=sgd, which has none (adam, adamw, lamb, "
+     "lion, muon, nadam, rmsprop take one)"),
+    (["optimizer=lion", "epsilon=1e-8"], "epsilon=1e-08", "null with optimizer=lion, which has none"),
     (["-m", "lr_schedule=constant,cosine", "optimizer=adam,lamb", "weight_decay=0,-1"], "weight_decay=-1", ">= 0"),
     (["shuffle=maybe"], "shuffle='maybe'", "true or false"),
     (["dataset=nope"], "dataset=nope", "mnist1d"),

@@ -82,6 +82,24 @@ def test_adamw_and_muon_keep_their_own_decay_unless_one_is_given(default_train):
     assert train.make_optimizer(_recipe(default_train, optimizer="adam"), 0.01, model).weight_decay is None
 
 
+@pytest.mark.parametrize("name, beta_2, epsilon", [
+    ("adam", ("beta_2", 0.95), ("epsilon", 1e-6)), ("lamb", ("beta_2", 0.95), ("epsilon", 1e-6)),
+    ("muon", ("adam_beta_2", 0.95), ("epsilon", 1e-6)), ("rmsprop", ("rho", 0.95), ("epsilon", 1e-6)),
+    ("lion", ("beta_2", 0.95), None)])
+def test_beta_2_and_epsilon_reach_keras_s_optimizer(backend, default_train, name, beta_2, epsilon):
+    """beta_2 and epsilon under each class's own keyword (Muon's AdamW: adam_beta_2; RMSprop: rho), on both
+    backends; null keeps the class's own (Adam's beta_2 0.999, epsilon 1e-7)."""
+    if not backends.here(backend):
+        return
+    given = {"beta_2": beta_2[1], **({"epsilon": epsilon[1]} if epsilon else {})}
+    optimizer = train.make_optimizer(_recipe(default_train, optimizer=name, **given), 0.01, _model())
+    assert getattr(optimizer, beta_2[0]) == pytest.approx(beta_2[1])
+    if epsilon:
+        assert getattr(optimizer, epsilon[0]) == pytest.approx(epsilon[1])
+    own = train.make_optimizer(_recipe(default_train, optimizer="adam"), 0.01, _model())
+    assert (own.beta_2, own.epsilon) == (0.999, 1e-7)
+
+
 def test_nesterov_reaches_sgd(default_train):
     recipe = _recipe(default_train, optimizer="momentum", nesterov=True, momentum=0.8)
     optimizer = train.make_optimizer(recipe, 0.01, _model())
