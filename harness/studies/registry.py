@@ -19,8 +19,6 @@ from harness.studies.study import Study
 PACKAGE = Path(__file__).resolve().parent
 NAME = re.compile(r"[a-z][a-z0-9_]*")
 USER_PACKAGE = "harness_user_studies"  # where a user's study is imported as a module: harness_user_studies.<name>
-
-
 USER_FOLDER = "studies"  # a user's studies: <a --config-dir>/studies/<name>/, beside its presets in <that dir>/study/
 
 

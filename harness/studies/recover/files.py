@@ -27,6 +27,8 @@ FIELDS = {
     "verdict": "recovered, partly or not_recovered (null before round 2)",
     "shown": "recovered, and the 95% upper bound of v(b) - v(recipe) is within the tolerance too",
     "gap": "{value, low, high, tolerance}: v(b) - v(recipe) on validation over paired seeds, 95% interval",
+    "gain": "{value, low, high}: v(recipe) - v(b) on validation over paired seeds, 95% interval: how far the recipe "
+            "lies above b (below it where negative)",
     "recovered": "{value, low, high}: the share of the drop the recipe recovers, Fieller's 95% interval (null: "
                  "unbounded, or one seed)",
     "seeds_needed": "recovered but not shown: about how many seeds would show it",
@@ -46,3 +48,47 @@ def write(sweep_dir: Path, values: dict[str, Any]) -> None:
 def read(sweep_dir: Path) -> dict[str, Any] | None:
     """The sweep's recovery.json, or None without one; raises DamagedFile when it cannot be read."""
     return read_json(Path(sweep_dir) / RECOVERY_FILE)
+
+
+def values(r) -> dict[str, Any]:
+    """recovery.json's content from a reading (harness.studies.recover.reading.Recovery), FIELDS in order."""
+    drop = r.drop
+    trials = [{"trial": t.number, "recipe": t.recipe, "status": t.status, "tune_acc": t.tune_acc} for t in r.trials]
+    return {"small_batch": r.small_batch, "large_batch": r.large_batch, "epochs": r.epochs,
+            "headline": r.headline, "drop": {"value": None if drop is None else drop.value,
+                                             "low": None if drop is None else drop.low,
+                                             "high": None if drop is None else drop.high},
+            "reference": r.reference, "trials": trials,
+            "best": r.best, "command": r.command, "notes": r.notes, "rounds": r.rounds,
+            "confirmed": [{"trial": k, "tune_acc": tune, "seeds": n} for k, tune, n in r.confirmed],
+            "small_trials": [{"trial": t.number, "recipe": t.recipe, "status": t.status, "tune_acc": t.tune_acc}
+                             for t in r.small_trials],
+            "small_recipe_trial": r.small_recipe,
+            **_verdict(r), "budget": _budget(r), "importance": _importance(r.importance)}
+
+
+def _verdict(r) -> dict[str, Any]:
+    v = r.verdict
+    recipe = None if r.recipe is None else r.trials[r.recipe].recipe
+    if v is None:
+        return {"verdict": None, "shown": False, "recipe_trial": r.recipe, "recipe": recipe}
+    gain = v.gain
+    return {"verdict": v.kind, "shown": v.shown, "recipe_trial": r.recipe, "recipe": recipe,
+            "gap": {"value": v.gap.value, "low": v.gap.low, "high": v.gap.high, "tolerance": v.tolerance},
+            "gain": {"value": gain.value, "low": gain.low, "high": gain.high},
+            "recovered": {"value": v.share, "low": v.share_low, "high": v.share_high},
+            "seeds_needed": v.seeds_needed}
+
+
+def _budget(r) -> dict[str, Any]:
+    reached = next((length.epochs for length in r.budget if length.reached), None)
+    return {"asked": r.budget_asked, "small_tune_acc": r.small_tune, "reached_at_epochs": reached,
+            "lengths": [{"epochs": x.epochs, "multiple": x.multiple, "tune_acc": x.tune_acc, "runs": x.runs,
+                         "reached": x.reached, "wall_ratio": x.wall_ratio} for x in r.budget]}
+
+
+def _importance(found) -> dict[str, Any] | None:
+    if found is None:
+        return None
+    return {"trials": found.trials, "r2_oob": found.r2_oob,
+            "keys": [{"key": i.key, "mean": i.mean, "sd": i.sd} for i in found.keys]}

@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from harness.assess.analysis import BATCH, SELECTION_COLUMNS
+from harness.assess.analysis import BATCH, SELECTION_COLUMNS, num_classes
 from harness.assess.paired import Estimate, estimate
 from harness.assess.sweep import Sweep
 from harness.studies.recover import verdict as recovery_verdict
@@ -65,6 +65,7 @@ class Recovery:
     small_trials: list[Trial] = field(default_factory=list)  # recover.tune_small: b's own search
     small_confirmed: list[tuple[int, float | None, int]] = field(default_factory=list)
     small_recipe: int | None = None              # b's confirmed recipe: what B is compared with
+    chance: float | None = None                  # 1 / the number of classes
 
     @property
     def small_arm(self) -> str | None:
@@ -77,18 +78,10 @@ class Recovery:
         return done + [t for t in self.trials if t.tune_acc is None]
 
     def as_json(self) -> dict[str, Any]:
-        drop = self.drop or estimate([])
-        return {"small_batch": self.small_batch, "large_batch": self.large_batch, "epochs": self.epochs,
-                "headline": self.headline, "drop": {"value": drop.value, "low": drop.low, "high": drop.high},
-                "reference": self.reference,
-                "trials": [{"trial": t.number, "recipe": t.recipe, "status": t.status, "tune_acc": t.tune_acc}
-                           for t in self.trials],
-                "best": self.best, "command": self.command, "notes": self.notes, "rounds": self.rounds,
-                "confirmed": [{"trial": k, "tune_acc": tune, "seeds": n} for k, tune, n in self.confirmed],
-                "small_trials": [{"trial": t.number, "recipe": t.recipe, "status": t.status, "tune_acc": t.tune_acc}
-                                 for t in self.small_trials],
-                "small_recipe_trial": self.small_recipe,
-                **_verdict_json(self), "budget": _budget_json(self), "importance": _importance_json(self.importance)}
+        """recovery.json's content (harness.studies.recover.files.FIELDS)."""
+        from harness.studies.recover.files import values
+
+        return values(self)
 
 
 def read_plan(sweep: Sweep) -> dict[str, Any] | None:
@@ -150,6 +143,7 @@ def recover(sweep: Sweep) -> Recovery | None:
                      rounds=complete_rounds(sweep), budget_asked=bool(plan["settings"].get("budget", True)),
                      small_trials=small_trials)
     found.small_tune = _number(as_is.loc[as_is[BATCH] == b, "tune_acc"].mean())
+    found.chance = 1.0 / num_classes(df)
     if found.rounds >= 2 and best is not None and (small_best is not None or not small_trials):
         confirming = [job["arm"] for job in (sweep.plan or {}).get("jobs", []) if job.get("round") == 2]
         seeds = len(plan["seeds"])
@@ -240,13 +234,6 @@ def with_importance(found: Recovery | None) -> Recovery | None:
     return found
 
 
-def _importance_json(found: Importances | None) -> dict[str, Any] | None:
-    if found is None:
-        return None
-    return {"trials": found.trials, "r2_oob": found.r2_oob,
-            "keys": [{"key": i.key, "mean": i.mean, "sd": i.sd} for i in found.keys]}
-
-
 def _with_failures(values: pd.Series, seeds: int) -> float | None:
     """The mean tune_acc over `seeds` runs of which `values` finished: the others (failed, diverged) count as 0."""
     return float(values.sum()) / max(seeds, len(values)) if len(values) else None
@@ -274,21 +261,3 @@ def _command(sweep: Sweep, plan: dict[str, Any], best: int | None) -> str | None
     overrides = next((r.get("overrides") or [] for r in sweep.records if str(r["job"]) == job), [])
     kept = [o for o in overrides if not o.lstrip("+~").startswith(NOT_COPIED)]
     return shlex.join(["python", "-m", "harness", *kept])
-
-
-def _verdict_json(r: Recovery) -> dict[str, Any]:
-    v = r.verdict
-    recipe = None if r.recipe is None else r.trials[r.recipe].recipe
-    if v is None:
-        return {"verdict": None, "shown": False, "recipe_trial": r.recipe, "recipe": recipe}
-    return {"verdict": v.kind, "shown": v.shown, "recipe_trial": r.recipe, "recipe": recipe,
-            "gap": {"value": v.gap.value, "low": v.gap.low, "high": v.gap.high, "tolerance": v.tolerance},
-            "recovered": {"value": v.share, "low": v.share_low, "high": v.share_high},
-            "seeds_needed": v.seeds_needed}
-
-
-def _budget_json(r: Recovery) -> dict[str, Any]:
-    reached = next((length.epochs for length in r.budget if length.reached), None)
-    return {"asked": r.budget_asked, "small_tune_acc": r.small_tune, "reached_at_epochs": reached,
-            "lengths": [{"epochs": x.epochs, "multiple": x.multiple, "tune_acc": x.tune_acc, "runs": x.runs,
-                         "reached": x.reached, "wall_ratio": x.wall_ratio} for x in r.budget]}

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from harness.report.tables import fmt
 from harness.studies.recover import figures
+from harness.studies.recover.words import share_text
 from harness.studies.study import Section
 
 FOLDER = Path(__file__).resolve().parent
@@ -41,8 +42,8 @@ def recovery_verdict_rows(r) -> list[list[str]]:
             return "–"
         return f"{e.value:{sign}.3f}" + ("" if e.low is None else f" [{e.low:{sign}.3f}, {e.high:{sign}.3f}]")
 
-    share = "–" if v.share is None else f"{v.share:.0%}" + (
-        "" if v.share_low is None else f" [{v.share_low:.0%}, {v.share_high:.0%}]")
+    share = share_text(v.share) + ("" if v.share is None or v.share_low is None
+                                   else f" [{share_text(v.share_low)}, {share_text(v.share_high)}]")
     small = f"batch {r.small_batch} as is" if r.small_recipe is None else \
         f"batch {r.small_batch}, its own trial {r.small_recipe}"
     return [[small, mean(v.small), "", ""],

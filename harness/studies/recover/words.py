@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.assess import paired
+from harness.assess.verdicts import CHANCE_MARGIN
 from harness.studies.recover import verdict as recovery_verdict
 from harness.studies.recover.verdict import RECOVERED, Verdict
 
@@ -46,21 +47,39 @@ def headline(r) -> str:
                 f"{r.seeds[0]}), the best on the tuning slice reached tune_acc {best.tune_acc:.3f}{against}. It is "
                 f"{_recipe_words(best.recipe, best.peak_lr)}. Not yet confirmed on other seeds or compared on "
                 "validation: no verdict on recovery.")
+    return _at_chance(r) + _verdict_headline(r)
+
+
+def _at_chance(r) -> str:
+    """b as it is learned nothing (its val_acc within CHANCE_MARGIN of chance): said first, since keeping its
+    accuracy then says little; recover.tune_small=true gives b the same search."""
+    v = r.verdict
+    if r.small_recipe is not None or r.chance is None or v.small.value is None \
+            or v.small.value >= r.chance + CHANCE_MARGIN:
+        return ""
+    return (f"Batch {r.small_batch} as it is learned nothing here (val_acc {v.small.value:.3f}, chance "
+            f"{r.chance:.3f}), so keeping its accuracy says little: recover.tune_small=true tunes batch "
+            f"{r.small_batch} too. ")
+
+
+def _verdict_headline(r) -> str:
     v = r.verdict
     recipe = r.trials[r.recipe]
     opening = (f"At batch {r.large_batch} and {r.epochs} epochs, {_recipe_words(recipe.recipe, recipe.peak_lr)} "
                f"(trial {r.recipe})")
     seeds = "one seed: indicative" if v.indicative else f"{v.gap.n} seeds"
     if v.kind == RECOVERED:
+        above = "" if v.gain is None or v.gain.value is None or v.gain.value <= 0 else \
+            f", {_signed(v.gain)} above batch {r.small_batch}"
         return (f"{opening} keeps {_small(r, 'validation accuracy')}: {_with_interval(v.recipe)} vs "
-                f"{v.small.value:.3f} ({seeds}): recovered{_shown(v)}.")
+                f"{v.small.value:.3f} ({seeds}){above}: recovered{_shown(v)}.")
     if v.share is None:  # B as it is lost nothing to b: nothing to recover, and the recipe is further behind
         return (f"{opening} falls short of {_small(r, 'validation accuracy')} by {v.gap.value:.3f} ({seeds}), while "
                 f"batch {r.large_batch} as it is lost nothing to it ({v.drop.value:+.3f}): not recovered; "
                 f"{_budget_sentence(r)}.")
-    share = f"{v.share:.0%}" + (
-        "" if v.indicative else f" [{v.share_low:.0%}, {v.share_high:.0%}]" if v.share_low is not None
-        else " (no interval: the drop itself is not shown)")
+    share = share_text(v.share) + (
+        "" if v.indicative else f" [{share_text(v.share_low)}, {share_text(v.share_high)}]"
+        if v.share_low is not None else " (no interval: the drop itself is not shown)")
     kind = "partly recovered" if v.kind == recovery_verdict.PARTLY else "not recovered"
     # worse than B as it is only where the numbers show it: the interval (one seed: the value) below 0
     worse = v.share is not None and v.share < 0 and (v.share_high < 0 if v.share_high is not None else v.indicative)
@@ -74,6 +93,18 @@ def _small(r, what: str) -> str:
     if r.small_recipe is None:
         return f"batch {r.small_batch}'s {what}"
     return f"the {what} of batch {r.small_batch} with its own recipe (trial {r.small_recipe})"
+
+
+def share_text(share: float | None) -> str:
+    """A share of the drop recovered: a percentage, never above 100% ("all": the recipe lies above b, which the gain
+    over b says by how much)."""
+    if share is None:
+        return "–"
+    return "all" if share >= 1.0 else f"{share:.0%}"
+
+
+def _signed(e: paired.Estimate) -> str:
+    return f"{e.value:+.3f}" if e.low is None else f"{e.value:+.3f} [{e.low:+.3f}, {e.high:+.3f}]"
 
 
 def _with_interval(e: paired.Estimate) -> str:

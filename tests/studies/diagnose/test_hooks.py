@@ -1,6 +1,6 @@
-"""A diagnosis's data checks as a run makes them (harness.studies.diagnose.hooks): on the arrays as the run feeds them, each
-suspect the harness can inject found by its check, image files checked on a small grayscale copy, the file
-written once, and a check that fails recorded instead of failing the run. No training."""
+"""A diagnosis's data checks as a run makes them (harness.studies.diagnose.hooks): on the arrays as the run feeds
+them, each suspect the harness can inject found by its check, image files checked on a small grayscale copy, the
+file written once, and a check that fails recorded instead of failing the run. No training."""
 import json
 
 import pytest

@@ -107,3 +107,52 @@ def test_after_round_two_the_section_shows_the_verdict_its_table_and_the_figures
     written = json.loads((sweep / "recovery.json").read_text())
     assert written["verdict"] == a.reading.verdict.kind and written["budget"]["asked"] is False
     assert [k["key"] for k in written["importance"]["keys"]] == [k.key for k in a.reading.importance.keys]
+
+
+def _read(small, large, recipe, **fields):
+    """A reading after round 2 from the val_acc of b, B as it is and the recipe at B, paired by seed (10 classes)."""
+    import numpy as np
+
+    from harness.assess.paired import estimate
+    from harness.studies.recover.verdict import judge
+    from harness.studies.recover.words import headline
+
+    trial = recovery.Trial(0, {"lr_factor": 16.0, "lr_schedule": "cosine", "optimizer": None}, "completed", 0.6)
+    r = recovery.Recovery(8, 256, 3, list(range(len(small))), estimate(np.subtract(small, large)), {"b": 0.1, "B": 0.1},
+                          [trial], 0, None, "", rounds=2, recipe=0, verdict=judge(small, large, recipe, 0.01),
+                          budget_asked=False, chance=0.1, **fields)
+    r.headline = headline(r)
+    return r
+
+
+def test_a_recipe_above_b_says_by_how_much_and_never_prints_a_share_above_all_of_the_drop():
+    """The case a new user met: batch 8 at chance (0.116), the recipe at batch 256 far above it; the share of the drop
+    (13.9: 1386%) is printed as "all", the gain over b with its interval, b at chance said first with the way out;
+    the accuracies' intervals stay within [0, 1] (two seeds: t(0.975, 1) = 12.7)."""
+    from harness.studies.recover import files
+    from harness.studies.recover.section import recovery_verdict_rows
+
+    r = _read([0.116, 0.117], [0.081, 0.081], [0.50, 0.66])
+    v = r.verdict
+    assert v.kind == "recovered" and v.share > 13  # the ratio itself is kept (recovery.json's recovered.value)
+    text = " ".join([r.headline, *(cell for row in recovery_verdict_rows(r) for cell in row)])
+    shares = [float(p) for p in __import__("re").findall(r"(-?\d+)%", text)]
+    assert shares and max(shares) <= 100, text
+    share = recovery_verdict_rows(r)[2][3]
+    assert share.startswith("all [") and share.endswith(", all]"), share  # Fieller's upper end: more than all
+    assert r.headline.startswith("Batch 8 as it is learned nothing here (val_acc 0.117, chance 0.100)")
+    assert "recover.tune_small=true" in r.headline
+    gain = v.gain
+    assert f"{gain.value:+.3f} [{gain.low:+.3f}, {gain.high:+.3f}] above batch 8: recovered" in r.headline
+    for e in (v.small, v.large, v.recipe):
+        assert 0.0 <= e.low <= e.value <= e.high <= 1.0
+    assert v.recipe.high == 1.0  # cut: uncut, 0.58 +- 12.7 x 0.08 / sqrt(2) runs past 1
+    written = files.values(r)
+    assert written["gain"] == {"value": gain.value, "low": gain.low, "high": gain.high}
+    assert written["recovered"]["value"] == v.share
+
+
+def test_b_that_learned_and_a_recipe_that_only_matches_it_get_no_gain_and_no_chance_sentence():
+    r = _read([0.80, 0.82], [0.70, 0.71], [0.80, 0.815])
+    assert r.verdict.kind == "recovered" and "above batch 8" not in r.headline
+    assert not r.headline.startswith("Batch 8 as it is learned nothing") and r.headline.startswith("At batch 256")
