@@ -194,15 +194,16 @@ def main_job(sweep_dir: Path, a: Assessment) -> str:
 
 def headline(a: Assessment) -> str:
     """The main job in a few lines, for the README: the verdict with its condition, what train accuracy did, the
-    command that splits the drop into causes, and the first probe measured beside it (a correlate, not a cause)."""
+    commands that split the drop into causes and search the recipe that keeps b's accuracy, and the first probe
+    measured beside it (a correlate, not a cause)."""
     verdict = a.batch_verdicts[0]
     train = next((d for d in verdict.details if d.startswith("Train accuracy after the final epoch")), None)
-    split = (f"To split the drop into its causes on this setting (fewer updates, the learning rate, batch-norm "
-             f"statistics and what remains): `{verdict.diagnose}`" if verdict.diagnose else None)
+    steps = [line.replace(command, f"`{command}`") for line in verdict.details for _, command in verdict.next_steps
+             if line.endswith(command)]  # the commands the verdict names for this setting: diagnose, recover
     beside = [f"Measured beside the drop (it goes with the drop; it does not show a cause): {line}"
               for reading in a.why.readings for line in reading.lines][:1]
     first = f"**{verdict.headline.split('. ')[0]}.** " + verdict.headline.split('. ', 1)[1]
-    return first + "\n\n" + "\n".join(f"- {line}" for line in [train, split, *beside] if line)
+    return first + "\n\n" + "\n".join(f"- {line}" for line in [train, *steps, *beside] if line)
 
 
 OUTCOME = re.compile(r"^- (?P<subject>[A-Z][^:\[]*): (?P<headline>.*?: (?:not reproduced|reproduced|inconclusive))")

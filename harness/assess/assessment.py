@@ -82,7 +82,7 @@ def assess(sweep: Sweep | Path | Common) -> Assessment:
     harness.assess.sweep.read): a verdict per facet, or one table of them when there are many. A study with a
     reading of its own reads it through harness.studies.registry.assess."""
     c = sweep if isinstance(sweep, Common) else common(sweep)
-    batch_verdicts = [_with_diagnose_command(v, c.sweep, c.df) for v in c.verdicts]
+    batch_verdicts = [_with_setting(v, c.sweep, c.df) for v in c.verdicts]
     table = facets.table(batch_verdicts, c.final, c.df)
     if table is None:
         return c.assessment(batch_verdicts)
@@ -123,14 +123,12 @@ def all_findings(df: pd.DataFrame, final: pd.DataFrame, varied: list[str]) -> li
     return [f for f in found if f is not None]
 
 
-NOT_FORWARDED = ("batch_size", "seed", "hydra.", "+study", "study")  # what a diagnosis sets, or the launcher's
-DIAGNOSE_LINE = ("To split this drop into its causes on this setting (fewer updates, the learning rate, batch-norm "
-                 "statistics and what remains): {command}")
+NOT_FORWARDED = ("batch_size", "seed", "hydra.", "+study", "study")  # what a study sets, or the launcher's
 
 
-def _with_diagnose_command(verdict: verdicts.BatchVerdict, sweep: Sweep, df: pd.DataFrame) -> verdicts.BatchVerdict:
-    """A verdict that shows a drop, with the `+study=diagnose` command that splits it on the same setting: its
-    smallest and largest batch size and every override its runs share (the facet's values among them)."""
+def _with_setting(verdict: verdicts.BatchVerdict, sweep: Sweep, df: pd.DataFrame) -> verdicts.BatchVerdict:
+    """A verdict that shows a drop, with its setting: every override its runs share (the facet's values among
+    them), from which a study names the command for its next step (harness.studies.registry.assess)."""
     if not (verdict.effect >= verdicts.MIN_EFFECT and verdict.outcome != "not reproduced"):
         return verdict
     ran = set(df.loc[df["facet"] == verdict.subject, "run_id"])
@@ -139,10 +137,27 @@ def _with_diagnose_command(verdict: verdicts.BatchVerdict, sweep: Sweep, df: pd.
         return verdict
     shared = [o for o in overrides[0] if all(o in other for other in overrides[1:])
               and not o.lstrip("+~").startswith(NOT_FORWARDED)]
+    return dataclasses.replace(verdict, setting=shared)
+
+
+def with_next_steps(a: Assessment, steps) -> Assessment:
+    """A batch-size reading whose verdicts that show a drop name each next step of `steps` (callables of a verdict
+    returning (study, sentence, command), or None), a detail line each: "<sentence>: <command>"."""
+    def named(v: verdicts.BatchVerdict) -> verdicts.BatchVerdict:
+        if v.setting is None:
+            return v
+        found = [step for step in (offer(v) for offer in steps) if step is not None]
+        lines = [f"{sentence}: {command}" for _, sentence, command in found]
+        return dataclasses.replace(v, details=[*v.details, *lines],
+                                   next_steps=[(study, command) for study, _, command in found])
+
+    return dataclasses.replace(a, batch_verdicts=[named(v) for v in a.batch_verdicts])
+
+
+def study_command(study: str, verdict: verdicts.BatchVerdict) -> str:
+    """`python -m harness +study=<study>` at a verdict's smallest and largest batch size, on its setting."""
     sizes = f"batch_size={verdict.batch_sizes[0]},{verdict.batch_sizes[-1]}"
-    command = shlex.join(["python", "-m", "harness", "+study=diagnose", sizes, *shared, "-m"])
-    return dataclasses.replace(verdict, details=[*verdict.details, DIAGNOSE_LINE.format(command=command)],
-                               diagnose=command)
+    return shlex.join(["python", "-m", "harness", f"+study={study}", sizes, *(verdict.setting or []), "-m"])
 
 
 def _batch_verdicts(df: pd.DataFrame, final: pd.DataFrame, facets: list[str]) -> list[verdicts.BatchVerdict]:

@@ -61,7 +61,9 @@ class BatchVerdict(Verdict):
     effect: float = float("nan")      # mean final val_acc, smallest minus largest batch
     interval: tuple[float, float] | None = None
     rho: float = float("nan")
-    diagnose: str | None = None       # the +study=diagnose command that splits this drop on its setting
+    setting: list[str] | None = None  # where it shows a drop: the overrides its runs share (not batch size or seed)
+    next_steps: list[tuple[str, str]] = field(default_factory=list)  # (study, command) its details name: what
+    # splits this drop on its setting (+study=diagnose), what searches the recipe that keeps b's accuracy (recover)
 
 
 def _pm(values: pd.Series) -> str:

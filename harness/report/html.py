@@ -133,7 +133,7 @@ def _built(sweep_dir: Path):
                            None),
         findings=a.findings,
         why=a.why,
-        diagnose_named=any(v.diagnose for v in a.batch_verdicts),
+        next_named=any(v.next_steps for v in a.batch_verdicts),
         why_figures=why_drawn,
         verdict_sections=[pages.section(s.template, s.folder, {**s.context, "figures": shown})
                           for s, shown in zip(studied, study_drawn) if s.place == "verdict"],

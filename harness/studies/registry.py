@@ -73,15 +73,23 @@ def recorded_paths(content: dict | None) -> list[Path]:
 
 def assess(sweep, paths: Iterable[Path] = ()):
     """A sweep (or its folder) read by its study (harness.assess.assessment.assess for a batch-size study)."""
+    from harness.assess.assessment import assess as batch_size
+    from harness.assess.assessment import with_next_steps
     from harness.assess.sweep import Sweep, read
 
     sweep = sweep if isinstance(sweep, Sweep) else read(sweep)
     study = of_sweep(sweep, paths)
-    if study is None:
-        from harness.assess.assessment import assess as batch_size
+    a = batch_size(sweep) if study is None else study.assess(sweep)
+    if a.reading is not None:  # a study's own reading: its verdict reads the runs as they are, no next step
+        return a
+    offered = sorted((s for s in every(paths) if type(s).next_step is not Study.next_step),
+                     key=lambda s: (s.priority is None, s.priority or 0, s.name))
+    return with_next_steps(a, [lambda v, s=s: _step(s, v) for s in offered])
 
-        return batch_size(sweep)
-    return study.assess(sweep)
+
+def _step(study: Study, verdict) -> tuple[str, str, str] | None:
+    found = study.next_step(verdict)
+    return None if found is None else (study.name, *found)
 
 
 def _load(folder: Path, name: str):

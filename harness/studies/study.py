@@ -76,6 +76,11 @@ class Study:
 
         return assess(sweep)
 
+    def next_step(self, verdict) -> tuple[str, str] | None:
+        """(sentence, command): what the study offers a batch-size verdict that shows a drop, on its setting
+        (verdict.setting; harness.assess.assessment.study_command), as the verdict's next step; None: nothing."""
+        return None
+
     def files(self, a) -> list[tuple[str, Callable[[Path], None]]]:
         """(file name, writer of it into the sweep folder) for what the study writes beside its report."""
         return []

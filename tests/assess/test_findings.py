@@ -146,7 +146,7 @@ def test_the_readme_s_findings_are_rewritten_study_by_study():
 def test_the_main_job_s_blocks_come_from_its_sweep(tmp_path):
     """scripts.findings --main-job: the verdict, each batch size's probes (mean ± sd over seeds, from probes.json)
     and the report's Why, and the README's headline of the same verdict."""
-    from harness.assess.assessment import assess
+    from harness.studies.registry import assess
     from scripts.findings import headline, main_job
     from tests.helpers.sweeps import add_probes, probe_values, study_sweep
 
@@ -164,8 +164,10 @@ def test_the_main_job_s_blocks_come_from_its_sweep(tmp_path):
     top = headline(assessed)
     assert top.startswith("**Larger batches gave lower validation accuracy at one learning rate (")
     assert "- Measured beside the drop (it goes with the drop; it does not show a cause): The batch-128" in top
-    assert "- To split the drop into its causes on this setting" in top
+    assert "- To split this drop into its causes on this setting" in top
     assert "`python -m harness +study=diagnose batch_size=8,128 -m`" in top
+    assert "- To keep batch 8's accuracy at batch 128 (a recipe searched on a tuning slice, then confirmed on every " \
+           "seed): `python -m harness +study=recover batch_size=8,128 -m`" in top
     assert "Why" not in top  # a correlate is not presented as the cause
     assert re.search(r"Final val_acc [^;]+", top).group(0) in text
 

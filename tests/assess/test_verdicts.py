@@ -158,9 +158,10 @@ def test_the_claim_states_its_learning_rate_condition(tmp_path):
     assert "The learning rate differed with the batch: 0.001 at batch 8, 0.016 at batch 128." in scaled.headline
 
 
-def test_a_drop_names_the_diagnose_command_of_its_own_setting(tmp_path):
-    """The command that splits the drop: b and B of the verdict, the overrides every run shared (not the seed)."""
-    from harness.assess.assessment import assess
+def test_a_drop_names_the_diagnose_and_recover_commands_of_its_own_setting(tmp_path):
+    """The commands that split the drop and search the recipe that keeps b's accuracy: b and B of the verdict, the
+    overrides every run shared (not the seed), each a line of its details, in the studies' order."""
+    from harness.studies.registry import assess
 
     sweep = tmp_path / "s"
     for job, (batch, seed, val) in enumerate([(8, 0, 0.90), (8, 1, 0.91), (64, 0, 0.80), (64, 1, 0.81)]):
@@ -168,11 +169,16 @@ def test_a_drop_names_the_diagnose_command_of_its_own_setting(tmp_path):
                  overrides=[f"batch_size={batch}", f"seed={seed}", "epochs=3", "model.width=2.0",
                             "hydra.launcher.n_jobs=1"])
     [verdict] = assess(sweep).batch_verdicts
-    assert verdict.diagnose == "python -m harness +study=diagnose batch_size=8,64 epochs=3 model.width=2.0 -m"
-    assert verdict.details[-1].endswith(verdict.diagnose)
+    assert verdict.next_steps == [
+        ("diagnose", "python -m harness +study=diagnose batch_size=8,64 epochs=3 model.width=2.0 -m"),
+        ("recover", "python -m harness +study=recover batch_size=8,64 epochs=3 model.width=2.0 -m")]
+    assert verdict.details[-2].startswith("To split this drop into its causes on this setting")
+    assert verdict.details[-2].endswith(verdict.next_steps[0][1])
+    assert verdict.details[-1] == ("To keep batch 8's accuracy at batch 64 (a recipe searched on a tuning slice, then "
+                                   f"confirmed on every seed): {verdict.next_steps[1][1]}")
     flat = tmp_path / "flat"
     for job, (batch, val) in enumerate([(8, 0.90), (8, 0.91), (64, 0.91), (64, 0.90)]):
         make_run(flat, job, batch_size=batch, seed=job % 2, val=(val - 0.2, val - 0.1, val))
     [none] = assess(flat).batch_verdicts
-    assert none.effect < verdicts.MIN_EFFECT and none.diagnose is None  # no drop to split
-    assert not any("+study=diagnose" in line for line in none.details)
+    assert none.effect < verdicts.MIN_EFFECT and none.next_steps == []  # no drop to split
+    assert not any("+study=" in line for line in none.details)

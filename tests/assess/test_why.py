@@ -183,7 +183,8 @@ def test_the_report_has_a_why_section_with_its_sentences_and_figures(tmp_path):
     assert "Gradient noise scale at the last epoch" in why_section
     assert "Distance from the initial weights" in why_section
     assert "they do not show what caused it" in why_section  # a correlate, not a cause
-    assert "the verdict names the +study=diagnose command for this setting" in why_section  # a drop: it does
+    assert "the verdict names the +study=diagnose command for this setting, and the +study=recover command" \
+        in why_section  # a drop: it does
     flat_sweep = batch_sweep(tmp_path / "flat", {8: [0.9, 0.9], 64: [0.9, 0.9]})
     flat = page.section(page.parse(report.build_report(flat_sweep)), "beside")
     assert "+study=diagnose batch_size=b,B splits a drop into its causes" in flat  # no drop, no command named

@@ -4,7 +4,8 @@ TensorBoard and Hydra's files left out, which no reader needs) and tests/fixture
 of them: the report's text, diagnosis.json, recovery.json, the results table and the findings block, written by
 `python -m scripts.study_outputs` (the day, the machine's cores and the capacity check's seconds masked). A change
 meant to change what a user reads rewrites them with the same command, its diff read in review: issue 65's readings
-cut the recovery's accuracy intervals at 0 and 1 and added recovery.json's gain over b."""
+cut the recovery's accuracy intervals at 0 and 1, added recovery.json's gain over b and named +study=recover
+beside +study=diagnose under the main job's verdict."""
 import io
 import json
 import shutil

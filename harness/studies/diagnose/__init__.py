@@ -50,6 +50,12 @@ class Diagnose(Study):
         diagnosed = reading.diagnose(sweep)
         return of_arms(sweep, reading.read_plan(sweep)["arms"], diagnosed)
 
+    def next_step(self, verdict):
+        from harness.assess.assessment import study_command
+
+        return ("To split this drop into its causes on this setting (fewer updates, the learning rate, batch-norm "
+                "statistics and what remains)", study_command(self.name, verdict))
+
     def files(self, a):
         from harness.studies.diagnose import files
 

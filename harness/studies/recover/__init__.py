@@ -42,6 +42,13 @@ class Recover(Study):
 
         return of_arms(sweep, reading.arms(sweep), reading.with_importance(reading.recover(sweep)))
 
+    def next_step(self, verdict):
+        from harness.assess.assessment import study_command
+
+        b, big = verdict.batch_sizes[0], verdict.batch_sizes[-1]
+        return (f"To keep batch {b}'s accuracy at batch {big} (a recipe searched on a tuning slice, then confirmed on "
+                "every seed)", study_command(self.name, verdict))
+
     def files(self, a):
         from harness.studies.recover import files
 
