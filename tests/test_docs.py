@@ -148,7 +148,7 @@ def test_the_worked_example_of_a_users_study_is_the_study_the_suite_runs():
     def code(text: str) -> list[str]:
         start = text.index("class Toy(Study):")
         lines = text[start:text.index("STUDY = Toy()", start)].splitlines()
-        return [re.sub(r"\s+#.*$", "", line) for line in lines if line.strip()]
+        return [code for code in (re.sub(r"\s*#.*$", "", line) for line in lines) if code.strip()]
 
     documented = (REPO / "docs" / "architecture.md").read_text()
     documented = documented[documented.index("### Adding a study"):]
