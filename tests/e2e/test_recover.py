@@ -43,18 +43,19 @@ def _killed_in_round_two(command: list[str], sweep, cwd) -> None:
 
 
 def test_a_recovery_on_a_users_npz_and_model_killed_in_round_two_resumes_without_running_round_one_again(tmp_path):
-    """Two seeds, batch 8 against 32, 2 trials, on a user's npz and model, killed in round 2 and run again:
-    round 1 (the as-is runs, the trials at 32 on seed 0, batch-norm keys left out) is not run again, round 2 is
-    planned the same (the best 2 trials by the runs' own tune_acc at seed 1), and the reading follows the rules on
-    the runs' own numbers: the verdict from v(b) - v(recipe); no budget round (recover.budget=false: the budget's
-    rounds are planned in tests/launch/test_rounds.py)."""
+    """Two seeds, batch 8 against 32, 2 trials and the linear rule, on a user's npz and model, killed in round 2
+    (the guided round, 2 trials) and run again: round 1 (the as-is runs, the trials at 32 on seed 0, batch-norm keys
+    left out, the rule's lr x 4 and its warm-up) is not run again, round 2 is planned the same, round 3 confirms
+    the best 2 trials by the runs' own tune_acc at seed 1 and the rule, and the reading follows the rules on the
+    runs' own numbers: the simplest recipe within the tolerance, the verdict from v(b) - v(recipe); no budget round
+    (recover.budget=false: the budget's rounds are planned in tests/launch/test_rounds.py)."""
     write_npz(tmp_path / "data.npz", np.repeat(["cat", "dog", "owl"], 80), features=6)
     (tmp_path / "mymodels.py").write_text(USER_MODEL)
     sweep = tmp_path / "sweeps" / "recover"
     command = ["+study=recover", "dataset=npz", f"dataset.path={tmp_path / 'data.npz'}", "model=custom",
                "model._target_=mymodels.small", "batch_size=8,32", "epochs=2", "seed=0,1", "probes=false",
-               "recover.trials=2", "recover.confirm=2", "recover.budget=false", "hydra.launcher.n_jobs=2",
-               f"hydra.sweep.dir={sweep}", "-m"]
+               "recover.trials=2", "recover.confirm=2", "recover.budget=false", "recover.rules=[linear]",
+               "recover.guided=2", "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={sweep}", "-m"]
     _killed_in_round_two(command, sweep, tmp_path)
     plan = json.loads((sweep / "sweep.json").read_text())
     round_one = {j["job"]: (sweep / j["job"] / "run.json").read_bytes() for j in plan["jobs"] if j["round"] == 1}
@@ -70,29 +71,38 @@ def test_a_recovery_on_a_users_npz_and_model_killed_in_round_two_resumes_without
     plan = json.loads((sweep / "sweep.json").read_text())
     assert [(j["job"], j["overrides"]) for j in plan["jobs"] if j["round"] == 2] == round_two
     arms = plan["recover"]["arms"]
-    assert list(arms.values()) == ["as_is"] * 4 + [f"trial_{k}" for k in range(2)]
+    assert list(arms.values()) == ["as_is"] * 4 + [f"trial_{k}" for k in range(3)]
     assert set(plan["recover"]["left_out"]) == {"bn_momentum", "ghost_batch_size"}
+    assert plan["recover"]["trials"][2] == {"lr_factor": 4.0, "warmup_epochs": 0.4}  # linear: x 32/8, E/5 warm-up
+    assert record(sweep / "6")["config"]["lr_factor"] == 4.0 and record(sweep / "6")["config"]["warmup_epochs"] == 0.4
     finals = {num: pd.read_parquet(sweep / num / "metrics.parquet").iloc[-1] for num in
               [j["job"] for j in plan["jobs"]]}
     for num, arm in arms.items():
         assert record(sweep / num)["status"] == "completed" and record(sweep / num)["config"]["tune_fraction"] == 0.1
-    tune = {int(arm.split("_")[1]): float(finals[num]["tune_acc"]) for num, arm in arms.items() if arm != "as_is"}
+    searched = {**arms, **{j["job"]: j["arm"] for j in plan["jobs"] if j["round"] == 2}}
+    assert [searched[job] for job, _ in round_two] == ["trial_3", "trial_4"]  # after the Sobol points and the rule
+    tune = {int(arm.split("_")[1]): float(finals[num]["tune_acc"]) for num, arm in searched.items() if arm != "as_is"}
     ranked = sorted(tune, key=lambda k: (-tune[k], k))
-    assert [j["arm"] for j in plan["jobs"] if j["round"] == 2] == [f"trial_{k}" for k in ranked[:2]]
+    confirmed = ranked[:2] + ([2] if 2 not in ranked[:2] else [])  # the rule is always confirmed
+    assert [j["arm"] for j in plan["jobs"] if j["round"] == 3] == [f"trial_{k}" for k in confirmed]
     found = json.loads((sweep / "recovery.json").read_text())
     assert found["best"] == ranked[0] and [t["tune_acc"] for t in found["trials"]] == pytest.approx(
-        [tune[k] for k in range(2)])
+        [tune[k] for k in range(5)])
+    assert [t["source"] for t in found["trials"]] == ["sobol", "sobol", "rule", "guided", "guided"]
+    assert found["trials"][2]["rule"] == "linear" and (sweep / "recover-optuna.log").exists()
     by_arm = {}
     for job in plan["jobs"]:
         by_arm.setdefault(job["arm"] or arms[job["job"]], []).append(finals[job["job"]])
     recipe = found["recipe_trial"]
-    mean_tune = {k: np.mean([r["tune_acc"] for r in by_arm[f"trial_{k}"]]) for k in ranked[:2]}
-    assert recipe == max(mean_tune, key=lambda k: (mean_tune[k], -k))
+    mean_tune = {k: np.mean([r["tune_acc"] for r in by_arm[f"trial_{k}"]]) for k in confirmed}
+    near = [k for k in confirmed if mean_tune[k] >= max(mean_tune.values()) - 0.01]  # recover.tolerance
+    keys_set = {k: sum(v is not None for v in t["recipe"].values()) for k, t in enumerate(found["trials"])}
+    assert recipe == min(near, key=lambda k: (k != 2, keys_set[k], -mean_tune[k], k))  # a rule, fewer keys, best
     small = {r["seed"]: r["val_acc"] for r in by_arm["as_is"] if r["global_batch_size"] == 8}
     gap = np.mean([small[r["seed"]] - r["val_acc"] for r in by_arm[f"trial_{recipe}"]])
     assert found["gap"]["value"] == pytest.approx(gap)
     assert (found["verdict"] == "recovered") == (gap <= 0.01)
-    assert [j for j in plan["jobs"] if j["round"] >= 3] == [] and plan["more_rounds"] is False  # budget=false
+    assert [j for j in plan["jobs"] if j["round"] >= 4] == [] and plan["more_rounds"] is False  # budget=false
     assert found["budget"]["asked"] is False and found["budget"]["lengths"] == []
     assert found["command"].startswith("python -m harness dataset=npz ") and "batch_size=32" in found["command"]
     from tests.helpers import page

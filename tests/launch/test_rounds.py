@@ -7,10 +7,12 @@ import pytest
 
 from harness.assess import sweep as sweep_files
 from harness.store import sweep_file
+from harness.studies.recover import choice
 from harness.studies.recover import reading as recovery
 from tests.helpers.sweeps import _command_plan, next_round, set_final, study_sweep
 
-COMMAND = ("+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=4", "seed=0,1,2")
+COMMAND = ("+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=4", "seed=0,1,2", "recover.rules=[]",
+           "recover.guided=0")
 TRIALS = {6: 0.70, 7: 0.90, 8: 0.60, 9: 0.80}  # round 1's trial runs (jobs 6-9: trials 0-3) and their tune_acc
 
 
@@ -145,7 +147,7 @@ def test_the_budget_doubles_the_epochs_until_b_is_reached_and_a_recovered_recipe
 
 def test_with_one_seed_round_two_is_passed_over_and_the_verdict_is_indicative(tmp_path):
     sweep = study_sweep(tmp_path / "s", "+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=2",
-                        "seed=0")
+                        "seed=0", "recover.rules=[]", "recover.guided=0")
     set_final(sweep, 3, val_acc=0.1)  # trial 1 (job 3): far below b
     jobs = next_round(sweep, 1)
     assert {j.round for j in jobs} == {3} and {j.arm for j in jobs} == {"budget_4"} and len(jobs) == 1
@@ -162,7 +164,8 @@ def test_tune_small_gives_b_the_same_search_and_b_with_its_recipe_is_what_b_is_c
     """recover.tune_small=true: the same Sobol points at b (lr_factor over [1/4, 4], not x B/b), confirmed on the
     other seeds as B's are; the verdict compares B's recipe with b's recipe, not with b as it is."""
     sweep = study_sweep(tmp_path / "s", "+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=4",
-                        "seed=0,1", "recover.tune_small=true", "recover.budget=false")
+                        "seed=0,1", "recover.tune_small=true", "recover.budget=false", "recover.rules=[]",
+                        "recover.guided=0")
     record = json.loads((sweep / "sweep.json").read_text())["recover"]
     arms = record["arms"]
     assert list(arms.values()) == ["as_is"] * 4 + [f"trial_{k}" for k in range(4)] + [
@@ -254,3 +257,92 @@ def test_where_b_as_it_is_lost_nothing_there_is_no_share_and_no_partly():
     assert v.kind == "not_recovered" and v.share is None and v.share_low is None
     one = judge([0.80], [0.85], [0.70], 0.01)
     assert one.kind == "not_recovered" and one.share is None
+
+
+def test_every_rule_is_confirmed_and_the_simplest_recipe_within_the_tolerance_is_chosen(tmp_path):
+    """Four Sobol trials (jobs 4-7) and the three rules (jobs 8-10: linear, sqrt, adam_sde). Round 2 confirms the
+    best three by tune_acc and every rule not among them. The linear rule's mean is within recover.tolerance
+    (0.01) of the best, a searched trial's: the rule is the recipe, and the headline says the search found nothing
+    better; 0.02 below it, the searched trial is."""
+    command = ("+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=4", "seed=0,1", "recover.budget=false",
+               "recover.guided=0")
+    sweep = study_sweep(tmp_path / "s", *command)
+    for job, tune in zip(range(4, 11), (0.70, 0.95, 0.60, 0.80, 0.94, 0.50, 0.65)):
+        set_final(sweep, job, tune_acc=tune)
+    jobs = next_round(sweep, 1)
+    assert [j.arm for j in jobs] == ["trial_1", "trial_4", "trial_3", "trial_6", "trial_5"]  # rules: 4, 5, 6
+    by_arm = {j.arm: j.job for j in jobs}
+
+    def read(linear):
+        set_final(sweep, by_arm["trial_1"], tune_acc=0.95)
+        set_final(sweep, by_arm["trial_4"], tune_acc=linear)
+        return recovery.recover(sweep_files.read(sweep))
+
+    r = read(0.945)  # linear: mean 0.9425 against trial 1's 0.95
+    assert r.recipe == 4 and r.trials[4].rule == "linear" and r.trials[4].source == "rule"
+    assert "the linear rule (" in r.headline and "found none better than the rule" in r.headline
+    assert any("trial 4 is within recover.tolerance (0.01) of the best, trial 1's 0.950, and simpler (a rule)" in n
+               for n in r.notes)
+    written = r.as_json()
+    assert written["recipe_trial"] == 4 and written["trials"][4]["source"] == "rule"
+    assert written["trials"][4]["rule"] == "linear" and written["trials"][0]["source"] == "sobol"
+    r = read(0.925)  # linear: mean 0.9325, 0.0175 below
+    assert r.recipe == 1 and "found none better" not in r.headline
+
+
+def test_the_simplest_candidate_a_rule_then_fewer_keys_then_the_best_mean():
+    trial = recovery.Trial
+    trials = [trial(0, {"lr_factor": 2.0, "momentum": 0.9, "optimizer": None}, "completed", 0.9),
+              trial(1, {"lr_factor": 3.0, "momentum": 0.9, "optimizer": "adamw"}, "completed", 0.9),
+              trial(2, {"lr_factor": 16.0, "warmup_epochs": 1.0}, "completed", 0.9, source="rule", rule="linear"),
+              trial(3, {"lr_factor": 4.0, "momentum": 0.0, "beta_2": 0.98, "epsilon": 2e-8}, "completed", 0.9,
+                    source="rule", rule="adam_sde")]
+    assert choice.simplest([(0, 0.90), (1, 0.905), (2, 0.80), (3, 0.80)], trials, 0.01) == 0  # fewer keys set
+    assert choice.simplest([(0, 0.90), (1, 0.915), (2, 0.80)], trials, 0.01) == 1  # beyond the tolerance
+    assert choice.simplest([(0, 0.90), (1, 0.905), (2, 0.901), (3, 0.91)], trials, 0.01) == 2  # a rule, 2 keys
+    assert choice.simplest([(1, 0.9), (3, 0.9)], trials, 0.0) == 3 and choice.simplest([], trials, 0.01) is None
+
+
+GUIDED = ("+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=4", "seed=0,1", "recover.guided=3",
+          "recover.budget=false", "recover.rules=[linear]")
+
+
+def test_the_guided_round_is_proposed_from_round_one_and_planned_the_same_after_a_kill(tmp_path):
+    """Round 2 runs recover.guided=3 recipes at B on the search's seed (trials 5-7, after 4 Sobol points and the
+    linear rule), proposed from round 1's files and kept as an Optuna study in the sweep folder; killed with one of
+    them finished and run again, the command plans the same round under the same numbers; the confirmation is
+    round 3, and the reading reads each guided recipe back from its job."""
+    import optuna
+
+    from harness.studies.recover import guided
+
+    sweep = study_sweep(tmp_path / "s", *GUIDED)
+    for job, tune in zip(range(4, 9), (0.70, 0.95, 0.60, 0.80, 0.90)):  # trials 0-3 and the rule (job 8)
+        set_final(sweep, job, tune_acc=tune)
+    jobs = next_round(sweep, 1)
+    assert [(j.arm, j.round, j.job) for j in jobs] == [("trial_5", 2, "9"), ("trial_6", 2, "10"), ("trial_7", 2, "11")]
+    for job in jobs:
+        config = json.loads((sweep / job.job / "run.json").read_text())["config"]
+        assert config["seed"] == 0 and config["batch_size"] == 64 and 0.25 <= config["lr_factor"] <= 4 * 64 / 8
+    stored = optuna.load_study(study_name="recover", storage=optuna.storages.JournalStorage(
+        optuna.storages.journal.JournalFileBackend(str(sweep / guided.STUDY_FILE))))
+    assert [(t.user_attrs["trial"], t.value) for t in stored.trials] == [(0, 0.70), (1, 0.95), (2, 0.60), (3, 0.80)]
+
+    set_final(sweep, jobs[0].job, tune_acc=0.99)  # finished before the kill
+    before = json.loads((sweep / "sweep.json").read_text())
+    dataclasses.replace(_command_plan(GUIDED), output_dir=sweep).write()
+    assert next_round(sweep, 1) == jobs and json.loads((sweep / "sweep.json").read_text()) == before
+
+    r = recovery.recover(sweep_files.read(sweep))
+    assert [t.source for t in r.trials] == ["sobol"] * 4 + ["rule"] + ["guided"] * 3
+    content = json.loads((sweep / "sweep.json").read_text())
+    for trial in r.trials[5:]:
+        job = next(j for j in content["jobs"] if j["arm"] == f"trial_{trial.number}")
+        run = json.loads((sweep / job["job"] / "run.json").read_text())["config"]
+        assert run["lr_factor"] == trial.recipe["lr_factor"] and run["momentum"] == trial.recipe["momentum"]
+    assert r.verdict is None and r.best == 5 and r.headline.startswith("Rounds 1 and 2, the search and its guided")
+    confirm = next_round(sweep, 2)
+    assert {j.round for j in confirm} == {3} and [j.arm for j in confirm] == ["trial_5", "trial_1", "trial_4"]
+    assert recovery.recover(sweep_files.read(sweep)).verdict is not None
+    assert len(optuna.load_study(study_name="recover", storage=optuna.storages.JournalStorage(
+        optuna.storages.journal.JournalFileBackend(str(sweep / guided.STUDY_FILE)))).trials) == 4 + 3

@@ -8,7 +8,7 @@ import pytest
 
 from harness.backend import keras
 from harness.config.batching import plan_batches, plan_schedule
-from harness.config.schema import OPTIMIZERS
+from harness.config.schema import ADAM_DEFAULTS, ADAM_FAMILY, OPTIMIZERS
 from harness.run import measures, train
 from tests.helpers import backends
 
@@ -98,6 +98,14 @@ def test_beta_2_and_epsilon_reach_keras_s_optimizer(backend, default_train, name
         assert getattr(optimizer, epsilon[0]) == pytest.approx(epsilon[1])
     own = train.make_optimizer(_recipe(default_train, optimizer="adam"), 0.01, _model())
     assert (own.beta_2, own.epsilon) == (0.999, 1e-7)
+
+
+@pytest.mark.parametrize("name", ADAM_FAMILY)
+def test_the_adam_family_s_defaults_the_adam_sde_rule_scales_are_keras_s_own(default_train, name):
+    """+study=recover's adam_sde rule scales beta_1, beta_2 and epsilon from ADAM_DEFAULTS where the command leaves
+    them null: a Keras that changed a class's own would make the rule start from the wrong values."""
+    optimizer = train.make_optimizer(_recipe(default_train, optimizer=name), 0.01, _model())
+    assert {key: getattr(optimizer, key) for key in ADAM_DEFAULTS} == pytest.approx(ADAM_DEFAULTS)
 
 
 def test_nesterov_reaches_sgd(default_train):

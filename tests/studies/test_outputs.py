@@ -5,7 +5,8 @@ of them: the report's text, diagnosis.json, recovery.json, the results table and
 `python -m scripts.study_outputs` (the day, the machine's cores and the capacity check's seconds masked). A change
 meant to change what a user reads rewrites them with the same command, its diff read in review: issue 65's readings
 cut the recovery's accuracy intervals at 0 and 1, added recovery.json's gain over b and named +study=recover
-beside +study=diagnose under the main job's verdict."""
+beside +study=diagnose under the main job's verdict; its rules and guided round added each trial's source (an old
+sweep's are all Sobol points) to recovery.json and the report's table of trials."""
 import io
 import json
 import shutil

@@ -25,7 +25,8 @@ def figures(a) -> list[tuple[str, Figure, str]]:
     trials = trials_vs_lr(a)
     if trials is not None:
         drawn.append(("The search: each trial's tune_acc against its peak learning rate", trials,
-                      f"One run per trial, at batch {r.large_batch} and seed {r.seeds[0]}; marker: optimizer."))
+                      f"One run per trial, at batch {r.large_batch} and seed {r.seeds[0]}; marker: optimizer, or "
+                      "the published rule."))
     if r.importance is not None:
         drawn.append(("What mattered in the search", importance(r.importance),
                       "Permutation importance of a random forest fitted to the trials; the bar's line is its "
@@ -64,14 +65,22 @@ def val_by_epoch(a) -> Figure | None:
     return fig
 
 
+def _kind(trial, optimizer) -> str:
+    """A point's legend entry: a rule's name, a searched trial's optimizer."""
+    if trial.source == "rule":
+        return f"the {trial.rule} rule"
+    return f"{optimizer} (guided)" if trial.source == "guided" else str(optimizer)
+
+
 def trials_vs_lr(a) -> Figure | None:
-    """Each finished trial's tune_acc at its peak learning rate (log axis), marker by optimizer; the recipe ringed."""
+    """Each finished trial's tune_acc at its peak learning rate (log axis), marker by optimizer (a rule's its own);
+    the recipe ringed."""
     r = a.reading
     df = a.df
     rows = df[df["facet"].str.startswith("trial ") & (df["seed"] == r.seeds[0])]
     finals = rows.sort_values("epoch").groupby("facet").tail(1)
     done = {t.number: t for t in r.trials if t.tune_acc is not None}
-    points = [(number, float(row["peak_lr"]), str(row.get("optimizer")), done[number].tune_acc)
+    points = [(number, float(row["peak_lr"]), _kind(done[number], row.get("optimizer")), done[number].tune_acc)
               for row in finals.to_dict("records")
               for number in [int(row["facet"].split()[1])] if number in done]
     if len(points) < 2:

@@ -16,7 +16,9 @@ FIELDS = {
     "headline": "the reading in words",
     "drop": "{value, low, high}: v(b) - v(B) as they are on validation, mean over paired seeds, 95% interval",
     "reference": "{b, B}: tune_acc of b and of B as they are, at the search's seed",
-    "trials": "[{trial, recipe, status, tune_acc}] in Sobol order (recipe: {key: value}, null keeps the command's)",
+    "trials": "[{trial, source, rule, recipe, status, tune_acc}]: the Sobol points in order, then the rules, then "
+              "the guided round's (source: sobol, rule or guided; rule: its name, harness.studies.recover.rules; "
+              "recipe: {key: value}, null keeps the command's)",
     "best": "the trial with the best tune_acc at the search's seed (its index in trials), or null",
     "confirmed": "[{trial, tune_acc, seeds}]: the trials round 2 ran at every seed, their mean tune_acc",
     "small_trials": "[{trial, recipe, status, tune_acc}]: b's own search (recover.tune_small), else []",
@@ -53,7 +55,8 @@ def read(sweep_dir: Path) -> dict[str, Any] | None:
 def values(r) -> dict[str, Any]:
     """recovery.json's content from a reading (harness.studies.recover.reading.Recovery), FIELDS in order."""
     drop = r.drop
-    trials = [{"trial": t.number, "recipe": t.recipe, "status": t.status, "tune_acc": t.tune_acc} for t in r.trials]
+    trials = [{"trial": t.number, "source": t.source, "rule": t.rule, "recipe": t.recipe, "status": t.status,
+               "tune_acc": t.tune_acc} for t in r.trials]
     return {"small_batch": r.small_batch, "large_batch": r.large_batch, "epochs": r.epochs,
             "headline": r.headline, "drop": {"value": None if drop is None else drop.value,
                                              "low": None if drop is None else drop.low,

@@ -28,14 +28,12 @@ from harness.config.schema import RunConfig
 from harness.data import registry as datasets
 from harness.fields import ConfigError
 from harness.models import registry as models
+from harness.studies.recover import rules
+from harness.studies.recover.space import BATCH_NORM_KEYS, CHOICES, LOG, OVERRIDE, RANGES
 
 AS_IS = "as_is"
+SOBOL, RULE = "sobol", "rule"  # a trial's source (sweep.json's recover.sources; before the rules, every trial Sobol's)
 SMALL = "small_"  # the arm of a trial at b (recover.tune_small): small_trial_<k>
-LOG = ("lr_factor", "momentum", "weight_decay")  # ranges drawn log-uniformly
-CHOICES = ("lr_schedule", "optimizer", "ghost_batch_size")
-RANGES = ("lr_factor", "warmup_epochs", "momentum", "weight_decay", "label_smoothing", "bn_momentum")
-BATCH_NORM_KEYS = ("bn_momentum", "ghost_batch_size")
-OVERRIDE = {"bn_momentum": "model.bn_momentum", "ghost_batch_size": "model.ghost_batch_size"}  # space key -> key
 INPUTS = ("optimizer",)  # keys of the space the command may give: its value is the choice null stands for
 
 
@@ -50,6 +48,8 @@ class Settings:
     budget: bool = True
     tune_small: bool = False
     tune_fraction: float = 0.1
+    rules: tuple[str, ...] = rules.RULES
+    guided: int = 8
     space: dict[str, list] = field(default_factory=dict)
 
 
@@ -63,7 +63,7 @@ def settings_from_dict(node: dict[str, Any]) -> Settings:
     trials = node.get("trials", 16)
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 2 or trials & (trials - 1):
         raise ConfigError("recover.trials", trials, "a power of two >= 2 (as Sobol points want): 8, 16, 32, ...")
-    for key in ("seed", "confirm"):
+    for key in ("seed", "confirm", "guided"):
         value = node.get(key, 0)
         if isinstance(value, bool) or not isinstance(value, int) or value < (1 if key == "confirm" else 0):
             raise ConfigError(f"recover.{key}", value, "an integer >= 1" if key == "confirm" else "an integer >= 0")
@@ -71,6 +71,11 @@ def settings_from_dict(node: dict[str, Any]) -> Settings:
     if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction < 1:
         raise ConfigError("recover.tune_fraction", fraction, "a number in (0, 1): every run holds out the tuning "
                           "slice the search is chosen on")
+    named = node.get("rules", list(rules.RULES))
+    if not isinstance(named, (list, tuple)) or any(name not in rules.RULES for name in named) \
+            or len(set(named)) != len(named):
+        raise ConfigError("recover.rules", named, f"a list of distinct rules among {', '.join(rules.RULES)} (the "
+                          "published rules run as candidates of round 1; [] for none)")
     space = node.get("space") or {}
     for key, values in space.items():
         name = f"recover.space.{key}"
@@ -83,7 +88,7 @@ def settings_from_dict(node: dict[str, Any]) -> Settings:
                     or not values[0] <= values[1] or (key in LOG and values[0] <= 0):
                 raise ConfigError(name, values, "[low, high] with low <= high" + (", low > 0 (log-uniform)"
                                                                                   if key in LOG else ""))
-    return Settings(**{**node, "space": dict(space)})
+    return Settings(**{**node, "rules": tuple(named), "space": dict(space)})
 
 
 def _ghost_chunk(large: RunConfig, small: RunConfig) -> int | None:
@@ -165,14 +170,22 @@ def with_recipe(job: list[str], found: dict[str, Any]) -> list[str]:
     return [o for o in job if o.lstrip("+~").split("=", 1)[0] not in keys] + overrides_of(found)
 
 
-def confirm_jobs(record: dict[str, Any], jobs: dict[str, list[str]], ranked: list[int],
-                 small: bool = False) -> list[tuple[list[str], str]]:
-    """Round 2, as (overrides, arm): the best `recover.confirm` trials (`ranked`: the finished ones, best tune_acc
-    first) at every seed of the command but the first (where each already ran), each at B's own job of that seed
+def confirm_jobs(record: dict[str, Any], jobs: dict[str, list[str]], numbers: list[int],
+                 recipes: list[dict[str, Any]], small: bool = False) -> list[tuple[list[str], str]]:
+    """The confirmation, as (overrides, arm): the trials `numbers` (the reading's to_confirm; `recipes`, every
+    trial's) at every seed of the command but the first (where each already ran), each at B's own job of that seed
     with its recipe, so that it pairs with b's run of the seed; `small`: b's trials (recover.tune_small), at b's."""
-    size, trials, prefix = ("b", record["small_trials"], SMALL) if small else ("B", record["trials"], "")
-    return [(with_recipe(jobs[record["reference"][size][str(seed)]], trials[number]), f"{prefix}trial_{number}")
-            for number in ranked[:record["settings"]["confirm"]] for seed in record["seeds"][1:]]
+    size, prefix = ("b", SMALL) if small else ("B", "")
+    return [(with_recipe(jobs[record["reference"][size][str(seed)]], recipes[number]), f"{prefix}trial_{number}")
+            for number in numbers for seed in record["seeds"][1:]]
+
+
+def guided_jobs(record: dict[str, Any], jobs: dict[str, list[str]],
+                recipes: list[dict[str, Any]]) -> list[tuple[list[str], str]]:
+    """The guided round, as (overrides, arm): each proposed recipe at B's own job of the search's seed, numbered
+    after round 1's trials."""
+    first, base = len(record["trials"]), jobs[record["reference"]["B"][str(record["seeds"][0])]]
+    return [(with_recipe(base, found), f"trial_{first + i}") for i, found in enumerate(recipes)]
 
 
 def budget_lengths(record: dict[str, Any]) -> list[int]:
@@ -186,11 +199,11 @@ def budget_lengths(record: dict[str, Any]) -> list[int]:
     return sorted({length for length in lengths if length > epochs})  # a ratio below 2: (B/b)E alone, if above E
 
 
-def budget_jobs(record: dict[str, Any], jobs: dict[str, list[str]], trial: int,
+def budget_jobs(record: dict[str, Any], jobs: dict[str, list[str]], recipe: dict[str, Any],
                 epochs: int) -> list[tuple[list[str], str]]:
-    """One length of the budget round, as (overrides, arm): the recipe of `trial` at `epochs` on every seed (its
-    schedule spread over the run's own length: the schedules are planned from the run's epochs)."""
-    found = {**record["trials"][trial], "epochs": epochs}
+    """One length of the budget round, as (overrides, arm): `recipe` at `epochs` on every seed (its schedule spread
+    over the run's own length: the schedules are planned from the run's epochs)."""
+    found = {**recipe, "epochs": epochs}
     return [(with_recipe(jobs[record["reference"]["B"][str(seed)]], found), f"budget_{epochs}")
             for seed in record["seeds"]]
 
@@ -226,11 +239,22 @@ def plan(jobs: list[list[str]], run_configs: list[RunConfig], settings: Settings
             arms.append(AS_IS)
     drawn = points(settings, len(space))
     trials = [recipe(point, space, small, large, decay_unit, ghost) for point in drawn]
+    sources, rules_left_out = [{"source": SOBOL} for _ in trials], {}
+    for name in settings.rules:  # after the Sobol points: trial k is the k-th Sobol point, as before the rules
+        why = rules.applies(name, large)
+        if why is not None:
+            rules_left_out[name] = why
+            continue
+        found = rules.rule(name, small, large, _ghost_chunk(large, small))
+        trials.append(found.recipe)
+        sources.append({"source": RULE, "rule": name, **({"clipped": found.clipped} if found.clipped else {})})
     for number, found in enumerate(trials):
         planned.append(with_recipe(by_point[(big, seeds[0])], found))
         arms.append(f"trial_{number}")
     record = {"small_batch": b, "large_batch": big, "seeds": seeds, "epochs": large.train.epochs,
               "arms": {}, "reference": reference, "space": space, "left_out": left_out, "trials": trials,
+              "sources": sources, "rules_left_out": rules_left_out,
+              "decay_unit": decay_unit, "ghost": ghost, "lr_factor": large.train.lr_factor,
               "settings": {k: v for k, v in vars(settings).items() if k != "space"}}
     if settings.tune_small:  # b gets the same search, at its own lr range and steps: the fair baseline
         small_decay = _decay_unit(small) if "weight_decay" in space else None

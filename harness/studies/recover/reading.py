@@ -20,13 +20,16 @@ import pandas as pd
 from harness.assess.analysis import BATCH, SELECTION_COLUMNS, num_classes
 from harness.assess.paired import Estimate, estimate
 from harness.assess.sweep import Sweep
+from harness.studies.recover import choice
 from harness.studies.recover import verdict as recovery_verdict
 from harness.studies.recover import words as recovery_words
 from harness.studies.recover.importance import Importances, importances
+from harness.studies.recover.space import recipe_of_job
 from harness.studies.recover.verdict import Length, Verdict
 
 AS_IS = "as_is"
 SMALL = "small_"  # the arm of a trial at b (recover.tune_small): small_trial_<k>
+GUIDED = "guided"  # a trial's source: proposed by the guided round (harness.studies.recover.guided)
 FINISHED = ("completed", "diverged")
 ENDED = (*FINISHED, "failed")  # a round's job that will not run again in this command
 NOT_COPIED = ("seed=", "study=", "hydra.", "recover.")  # left out of the recipe's command line (+ stripped)
@@ -39,6 +42,14 @@ class Trial:
     status: str                 # the run's status, or "not started"
     tune_acc: float | None      # its final tuning-slice accuracy (None: not finished, or diverged)
     peak_lr: float | None = None  # the learning rate its schedule peaks at, as its run recorded it
+    source: str = "sobol"       # sobol (a point of the search), rule (a published rule's recipe), guided
+    rule: str | None = None     # the rule's name (harness.studies.recover.rules), for a rule's trial
+    clipped: list[str] = field(default_factory=list)  # what the rule asked that was clipped
+
+    @property
+    def changed(self) -> int:
+        """How many keys the recipe sets (a null choice keeps the command's own): the simpler, the fewer."""
+        return sum(value is not None for value in self.recipe.values())
 
 
 @dataclass
@@ -73,15 +84,25 @@ class Recovery:
         return None if self.small_recipe is None else f"{SMALL}trial_{self.small_recipe}"
 
     def ranked(self) -> list[Trial]:
-        """The finished trials, best tune_acc first, then those without one in Sobol order."""
+        """The finished trials, best tune_acc first, then those without one in trial order."""
         done = sorted((t for t in self.trials if t.tune_acc is not None), key=lambda t: (-t.tune_acc, t.number))
         return done + [t for t in self.trials if t.tune_acc is None]
+
+    def to_confirm(self, confirm: int) -> list[int]:
+        """The trials the confirmation runs on the other seeds (harness.studies.recover.choice.to_confirm)."""
+        return choice.to_confirm(self.ranked(), confirm)
 
     def as_json(self) -> dict[str, Any]:
         """recovery.json's content (harness.studies.recover.files.FIELDS)."""
         from harness.studies.recover.files import values
 
         return values(self)
+
+
+def guided_rounds(plan: dict[str, Any]) -> int:
+    """1 where round 2 is the guided round (recover.guided > 0), else 0: the confirmation is round 2 + this, the
+    budget's first round 3 + this (a plan made before the guided round has none)."""
+    return 1 if plan["settings"].get("guided", 0) else 0
 
 
 def read_plan(sweep: Sweep) -> dict[str, Any] | None:
@@ -131,9 +152,15 @@ def recover(sweep: Sweep) -> Recovery | None:
     searched = chosen[chosen["seed"] == first]
     tune = {row["arm"]: row["tune_acc"] for row in searched.to_dict("records") if row["arm"] != AS_IS}
     peaks = {row["arm"]: _number(row.get("peak_lr")) for row in searched.to_dict("records") if row["arm"] != AS_IS}
-    round_one = plan["arms"]
-    status = {round_one[str(r["job"])]: r["status"] for r in sweep.records if str(r["job"]) in round_one}
-    trials, best = _search(plan["trials"], "", status, tune, peaks)
+    extra = guided_rounds(plan)
+    later = (sweep.plan or {}).get("jobs", [])
+    guided_jobs = [job for job in later if extra and job.get("round") == 2]
+    searched_arms = {**plan["arms"], **{job["job"]: job["arm"] for job in guided_jobs}}
+    status = {searched_arms[str(r["job"])]: r["status"] for r in sweep.records if str(r["job"]) in searched_arms}
+    base = next((job["overrides"] for job in later if job["job"] == plan["reference"]["B"][str(first)]), [])
+    recipes = [*plan["trials"], *(recipe_of_job(job["overrides"], base, plan["space"]) for job in guided_jobs)]
+    sources = [*(plan.get("sources") or [{} for _ in plan["trials"]]), *({"source": GUIDED} for _ in guided_jobs)]
+    trials, best = _search(recipes, "", status, tune, peaks, sources)
     small_trials, small_best = _search(plan.get("small_trials", []), SMALL, status, tune, peaks)
     as_is = chosen[chosen["arm"] == AS_IS]
     reference = {name: _number(as_is.loc[(as_is[BATCH] == size) & (as_is["seed"] == first), "tune_acc"].max())
@@ -144,12 +171,14 @@ def recover(sweep: Sweep) -> Recovery | None:
                      small_trials=small_trials)
     found.small_tune = _number(as_is.loc[as_is[BATCH] == b, "tune_acc"].mean())
     found.chance = 1.0 / num_classes(df)
-    if found.rounds >= 2 and best is not None and (small_best is not None or not small_trials):
-        confirming = [job["arm"] for job in (sweep.plan or {}).get("jobs", []) if job.get("round") == 2]
+    if found.rounds >= 2 + extra and best is not None and (small_best is not None or not small_trials):
+        confirming = [job["arm"] for job in later if job.get("round") == 2 + extra]
         seeds = len(plan["seeds"])
-        found.confirmed, found.recipe = _confirmed(chosen, confirming, "", best, seeds)
+        tolerance = float(plan["settings"].get("tolerance", 0.01))
+        found.confirmed, found.recipe = _confirmed(chosen, confirming, "", trials, seeds, tolerance)
         if small_trials:  # b's own recipe, confirmed the same way: what B is compared with
-            found.small_confirmed, found.small_recipe = _confirmed(chosen, confirming, SMALL, small_best, seeds)
+            found.small_confirmed, found.small_recipe = _confirmed(chosen, confirming, SMALL, small_trials, seeds,
+                                                                   tolerance)
             found.small_tune = _with_failures(chosen.loc[chosen["arm"] == found.small_arm, "tune_acc"].dropna(),
                                               seeds)
         found.verdict = _verdict(found, _val_finals(df), plan)
@@ -161,29 +190,34 @@ def recover(sweep: Sweep) -> Recovery | None:
 
 
 def _search(recipes: list[dict[str, Any]], prefix: str, status: dict[str, str], tune: dict[str, float],
-            peaks: dict[str, float | None]) -> tuple[list[Trial], int | None]:
+            peaks: dict[str, float | None], sources: list[dict[str, Any]] | None = None
+            ) -> tuple[list[Trial], int | None]:
     """The trials of round 1's search (`prefix`: "" at B, SMALL at b) with their final tune_acc at the search's
-    seed, and the best of them."""
+    seed, and the best of them; `sources`: each trial's (a plan before the rules has none: Sobol's, every one)."""
+    sources = sources or [{} for _ in recipes]
     trials = [Trial(k, recipe, status.get(f"{prefix}trial_{k}", "not started"),
                     _number(tune.get(f"{prefix}trial_{k}")) if status.get(f"{prefix}trial_{k}") == "completed"
-                    else None, peaks.get(f"{prefix}trial_{k}"))
-              for k, recipe in enumerate(recipes)]
+                    else None, peaks.get(f"{prefix}trial_{k}"), source.get("source", "sobol"), source.get("rule"),
+                    list(source.get("clipped", [])))
+              for k, (recipe, source) in enumerate(zip(recipes, sources))]
     best = next((t.number for t in sorted(trials, key=lambda t: (-(t.tune_acc or -1.0), t.number))
                  if t.tune_acc is not None), None)
     return trials, best
 
 
-def _confirmed(chosen: pd.DataFrame, confirming: list[str], prefix: str, best: int | None,
-               seeds: int) -> tuple[list[tuple[int, float | None, int]], int | None]:
+def _confirmed(chosen: pd.DataFrame, confirming: list[str], prefix: str, trials: list[Trial], seeds: int,
+               tolerance: float) -> tuple[list[tuple[int, float | None, int]], int | None]:
     """The confirmed trials (those round 2 ran at the other seeds) with their mean tune_acc over every seed (a seed
-    that failed or diverged counts as 0, as +study=tuned counts it) and how many finished, and the recipe: the best
-    of them, or with one seed (no round-2 job) the search's best."""
+    that failed or diverged counts as 0, as +study=tuned counts it) and how many finished, and the recipe: the
+    simplest of them within `tolerance` of the best mean (simplest), or with one seed (no round-2 job) the simplest
+    of the search's finished trials within it of the best."""
     confirmed = []
     for arm in dict.fromkeys(a for a in confirming if a.startswith(f"{prefix}trial_")):
         values = chosen.loc[chosen["arm"] == arm, "tune_acc"].dropna()
         confirmed.append((int(arm.rsplit("_", 1)[1]), _with_failures(values, seeds), len(values)))
-    ranked = sorted((c for c in confirmed if c[1] is not None), key=lambda c: -c[1])
-    return confirmed, ranked[0][0] if ranked else best
+    candidates = [(k, tune) for k, tune, _ in confirmed if tune is not None] if confirmed else \
+        [(t.number, t.tune_acc) for t in trials if t.tune_acc is not None]
+    return confirmed, choice.simplest(candidates, trials, tolerance)
 
 
 def _verdict(r: Recovery, finals: pd.DataFrame, plan: dict[str, Any]) -> Verdict | None:
@@ -229,7 +263,7 @@ def with_importance(found: Recovery | None) -> Recovery | None:
     """The reading with the knobs' importance over its finished trials (a few seconds of forests: for the report,
     not for planning a round)."""
     if found is not None:
-        done = [t for t in found.trials if t.tune_acc is not None]
+        done = [t for t in found.trials if t.tune_acc is not None and t.source == "sobol"]  # a space-filling design
         found.importance = importances([t.recipe for t in done], [t.tune_acc for t in done])
     return found
 
@@ -257,7 +291,8 @@ def _command(sweep: Sweep, plan: dict[str, Any], best: int | None) -> str | None
     """The best trial as a command line at B: its run's overrides less the seed, the study and Hydra's."""
     if best is None:
         return None
-    job = next((num for num, arm in plan["arms"].items() if arm == f"trial_{best}"), None)
+    job = next((num for num, arm in plan["arms"].items() if arm == f"trial_{best}"), None) or next(
+        (job["job"] for job in (sweep.plan or {}).get("jobs", []) if job.get("arm") == f"trial_{best}"), None)
     overrides = next((r.get("overrides") or [] for r in sweep.records if str(r["job"]) == job), [])
     kept = [o for o in overrides if not o.lstrip("+~").startswith(NOT_COPIED)]
     return shlex.join(["python", "-m", "harness", *kept])

@@ -1,11 +1,13 @@
 """+study=recover's later rounds, planned from the rounds before (harness.launch.rounds runs the mechanics): round 2
-confirms the best trials on the other seeds; from round 3 on, the budget, one length a round."""
+the guided trials (recover.guided > 0), then the confirmation of the best trials and the rules on the other seeds,
+then the budget, one length a round."""
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
 from harness.assess import sweep as sweep_files
+from harness.studies.recover import guided
 from harness.studies.recover import plan as recover
 from harness.studies.recover import reading as recovery
 from harness.studies.recover.verdict import RECOVERED
@@ -18,29 +20,44 @@ def next_round(sweep_dir: Path, content: dict[str, Any], round_: int) -> list[tu
     reading = recovery.recover(sweep_files.read(sweep_dir))
     if reading.rounds < round_ - 1:
         return NOT_ENDED
-    return next_jobs(content, reading, round_)
+    return next_jobs(content, reading, round_, sweep_dir)
 
 
-def next_jobs(content: dict[str, Any], reading: recovery.Recovery, round_: int) -> list[tuple[list[str], str]] | None:
-    """Round `round_`'s jobs as (overrides, arm), [] for a round with none, None when the study is done: round 2
-    confirms the best trials on the other seeds; from round 3 on, unless the recipe recovered b's accuracy (or
-    recover.budget=false), one length of the budget a round, until B reaches b's tuning accuracy or (B/b)E."""
+def next_jobs(content: dict[str, Any], reading: recovery.Recovery, round_: int,
+              sweep_dir: Path | None = None) -> list[tuple[list[str], str]] | None:
+    """Round `round_`'s jobs as (overrides, arm), [] for a round with none, None when the study is done: with
+    recover.guided > 0, round 2 proposes the guided trials from round 1's (and writes the Optuna study to
+    `sweep_dir`); the confirmation round then runs the best trials and every rule on the other seeds; after it,
+    unless the recipe recovered b's accuracy (or recover.budget=false), one length of the budget a round, until B
+    reaches b's tuning accuracy or (B/b)E."""
     record = content["recover"]
     jobs = {job["job"]: job["overrides"] for job in content["jobs"]}
-    if round_ == 2:
-        ranked = [t.number for t in reading.ranked() if t.tune_acc is not None]
+    extra = recovery.guided_rounds(record)
+    finished = [(t.number, t.recipe, t.source, t.tune_acc) for t in reading.trials if t.status in recovery.FINISHED]
+    if extra and round_ == 2:  # told round 1's trials only (a resumed sweep's reading holds the guided ones too)
+        first = [trial for trial in finished if trial[0] < len(record["trials"])]
+        if sweep_dir is not None:
+            guided.write(sweep_dir, record, first)
+        return recover.guided_jobs(record, jobs, guided.propose(record, first, record["settings"]["guided"]))
+    if round_ == 2 + extra:
+        if extra and sweep_dir is not None:  # the study again, with the guided trials told
+            guided.write(sweep_dir, record, finished)
+        confirm = record["settings"]["confirm"]
+        ranked = reading.to_confirm(confirm)
         small = [t.number for t in sorted(reading.small_trials, key=lambda t: (-(t.tune_acc or -1.0), t.number))
-                 if t.tune_acc is not None]
+                 if t.tune_acc is not None][:confirm]
         if not ranked or (reading.small_trials and not small):
             return None
-        return recover.confirm_jobs(record, jobs, ranked) + (
-            recover.confirm_jobs(record, jobs, small, small=True) if small else [])
+        recipes = [t.recipe for t in reading.trials]
+        return recover.confirm_jobs(record, jobs, ranked, recipes) + (
+            recover.confirm_jobs(record, jobs, small, [t.recipe for t in reading.small_trials], small=True)
+            if small else [])
     verdict = reading.verdict
     if verdict is None or verdict.kind == RECOVERED or not record["settings"].get("budget", True):
         return None
     lengths = recover.budget_lengths(record)
-    index = round_ - 3
+    index = round_ - 3 - extra
     before = lengths[:index]  # the rounds before this one: a resumed sweep's reading holds later ones too
     if index >= len(lengths) or any(length.reached for length in reading.budget if length.epochs in before):
         return None
-    return recover.budget_jobs(record, jobs, reading.recipe, lengths[index])
+    return recover.budget_jobs(record, jobs, reading.trials[reading.recipe].recipe, lengths[index])

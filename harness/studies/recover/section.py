@@ -16,17 +16,24 @@ def section(a) -> Section:
     """The Recovery section of a recover sweep's assessment."""
     r = a.reading
     return Section("section.html.j2", FOLDER, {
-        "recovery": r, "recovery_trials": recovery_rows(r), "recovery_verdict": recovery_verdict_rows(r),
+        "recovery": r, "recovery_trials": recovery_rows(r), "recovery_keys": recipe_keys(r),
+        "recovery_verdict": recovery_verdict_rows(r),
         "recovery_budget": recovery_budget_rows(r)}, figures.figures(a))
 
 
+def recipe_keys(r) -> list[str]:
+    """Every key a trial's recipe sets, the search's first, then the rules' own (beta_2, epsilon)."""
+    return [] if r is None else list(dict.fromkeys(k for t in r.trials for k in t.recipe))
+
+
 def recovery_rows(r) -> list[list[str]]:
-    """The search's trials, best tune_acc first: rank, trial, tune_acc, status, each key of the recipe."""
+    """The search's trials, best tune_acc first: rank, trial, its source (a rule's name), tune_acc, status, each key
+    of the recipe ("–" where a rule leaves a key to the command)."""
     if r is None:
         return []
-    keys = list(dict.fromkeys(k for t in r.trials for k in t.recipe))
-    return [[str(rank) if t.tune_acc is not None else "–", str(t.number), fmt(t.tune_acc), t.status,
-             *(_recipe_value(t.recipe.get(k)) for k in keys)]
+    keys = recipe_keys(r)
+    return [[str(rank) if t.tune_acc is not None else "–", str(t.number), t.rule or t.source, fmt(t.tune_acc),
+             t.status, *(_recipe_value(t.recipe.get(k)) if k in t.recipe else "–" for k in keys)]
             for rank, t in enumerate(r.ranked(), start=1)]
 
 

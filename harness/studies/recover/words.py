@@ -10,31 +10,57 @@ from harness.studies.recover import verdict as recovery_verdict
 from harness.studies.recover.verdict import RECOVERED, Verdict
 
 
-def _recipe_words(recipe: dict[str, Any], peak_lr: float | None = None) -> str:
-    """A recipe as a researcher says it: "adamw with a cosine schedule, peak lr 0.028 (27.9x your lr), 0.45 epochs
-    of warm-up, momentum 0.970, weight decay 0.00065 and label smoothing 0.11" (the command line has it exactly)."""
+def _recipe_parts(recipe: dict[str, Any], peak_lr: float | None = None, first_moment: str = "momentum",
+                  lr_first: bool = False) -> str:
+    """A recipe's values as a researcher says them: "peak lr 0.028 (27.9x your lr), 0.45 epochs of warm-up,
+    momentum 0.970, weight decay 0.00065 and label smoothing 0.11" (the command line has them exactly);
+    `lr_first`: "27.9x your lr, a peak of 0.028", to sit inside parentheses."""
     get = recipe.get
-    schedule = {"constant": "a constant learning rate", None: "your schedule"}.get(get("lr_schedule"),
-                                                                                  f"a {get('lr_schedule')} schedule")
     parts = []
-    if get("lr_factor") is not None:
+    if get("lr_factor") is not None and lr_first:
+        parts.append(f"{get('lr_factor'):.3g}x your lr" + (f", a peak of {peak_lr:.2g}" if peak_lr is not None
+                                                            else ""))
+    elif get("lr_factor") is not None:
         parts.append(f"peak lr {peak_lr:.2g} ({get('lr_factor'):.3g}x your lr)" if peak_lr is not None
                      else f"{get('lr_factor'):.3g}x your lr")
     if get("warmup_epochs"):
-        parts.append(f"{get('warmup_epochs'):.2g} epochs of warm-up")
-    for key, name, form in (("momentum", "momentum", ".3f"), ("weight_decay", "weight decay", ".2g"),
+        parts.append(f"{get('warmup_epochs'):.2g} epoch{'' if get('warmup_epochs') == 1 else 's'} of warm-up")
+    for key, name, form in (("momentum", first_moment, ".3f"), ("beta_2", "beta_2", ".4g"),
+                            ("epsilon", "epsilon", ".2g"), ("weight_decay", "weight decay", ".2g"),
                             ("label_smoothing", "label smoothing", ".2g"),
                             ("model.bn_momentum", "batch-norm momentum", ".3f")):
         if get(key) is not None:
             parts.append(f"{name} {get(key):{form}}")
     if get("model.ghost_batch_size") is not None:
         parts.append(f"ghost batch norm over {get('model.ghost_batch_size')}")
-    listed = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + (parts[-1] if parts else "")
+    return ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + (parts[-1] if parts else "")
+
+
+def _recipe_words(recipe: dict[str, Any], peak_lr: float | None = None) -> str:
+    """A searched recipe as a researcher says it: "adamw with a cosine schedule, peak lr 0.028 (27.9x your lr),
+    ..." (_recipe_parts)."""
+    get = recipe.get
+    schedule = {"constant": "a constant learning rate", None: "your schedule"}.get(get("lr_schedule"),
+                                                                                  f"a {get('lr_schedule')} schedule")
+    listed = _recipe_parts(recipe, peak_lr)
     return f"{get('optimizer') or 'your optimizer'} with {schedule}" + (f", {listed}" if listed else "")
+
+
+def described(trial) -> str:
+    """A trial as a researcher says it, with its number: a rule by its name ("the linear rule (16x your lr, a peak
+    of 0.016, and 1 epoch of warm-up; trial 16)"), a searched recipe by its values ("adamw with ... (trial 3)")."""
+    if trial.source == "rule":
+        first = "beta_1" if trial.rule == "adam_sde" else "momentum"
+        parts = _recipe_parts(trial.recipe, trial.peak_lr, first, lr_first=True)
+        return f"the {trial.rule} rule ({parts}; trial {trial.number})"
+    return f"{_recipe_words(trial.recipe, trial.peak_lr)} (trial {trial.number})"
+
 
 
 def headline(r) -> str:
     done = [t for t in r.trials if t.tune_acc is not None]
+    opening = "Rounds 1 and 2, the search and its guided trials" if any(
+        t.source == "guided" and t.tune_acc is not None for t in r.trials) else "Round 1, the search"
     if r.best is None:
         return (f"The search at batch {r.large_batch} has no finished trial yet ({len(done)} of {len(r.trials)}): "
                 "nothing to rank.")
@@ -43,9 +69,9 @@ def headline(r) -> str:
         ref = r.reference
         against = (f"; as they are, batch {r.small_batch} reached {ref['b']:.3f} and batch {r.large_batch} "
                    f"{ref['B']:.3f}" if ref["b"] is not None and ref["B"] is not None else "")
-        return (f"Round 1, the search: of {len(done)} recipes at batch {r.large_batch} within {r.epochs} epochs (seed "
+        return (f"{opening}: of {len(done)} recipes at batch {r.large_batch} within {r.epochs} epochs (seed "
                 f"{r.seeds[0]}), the best on the tuning slice reached tune_acc {best.tune_acc:.3f}{against}. It is "
-                f"{_recipe_words(best.recipe, best.peak_lr)}. Not yet confirmed on other seeds or compared on "
+                f"{described(best)}. Not yet confirmed on other seeds or compared on "
                 "validation: no verdict on recovery.")
     return _at_chance(r) + _verdict_headline(r)
 
@@ -63,10 +89,22 @@ def _at_chance(r) -> str:
 
 
 def _verdict_headline(r) -> str:
-    v = r.verdict
     recipe = r.trials[r.recipe]
-    opening = (f"At batch {r.large_batch} and {r.epochs} epochs, {_recipe_words(recipe.recipe, recipe.peak_lr)} "
-               f"(trial {r.recipe})")
+    opening = f"At batch {r.large_batch} and {r.epochs} epochs, {described(recipe)}"
+    return _opened(r, opening) + _nothing_better(r)
+
+
+def _nothing_better(r) -> str:
+    """Where the recipe is a rule and the search ran: that it found nothing better by more than the tolerance."""
+    searched = [t for t in r.trials if t.source != "rule" and t.tune_acc is not None]
+    if r.trials[r.recipe].source != "rule" or not searched:
+        return ""
+    return (f" The search ({len(searched)} recipes) found none better than the rule by more than recover.tolerance "
+            f"({r.verdict.tolerance:g}) in mean tune_acc.")
+
+
+def _opened(r, opening: str) -> str:
+    v = r.verdict
     seeds = "one seed: indicative" if v.indicative else f"{v.gap.n} seeds"
     if v.kind == RECOVERED:
         above = "" if v.gain is None or v.gain.value is None or v.gain.value <= 0 else \
@@ -157,12 +195,12 @@ def notes(r, plan: dict[str, Any]) -> list[str]:
     else:
         v = r.verdict
         total = len(r.seeds)
-        confirmed = ", ".join(f"trial {k} ({'–' if tune is None else f'{tune:.3f}'} over {total} seeds"
-                              + ("" if n == total else f", {total - n} failed or diverged, counted as 0") + ")"
-                              for k, tune, n in r.confirmed)
-        notes.append(f"Confirmed on every seed: {confirmed}; trial {r.recipe} has the best mean tune_acc and is the "
-                     f"recipe." if r.confirmed else f"One seed: trial {r.recipe}, the search's best, is the recipe "
-                     "unconfirmed, and the verdict is indicative.")
+        confirmed = ", ".join(f"trial {k} ({_rule_of(r, k)}{'–' if tune is None else f'{tune:.3f}'} over {total} "
+                              "seeds" + ("" if n == total else f", {total - n} failed or diverged, counted as 0")
+                              + ")" for k, tune, n in r.confirmed)
+        notes.append(f"Confirmed on every seed: {confirmed}; {_chosen(r, r.confirmed)}." if r.confirmed else
+                     f"One seed: trial {r.recipe} is the recipe unconfirmed ({_chosen(r, [])}), and the verdict is "
+                     "indicative.")
         if not v.drop_shown:
             notes.append(f"As they are, no drop of batch {big} against batch {b} was shown over these seeds; the "
                          f"recipe is still compared with batch {b}.")
@@ -182,4 +220,24 @@ def notes(r, plan: dict[str, Any]) -> list[str]:
         notes.insert(0, f"As they are, batch {big} lost {d.value:+.3f}{interval} of val_acc to batch {b}, paired "
                         f"over {d.n} seed(s).")
     notes += [f"{key}: not searched, since it applies to {why}." for key, why in plan.get("left_out", {}).items()]
+    notes += [f"The {t.rule} rule's values were clipped: {'; '.join(t.clipped)}." for t in r.trials if t.clipped]
+    notes += [f"The {name} rule was not run: it applies to {why}." for name, why in
+              plan.get("rules_left_out", {}).items()]
     return notes
+
+
+def _rule_of(r, number: int) -> str:
+    trial = r.trials[number]
+    return f"the {trial.rule} rule, " if trial.source == "rule" else ""
+
+
+def _chosen(r, confirmed: list[tuple[int, float | None, int]]) -> str:
+    """Why trial r.recipe is the recipe: the best mean tune_acc, or the simplest within recover.tolerance of it."""
+    means = {k: tune for k, tune, _ in confirmed if tune is not None} or \
+        {t.number: t.tune_acc for t in r.trials if t.tune_acc is not None}
+    best = max(means, key=lambda k: (means[k], -k))
+    if best == r.recipe or means.get(best) == means.get(r.recipe):
+        return f"trial {r.recipe} has the best {'mean ' if confirmed else ''}tune_acc and is the recipe"
+    simpler = "a rule" if r.trials[r.recipe].source == "rule" else "fewer keys set"
+    return (f"trial {r.recipe} is within recover.tolerance ({r.verdict.tolerance:g}) of the best, trial {best}'s "
+            f"{means[best]:.3f}, and simpler ({simpler}): the recipe")

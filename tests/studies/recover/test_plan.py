@@ -15,9 +15,10 @@ def test_the_reference_and_the_sobol_search_come_from_the_command():
     plan = _plan("batch_size=8,128", "epochs=5", "seed=0,1")
     record = plan.study["recover"]
     arms = [record["arms"][str(num)] for num in range(len(plan.jobs))]
-    assert arms == ["as_is"] * 4 + [f"trial_{k}" for k in range(16)]
+    assert arms == ["as_is"] * 4 + [f"trial_{k}" for k in range(16 + 3)]  # the Sobol points, then the three rules
     assert [(c.train.batch_size, c.train.seed) for c in plan.run_configs[:4]] == [(8, 0), (128, 0), (8, 1), (128, 1)]
-    trials = plan.run_configs[4:]
+    assert [s.get("rule") or s["source"] for s in record["sources"]] == ["sobol"] * 16 + ["linear", "sqrt", "adam_sde"]
+    trials = plan.run_configs[4:20]
     assert all(c.train.batch_size == 128 and c.train.seed == 0 and c.train.epochs == 5 for c in trials)
     assert all(c.train.tune_fraction == 0.1 for c in plan.run_configs)
     for cfg, recipe in zip(trials, record["trials"]):
@@ -27,8 +28,47 @@ def test_the_reference_and_the_sobol_search_come_from_the_command():
         assert cfg.train.optimizer == (recipe["optimizer"] or "adam")
         steps = 5 * -(-3240 // 128)  # 5 epochs of the 3,240 samples the tuning slice leaves
         assert 1e-3 * 0.99 <= 0.001 * cfg.train.lr_factor * cfg.train.weight_decay * steps <= 1.01
-    assert {r["optimizer"] for r in record["trials"]} == {None, "adamw", "lamb"}  # the space's choices all drawn
+    assert {r["optimizer"] for r in record["trials"][:16]} == {None, "adamw", "lamb"}  # the space's choices all drawn
     assert set(record["left_out"]) == {"bn_momentum", "ghost_batch_size"}  # no batch norm here
+
+
+def test_the_published_rules_are_candidates_with_their_values_at_the_runs_own_keys():
+    """b=8, B=128 (k=16), 5 epochs, Adam at lr 0.001: linear lr x 16 and 1 epoch of warm-up (min(5, 5/5)); sqrt
+    lr x 4, the same warm-up; adam_sde lr x 4, beta_1 1 - 16 x 0.1 clipped to 0, beta_2 1 - 16 x 0.001 = 0.984,
+    epsilon 1e-7 / 4; each reaches its run's config."""
+    plan = _plan("batch_size=8,128", "epochs=5", "seed=0", "recover.trials=2")
+    record = plan.study["recover"]
+    assert record["trials"][2:] == [{"lr_factor": 16.0, "warmup_epochs": 1.0},
+                                    {"lr_factor": 4.0, "warmup_epochs": 1.0},
+                                    {"lr_factor": 4.0, "momentum": 0.0, "beta_2": 0.984, "epsilon": 2.5e-08}]
+    assert record["sources"][4] == {"source": "rule", "rule": "adam_sde", "clipped": ["beta_1 -0.6 clipped to 0"]}
+    linear, sqrt, sde = (cfg.train for cfg in plan.run_configs[4:])
+    assert (linear.lr_factor, linear.warmup_epochs, linear.batch_size) == (16.0, 1.0, 128)
+    assert (sqrt.lr_factor, sqrt.warmup_epochs, sqrt.lr_schedule) == (4.0, 1.0, "constant")
+    assert (sde.lr_factor, sde.momentum, sde.beta_2, sde.epsilon, sde.warmup_epochs) == (4.0, 0.0, 0.984, 2.5e-8, 0)
+
+
+def test_the_rules_start_from_bs_effective_learning_rate_and_sqrt_brings_ghost_batch_norm():
+    """lr_scaling=linear base_batch_size=32 already gives B lr x 128/32 and b lr x 8/32: the linear rule's factor
+    is 1 (b's x 16), the square-root rule's 1/4; with batch norm the square-root rule normalises in chunks of 8;
+    a gentler k (2) leaves beta_1 unclipped; recover.rules narrows the list."""
+    plan = _plan("batch_size=8,128", "epochs=30", "seed=0", "recover.trials=2", "lr_scaling=linear",
+                 "base_batch_size=32", "model.batch_norm=true", "recover.rules=[linear,sqrt]")
+    assert plan.study["recover"]["trials"][2:] == [
+        {"lr_factor": 1.0, "warmup_epochs": 5.0},
+        {"lr_factor": 0.25, "warmup_epochs": 5.0, "model.ghost_batch_size": 8}]
+    assert plan.run_configs[-1].model.ghost_batch_size == 8
+    gentle = _plan("batch_size=8,16", "seed=0", "recover.trials=2", "recover.rules=[adam_sde]", "momentum=0.8",
+                   "~recover.space.momentum")
+    assert gentle.study["recover"]["trials"][2:] == [
+        {"lr_factor": 1.414, "momentum": 0.6, "beta_2": 0.998, "epsilon": 7.071e-08}]
+    assert gentle.study["recover"]["sources"][2] == {"source": "rule", "rule": "adam_sde"}
+    steep = _plan("batch_size=8,512", "seed=0", "recover.trials=2", "recover.rules=[adam_sde]")  # k = 64
+    assert steep.study["recover"]["trials"][2]["beta_2"] == 0.95  # 1 - 64 x 0.001 = 0.936, floored
+    assert steep.study["recover"]["sources"][2]["clipped"] == ["beta_1 -5.4 clipped to 0",
+                                                               "beta_2 0.936 clipped to 0.95"]
+    none = _plan("batch_size=8,16", "seed=0", "recover.trials=2", "recover.rules=[]")
+    assert len(none.study["recover"]["trials"]) == 2 and none.study["recover"]["rules_left_out"] == {}
 
 
 def test_the_recipes_are_reproducible_from_recover_seed():
@@ -43,20 +83,24 @@ def test_a_narrowed_space_and_a_batch_norm_model_change_the_search():
     plan = _plan("batch_size=8,64", "seed=0", "model.batch_norm=true", "recover.space.optimizer=[adamw]",
                  "recover.space.bn_momentum=[0.9,0.95]", "recover.trials=8")
     record = plan.study["recover"]
-    assert len(record["trials"]) == 8 and {r["optimizer"] for r in record["trials"]} == {"adamw"}
-    assert {r["model.ghost_batch_size"] for r in record["trials"]} == {None, 8} and not record["left_out"]
-    assert all(0.9 <= r["model.bn_momentum"] <= 0.95 for r in record["trials"])
+    searched = record["trials"][:8]  # the rules after them
+    assert len(record["trials"]) == 8 + 3 and {r["optimizer"] for r in searched} == {"adamw"}
+    assert {r["model.ghost_batch_size"] for r in searched} == {None, 8} and not record["left_out"]
+    assert all(0.9 <= r["model.bn_momentum"] <= 0.95 for r in searched)
 
 
 def test_the_weight_decay_range_is_at_the_runs_own_peak_learning_rate_and_the_optimizer_is_an_input():
     """With lr_scaling=sqrt the peak rate is lr x lr_factor x sqrt(128 / 32): lr x wd x steps stays in [1e-3, 1]
     at it. optimizer=sgd on the command line is the choice null stands for, not refused."""
     plan = _plan("batch_size=8,128", "epochs=5", "seed=0", "lr_scaling=sqrt", "optimizer=sgd")
-    for cfg in plan.run_configs[2:]:  # the trials (after b and B as they are)
+    for cfg in plan.run_configs[2:18]:  # the Sobol trials (after b and B as they are; the rules after them)
         steps = 5 * -(-3240 // 128)
         peak = 0.001 * cfg.train.lr_factor * (128 / 32) ** 0.5
         assert 1e-3 * 0.99 <= peak * cfg.train.weight_decay * steps <= 1.01
     assert {c.train.optimizer for c in plan.run_configs[2:]} == {"sgd", "adamw", "lamb"}
+    assert plan.study["recover"]["rules_left_out"] == {
+        "adam_sde": "the Adam family only (adam, adamw, lamb, nadam), not optimizer=sgd"}
+    assert [s.get("rule") for s in plan.study["recover"]["sources"][16:]] == ["linear", "sqrt"]
 
 
 def test_a_key_taken_out_of_the_space_may_be_given():
@@ -82,6 +126,8 @@ BAD = [
     (["+study=recover", "batch_size=8,64", "model.batch_norm=true", "model.bn_momentum=0.95"],
      "model.bn_momentum='0.95'", "narrow recover.space.bn_momentum"),
     (["+study=recover", "batch_size=8,64", "~recover.space"], "recover.space", "at least one key"),
+    (["+study=recover", "batch_size=8,64", "recover.rules=[linear,lars]"], "recover.rules=['linear', 'lars']",
+     "distinct rules among linear, sqrt, adam_sde"),
 ]
 
 

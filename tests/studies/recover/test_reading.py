@@ -12,7 +12,8 @@ from harness.studies.registry import assess
 from tests.helpers import page
 from tests.helpers.sweeps import study_sweep
 
-COMMAND = ("+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=4", "seed=0,1")
+COMMAND = ("+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=4", "seed=0,1", "recover.rules=[]",
+           "recover.guided=0")
 
 
 def _set_final(sweep, arm: str, **values) -> None:
@@ -93,7 +94,7 @@ def test_after_round_two_the_section_shows_the_verdict_its_table_and_the_figures
     from tests.helpers.sweeps import next_round
 
     sweep = study_sweep(tmp_path / "s", "+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=8",
-                        "seed=0,1", "recover.budget=false")
+                        "seed=0,1", "recover.budget=false", "recover.guided=0")
     next_round(sweep, 1)
     a = assess(sweep)
     assert a.reading.verdict is not None and a.reading.importance is not None

@@ -1,0 +1,93 @@
+"""The published rules for training at a larger batch, as +study=recover's candidates of round 1 (`recover.rules`),
+each a recipe at B from b's setting, keyed as the search's recipes are (command-line overrides):
+
+- `linear` (Goyal et al. 2017): b's effective learning rate x B/b, warmed up linearly over min(5, E/5) epochs
+  (Goyal et al. warmed up over 5 epochs of 90; E/5 keeps a short run mostly at its peak);
+- `sqrt` (Hoffer et al. 2017): b's effective learning rate x sqrt(B/b), the same warm-up, and with a built-in model
+  with batch norm ghost batch norm in chunks of b's per-device batch;
+- `adam_sde` (Malladi et al. 2022, the square-root rule for adaptive methods) for the Adam family, with k = B/b:
+  the learning rate x sqrt(k), 1 - beta_1 and 1 - beta_2 each x k, epsilon / sqrt(k); beta_1 kept within
+  [0, 0.999] and beta_2 within [0.95, 0.999] (Malladi et al.'s floor), each clipping recorded.
+
+"b's effective learning rate" is the peak b's run has (lr x lr_factor x its lr_scaling at b): a command with
+lr_scaling=linear already scales B's, and the rule's lr_factor says so. Pure: configs in, recipes out.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.config.batching import LR_FACTORS
+from harness.config.pairs import global_batch
+from harness.config.schema import ADAM_DEFAULTS, ADAM_FAMILY, RunConfig
+
+RULES = ("linear", "sqrt", "adam_sde")
+MAX_BETA = 0.999
+BETA_2_FLOOR = 0.95
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    recipe: dict[str, Any]                               # keyed as overrides, as a trial's
+    clipped: list[str] = field(default_factory=list)     # what the rule asked that was clipped, in words
+
+
+def warmup_epochs(epochs: int) -> float:
+    """The warm-up the linear and square-root rules use: min(5, E/5) epochs."""
+    return min(5.0, epochs / 5)
+
+
+def _lr_factor(small: RunConfig, large: RunConfig, multiple: float) -> float:
+    """The lr_factor at B whose peak is b's effective learning rate x `multiple` (lr_scaling undone)."""
+    train = small.train
+    scale = LR_FACTORS[train.lr_scaling]
+    at_small = scale(global_batch(small) / train.base_batch_size)
+    at_large = scale(global_batch(large) / train.base_batch_size)
+    return _round(large.train.lr_factor * multiple * at_small / at_large)
+
+
+def _round(value: float) -> float:
+    return float(f"{value:.4g}")
+
+
+def applies(name: str, large: RunConfig) -> str | None:
+    """Why rule `name` does not apply to this command (None: it does)."""
+    if name == "adam_sde" and large.train.optimizer not in ADAM_FAMILY:
+        return f"the Adam family only ({', '.join(sorted(ADAM_FAMILY))}), not optimizer={large.train.optimizer}"
+    return None
+
+
+def rule(name: str, small: RunConfig, large: RunConfig, ghost: int | None) -> Rule:
+    """Rule `name`'s recipe at B (`ghost`: b's batch-norm chunk for a built-in model with batch norm, else None)."""
+    ratio, epochs = global_batch(large) / global_batch(small), large.train.epochs
+    if name == "linear":
+        return Rule(name, {"lr_factor": _lr_factor(small, large, ratio), "warmup_epochs": warmup_epochs(epochs)})
+    if name == "sqrt":
+        found = {"lr_factor": _lr_factor(small, large, math.sqrt(ratio)), "warmup_epochs": warmup_epochs(epochs)}
+        if ghost is not None:
+            found["model.ghost_batch_size"] = ghost
+        return Rule(name, found)
+    if name == "adam_sde":
+        return _adam_sde(small, large, ratio)
+    raise ValueError(f"unknown rule {name!r}")
+
+
+def _adam_sde(small: RunConfig, large: RunConfig, k: float) -> Rule:
+    train = large.train
+    beta_1 = ADAM_DEFAULTS["beta_1"] if train.momentum is None else train.momentum
+    beta_2 = ADAM_DEFAULTS["beta_2"] if train.beta_2 is None else train.beta_2
+    epsilon = ADAM_DEFAULTS["epsilon"] if train.epsilon is None else train.epsilon
+    clipped = []
+
+    def scaled(name: str, beta: float, low: float) -> float:
+        wanted = 1.0 - k * (1.0 - beta)
+        kept = min(max(wanted, low), MAX_BETA)
+        if kept != wanted:
+            clipped.append(f"{name} {wanted:.4g} clipped to {kept:g}")
+        return _round(kept)
+
+    found = {"lr_factor": _lr_factor(small, large, math.sqrt(k)), "momentum": scaled("beta_1", beta_1, 0.0),
+             "beta_2": scaled("beta_2", beta_2, BETA_2_FLOOR), "epsilon": _round(epsilon / math.sqrt(k))}
+    return Rule("adam_sde", found, clipped)

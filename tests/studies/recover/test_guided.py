@@ -1,0 +1,47 @@
+"""+study=recover's guided round (harness.studies.recover.guided): the space as Optuna's parameters, what the sampler
+is told, and its proposals reproducible from recover.seed; the recipes and configs the real command plans, no run."""
+import pytest
+
+from harness.launch.cli import plan_command
+from harness.studies.recover import guided
+
+
+@pytest.fixture(scope="module")
+def record():
+    plan = plan_command(["+study=recover", "batch_size=8,128", "epochs=5", "seed=0", "recover.trials=8"],
+                        multirun=True)
+    return plan.study["recover"]
+
+
+def test_a_sobol_point_is_a_point_of_the_space_and_comes_back_as_the_same_recipe(record):
+    for recipe in record["trials"][:8]:
+        params = guided.params_of(recipe, record)
+        assert params is not None and guided.recipe_of(params, record) == recipe
+    dists = guided.distributions(record)
+    assert dists["lr_factor"].high == 4.0 * 128 / 8 and dists["lr_factor"].log
+    assert (dists["warmup_epochs"].low, dists["warmup_epochs"].high) == (0.0, 0.25 * 5)
+    assert (dists["one_minus_momentum"].low, dists["one_minus_momentum"].high) == (0.01, 0.2)
+
+
+def test_a_recipe_outside_the_space_is_not_told(record):
+    """A rule leaves weight decay and momentum to the command (null): no point of the space; a recipe whose lr_factor
+    lies beyond the range (a narrowed space) neither; a diverged trial is told as 0, the worst there is."""
+    linear = record["trials"][8]
+    assert record["sources"][8]["rule"] == "linear" and guided.params_of(linear, record) is None
+    beyond = {**record["trials"][0], "lr_factor": 4.0 * 128 / 8 * 1.01}
+    assert guided.params_of(beyond, record) is None
+    told = [(0, record["trials"][0], "sobol", 0.8), (1, record["trials"][1], "sobol", None), (8, linear, "rule", 0.9)]
+    study, _ = guided._study(record, told)
+    assert [(t.user_attrs["trial"], t.value) for t in study.trials] == [(0, 0.8), (1, 0.0)]
+
+
+def test_the_proposals_follow_recover_seed_and_what_the_sampler_was_told(record):
+    told = [(k, recipe, "sobol", 0.5 + 0.05 * k) for k, recipe in enumerate(record["trials"][:8])]
+    first = guided.propose(record, told, 4)
+    assert guided.propose(record, told, 4) == first and len({str(r) for r in first}) == 4
+    other_seed = {**record, "settings": {**record["settings"], "seed": 1}}
+    assert guided.propose(other_seed, told, 4) != first
+    assert guided.propose(record, told[::-1], 4) == first  # told in trial order, whatever order they come in
+    assert guided.propose(record, [(k, r, s, 1.0 - v) for k, r, s, v in told], 4) != first
+    for recipe in first:
+        assert guided.params_of(recipe, record) is not None  # inside the space
