@@ -25,8 +25,8 @@ def figures(a) -> list[tuple[str, Figure, str]]:
     trials = trials_vs_lr(a)
     if trials is not None:
         drawn.append(("The search: each trial's tune_acc against its peak learning rate", trials,
-                      f"One run per trial, at batch {r.large_batch} and seed {r.seeds[0]}; marker: optimizer, or "
-                      "the published rule."))
+                      f"One run per trial, at batch {r.large_batch} and seed {r.seeds[0]}; marker: optimizer (the "
+                      "guided round's apart), or the published rule."))
     if r.importance is not None:
         drawn.append(("What mattered in the search", importance(r.importance),
                       "Permutation importance of a random forest fitted to the trials; the bar's line is its "
