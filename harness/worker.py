@@ -2,8 +2,9 @@
 
 Why: starting Python and importing TensorFlow costs about 5 s of a 15 s MNIST-1D run on a 2-core CPU, and a
 sweep of 12 runs paid it 12 times. The launcher starts one such process per slot, which pays it once. Each job
-still takes the path of `python -m harness OVERRIDES` (harness.launch.cli.main: Hydra composes its config and
-writes .hydra/, the run folder is locked, run.json and metrics.parquet are written the same way), with its stdout
+takes the path of `python -m harness OVERRIDES` from Hydra's run on (harness.launch.cli.run_planned_job: the run
+folder is locked, Hydra composes its config and writes .hydra/, run.json and metrics.parquet are written the same
+way), without planning it again as the command did before the first run started, with its stdout
 and stderr on its own train.log, and starts from a cleared Keras session and its own seed, so its metrics are
 bitwise those of a fresh process (tested). GPU jobs and simulated devices keep a fresh process each: TensorFlow's
 device setup is fixed for the life of a process. So is Keras's backend: a worker runs the jobs of one backend
@@ -44,7 +45,7 @@ def _run_job(args: list[str], log_path: Path, probe: bool = False) -> tuple[int,
 
             code = interpolation.main(args)
         else:
-            code = cli.main(args)
+            code = cli.run_planned_job(args)
         return code, code < INTERRUPTED
     except SystemExit as exit_:  # Hydra ends a job it cannot run with sys.exit
         code = exit_.code if isinstance(exit_.code, int) else 1

@@ -29,6 +29,7 @@ import gc
 import importlib
 import os
 import sys
+import time
 from types import ModuleType
 
 BACKENDS = ("tensorflow", "jax")
@@ -36,6 +37,12 @@ DEFAULT = "tensorflow"
 UNUSED_IN_A_RUN = ("sklearn", "matplotlib", "h5py")
 UNUSED_ON_TENSORFLOW = ("jax",)  # imported by tensorflow.lite.python.util, guarded by `except ImportError`
 _OPS = {"tensorflow": "harness.backend.tf_ops", "jax": "harness.backend.jax_ops"}
+_load_seconds = 0.0  # spent loading Keras and the backend in this process so far
+
+
+def load_seconds() -> float:
+    """Seconds this process has spent loading Keras, its backend and the harness's share of it (`ops`)."""
+    return _load_seconds
 
 
 class BackendError(RuntimeError):
@@ -89,9 +96,11 @@ def _load(module: str) -> ModuleType:
     freeze = module not in sys.modules and "keras" not in sys.modules
     collecting = gc.isenabled()
     gc.disable()
+    started = time.perf_counter()
     try:
         return importlib.import_module(module)
     finally:
+        _count_load(started)
         if freeze:
             gc.freeze()
         if collecting:
@@ -101,6 +110,11 @@ def _load(module: str) -> ModuleType:
                 del sys.modules[unused]
 
 
+def _count_load(started: float) -> None:
+    global _load_seconds
+    _load_seconds += time.perf_counter() - started
+
+
 def __getattr__(attribute: str):
     if attribute == "keras":
         value = _load("keras")
@@ -108,7 +122,9 @@ def __getattr__(attribute: str):
         value = _load("tensorflow")
     elif attribute == "ops":
         _load("keras")
+        started = time.perf_counter()
         value = importlib.import_module(_OPS[name()])
+        _count_load(started)
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {attribute!r}")
     globals()[attribute] = value

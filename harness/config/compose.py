@@ -184,7 +184,7 @@ def compose_jobs(overrides: list[str], multirun: bool, config_name: str = CONFIG
     multirun calls); raises ConfigError or a Hydra error on the first bad one."""
     from hydra import initialize_config_dir
 
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="harness"):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=hydra_internals.VERSION_BASE, job_name="harness"):
         jobs, output_dir, base = expand_jobs(overrides, multirun, config_name)
         name = chosen_study(base)
         parsed = OverridesParser.create().parse_overrides(overrides)

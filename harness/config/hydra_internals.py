@@ -1,13 +1,14 @@
-"""The three pieces of Hydra's private API (`hydra._internal`) the command line uses, in one place: Hydra's own
-argument parser (so `python -m harness` takes every flag Hydra documents), starting Hydra with it, and the basic
-sweeper's expansion of sweep overrides (so the plan expands a command exactly as Hydra would). Hydra may change
-them in any release: WRITTEN_FOR is the version they were read in, which a test pins against the installed one
-(and pyproject.toml keeps hydra-core below 1.4)."""
+"""The pieces of Hydra's private API (`hydra._internal`) the command line uses, in one place: Hydra's own
+argument parser (so `python -m harness` takes every flag Hydra documents), starting Hydra with it (or a planned
+job directly in run mode), and the basic sweeper's expansion of sweep overrides (so the plan expands a command
+exactly as Hydra would). Hydra may change them in any release: WRITTEN_FOR is the version they were read in,
+which a test pins against the installed one (and pyproject.toml keeps hydra-core below 1.4)."""
 from __future__ import annotations
 
 from typing import Any, Callable
 
 WRITTEN_FOR = "1.3"
+VERSION_BASE = "1.3"  # the Hydra behaviour every composition asks for (initialize_config_dir's version_base)
 
 
 def args_parser():
@@ -23,6 +24,32 @@ def run_hydra(args, parser, task_function: Callable[[Any], Any], config_path: st
 
     _run_hydra(args=args, args_parser=parser, task_function=task_function, config_path=config_path,
                config_name=config_name)
+
+
+def run_job(overrides: list[str], task_function: Callable[[Any], Any], config_path: str, config_name: str) -> None:
+    """One job in run mode, as `run_hydra` runs a command without flags whose config sets no hydra.mode, less its
+    first step: composing the whole config once more only to read hydra.mode (about 0.2 s a job). For a job whose
+    mode is known: one the command planned and runs in a warm worker."""
+    from hydra import version
+    from hydra._internal.hydra import Hydra
+    from hydra._internal.utils import (
+        create_automatic_config_search_path,
+        detect_calling_file_or_module_from_task_function,
+        detect_task_name,
+        run_and_report,
+    )
+    from hydra.core.global_hydra import GlobalHydra
+
+    version.setbase(VERSION_BASE)  # as the command's planning left it in a process that planned first
+    calling_file, calling_module = detect_calling_file_or_module_from_task_function(task_function)
+    search_path = create_automatic_config_search_path(calling_file, calling_module, config_path)
+    hydra = run_and_report(lambda: Hydra.create_main_hydra2(task_name=detect_task_name(calling_file, calling_module),
+                                                            config_search_path=search_path))
+    try:  # as _run_app does for a config without hydra.mode
+        run_and_report(lambda: hydra.run(config_name=config_name, task_function=task_function,
+                                         overrides=[*overrides, "hydra.mode=RUN"]))
+    finally:
+        GlobalHydra.instance().clear()
 
 
 def split_sweep(parsed_overrides: list) -> list[list[str]]:

@@ -43,10 +43,15 @@ def cache_dir() -> Path:
     return Path(os.environ.get("HARNESS_CACHE", Path.home() / ".cache" / "harness"))
 
 
+def mnist1d_file(num_samples: int, train_split: float, data_seed: int) -> Path:
+    """Where the generated MNIST-1D of these settings is cached (x, y, x_test, y_test as the package makes them)."""
+    key = hashlib.sha256(f"mnist1d-v1-{num_samples}-{train_split!r}-{data_seed}".encode()).hexdigest()[:16]
+    return cache_dir() / f"mnist1d-{key}.npz"
+
+
 def load_mnist1d(data_cfg) -> Arrays:
     num_samples, train_split, data_seed = data_cfg.num_samples, data_cfg.train_split, data_cfg.data_seed
-    key = hashlib.sha256(f"mnist1d-v1-{num_samples}-{train_split!r}-{data_seed}".encode()).hexdigest()[:16]
-    path = cache_dir() / f"mnist1d-{key}.npz"
+    path = mnist1d_file(num_samples, train_split, data_seed)
     if not path.exists():
         from mnist1d.data import get_dataset_args, make_dataset  # generates locally; never get_dataset
 

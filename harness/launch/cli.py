@@ -13,8 +13,10 @@ import re
 import sys
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import Callable
 
 from hydra.core.hydra_config import HydraConfig
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException
 from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
@@ -165,7 +167,36 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_FAILED_RUNS
         # Hydra would resolve the folder's ${now:...} again: pin it to the one checked and locked here
         args.overrides = [*args.overrides, f"{folder_key}={quote_override(str(plan.output_dir))}"]
-        return _run(parser, args, plan, tracker)
+        return _run(args, plan.output_dir, lambda: _run_hydra(parser, args), tracker)
+
+
+def run_planned_job(argv: list[str]) -> int:
+    """`python -m harness ARGS` for a job of a sweep the command planned, in its warm worker (harness.worker); the
+    exit code. The command composed and validated every job before any ran (sweep.json holds the plan), so the job
+    goes to Hydra's run at once: not planned again (three compositions, about 0.55 s), nor asked its mode (one
+    more); it runs as `main` would run it, with the same files. ARGS: the launcher's (its overrides, hydra.run.dir
+    in a folder holding sweep.json); any other arguments (a flag, no such folder) take `main`'s whole path."""
+    parser = hydra_internals.args_parser()
+    args = parser.parse_intermixed_args(argv)
+    folders = [o.value() for o in OverridesParser.create().parse_overrides(args.overrides)
+               if o.key_or_group == "hydra.run.dir"]
+    flags = [name for name in ("help", "hydra_help", "cfg", "info", "shell_completion", "multirun", "config_dir")
+             if getattr(args, name)]
+    if flags or len(folders) != 1 or not (Path(folders[0]).parent / layout.SWEEP_FILE).exists():
+        return main(argv)
+    output_dir = Path(folders[0])
+    signals.install()
+    with ExitStack() as held:
+        try:
+            held.enter_context(output_folder_lock(output_dir, "hydra.run.dir"))
+        except schema.ConfigError as err:
+            print(f"harness: error: {err}", file=sys.stderr)
+            return EXIT_INVALID
+        except OSError as err:
+            print(f"harness: error: cannot write {err.filename}: {err.strerror}", file=sys.stderr)
+            return EXIT_FAILED_RUNS
+        return _run(args, output_dir, lambda: hydra_internals.run_job(args.overrides, hydra_job, str(CONF_DIR),
+                                                                      CONFIG_NAME))
 
 
 def _command_folder(output_dir: Path, multirun: bool) -> Path:
@@ -184,22 +215,22 @@ def _run_hydra(parser, args) -> None:
     hydra_internals.run_hydra(args, parser, hydra_job, str(CONF_DIR), CONFIG_NAME)
 
 
-def _run(parser, args, plan: CommandPlan, tracker=None) -> int:
-    """Hand the validated command to Hydra; the exit code from what the runs' files say. A multirun's end (the
-    report, the tracking process's end: harness.launch.sweep_end.close) follows it, interrupted or not."""
-    resume_line = command_file.resume_line(_command_folder(plan.output_dir, args.multirun))
+def _run(args, output_dir: Path, run_hydra: Callable[[], None], tracker=None) -> int:
+    """Hand the validated command to Hydra (`run_hydra`); the exit code from what the runs' files say. A multirun's
+    end (the report, the tracking process's end: harness.launch.sweep_end.close) follows it, interrupted or not."""
+    resume_line = command_file.resume_line(_command_folder(output_dir, args.multirun))
     try:
-        _run_hydra(parser, args)
+        run_hydra()
     except KeyboardInterrupt as err:  # Ctrl-C, SIGTERM, SIGUSR2 (harness.launch.signals)
         code, name = signals.exit_code(err)
         print(f"harness: interrupted ({name}); resume with: {resume_line}", file=sys.stderr)
-        if args.multirun and plan.output_dir.exists():
-            sweep_end.close(plan.output_dir, tracker, interrupted=True)
+        if args.multirun and output_dir.exists():
+            sweep_end.close(output_dir, tracker, interrupted=True)
         return code
     if args.multirun:
-        failed, unfinished = sweep_files.failed_runs(plan.output_dir), sweep_files.unfinished_runs(plan.output_dir)
+        failed, unfinished = sweep_files.failed_runs(output_dir), sweep_files.unfinished_runs(output_dir)
     else:
-        failed, unfinished = sweep_files.run_outcome(plan.output_dir)
+        failed, unfinished = sweep_files.run_outcome(output_dir)
     if failed:
         print(f"harness: {len(failed)} run(s) failed: {', '.join(failed)}", file=sys.stderr)
     if unfinished:
@@ -208,8 +239,8 @@ def _run(parser, args, plan: CommandPlan, tracker=None) -> int:
         print(f"harness: {'run them again' if failed and not unfinished else 'resume'} with: {resume_line}",
               file=sys.stderr)
     if args.multirun:
-        print(f"sweep: {plan.output_dir}")
-        sweep_end.close(plan.output_dir, tracker, interrupted=False)
+        print(f"sweep: {output_dir}")
+        sweep_end.close(output_dir, tracker, interrupted=False)
     else:
-        print(f"run: {plan.output_dir}")
+        print(f"run: {output_dir}")
     return EXIT_FAILED_RUNS if failed or unfinished else EXIT_OK

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -25,6 +26,24 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except OSError:
         pass
+
+
+def wait_for_any(processes: list[subprocess.Popen], pipes: list, timeout: float) -> bool:
+    """Return once one of `processes` has exited or one of `pipes` has something to read (a warm worker's reply):
+    True; or after `timeout` seconds: False. A process's exit is watched through its pidfd (Linux 5.3 on); where
+    there is none this only waits out the timeout for it."""
+    handles = []
+    try:
+        for process in processes:
+            try:
+                handles.append(os.pidfd_open(process.pid))
+            except (AttributeError, OSError):  # not Linux, or the process is gone (its exit is read at once)
+                if process.poll() is not None:
+                    return True
+        return bool(select.select([*handles, *pipes], [], [], timeout)[0])
+    finally:
+        for handle in handles:
+            os.close(handle)
 
 
 def signal_group(process: subprocess.Popen, sig: int) -> None:

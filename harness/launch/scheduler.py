@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol, TextIO
 
-from harness.launch.processes import die_with_parent, signal_group
+from harness.launch.processes import die_with_parent, signal_group, wait_for_any
 from harness.launch.progress import Eta, clock, cost_class
 from harness.launch.resources import GpuPool, cpu_count, shared_gpu_env
 from harness.launch.worker import Worker
@@ -149,8 +149,7 @@ class Scheduler:
         pending = []
         for job in self.jobs:  # finished runs with intact files are left alone; damaged ones run again
             (self.skipped if is_finished(job.run_dir) else pending).append(job)
-        running: list[_Running] = []
-        started = time.monotonic()
+        running, started = [], time.monotonic()  # the runs under way (_Running)
         self.then, self.keep = then, 1 if then is not None else 0
         try:
             self._loop(pending, running, started)
@@ -203,18 +202,22 @@ class Scheduler:
                             self.pool.release(gpu_ids)
                             self.exit_codes[job.num] = 1
                             log.error("harness: could not start run %s: %s: %s", job.run_id, err.strerror, err.filename)
+                ended = False
                 for r in list(running):
                     code = r.exit_code()
                     if code is not None:
                         running.remove(r)
                         self._finish(r, code)
+                        ended = True
                 if not any(job.worker_args is not None for job in pending):
                     self._close_idle(keep=self.keep)
                 if self.then is not None and self.early is None and running and not pending:
                     self._offer_early(running)
                 self.progress(self._status_line(pending, running, started), False)
-                if pending or running:
-                    time.sleep(self.poll_seconds)
+                # a freed slot takes the next job at once; else wait for a run's end (a reply, an exit), or a poll
+                if (pending or running) and not (ended and pending):
+                    wait_for_any([r.process for r in running if r.worker is None],
+                                 [r.worker.process.stdout for r in running if r.worker is not None], self.poll_seconds)
         except KeyboardInterrupt:
             if self.early is not None:  # the sweep end it started: stopped with the runs
                 signal_group(self.early.process, signal.SIGINT)

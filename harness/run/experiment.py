@@ -42,6 +42,7 @@ class _Run:
     run_id: str
     record: RunRecord
     resume_epoch: int
+    timings: dict  # where this attempt's time went, in seconds (run.json's `timings`)
 
 
 _runs_in_process: list[str] = []  # run folders this process has trained before (a warm worker's earlier jobs)
@@ -79,10 +80,10 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
     tracker = open_tracker(tracking, run_dir, record)  # MLflow's, with tracking=mlflow
     record.set_environment(pid=os.getpid(), earlier_runs_in_process=len(_runs_in_process), **devices.launcher_share())
     _runs_in_process.append(str(run_dir))
-    status, error = "failed", None
+    status, error, timings, loaded_before = "failed", None, {"start": time.time()}, backend.load_seconds()
     try:
         with slurm.preemption(record):
-            result, diverged = _train(_Run(cfg, run_dir, run_id, record, resume_epoch), board, tracker, hooks)
+            result, diverged = _train(_Run(cfg, run_dir, run_id, record, resume_epoch, timings), board, tracker, hooks)
         status = "diverged" if diverged else "completed"
         return result
     except (KeyboardInterrupt, SystemExit) as err:  # Ctrl-C, SIGTERM, or submitit's requeue before a time limit
@@ -102,10 +103,10 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
         raise
     finally:
         record.set_environment(**backend.tensorflow_loaded_on_jax())
+        record.update(timings={**timings, "import": backend.load_seconds() - loaded_before, "end": time.time()})
         record.finish(status, error)
         board.finish(status)
         tracker.finish()
-
 
 
 def _train(run: _Run, board: RunBoard, tracker: RunTracker, hooks: Sequence[Callable]) -> tuple[float, bool]:
@@ -140,6 +141,7 @@ def _train(run: _Run, board: RunBoard, tracker: RunTracker, hooks: Sequence[Call
                   initial_epoch=run.resume_epoch)
     run.record.update(fit_seconds=time.perf_counter() - fit_started,
                       target_reached_at_epoch=None if at_loss is None else at_loss.reached_at)
+    run.timings.update(recorder.seconds)
     _end_of_run(run, model, model_cfg, data_in, decode, placement.replicas, monitor, divergence.diverged)
     return (recorder.rows[-1]["val_acc"] if recorder.rows else float("nan")), divergence.diverged
 
@@ -152,9 +154,11 @@ def _end_of_run(run: _Run, model, model_cfg, data_in: Arrays, decode, replicas: 
 
         run.record.update(**target.write(run.run_dir, monitor))
     if run.cfg.train.probes and not diverged:
+        started = time.perf_counter()
         probes.save_weights(run.run_dir / layout.FINAL_WEIGHTS, model)
         probes.write_final_probes(run.run_dir, _probe_model(model_cfg, model, data_in, replicas),
                                   data_in.x_train, data_in.y_train, decode, run.cfg.train.probe_samples)
+        run.timings["end_probes"] = time.perf_counter() - started
     checkpoint.remove(run.run_dir)
 
 
@@ -235,13 +239,9 @@ def _measures(run: _Run, model, model_cfg, data_in: Arrays, decode, replicas: in
     epoch_probes = _epoch_probes(run, model, data_in, decode) if run.cfg.train.probes else None  # traced first
     precise = _precise_bn(model_cfg, model, data_in, decode, replicas, infer)
     found = [measures.Evaluation(infer, train_eval), measures.Validation(infer, val_inputs, data_in.y_val)]
-    if tune_eval is not None:
-        found.append(measures.Evaluation(infer, tune_eval, "tune"))
-    if precise is not None:
-        found.append(measures.PreciseStatistics(precise, val_inputs, data_in.y_val))
-    if epoch_probes is not None:
-        found.append(measures.Probes(epoch_probes))
-    return found
+    found += [measures.Evaluation(infer, tune_eval, "tune")] if tune_eval is not None else []
+    found += [measures.PreciseStatistics(precise, val_inputs, data_in.y_val)] if precise is not None else []
+    return found + ([measures.Probes(epoch_probes)] if epoch_probes is not None else [])
 
 
 def _epoch_probes(run: _Run, model, data_in: Arrays, decode):

@@ -115,6 +115,7 @@ class PreciseStatistics:
 class Probes:
     """The per-epoch probes (harness.probes.in_run.EpochProbes): noise scale, gradient norms, distance."""
     needs_finite_loss = True
+    timing = "epoch_probes"  # its seconds in run.json's timings (the others': evaluation)
 
     def __init__(self, epoch_probes):
         self.epoch_probes = epoch_probes

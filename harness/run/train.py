@@ -150,7 +150,8 @@ class EpochRecorder(keras.callbacks.Callback):
     """After each epoch, one tidy row handed to `on_row`: `columns` (the run's config and plan), the epoch and step,
     the training loss and accuracy Keras kept during the epoch (a running average, in training mode), each measure's
     columns (harness.run.measures; those that need a finite loss only after one), the learning rate and the epoch's
-    speed. `rows`: a resumed run's earlier rows, which `rows` goes on from."""
+    speed. `rows`: a resumed run's earlier rows, which `rows` goes on from. `seconds`: where the epochs' time went,
+    summed over them: training, each measure's kind (its `timing`, else evaluation), writing the row."""
 
     def __init__(self, columns: dict[str, Any], on_row: Callable[[dict[str, Any]], None], measures: list[Measure],
                  train_size: int, global_batch_size: int, rows: list[dict[str, Any]] | None = None):
@@ -160,6 +161,15 @@ class EpochRecorder(keras.callbacks.Callback):
         self.after_finite_loss = [m for m in measures if m.needs_finite_loss]
         self.train_size, self.global_batch_size = train_size, global_batch_size
         self.rows: list[dict[str, Any]] = list(rows or [])
+        self.seconds: dict[str, float] = {"training": 0.0, "evaluation": 0.0}
+
+    def _measure(self, measure: Measure, epoch: int, step: int) -> dict[str, Any]:
+        started = time.perf_counter()
+        try:
+            return measure(epoch, step)
+        finally:
+            kind = getattr(measure, "timing", "evaluation")
+            self.seconds[kind] = self.seconds.get(kind, 0.0) + time.perf_counter() - started
 
     def on_epoch_begin(self, epoch, logs=None):
         self.epoch_start = time.perf_counter()
@@ -173,17 +183,20 @@ class EpochRecorder(keras.callbacks.Callback):
         samples = min(self.train_size, (step - self.epoch_start_step) * self.global_batch_size)
         row = {**self.columns, "epoch": epoch + 1, "step": step, "train_loss": float(logs["loss"]),
                "train_acc": float(logs["accuracy"])}
+        self.seconds["training"] += train_seconds
         for measure in self.measures:
-            row.update(measure(epoch + 1, step))
+            row.update(self._measure(measure, epoch + 1, step))
         row.update(lr=float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate)),
                    epoch_seconds=None,  # set last: the whole epoch, its measures included
                    samples_per_second=samples / train_seconds)
         if math.isfinite(row["train_loss"]):
             for measure in self.after_finite_loss:
-                row.update(measure(epoch + 1, step))
+                row.update(self._measure(measure, epoch + 1, step))
         row["epoch_seconds"] = time.perf_counter() - self.epoch_start
         self.rows.append(row)
+        started = time.perf_counter()
         self.on_row(row)
+        self.seconds["writing"] = self.seconds.get("writing", 0.0) + time.perf_counter() - started
         log.info("epoch %d  step %d  loss %.4f  train_acc %.4f  train_eval_acc %.4f  val_loss %.4f  val_acc %.4f  "
                  "%.0f samples/s", row["epoch"], row["step"], row["train_loss"], row["train_acc"],
                  row.get("train_eval_acc", math.nan), row.get("val_loss", math.nan), row.get("val_acc", math.nan),

@@ -9,6 +9,7 @@ import pytest
 
 from benchmarks import (
     bench_backends,
+    bench_floor,
     bench_data_checks,
     bench_gpu_share,
     bench_plan,
@@ -22,7 +23,7 @@ from benchmarks import (
     diagnose_matrix,
 )
 
-SCRIPTS = ["bench_backends", "bench_data_checks", "bench_gpu_share", "bench_plan", "bench_precise_bn", "bench_probes",
+SCRIPTS = ["bench_backends", "bench_data_checks", "bench_floor", "bench_gpu_share", "bench_plan", "bench_precise_bn", "bench_probes",
            "bench_recipes",
            "bench_report",
            "bench_speed", "bench_sweep", "bench_tracking", "diagnose_matrix", "recover_matrix"]
@@ -272,3 +273,33 @@ def test_gpu_share_fails_when_a_run_failed_but_not_when_the_deadline_stopped_a_s
     except SystemExit:
         pass
     assert folders == ["00-s0-k1-warm", "01-s0-k1-1", "02-s0_1_2-k1-warm", "03-s0_1_2-k1-1"]
+
+
+def _floor_runs(val_accs, key="rows"):
+    return [{"run_id": f"s/{i}", "config": {"batch_size": 8, "seed": i}, "batch_size": 8, "seed": i,
+             key: [{"val_acc": v} for v in accs]} for i, accs in enumerate(val_accs)]
+
+
+def test_the_floor_must_agree_with_the_jax_harness_and_a_jax_sweep_exactly():
+    reference = _floor_runs([[0.5, 0.6], [0.4, 0.7]])
+    assert bench_floor.check_agreement(reference, floor_runs=_floor_runs([[0.5, 0.605], [0.4, 0.7]])) == \
+        pytest.approx(0.005)
+    with pytest.raises(AssertionError, match="s/1: the floor's val_acc is 0.0200 from the harness's"):
+        bench_floor.check_agreement(reference, floor_runs=_floor_runs([[0.5, 0.6], [0.42, 0.7]]))
+    assert bench_floor.check_agreement(reference, harness_runs=_floor_runs([[0.5, 0.6], [0.4, 0.7]])) == 0
+    with pytest.raises(AssertionError, match="s/0: val_acc"):  # with and without probes: the same training
+        bench_floor.check_agreement(reference, harness_runs=_floor_runs([[0.5, 0.6001], [0.4, 0.7]]))
+
+
+def test_floor_table_gives_medians_spreads_and_ratios_to_the_floor_and_to_probes_off():
+    walls = {name: [10.0, 11.0, 40.0] for name in bench_floor.VARIANTS}
+    walls[bench_floor.FLOOR] = [8.0, 10.0, 9.0]
+    walls[bench_floor.TF_ON] = [13.2, 12.1, 99.0]
+    phases = {name: [dict.fromkeys(bench_floor.PHASES, 1.0)] * 3 for name in bench_floor.VARIANTS}
+    text = bench_floor.table(walls, phases, runs=12, epochs=15, worst=0.0, smoke=False)
+    median, spread, floor, probes = text.splitlines()[4:8]
+    assert "| wall time, median | 11.0 s | 11.0 s | 9.0 s |" in median
+    assert "8.0 – 10.0 s" in spread and "12.1 – 99.0 s" in spread
+    assert floor.endswith("| 1.22x | 1.22x | 1.00x | 1.22x | 1.22x | 1.47x |")
+    assert probes.endswith("| – | – | – | 1.00x | – | 1.20x |")  # 13.2 / 11.0 on TensorFlow
+    assert "| between runs, idle slots | 1.0 | 1.0 | 1.0 | 1.0 | 1.0 | 1.0 |" in text

@@ -178,3 +178,29 @@ def test_the_sweep_end_is_offered_an_idle_warm_worker_while_the_last_run_still_r
     assert worker is warm and list(running) == [job.run_dir] and before <= running[job.run_dir] <= offered_at
     assert offered_at < float((job.run_dir / "ended").read_text())  # while the run was still in its probes
     assert end.finished_with == [warm] and warm.closed and scheduler.idle == []
+
+
+def test_the_scheduler_wakes_when_a_run_ends_or_a_worker_answers_not_after_a_poll(tmp_path):
+    """wait_for_any reports what woke it: a child's exit, a pipe's line; only a still child and a silent pipe wait
+    out the timeout (False). The scheduler waits on it between its rounds, so a slot is handed on at once."""
+    import os
+    import subprocess
+
+    from harness.launch.processes import wait_for_any
+
+    still = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    read, write = os.pipe()
+    try:
+        assert wait_for_any([still, ended], [], timeout=60) is True  # the exit of one is enough
+        assert wait_for_any([still], [read], timeout=0.01) is False  # nothing happened
+        os.write(write, b"{}\n")  # a worker's reply
+        assert wait_for_any([still], [read], timeout=60) is True
+        still.stdin.close()  # the still child ends once its input does
+        assert wait_for_any([still], [], timeout=60) is True
+    finally:
+        still.kill()
+        still.wait()
+        os.close(read)
+        os.close(write)

@@ -95,6 +95,9 @@ def test_runs_in_one_warm_process_give_the_metrics_of_fresh_processes(plain_swee
     assert [r["environment"]["earlier_runs_in_process"] for r in warm_runs] == [0, 1, 2]
     assert len({r["environment"]["pid"] for r in fresh_runs}) == 3
     assert all(r["environment"]["earlier_runs_in_process"] == 0 for r in fresh_runs)
+    # the backend's import is paid by a process's first run: each fresh one, the warm worker's first only
+    assert [r["timings"]["import"] > 0.1 for r in warm_runs] == [True, False, False]
+    assert all(r["timings"]["import"] > 0.1 for r in fresh_runs)
     for job, (w, f) in enumerate(zip(warm_runs, fresh_runs)):
         assert w["status"] == f["status"] == "completed"
         assert w["config"] == f["config"]
@@ -103,6 +106,9 @@ def test_runs_in_one_warm_process_give_the_metrics_of_fresh_processes(plain_swee
             pd.read_parquet(warm_dir / str(job) / "metrics.parquet").drop(columns=NOT_COMPARED),
             pd.read_parquet(tmp_path / "fresh" / str(job) / "metrics.parquet").drop(columns=NOT_COMPARED),
             check_exact=True)
+        for name in ("config.yaml", "overrides.yaml"):  # the warm path runs the job as the command would
+            assert (warm_dir / str(job) / ".hydra" / name).read_text() == \
+                (tmp_path / "fresh" / str(job) / ".hydra" / name).read_text()
         log = (warm_dir / str(job) / "train.log").read_text()
         assert f"run plain/{job}:" in log and "epoch 2 " in log  # each job's output in its own log
         assert all(f"run plain/{other}:" not in log for other in range(3) if other != job)

@@ -66,6 +66,21 @@ def test_run_json_records_status_config_and_environment(tiny_run):
     assert env["tensorflow"].startswith("2.") and env["keras"].startswith("3.")
 
 
+def test_run_json_says_where_the_runs_time_went(tiny_run):
+    """timings: the parts are measured, none negative, and together within the run's own span; training and the
+    evaluation add up to the epochs' seconds in metrics.parquet."""
+    _, run_dir, _ = tiny_run
+    timings = json.loads((run_dir / "run.json").read_text())["timings"]
+    parts = {k: v for k, v in timings.items() if k not in ("start", "end")}
+    assert {"import", "training", "evaluation", "writing"} <= set(parts) and "end_probes" not in parts  # probes off
+    assert all(v >= 0 for v in parts.values()) and timings["training"] > 0 and timings["evaluation"] > 0
+    assert sum(parts.values()) <= timings["end"] - timings["start"]
+    frame = pd.read_parquet(run_dir / "metrics.parquet")
+    training = (frame["train_size"] / frame["samples_per_second"]).sum()
+    assert timings["training"] == pytest.approx(training, rel=1e-6)
+    assert timings["training"] + timings["evaluation"] <= frame["epoch_seconds"].sum()
+
+
 def test_same_config_and_seed_give_identical_metrics(tiny_run, tmp_path):
     cfg, run_dir, _ = tiny_run
     run_experiment(cfg, tmp_path / "again", run_id="sweep/0", overrides=["batch_size=16"])
