@@ -1,4 +1,5 @@
-"""Training speed of the harness against a plain-Keras baseline and a minimal tf.function floor.
+"""Training speed of the harness against a plain-Keras baseline and a minimal tf.function loop
+(not benchmarks.bench_floor's pure-JAX floor, which times whole sweeps).
 
     python -m benchmarks.bench_speed                   # batch 8, 32, 128; 5 epochs; medians of 3 runs
     python -m benchmarks.bench_speed --update-docs   # also rewrite the README's Performance table
@@ -13,10 +14,10 @@ Every measurement is a fresh process started from here (same process tree, same 
             timing; what the probes add to a sweep is benchmarks/bench_probes.py's to measure); with --probes,
             the harness's default probes on (per-epoch noise scale and distance, end-of-run curvature and
             sharpness: one run as a user gets it by default);
-  floor     the same model trained by one tf.function per epoch looping over pre-batched tensors, plus a
+  tf.function loop   the same model trained by one tf.function per epoch looping over pre-batched tensors, plus a
             validation pass per epoch, with the harness's thread setting (one intra-op thread for MNIST-1D):
             the per-step overhead a Python framework cannot go below.
-Training time is model.fit's wall time (the floor's loops); process time is the child's whole wall time,
+Training time is model.fit's wall time (the loop's); process time is the child's whole wall time,
 imports and data included. Ratios are of medians.
 """
 from __future__ import annotations
@@ -68,14 +69,14 @@ def child_baseline(batch_size: int, epochs: int, num_samples: int) -> dict:
     return {"train_seconds": time.perf_counter() - start, "val_acc": history.history["val_accuracy"][-1]}
 
 
-def child_floor(batch_size: int, epochs: int, num_samples: int) -> dict:
+def child_tf_loop(batch_size: int, epochs: int, num_samples: int) -> dict:
     import keras
     import tensorflow as tf
 
     from harness.config.schema import DataConfig
     from harness.data import registry as data
 
-    # the harness's thread setting for inputs this small, so the floor is the better of the two
+    # the harness's thread setting for inputs this small, so the loop is the better of the two
     tf.config.threading.set_intra_op_parallelism_threads(1)
     arrays = data.load(DataConfig("mnist1d", num_samples, 0.8, 42))
     keras.utils.set_random_seed(0)
@@ -138,15 +139,15 @@ def table(results: dict, batch_sizes: list[int], epochs: int, repeats: int, prob
     med = {key: statistics.median(values) for key, values in results.items()}
     lines = [
         f"MNIST-1D convnet, {epochs} epochs, median of {repeats} fresh processes each "
-        f"({os.cpu_count()} CPU cores; baseline with TensorFlow's default threads, harness and floor with one "
-        f"intra-op thread; the harness with {'its default probes on' if probes else 'probes=false'}).",
+        f"({os.cpu_count()} CPU cores; baseline with TensorFlow's default threads, harness and tf.function loop with "
+        f"one intra-op thread; the harness with {'its default probes on' if probes else 'probes=false'}).",
         "",
-        "| batch | training s: baseline / harness / floor | harness ÷ baseline | harness ÷ floor "
+        "| batch | training s: baseline / harness / tf.function loop | harness ÷ baseline | harness ÷ loop "
         "| process s: baseline / harness | harness ÷ baseline |",
         "| ---: | :---: | ---: | ---: | :---: | ---: |",
     ]
     for b in batch_sizes:
-        tb, th, tf_ = (med[(k, b, "train_seconds")] for k in ("baseline", "harness", "floor"))
+        tb, th, tf_ = (med[(k, b, "train_seconds")] for k in ("baseline", "harness", "tf_loop"))
         pb, ph = (med[(k, b, "process_seconds")] for k in ("baseline", "harness"))
         lines.append(f"| {b} | {tb:.2f} / {th:.2f} / {tf_:.2f} | {th / tb:.2f} | {th / tf_:.2f} "
                      f"| {pb:.1f} / {ph:.1f} | {ph / pb:.2f} |")
@@ -168,14 +169,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = run_options(__doc__.splitlines()[0], "batch 32, 1 epoch, 600 samples, 1 repeat")
     parser.add_argument("--probes", action="store_true", help="the harness with its default probes on")
     parser.add_argument("--update-docs", dest="update_docs", action="store_true", help="rewrite its generated blocks in README.md and docs/")
-    parser.add_argument("--child", choices=["baseline", "floor"], help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=["baseline", "tf_loop"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.smoke:
         args.batch_sizes, args.epochs, args.num_samples, args.repeats = "32", 1, 600, 1
     batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
     if args.child:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        child = child_baseline if args.child == "baseline" else child_floor
+        child = child_baseline if args.child == "baseline" else child_tf_loop
         print(json.dumps(child(batch_sizes[0], args.epochs, args.num_samples)))
         return 0
 
@@ -186,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
             measure("harness", batch_sizes[0], 1, args.num_samples, workdir)  # warms the data cache
         for repeat in range(args.repeats):
             for b in batch_sizes:
-                for kind in ("baseline", "harness", "floor"):
+                for kind in ("baseline", "harness", "tf_loop"):
                     result = measure(kind, b, args.epochs, args.num_samples, workdir, args.probes)
                     for key, value in result.items():
                         results.setdefault((kind, b, key), []).append(value)

@@ -53,11 +53,13 @@ def planned_job(num: int, overrides: list[str], cfg: RunConfig, round_: int = 1,
     device = cfg.device
     return PlannedJob(job=str(num), overrides=list(overrides), config=config_hash(cfg.identity()), round=round_,
                       arm=arm, gpus=device.gpus, devices=None if device.devices is None else list(device.devices),
-                      simulate_devices=device.simulate_devices, backend=device.backend, epochs=expected_epochs(cfg))
+                      simulate_devices=device.simulate_devices, backend=device.backend,
+                      **dict(zip(("epochs", "steps"), expected_work(cfg))))
 
 
-def expected_epochs(run_cfg: RunConfig) -> int:
-    """Epochs the run will train (a step budget decides them from the batch size), for the progress line's ETA."""
+def expected_work(run_cfg: RunConfig) -> tuple[int, int | None]:
+    """(epochs the run will train (a step budget decides them from the batch size), for the progress line's ETA;
+    its optimizer steps, by which the launcher starts the longest runs first), the steps None where unknown."""
     from harness.config.batching import plan_batches, plan_schedule
     from harness.data.registry import expected_train_size
 
@@ -65,9 +67,10 @@ def expected_epochs(run_cfg: RunConfig) -> int:
     try:
         size = expected_train_size(run_cfg.data, train.imbalance, train.train_fraction, train.tune_fraction)
         if size is None:  # known only once the data are loaded (a TFDS set not prepared yet)
-            return train.epochs
+            return train.epochs, None
         plan = plan_batches(train.batch_size, train.per_replica_batch, max(run_cfg.device.gpus, 1), size,
                             backend=run_cfg.device.backend)
-        return plan_schedule(plan, train).epochs
+        schedule = plan_schedule(plan, train)
+        return schedule.epochs, schedule.total_steps or schedule.epochs * plan.steps_per_epoch
     except ValueError:  # the run itself will report it
-        return train.epochs
+        return train.epochs, None

@@ -1,10 +1,9 @@
-"""Run a sweep's jobs in processes of their own, several at once, each on GPUs no other running job holds.
+"""Run a sweep's jobs in processes of their own, several at once, the longest first, each on GPUs no other holds.
 
 A GPU job gets a fresh process; CPU jobs that allow it (`Job.worker_args`) run one after another in warm worker
 processes (harness.launch.worker), one per slot, which import TensorFlow once. Plain Python (no Hydra, no
-TensorFlow): the launcher plugin in hydra_plugins/ turns Hydra's job list into `Job`s and hands them here. The run's
-own files (run.json, metrics.parquet) are the record; this module only starts, watches and stops processes, and
-writes run.json itself when a process died without doing so.
+TensorFlow): the launcher plugin in hydra_plugins/ turns Hydra's job list into `Job`s and hands them here. The runs'
+own files are the record; this module starts, watches and stops processes, and writes a lost run's run.json.
 """
 from __future__ import annotations
 
@@ -46,6 +45,7 @@ class Job:
     config: Callable[[], dict] = dict           # its flat config, for a run.json written on the run's behalf
     worker_args: list[str] | None = None        # `python -m harness` arguments, if a warm CPU worker may run it
     backend: str = "tensorflow"                 # Keras's backend: fixed per process, so warm workers are per backend
+    steps: int | None = None                    # optimizer steps it will take (None: not known before it runs)
 
     @property
     def run_id(self) -> str:
@@ -149,6 +149,7 @@ class Scheduler:
         pending = []
         for job in self.jobs:  # finished runs with intact files are left alone; damaged ones run again
             (self.skipped if is_finished(job.run_dir) else pending).append(job)
+        pending.sort(key=lambda job: -(job.steps or 0))  # the longest first: the last to end are short (LPT)
         running, started = [], time.monotonic()  # the runs under way (_Running)
         self.then, self.keep = then, 1 if then is not None else 0
         try:
@@ -270,9 +271,8 @@ class Scheduler:
         seconds = self._eta.seconds([(cost_class(j.overrides), j.epochs) for j in pending], running_left, self.n_jobs)
         eta = "?" if seconds is None else clock(max(0.0, seconds))
         skipped = f" · {len(self.skipped)} already done" if self.skipped else ""
-        return (f"[harness] {self.label}runs {len(done) + len(self.skipped)}/{len(self.jobs)} done · "
-                f"{len(running)} running · "
-                f"{failed} failed{skipped} · elapsed {clock(elapsed)} · ETA {eta}")
+        return (f"[harness] {self.label}runs {len(done) + len(self.skipped)}/{len(self.jobs)} done · {len(running)} "
+                f"running · {failed} failed{skipped} · elapsed {clock(elapsed)} · ETA {eta}")
 
 
 def _record_lost_run(job: Job, record: dict | None, code: int, interrupted: bool) -> None:

@@ -151,7 +151,7 @@ def sharpness(loss_and_gradient: Callable[[Vector], tuple[float, Vector]], weigh
     The search is a lower bound of the true maximum, as in the paper; `loss_and_gradient` takes the full weight
     vector and may move the model's weights (the caller restores them); `base`, f(w) when the caller has it.
     """
-    from scipy.optimize import Bounds, minimize  # here, not at the top: a run without probes never loads it
+    from harness.probes.lbfgsb import minimize_box  # SciPy's, loaded here: a run without probes never loads it
 
     if base is None:
         base, _ = loss_and_gradient(weights)
@@ -173,7 +173,6 @@ def sharpness(loss_and_gradient: Callable[[Vector], tuple[float, Vector]], weigh
             stopped[0] = True
             raise StopIteration
 
-    result = minimize(negative, np.zeros_like(weights), jac=True, method="L-BFGS-B", callback=after_iteration,
-                      bounds=Bounds(-bound, bound), options={"maxiter": iterations})  # not pairs: a slow loop
+    result = minimize_box(negative, np.zeros_like(weights), -bound, bound, iterations, callback=after_iteration)
     converged = stopped[0] or (result.status == 0 and result.nit < iterations)
     return Estimate(scale * (highest[0] - base), int(result.nit), converged)

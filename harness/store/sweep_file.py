@@ -45,6 +45,7 @@ class PlannedJob:
     simulate_devices: bool = False
     backend: str = "tensorflow"
     epochs: int = 1                       # epochs it will train (a step budget decides them from the batch size)
+    steps: int | None = None              # optimizer steps it will take (None: unknown before its data load)
     arm: str | None = None                # a later round's job: what it is to the study's plan
 
     @property

@@ -81,7 +81,7 @@ class HarnessLauncher(Launcher):
                    command=[sys.executable, "-m", "harness", *args], gpus=planned.gpus,
                    devices=None if planned.devices is None else tuple(planned.devices), epochs=planned.epochs,
                    config=lambda: self._run_config(planned.num, planned.overrides).identity(),
-                   worker_args=args if warm else None, backend=planned.backend)
+                   worker_args=args if warm else None, backend=planned.backend, steps=planned.steps)
 
     def _run_config(self, num: int, overrides: List[str]):
         """A job's RunConfig, composed the way Hydra composes a job."""

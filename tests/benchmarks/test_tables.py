@@ -50,11 +50,11 @@ def test_probes_table_gives_medians_and_the_ratio_of_the_medians():
 def test_speed_table_has_a_row_per_batch_size_with_both_ratios():
     results = {}
     for kind, train, process in (("baseline", [2.0, 1.0, 9.0], [6.0, 5.0, 20.0]),
-                                 ("harness", [1.5, 1.2, 1.0], [4.0, 4.5, 5.0]), ("floor", [1.0, 0.8, 1.2], [0, 0, 0])):
+                                 ("harness", [1.5, 1.2, 1.0], [4.0, 4.5, 5.0]), ("tf_loop", [1.0, 0.8, 1.2], [0, 0, 0])):
         results[(kind, 32, "train_seconds")] = train
         results[(kind, 32, "process_seconds")] = process
     lines = bench_speed.table(results, [32], epochs=5, repeats=3).splitlines()
-    assert lines[2].startswith("| batch | training s: baseline / harness / floor | harness ÷ baseline")
+    assert lines[2].startswith("| batch | training s: baseline / harness / tf.function loop | harness ÷ baseline")
     assert lines[4] == "| 32 | 2.00 / 1.20 / 1.00 | 0.60 | 1.20 | 6.0 / 4.5 | 0.75 |"
 
 

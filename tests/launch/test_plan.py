@@ -31,7 +31,7 @@ RECORDED = textwrap.dedent("""
 
     scheduler.Scheduler = Recorder
     code = main(sys.argv[2:])
-    jobs = [{"overrides": j.overrides, "gpus": j.gpus, "backend": j.backend, "epochs": j.epochs,
+    jobs = [{"overrides": j.overrides, "gpus": j.gpus, "backend": j.backend, "epochs": j.epochs, "steps": j.steps,
              "warm": j.worker_args is not None, "run_dir": str(j.run_dir)} for j in launched]
     with open(sys.argv[1], "w") as out:
         json.dump({"code": code, "composed": len(composed), "launched": jobs}, out)
@@ -58,6 +58,11 @@ def test_the_launcher_runs_the_commands_plan_without_composing_a_job_again(tmp_p
         (0, "tensorflow", job["epochs"], True) for job in planned]
     # the arms with b's updates train B/b times b's epochs: what the progress line's ETA weighs each run by
     assert sorted({job["epochs"] for job in found["launched"]}) == [2, 16]
+    # and the steps the launcher starts the longest first by: batch 8's 2 epochs take 8 times batch 64's, the arm
+    # with b's updates as many as batch 8
+    steps = {(job["epochs"], "batch_size=8" in job["overrides"]): job["steps"] for job in found["launched"]}
+    assert 7.5 <= steps[(2, True)] / steps[(2, False)] <= 8.5 and steps[(2, True)] == steps[(16, False)]
+    assert [job["steps"] for job in found["launched"]] == [job["steps"] for job in planned]
     assert [job["run_dir"] for job in found["launched"]] == [str(sweep / str(num)) for num in range(18)]
 
 

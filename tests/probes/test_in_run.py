@@ -81,6 +81,21 @@ def test_the_interpolation_starts_and_ends_at_the_two_runs_own_final_metrics(pro
 
 
 @pytest.mark.slow  # reads a shared real sweep
+def test_a_model_kept_from_an_earlier_pair_gives_the_curve_a_model_of_its_own_gives(probed_sweep):
+    from harness.run.interpolation import interpolate
+
+    sweep = probed_sweep[0]
+    pair = interpolation.pairs(sweep)[0]
+    built: dict = {}
+    first = interpolate(sweep, pair, built=built)
+    model = next(iter(built.values()))[0]
+    again = interpolate(sweep, pair, built=built)  # the same model, its weights set again at every α
+    assert next(iter(built.values()))[0] is model and len(built) == 1
+    pd.testing.assert_frame_equal(again, first, check_exact=True)
+    pd.testing.assert_frame_equal(interpolate(sweep, pair), first, check_exact=True)
+
+
+@pytest.mark.slow  # reads a shared real sweep
 def test_the_interpolation_runs_warm_and_harness_probe_recomputes_it(probed_sweep, tmp_path):
     from harness.launch.sweep_end import WARM
     from harness.run.interpolation import main
