@@ -194,7 +194,7 @@ def table(walls: dict[str, list[float]], phases: dict[str, list[dict]], runs: in
         "| | " + " | ".join(names) + " |",
         "| --- |" + " ---: |" * len(names),
         "| wall time, median | " + " | ".join(f"{med(walls[n]):.1f} s" for n in names) + " |",
-        "| fastest – slowest | " + " | ".join(f"{min(walls[n]):.1f} – {max(walls[n]):.1f} s" for n in names) + " |",
+        "| fastest–slowest | " + " | ".join(f"{min(walls[n]):.1f}–{max(walls[n]):.1f} s" for n in names) + " |",
         "| ÷ the floor (medians) | " + " | ".join(f"{med(walls[n]) / base:.2f}x" for n in names) + " |",
         "| ÷ probes=false, same backend | " + " | ".join(
             f"{med(walls[n]) / med(walls[PROBES_OFF[n]]):.2f}x" if n in PROBES_OFF else "–" for n in names) + " |",
@@ -207,7 +207,20 @@ def table(walls: dict[str, list[float]], phases: dict[str, list[dict]], runs: in
     for phase in PHASES:
         values = [med(p[phase] for p in phases[n]) for n in names]
         lines.append(f"| {phase} | " + " | ".join(f"{v:.1f}" if abs(v) >= 0.05 else "–" for v in values) + " |")
-    return "\n".join(lines)
+    return "\n".join([*lines, "", *(f"- {probes_share(walls, phases, on)}" for on in PROBES_OFF)])
+
+
+def probes_share(walls: dict[str, list[float]], phases: dict[str, list[dict]], on: str, slots: int = 2) -> str:
+    """What the probes add to `on`'s job, from its phases (medians), against the same job without them."""
+    med = statistics.median
+    off = PROBES_OFF[on]
+    end = med(p["end-of-run probes"] for p in phases[on])
+    after = med(p[PHASES[-1]] for p in phases[on]) - med(p[PHASES[-1]] for p in phases[off])
+    share = end / slots / med(walls[off])
+    return (f"{on}: the end-of-run probes alone are {end:.1f} slot-seconds, {end / slots:.1f} s of wall time with "
+            f"{slots} runs at once, {share:.0%} of the job without probes ({med(walls[off]):.1f} s); the per-epoch "
+            f"probes {med(p['per-epoch probes'] for p in phases[on]):.1f} slot-seconds, and {after:+.1f} s after the "
+            f"last run (the interpolation, the report's probe figures).")
 
 
 def main(argv: list[str] | None = None) -> int:

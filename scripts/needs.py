@@ -1,23 +1,27 @@
 """What a machine needs to run the harness, measured here: the installed size of this environment (and of
-TensorFlow in it), and the main job's wall time, runs at once and memory per run process, from its sweep.
-Writes the README's `machine-needs` block (its Quick start).
+TensorFlow in it), and the main job's wall time (the command's, from its start to its report, and the runs'
+span), runs at once and memory per run process, from its sweep. Writes the README's `machine-needs` block (its
+Quick start).
 
-    python -m harness batch_size=8,32,64,128 hydra.sweep.dir=sweeps/main -m
-    python -m scripts.needs sweeps/main --update-docs
+    python -m scripts.needs sweeps/main --run --update-docs   # runs the main job into sweeps/main, timed
+    python -m scripts.needs sweeps/main                       # an existing sweep: the runs' span only
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import subprocess
 import sys
 import sysconfig
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from importlib import metadata
 from pathlib import Path
 
 EXTRAS = {"test": "pytest", "jax": "jax", "docs": "mkdocs", "mlflow": "mlflow"}  # extra -> a package it installs
+MAIN_JOB = ["batch_size=8,32,64,128"]
 
 
 @dataclass(frozen=True)
@@ -73,15 +77,28 @@ def read_sweep(sweep_dir: Path) -> Sweep:
     return Sweep(len(records), epochs, wall, at_once, memory)
 
 
-def text(sweep: Sweep, sizes: tuple[int, int, list[str]]) -> str:
+def run_main_job(sweep_dir: Path) -> float:
+    """`python -m harness batch_size=8,32,64,128 -m` into the new folder `sweep_dir`; its wall time in seconds."""
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "harness", *MAIN_JOB, f"hydra.sweep.dir={sweep_dir}", "-m"],
+                          stdout=subprocess.DEVNULL)
+    if done.returncode != 0:
+        raise SystemExit(f"scripts.needs: the main job exited {done.returncode}")
+    return time.perf_counter() - started
+
+
+def text(sweep: Sweep, sizes: tuple[int, int, list[str]], command_seconds: float | None = None) -> str:
     total, tensorflow, extras = sizes
     gib = 1024 ** 3
+    command = "" if command_seconds is None else (
+        f"`python -m harness batch_size=8,32,64,128 -m` took {command_seconds:.0f} s from start to report; ")
     return "\n".join([
         f"- Disk: this environment's packages take {total / gib:.1f} GB, TensorFlow {tensorflow / gib:.1f} GB of "
         f"them (installed with the {', '.join(extras) or 'no'} extras; `pip install -e .` alone takes less).",
-        f"- Time: the main job's {sweep.runs} runs of {sweep.epochs} epochs, with the probes, trained in "
+        f"- Time: {command}the main job's {sweep.runs} runs of {sweep.epochs} epochs, with the probes, trained in "
         f"{sweep.wall_minutes:.1f} min on this machine's {os.cpu_count()} CPU cores, {sweep.at_once} at once (from "
-        "the first run's start to the last one's end; the command adds its start-up and the report).",
+        "the first run's start to the last one's end; the command adds its start-up, the interpolation and the "
+        "report).",
         f"- Memory: each run's process peaked at {sweep.peak_memory_mb:,.0f} MB at most, so plan on that much per "
         "run at once (`hydra.launcher.n_jobs` sets how many).",
     ])
@@ -90,9 +107,16 @@ def text(sweep: Sweep, sizes: tuple[int, int, list[str]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sweep", type=Path, help="the main job's sweep folder")
+    parser.add_argument("--run", action="store_true", help="run the main job into SWEEP (a new folder) first, "
+                                                           "timing the command")
     parser.add_argument("--update-docs", action="store_true", help="rewrite the README's machine-needs block")
     args = parser.parse_args(argv)
-    block = text(read_sweep(args.sweep), installed())
+    if args.run and args.sweep.exists():
+        print(f"scripts.needs: error: sweep={str(args.sweep)!r} exists; --run needs a new folder (the command would "
+              f"resume it)", file=sys.stderr)
+        return 2
+    seconds = run_main_job(args.sweep) if args.run else None
+    block = text(read_sweep(args.sweep), installed(), seconds)
     print(block)
     if args.update_docs:
         from benchmarks.doc_blocks import replace_section

@@ -213,6 +213,11 @@ def test_the_machine_needs_count_the_runs_at_once_and_the_largest_memory(tmp_pat
     said = needs.text(sweep, (3 * 1024 ** 3, 2 * 1024 ** 3, ["test"]))
     assert "take 3.0 GB, TensorFlow 2.0 GB of them (installed with the test extras" in said
     assert "trained in 1.0 min" in said and "2 at once" in said and "peaked at 900 MB at most" in said
+    assert "took" not in said  # an existing sweep: the command was not timed here
+    timed = needs.text(sweep, (3 * 1024 ** 3, 2 * 1024 ** 3, ["test"]), command_seconds=47.4)
+    assert "`python -m harness batch_size=8,32,64,128 -m` took 47 s from start to report; the main job's 4 runs" \
+        in timed
+    assert needs.main([str(tmp_path), "--run"]) == 2  # --run into an existing folder would resume it: refused
 
 
 def test_the_findings_provenance_names_the_sweeps_as_typed(tmp_path, monkeypatch):

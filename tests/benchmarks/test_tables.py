@@ -23,8 +23,8 @@ from benchmarks import (
     diagnose_matrix,
 )
 
-SCRIPTS = ["bench_backends", "bench_data_checks", "bench_floor", "bench_gpu_share", "bench_plan", "bench_precise_bn", "bench_probes",
-           "bench_recipes",
+SCRIPTS = ["bench_backends", "bench_data_checks", "bench_floor", "bench_gpu_share", "bench_plan", "bench_precise_bn",
+           "bench_probes", "bench_recipes",
            "bench_report",
            "bench_speed", "bench_sweep", "bench_tracking", "diagnose_matrix", "recover_matrix"]
 
@@ -50,7 +50,8 @@ def test_probes_table_gives_medians_and_the_ratio_of_the_medians():
 def test_speed_table_has_a_row_per_batch_size_with_both_ratios():
     results = {}
     for kind, train, process in (("baseline", [2.0, 1.0, 9.0], [6.0, 5.0, 20.0]),
-                                 ("harness", [1.5, 1.2, 1.0], [4.0, 4.5, 5.0]), ("tf_loop", [1.0, 0.8, 1.2], [0, 0, 0])):
+                                 ("harness", [1.5, 1.2, 1.0], [4.0, 4.5, 5.0]),
+                                 ("tf_loop", [1.0, 0.8, 1.2], [0, 0, 0])):
         results[(kind, 32, "train_seconds")] = train
         results[(kind, 32, "process_seconds")] = process
     lines = bench_speed.table(results, [32], epochs=5, repeats=3).splitlines()
@@ -299,7 +300,14 @@ def test_floor_table_gives_medians_spreads_and_ratios_to_the_floor_and_to_probes
     text = bench_floor.table(walls, phases, runs=12, epochs=15, worst=0.0, smoke=False)
     median, spread, floor, probes = text.splitlines()[4:8]
     assert "| wall time, median | 11.0 s | 11.0 s | 9.0 s |" in median
-    assert "8.0 – 10.0 s" in spread and "12.1 – 99.0 s" in spread
+    assert "8.0–10.0 s" in spread and "12.1–99.0 s" in spread
     assert floor.endswith("| 1.22x | 1.22x | 1.00x | 1.22x | 1.22x | 1.47x |")
     assert probes.endswith("| – | – | – | 1.00x | – | 1.20x |")  # 13.2 / 11.0 on TensorFlow
     assert "| between runs, idle slots | 1.0 | 1.0 | 1.0 | 1.0 | 1.0 | 1.0 |" in text
+    # the probes' share: end-of-run slot-seconds over 2 slots, against the probes=false job's median wall time
+    phases[bench_floor.TF_ON] = [{**dict.fromkeys(bench_floor.PHASES, 1.0), "end-of-run probes": 4.4,
+                                  bench_floor.PHASES[-1]: 3.5}] * 3
+    said = bench_floor.probes_share(walls, phases, bench_floor.TF_ON)
+    assert said.startswith("harness, TensorFlow, default probes: the end-of-run probes alone are 4.4 slot-seconds, "
+                           "2.2 s of wall time with 2 runs at once, 20% of the job without probes (11.0 s)")
+    assert said.endswith("and +2.5 s after the last run (the interpolation, the report's probe figures).")
