@@ -1,4 +1,4 @@
-"""Run a sweep's jobs in processes of their own, several at once, the longest first, each on GPUs no other holds.
+"""Run a sweep's jobs in processes of their own, several at once (the longest first), each on GPUs no other holds.
 
 A GPU job gets a fresh process; CPU jobs that allow it (`Job.worker_args`) run one after another in warm worker
 processes (harness.launch.worker), one per slot, which import TensorFlow once. Plain Python (no Hydra, no
@@ -89,8 +89,7 @@ class Scheduler:
         # every run its share of the cores, a GPU run's too (its input pipeline and its host ops)
         self.threads_per_job = max(1, cpu_count() // min(self.n_jobs, max(1, len(jobs))))
         self.exit_codes: dict[int, int] = {}
-        self._eta = Eta()
-        self.skipped: list[Job] = []
+        self._eta, self.skipped = Eta(), []  # jobs left alone: finished before this command
         self.idle: list[Worker] = []  # warm workers waiting for their next job
         self.keep = 0  # idle workers kept once no job needs them (one for the interpolation)
         self.then: SweepEnd | None = None
@@ -149,7 +148,8 @@ class Scheduler:
         pending = []
         for job in self.jobs:  # finished runs with intact files are left alone; damaged ones run again
             (self.skipped if is_finished(job.run_dir) else pending).append(job)
-        pending.sort(key=lambda job: -(job.steps or 0))  # the longest first: the last to end are short (LPT)
+        if self.n_jobs > 1:  # the longest first, so the last to end are short (LPT); one slot: the plan's order
+            pending.sort(key=lambda job: -(job.steps or 0))
         running, started = [], time.monotonic()  # the runs under way (_Running)
         self.then, self.keep = then, 1 if then is not None else 0
         try:

@@ -207,10 +207,14 @@ def test_the_scheduler_wakes_when_a_run_ends_or_a_worker_answers_not_after_a_pol
 
 
 def test_the_longest_runs_start_first_and_runs_of_unknown_length_last_in_their_order(tmp_path):
-    """Longest processing time first: the last runs to end are short ones, so a slot idles less at the sweep's end."""
-    jobs = [stand_in(tmp_path, num, sleep=0.0) for num in range(5)]
-    for job, steps in zip(jobs, (10, 30, None, 20, None)):
-        job.steps = steps
-    assert Scheduler(jobs, n_jobs=1, gpu_ids=[], poll_seconds=0.05).run() == {n: 0 for n in range(5)}
-    started = sorted(range(5), key=lambda num: seen(tmp_path, num)["start"])
-    assert started == [1, 3, 0, 2, 4]
+    """Longest processing time first: the last runs to end are short ones, so a slot idles less at the sweep's end;
+    with one slot the order changes no time, and the plan's order stays."""
+    for n_jobs, expected in ((2, [1, 3, 0, 2, 4]), (1, [0, 1, 2, 3, 4])):
+        jobs = [stand_in(tmp_path / str(n_jobs), num, sleep=0.0) for num in range(5)]
+        for job, steps in zip(jobs, (10, 30, None, 20, None)):
+            job.steps = steps
+        scheduler, started = Scheduler(jobs, n_jobs=n_jobs, gpu_ids=[], poll_seconds=0.05), []
+        start = scheduler._start
+        scheduler._start = lambda job, gpu_ids: (started.append(job.num), start(job, gpu_ids))[1]
+        assert scheduler.run() == {n: 0 for n in range(5)}
+        assert started == expected
