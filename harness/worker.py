@@ -11,11 +11,11 @@ device setup is fixed for the life of a process. So is Keras's backend: a worker
 (KERAS_BACKEND in its environment).
 
 Protocol: the scheduler (harness.launch.worker.Worker) writes one JSON line per job on the worker's stdin
-({"args": [...], "log": "..."}; or {"probe": SWEEP_DIR, "log": "...", "include_running": false} for the sweep's
-interpolation, `python -m harness.probe SWEEP_DIR [--include-running]` in the warm process, which saves its
-start-up); the worker answers each with a JSON line on stdout: the job's exit code and whether it takes another
-job. An interrupted job (exit code 128 + the signal) or one that ended abnormally (Hydra's sys.exit, an exception)
-ends the worker with the same code, so no later job runs in a process whose state is in doubt.
+({"args": [...], "log": "..."}; or {"probe": SWEEP_DIR, "log": "...", "options": [...]} for the sweep's
+interpolation, `python -m harness.probe SWEEP_DIR OPTIONS` in the warm process, which saves its start-up); the
+worker answers each with a JSON line on stdout: the job's exit code and whether it takes another job. An
+interrupted job (exit code 128 + the signal) or one that ended abnormally (Hydra's sys.exit, an exception) ends the
+worker with the same code, so no later job runs in a process whose state is in doubt.
 """
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def serve(requests: IO[str], replies: IO[str]) -> int:
     for line in requests:
         job = json.loads(line)
         probe = "probe" in job
-        args = [job["probe"], *(["--include-running"] if job.get("include_running") else [])] if probe else job["args"]
+        args = [job["probe"], *job.get("options", [])] if probe else job["args"]
         code, fit = _run_job(list(args), Path(job["log"]), probe)
         replies.write(json.dumps({"code": code, "reusable": fit}) + "\n")
         replies.flush()

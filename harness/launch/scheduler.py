@@ -3,7 +3,8 @@
 A GPU job gets a fresh process; CPU jobs that allow it (`Job.worker_args`) run one after another in warm worker
 processes (harness.launch.worker), one per slot, which import TensorFlow once. Plain Python (no Hydra, no
 TensorFlow): the launcher plugin in hydra_plugins/ turns Hydra's job list into `Job`s and hands them here. The runs'
-own files are the record; this module starts, watches and stops processes, and writes a lost run's run.json.
+own files are the record; this module starts, watches and stops processes (a lost run's run.json:
+harness.launch.lost_runs).
 """
 from __future__ import annotations
 
@@ -16,14 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol, TextIO
 
+from harness.launch.lost_runs import record_lost_run
 from harness.launch.processes import die_with_parent, signal_group, wait_for_any
 from harness.launch.progress import Eta, clock, cost_class
 from harness.launch.resources import GpuPool, cpu_count, shared_gpu_env
 from harness.launch.worker import Worker
 from harness.store import layout
-from harness.store.files import write_json
-from harness.store.layout import RUN_FILE
-from harness.store.run_files import inspect_run, is_finished, now_iso
+from harness.store.run_files import inspect_run, is_finished
 
 log = logging.getLogger(__name__)
 # the numerical libraries' thread pools (OpenBLAS, MKL, OpenMP, Apple's Accelerate), as loky sizes its workers':
@@ -58,6 +58,9 @@ class SweepEnd(Protocol):
     def start_early(self, worker: Worker, running: dict[Path, float]) -> bool:
         """Offered an idle warm worker while the last runs still run (folder: when its attempt started,
         time.time()): whether it started in it; the worker is then its own until `finish`."""
+
+    def early_ended(self) -> bool:
+        """Whether what it started early has ended (its worker may be offered again)."""
 
     def finish(self, worker: Worker | None) -> None:
         """After every run, with the worker it started in, else an idle warm worker or None."""
@@ -140,7 +143,7 @@ class Scheduler:
             return
         record, _ = inspect_run(running.job.run_dir)
         if record is None or record.get("status") == "running":
-            _record_lost_run(running.job, record, code, interrupted)
+            record_lost_run(running.job, record, code, interrupted)
 
     def run(self, then: SweepEnd | None = None) -> dict[int, int]:
         """Run the jobs; then `then` (the sweep's interpolation), offered a warm worker kept from the runs as soon
@@ -167,7 +170,16 @@ class Scheduler:
         return self.jobs[0].backend if self.jobs else None
 
     def _offer_early(self, running: list[_Running]) -> None:
-        """While the last runs run, offer `then` an idle warm worker of the sweep's backend."""
+        """While the last runs run, offer `then` an idle warm worker of the sweep's backend, again whenever what
+        it started there has ended."""
+        if self.early is not None:
+            if not self.then.early_ended():
+                return
+            worker, self.early = self.early, None
+            if worker.available:
+                self.idle.append(worker)
+            else:
+                worker.close()
         worker = self._idle_worker(self._then_backend)
         if worker is None:
             return
@@ -212,13 +224,14 @@ class Scheduler:
                         ended = True
                 if not any(job.worker_args is not None for job in pending):
                     self._close_idle(keep=self.keep)
-                if self.then is not None and self.early is None and running and not pending:
+                if self.then is not None and running and not pending:
                     self._offer_early(running)
                 self.progress(self._status_line(pending, running, started), False)
                 # a freed slot takes the next job at once; else wait for a run's end (a reply, an exit), or a poll
                 if (pending or running) and not (ended and pending):
+                    workers = [r.worker for r in running] + [self.early]  # a run's reply, or the early round's
                     wait_for_any([r.process for r in running if r.worker is None],
-                                 [r.worker.process.stdout for r in running if r.worker is not None], self.poll_seconds)
+                                 [w.process.stdout for w in workers if w is not None], self.poll_seconds)
         except KeyboardInterrupt:
             if self.early is not None:  # the sweep end it started: stopped with the runs
                 signal_group(self.early.process, signal.SIGINT)
@@ -273,28 +286,3 @@ class Scheduler:
         skipped = f" · {len(self.skipped)} already done" if self.skipped else ""
         return (f"[harness] {self.label}runs {len(done) + len(self.skipped)}/{len(self.jobs)} done · {len(running)} "
                 f"running · {failed} failed{skipped} · elapsed {clock(elapsed)} · ETA {eta}")
-
-
-def _record_lost_run(job: Job, record: dict | None, code: int, interrupted: bool) -> None:
-    """A child that died without writing its outcome (killed, crashed) still gets a final run.json."""
-    record = record or {"run_id": job.run_id, "config": _config(job), "overrides": job.overrides,
-                        "started_at": None, "epochs_completed": 0, "environment": {}}
-    record["status"] = "interrupted" if interrupted else "failed"
-    record["finished_at"] = now_iso()
-    if not interrupted:
-        record["error"] = {"type": "ProcessExit", "message": f"the run's process exited with code {code} "
-                           f"without recording an outcome (see {job.run_dir / 'train.log'})", "traceback": ""}
-    try:
-        write_json(job.run_dir / RUN_FILE, record)
-    except OSError as err:  # a full disk or a read-only folder: say so in one line and go on with the sweep
-        log.error("harness: could not record run %s as %s: %s: %s", job.run_id, record["status"],
-                  err.strerror or type(err).__name__, err.filename or job.run_dir / RUN_FILE)
-
-
-def _config(job: Job) -> dict:
-    """The job's flat config for a run.json written on its behalf (composed now: a lost run is rare)."""
-    try:
-        return job.config()
-    except Exception as err:  # composing it failed here too: the record says which run it was, without its config
-        log.error("harness: the config of run %s could not be recorded: %s: %s", job.run_id, type(err).__name__, err)
-        return {}

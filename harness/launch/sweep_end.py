@@ -20,51 +20,63 @@ WARM, FRESH = "# in a warm run process", "# in a process of its own"  # interpol
 class Interpolation:
     """The sweep's interpolation as the scheduler's last step (harness.launch.scheduler.Scheduler.run's `then`).
 
-    Started early where it can: the last run of a sweep spends 1.5-3 s (2-core CPU) in its end-of-run probes
-    after writing its final weights while the other slots' warm workers sit idle, and the interpolation needs only
-    those weights. A run whose final weights are written ends completed (a probe that fails is recorded, not
-    raised), so once every running run has written them in this attempt the sweep's pairs are those it will have
-    at the end; should one of those runs still fail or be killed, `finish` finds the pairs changed and does it
-    again. From the first offer on (a core is free: no run left to start, a slot idle), this process imports what
-    the report needs in a background thread (prepare_report), which it would otherwise do after the runs."""
+    Computed pair by pair as the runs end, in a slot no run needs any more: once no run is left to start, an idle
+    warm worker computes the pairs of every group none of whose runs still trains, while the last runs train and
+    write their end-of-run probes (a run whose final weights are written ends completed: a probe that fails is
+    recorded, not raised), and again as more groups end; each round keeps the curves already computed
+    (`--only-new`). At the end, `finish` computes what is left, and again any pair that changed (a run that
+    still failed or was killed after its weights were written). From the first offer on, this process imports
+    what the report needs in a background thread (prepare_report), which it would otherwise do after the runs."""
 
     def __init__(self, sweep_dir: Path):
         self.sweep_dir = Path(sweep_dir)
-        self.early = None  # the worker computing it while the last runs end
-        self._considered = False
+        self.early = None  # the worker computing a round while runs still run
+        self.rounds = 0    # rounds started before the last run ended
         self._report_imports: threading.Thread | None = None
 
     def start_early(self, worker, running: dict[Path, float]) -> bool:
-        """Start in the idle `worker` if every running run (folder: when this attempt started, time.time()) has
-        written its final weights since; whether it started. Decided once: later calls return False."""
+        """Start a round in the idle `worker` if a pair is ready that interpolation.parquet lacks: both runs have
+        written their final weights, and no run of its group still trains (`running`: folder -> when this attempt
+        started, time.time(); a run whose final weights are written since then is in its end-of-run probes);
+        whether it started. False while a round is under way."""
         from harness.probes import interpolation
 
         if self._report_imports is None:
             self._report_imports = threading.Thread(target=prepare_report, name="report-imports", daemon=True)
             self._report_imports.start()
-        if self._considered or not all(_written_since(run_dir / layout.FINAL_WEIGHTS, started)
-                                       for run_dir, started in running.items()):
+        if self.early is not None:
             return False
-        self._considered = True
-        if not interpolation.needs_update(self.sweep_dir, include_running=True):
+        waiting = sorted(run_dir.name for run_dir, started in running.items()
+                         if not _written_since(run_dir / layout.FINAL_WEIGHTS, started))
+        if not interpolation.needs_update(self.sweep_dir, include_running=True, waiting=waiting):
             return False
         names = ", ".join(sorted(run_dir.name for run_dir in running))
-        (self.sweep_dir / layout.INTERPOLATION_LOG).write_text(
-            f"{WARM} (pid {worker.process.pid}), started while run {names} wrote its end-of-run probes\n")
-        worker.start_interpolation(self.sweep_dir, self.sweep_dir / layout.INTERPOLATION_LOG, include_running=True)
-        self.early = worker
+        log_path = self.sweep_dir / layout.INTERPOLATION_LOG
+        with open(log_path, "a" if self.rounds else "w") as log:
+            log.write(f"{WARM} (pid {worker.process.pid}), started while run {names} ran\n")
+        worker.start_interpolation(self.sweep_dir, log_path, ["--include-running", "--only-new",
+                                                              *(f"--waiting={name}" for name in waiting)])
+        self.early, self.rounds = worker, self.rounds + 1
         return True
 
+    def early_ended(self) -> bool:
+        """Whether no round is under way (the last one's worker is free again); a round that failed is done again
+        by `finish`."""
+        if self.early is not None and self.early.result() is not None:
+            self.early = None
+        return self.early is None
+
     def finish(self, worker=None) -> None:
-        """Once every run has ended: wait for the early start (the report's imports meanwhile), then `interpolate`,
-        which does nothing when its result stands, in `worker` (the early one, if it is still fit) or a process of
-        its own."""
+        """Once every run has ended: wait for a round under way (the report's imports meanwhile), then
+        `interpolate` what is left, which does nothing when the result stands, in `worker` (the early one, if it
+        is still fit) or a process of its own."""
         if self._report_imports is not None:  # before any import of this thread's: no two threads import at once
             self._report_imports.join()
         if self.early is not None:
             _raise_if_interrupted(self.early.wait(meanwhile=prepare_report))
-            worker = self.early
-        interpolate(self.sweep_dir, worker if worker is not None and worker.available else None)
+            worker, self.early = self.early, None
+        interpolate(self.sweep_dir, worker if worker is not None and worker.available else None,
+                    append=self.rounds > 0)
 
 
 def _written_since(path: Path, started: float) -> bool:
@@ -79,25 +91,25 @@ def _raise_if_interrupted(code: int) -> None:
         raise KeyboardInterrupt
 
 
-def interpolate(sweep_dir: Path, worker=None) -> None:
+def interpolate(sweep_dir: Path, worker=None, append: bool = False) -> None:
     """The sweep-level probes (the interpolation between batch sizes), in `worker` (a warm harness.launch.worker
     left by the last runs, TensorFlow loaded) or a process of their own, never in the command's (the report does
     not load TensorFlow); skipped when the sweep has no pair of runs or its interpolation is of those pairs and
-    newer than their weights. A failure is one line: the report is written without it. While a warm worker
-    computes, this process imports what the report will need (prepare_report), which it would otherwise do after."""
+    newer than their weights, and only the pairs it lacks are computed. A failure is one line: the report is
+    written without it. While a warm worker computes, this process imports what the report will need
+    (prepare_report), which it would otherwise do after. `append`: interpolation.log has earlier rounds' output."""
     from harness.probes import interpolation
 
     if not interpolation.needs_update(sweep_dir):
         return
     log_path = sweep_dir / layout.INTERPOLATION_LOG  # TensorFlow's start-up chatter and any traceback, off the console
+    with open(log_path, "a" if append else "w") as log:
+        log.write(f"{WARM} (pid {worker.process.pid})\n" if worker is not None else f"{FRESH}\n")
     if worker is not None:
-        log_path.write_text(f"{WARM} (pid {worker.process.pid})\n")
-        code = worker.interpolate(sweep_dir, log_path, meanwhile=prepare_report)
+        code = worker.interpolate(sweep_dir, log_path, meanwhile=prepare_report, options=["--only-new"])
     else:
-        with open(log_path, "w") as log:
-            log.write(f"{FRESH}\n")
-            log.flush()
-            code = subprocess.run([sys.executable, "-m", "harness.probe", str(sweep_dir)], stdout=log,
+        with open(log_path, "a") as log:
+            code = subprocess.run([sys.executable, "-m", "harness.probe", str(sweep_dir), "--only-new"], stdout=log,
                                   stderr=subprocess.STDOUT).returncode
     _raise_if_interrupted(code)
     if code != 0:

@@ -10,7 +10,7 @@ import select
 import subprocess
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 # A process's resident memory grows by about 10 MB a run (MNIST-1D main job, measured: 800 MB at its first run,
 # 870 MB at its sixth), so a worker retires after this many and the next job starts a fresh one.
@@ -35,16 +35,17 @@ class Worker:
         self._request({"args": args, "log": str(log_path)})
         self.runs += 1
 
-    def interpolate(self, sweep_dir: Path, log_path: Path, meanwhile: Callable[[], None] | None = None) -> int:
+    def interpolate(self, sweep_dir: Path, log_path: Path, meanwhile: Callable[[], None] | None = None,
+                    options: Sequence[str] = ()) -> int:
         """The sweep's interpolation in this warm process; its exit code once done (the worker's own if it died).
         `meanwhile` runs in the calling process while the worker computes."""
-        self.start_interpolation(sweep_dir, log_path)
+        self.start_interpolation(sweep_dir, log_path, options)
         return self.wait(meanwhile)
 
-    def start_interpolation(self, sweep_dir: Path, log_path: Path, include_running: bool = False) -> None:
-        """Start the sweep's interpolation (`include_running`: of the runs still in their end-of-run probes too,
-        harness.probes.interpolation.pairs) and return at once; `wait` for its exit code."""
-        self._request({"probe": str(sweep_dir), "log": str(log_path), "include_running": include_running})
+    def start_interpolation(self, sweep_dir: Path, log_path: Path, options: Sequence[str] = ()) -> None:
+        """Start the sweep's interpolation (`python -m harness.probe SWEEP_DIR OPTIONS`, e.g. --include-running,
+        --waiting RUN, --only-new) and return at once; `wait` for its exit code."""
+        self._request({"probe": str(sweep_dir), "log": str(log_path), "options": list(options)})
 
     def wait(self, meanwhile: Callable[[], None] | None = None) -> int:
         """The running job's exit code once it has ended; `meanwhile` runs in the calling process first."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 import numpy as np
 
@@ -38,16 +39,25 @@ def _shared(config: dict) -> tuple:
     return tuple(sorted((k, repr(v)) for k, v in config.items() if k != PAIRED_BY))
 
 
-def pairs(sweep_dir: Path, include_running: bool = False) -> list[Pair]:
+def pairs(sweep_dir: Path, include_running: bool = False, waiting: Iterable[str] = ()) -> list[Pair]:
     """Every pair of the sweep, in job order of the small-batch run; runs without kept final weights (probes
     off, failed, diverged) take no part. `include_running`: a run still `running` whose final weights are written
-    (in its end-of-run probes, which end it completed) takes part too."""
+    (in its end-of-run probes, which end it completed) takes part too. `waiting`: the folders of runs still
+    training: the pairs of their groups are left out (they may change when those runs end), and so is every pair
+    while one of them has no readable run.json yet (its group is unknown)."""
     sweep_dir = Path(sweep_dir)
     statuses = ("completed", "running") if include_running else ("completed",)
-    runs = []
-    for run_dir in layout.run_dirs(sweep_dir):
+    waiting = set(waiting)
+    runs, unfinished, folders = [], set(), layout.run_dirs(sweep_dir)
+    if waiting - {run_dir.name for run_dir in folders}:
+        return []  # a waiting run without a run.json yet
+    for run_dir in folders:
         record, damage = inspect_run(run_dir)
-        if damage is None and record and record.get("status") in statuses and (run_dir / FINAL_WEIGHTS).exists():
+        if run_dir.name in waiting:
+            if damage is not None or not record:
+                return []
+            unfinished.add(_shared(record["config"]))
+        elif damage is None and record and record.get("status") in statuses and (run_dir / FINAL_WEIGHTS).exists():
             runs.append({**record, "job": run_dir.name})
     groups: dict[tuple, list[dict]] = {}
     for run in runs:
@@ -62,22 +72,42 @@ def pairs(sweep_dir: Path, include_running: bool = False) -> list[Pair]:
         ordered = sorted(members, key=lambda m: m["config"][PAIRED_BY])
         values = {k: ordered[0]["config"][k] for k in differing if k in ordered[0]["config"]}
         label = ", ".join(f"{k}={v}" for k, v in values.items()) or "all runs"
-        found.append(Pair(label, ordered[0], ordered[-1], values))
+        if key not in unfinished:
+            found.append(Pair(label, ordered[0], ordered[-1], values))
     return sorted(found, key=lambda p: int(p.small_dir) if p.small_dir.isdigit() else p.small_dir)
 
 
-def needs_update(sweep_dir: Path, include_running: bool = False) -> bool:
+def needs_update(sweep_dir: Path, include_running: bool = False, waiting: Iterable[str] = ()) -> bool:
     """Whether the sweep has pairs and no interpolation.parquet of exactly those pairs, newer than every paired
-    run's final weights (a run that failed or ran again since changes the pairs)."""
+    run's final weights (a run that failed or ran again since changes the pairs). With runs `waiting` (pairs():
+    some groups left out), whether a pair of the others is missing from it or older than its weights."""
     sweep_dir = Path(sweep_dir)
-    found = pairs(sweep_dir, include_running)
+    found = pairs(sweep_dir, include_running, waiting)
     target = sweep_dir / INTERPOLATION_FILE
     if not found or not target.exists():
         return bool(found)
-    newest = max((sweep_dir / run["job"] / FINAL_WEIGHTS).stat().st_mtime
-                 for pair in found for run in (pair.small, pair.large))
-    return target.stat().st_mtime < newest or _paired_runs(target) != {
-        (pair.small["run_id"], pair.large["run_id"]) for pair in found}
+    held = standing(sweep_dir, found)
+    if waiting:
+        return len(held) < len(found)
+    return len(held) < len(found) or _paired_runs(target) != held
+
+
+def key(pair: Pair) -> tuple[str, str]:
+    """(small_run, large_run): how interpolation.parquet names a pair."""
+    return pair.small["run_id"], pair.large["run_id"]
+
+
+def standing(sweep_dir: Path, found: list[Pair]) -> set[tuple[str, str]]:
+    """The pairs of `found` (by key) whose curves interpolation.parquet holds from their runs' present final
+    weights: the file is newer than both."""
+    target = Path(sweep_dir) / INTERPOLATION_FILE
+    try:
+        written = target.stat().st_mtime
+    except FileNotFoundError:
+        return set()
+    held = _paired_runs(target) or set()
+    return {key(pair) for pair in found if key(pair) in held and written >= max(
+        (Path(sweep_dir) / run["job"] / FINAL_WEIGHTS).stat().st_mtime for run in (pair.small, pair.large))}
 
 
 def _paired_runs(target: Path) -> set[tuple[str, str]] | None:

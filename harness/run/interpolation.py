@@ -14,6 +14,7 @@ import argparse
 import logging
 import sys
 from pathlib import Path
+from typing import Iterable
 
 import numpy as np
 import pandas as pd
@@ -25,6 +26,7 @@ from harness.store.files import atomic_write
 from harness.store.layout import FINAL_WEIGHTS
 
 log = logging.getLogger("harness.run.interpolation")
+CURVE = ["alpha", "train_loss", "train_acc", "val_loss", "val_acc"]  # a pair's curve: one row per α
 
 
 def interpolate(sweep_dir: Path, pair: interpolation.Pair, alphas=interpolation.ALPHAS,
@@ -59,13 +61,19 @@ def interpolate(sweep_dir: Path, pair: interpolation.Pair, alphas=interpolation.
     variance = [w.path.endswith("moving_variance") for w in model.weights]
     rows = []
     for alpha in alphas:
-        mixed = [(1 - alpha) * s + alpha * l for s, l in zip(small, large)]
+        mixed = [(1 - alpha) * s + alpha * w for s, w in zip(small, large)]
         model.set_weights([np.maximum(m, 0) if v else m for m, v in zip(mixed, variance)])
         train_loss, train_acc = measures.classification_metrics(probabilities(train_inputs), data_in.y_train)
         val_loss, val_acc = measures.classification_metrics(probabilities(val_inputs), data_in.y_val)
         rows.append({"alpha": float(alpha), "train_loss": train_loss, "train_acc": train_acc,
                      "val_loss": val_loss, "val_acc": val_acc})
-    frame = pd.DataFrame(rows)
+    return _labelled(pd.DataFrame(rows, columns=CURVE), pair)
+
+
+def _labelled(curve: pd.DataFrame, pair: interpolation.Pair) -> pd.DataFrame:
+    """A pair's curve (CURVE's columns) with the columns that say which pair it is, as interpolation.parquet has
+    them."""
+    frame = curve.reset_index(drop=True)
     frame.insert(0, "pair", pair.label)
     frame.insert(1, "small_run", pair.small["run_id"])
     frame.insert(2, "large_run", pair.large["run_id"])
@@ -76,22 +84,38 @@ def interpolate(sweep_dir: Path, pair: interpolation.Pair, alphas=interpolation.
     return frame
 
 
-def write_interpolation(sweep_dir: Path, include_running: bool = False) -> Path | None:
+def write_interpolation(sweep_dir: Path, include_running: bool = False, waiting: Iterable[str] = (),
+                        only_new: bool = False) -> Path | None:
     """interpolation.parquet for every pair of the sweep; None (and no file) when the sweep has no pair.
-    `include_running`: pair runs still in their end-of-run probes too (harness.probes.interpolation.pairs)."""
+    `include_running`, `waiting`: as harness.probes.interpolation.pairs (runs still in their end-of-run probes
+    paired too; the groups of runs still training left out). `only_new`: the curves the file already holds from
+    their runs' present weights are kept, not computed again (the launcher computes a sweep's pairs as their
+    runs end)."""
     from harness import backend
 
     sweep_dir = Path(sweep_dir)
-    found = interpolation.pairs(sweep_dir, include_running)
+    found = interpolation.pairs(sweep_dir, include_running, waiting)
     if not found:
         return None
-    if backend.loaded_backend() is None:
+    kept = _standing_curves(sweep_dir, found) if only_new else {}
+    if len(kept) < len(found) and backend.loaded_backend() is None:
         backend.select(found[0].small["config"].get("backend", backend.DEFAULT), cpu_only=True)
     built: dict = {}  # one model for every pair of the same model
-    frame = pd.concat([interpolate(sweep_dir, pair, built=built) for pair in found], ignore_index=True)
+    frame = pd.concat([_labelled(kept[key], pair) if (key := interpolation.key(pair)) in kept
+                       else interpolate(sweep_dir, pair, built=built) for pair in found], ignore_index=True)
     target = sweep_dir / layout.INTERPOLATION_FILE
     atomic_write(target, lambda tmp: frame.to_parquet(tmp, index=False))
     return target
+
+
+def _standing_curves(sweep_dir: Path, found: list[interpolation.Pair]) -> dict[tuple[str, str], pd.DataFrame]:
+    """The curves (CURVE's columns) interpolation.parquet holds from the present weights of pairs in `found`, by
+    pair key."""
+    keys = interpolation.standing(sweep_dir, found)
+    if not keys:
+        return {}
+    frame = pd.read_parquet(sweep_dir / layout.INTERPOLATION_FILE)
+    return {key: rows[CURVE] for key, rows in frame.groupby(["small_run", "large_run"], sort=False) if key in keys}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,16 +124,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--include-running", action="store_true",
                         help="also pair runs still in their end-of-run probes whose final weights are written "
                              "(how the launcher starts it before the last runs end)")
+    parser.add_argument("--waiting", action="append", default=[], metavar="RUN",
+                        help="a run folder still training (repeatable): its group's pair is left for later")
+    parser.add_argument("--only-new", action="store_true",
+                        help="keep the curves interpolation.parquet holds from the runs' present weights; compute "
+                             "only the others")
     args = parser.parse_args(argv)
     if not args.sweep_dir.is_dir():
         print(f"harness.probe: error: sweep_dir={str(args.sweep_dir)!r} is not a folder", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
-    if not interpolation.pairs(args.sweep_dir, args.include_running):
+    if not interpolation.pairs(args.sweep_dir, args.include_running, args.waiting):
         print(f"harness.probe: {args.sweep_dir}: no pair of completed runs with kept weights that differ only in "
               f"batch size: no interpolation", file=sys.stderr)
         return 0
-    print(write_interpolation(args.sweep_dir, args.include_running))
+    print(write_interpolation(args.sweep_dir, args.include_running, args.waiting, args.only_new))
     return 0
 
 

@@ -1,5 +1,6 @@
 """The process-per-run scheduler with stand-in commands (no TensorFlow) and fake GPU ids (no GPU needed)."""
 import json
+import os
 import sys
 import time
 
@@ -118,13 +119,17 @@ def test_a_run_refused_before_it_started_leaves_the_files_it_found_alone(tmp_pat
 
 
 class _Warm:
-    """A stand-in warm worker: its backend, alive and reusable."""
+    """A stand-in warm worker: its backend, alive and reusable, a reply pipe nothing is written to."""
 
     def __init__(self, backend):
         self.backend, self.available, self.closed = backend, True, False
+        self._replies = os.pipe()
+        self.process = type("Process", (), {"stdout": self._replies[0]})()
 
     def close(self):
         self.closed = True
+        for fd in self._replies:
+            os.close(fd)
 
 
 def test_a_warm_worker_takes_only_jobs_of_its_own_backend(tmp_path):
@@ -149,15 +154,22 @@ WRITE_WEIGHTS_THEN_PROBE = (  # a run's end: its final weights, then its end-of-
 
 
 class _SweepEnd:
-    """Records what the scheduler offers it; starts once the last run's final weights exist."""
+    """Records what the scheduler offers it; starts once the last run's final weights exist; what it started
+    ends after `rounds_end` looks (never, by default)."""
 
-    def __init__(self):
-        self.offers, self.finished_with = [], []
+    def __init__(self, rounds_end: int | None = None, then=lambda offers: None):
+        self.offers, self.finished_with, self.looks = [], [], 0
+        self.rounds_end, self.then = rounds_end, then
 
     def start_early(self, worker, running):
         started = all((run_dir / "final.weights.npz").exists() for run_dir in running)
         self.offers.append((worker, dict(running), time.time(), started))
+        self.then(self.offers)
         return started
+
+    def early_ended(self):
+        self.looks += 1
+        return self.rounds_end is not None and self.looks >= self.rounds_end
 
     def finish(self, worker):
         self.finished_with.append(worker)
@@ -178,6 +190,34 @@ def test_the_sweep_end_is_offered_an_idle_warm_worker_while_the_last_run_still_r
     assert worker is warm and list(running) == [job.run_dir] and before <= running[job.run_dir] <= offered_at
     assert offered_at < float((job.run_dir / "ended").read_text())  # while the run was still in its probes
     assert end.finished_with == [warm] and warm.closed and scheduler.idle == []
+
+
+WRITE_WEIGHTS_THEN_WAIT = (  # a run's end that lasts until the file `release` appears (at most 60 s: exit 1)
+    "import pathlib, sys, time; run = pathlib.Path(sys.argv[1]); run.mkdir(parents=True, exist_ok=True); "
+    "(run / 'final.weights.npz').write_bytes(b'w'); deadline = time.time() + 60\n"
+    "while not (run / 'release').exists():\n"
+    "    time.sleep(0.01)\n"
+    "    if time.time() > deadline: sys.exit(1)\n"
+)
+
+
+def test_the_sweep_end_gets_its_worker_back_and_is_offered_it_again_once_a_round_has_ended(tmp_path):
+    """The interpolation computes pairs in rounds as runs end: once what it started in the worker has ended, the
+    scheduler offers the same worker again while a run still runs (here the run ends only after a second offer)."""
+    job = stand_in(tmp_path, 0)
+    job.command = [sys.executable, "-c", WRITE_WEIGHTS_THEN_WAIT, str(job.run_dir)]
+
+    def release_after_two(offers):
+        if sum(started for *_, started in offers) == 2:
+            (job.run_dir / "release").write_text("")
+
+    end, warm = _SweepEnd(rounds_end=1, then=release_after_two), _Warm("tensorflow")
+    scheduler = Scheduler([job], n_jobs=2, gpu_ids=[], poll_seconds=0.05)
+    scheduler.idle = [warm]
+    assert scheduler.run(then=end) == {0: 0}  # released, not timed out
+    started = [worker for worker, *_, started in end.offers if started]
+    assert started[:2] == [warm, warm] and end.looks >= 1  # the same worker, given back after the first round
+    assert end.finished_with[0] is warm and warm.closed
 
 
 def test_the_scheduler_wakes_when_a_run_ends_or_a_worker_answers_not_after_a_poll(tmp_path):

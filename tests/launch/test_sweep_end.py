@@ -1,38 +1,64 @@
 """The sweep's interpolation as the scheduler's last step (harness.launch.sweep_end.Interpolation), on constructed
-sweeps and a stand-in worker (no TensorFlow): when it may start before the last runs end, and that its result is
-redone when those runs end otherwise than it assumed."""
+sweeps and a stand-in worker (no TensorFlow): which pairs it computes before the last runs end, that each round
+keeps the curves computed before, and that its result is redone when those runs end otherwise than it assumed."""
 import json
 import os
 import time
 
 import pandas as pd
+import pytest
 
 from harness.launch.sweep_end import WARM, Interpolation
 from harness.probes import interpolation
+from harness.run import interpolation as run_interpolation
 from harness.store import layout
 from tests.helpers.sweeps import make_run
 
 
+@pytest.fixture(autouse=True)
+def _curves_without_tensorflow(monkeypatch):
+    """harness.run.interpolation's own pairing, reuse and file, with a made-up curve per pair computed (its first
+    α's train_loss counts the curves computed so far), and no backend loaded."""
+    computed = []
+
+    def curve(sweep_dir, pair, alphas=interpolation.ALPHAS, built=None):
+        computed.append(interpolation.key(pair))
+        frame = pd.DataFrame({"alpha": [0.0, 1.0], "train_loss": [float(len(computed)), 0.0], "train_acc": 0.5,
+                              "val_loss": 1.0, "val_acc": 0.5})
+        return run_interpolation._labelled(frame, pair)
+
+    monkeypatch.setattr(run_interpolation, "interpolate", curve)
+    monkeypatch.setattr("harness.backend.select", lambda *args, **kwargs: None)
+    return computed
+
+
 class _Worker:
-    """A warm worker that "interpolates" by writing the pairs it was asked for into interpolation.parquet."""
+    """A warm worker whose interpolation is `python -m harness.probe`'s main in this process, with its options;
+    `busy` leaves a round under way (no result yet)."""
 
     def __init__(self, sweep):
-        self.sweep, self.requests, self.available = sweep, [], True
+        self.sweep, self.requests, self.available, self.busy = sweep, [], True, False
         self.process = type("Process", (), {"pid": 4242})()
 
-    def start_interpolation(self, sweep_dir, log_path, include_running=False):
+    def start_interpolation(self, sweep_dir, log_path, options=()):
         header = log_path.read_text() if log_path.exists() else ""
-        self.requests.append(("early" if include_running else "at the end", header))
-        found = interpolation.pairs(sweep_dir, include_running)
-        pd.DataFrame({"small_run": [p.small["run_id"] for p in found], "large_run": [p.large["run_id"] for p in found],
-                      "alpha": 0.0}).to_parquet(sweep_dir / layout.INTERPOLATION_FILE, index=False)
+        self.requests.append(("early" if "--include-running" in options else "at the end", header))
+        assert run_interpolation.main([str(sweep_dir), *options]) == 0
+
+    def result(self):
+        return None if self.busy else 0
 
     def wait(self, meanwhile=None):
         return 0
 
-    def interpolate(self, sweep_dir, log_path, meanwhile=None):
-        self.start_interpolation(sweep_dir, log_path)
+    def interpolate(self, sweep_dir, log_path, meanwhile=None, options=()):
+        self.start_interpolation(sweep_dir, log_path, options)
         return self.wait()
+
+
+def _pairs_in_file(sweep):
+    frame = pd.read_parquet(sweep / layout.INTERPOLATION_FILE)
+    return sorted(set(zip(frame["small_run"], frame["large_run"])))
 
 
 def _sweep(tmp_path, last_status="running"):
@@ -49,22 +75,43 @@ def _status(run_dir, status):
     (run_dir / layout.RUN_FILE).write_text(json.dumps({**record, "status": status}))
 
 
-def test_it_starts_early_only_once_every_running_run_has_written_its_final_weights_in_this_attempt(tmp_path):
-    sweep = _sweep(tmp_path)
-    last, worker, end = sweep / "1", _Worker(sweep), Interpolation(sweep)
+def test_each_round_computes_the_pairs_no_training_run_can_change_and_keeps_the_curves_computed_before(
+        tmp_path, _curves_without_tensorflow):
+    """Seed 0's runs have ended, seed 1's batch 64 still trains: a round starts with seed 0's pair (seed 1's may
+    change when its last run ends); one round at a time; once run 3 has written its final weights in this attempt
+    (in its end-of-run probes) a second round adds seed 1's pair and keeps seed 0's curve; at the end nothing is
+    left to do."""
+    computed, sweep = _curves_without_tensorflow, tmp_path / "sweep"
+    for job, batch, seed, status in ((0, 8, 0, "completed"), (1, 64, 0, "completed"), (2, 8, 1, "completed"),
+                                     (3, 64, 1, "running")):
+        make_run(sweep, job, batch_size=batch, seed=seed, status=status, finished=status != "running")
+        if status == "completed":
+            (sweep / str(job) / layout.FINAL_WEIGHTS).write_bytes(b"weights")
+    last, worker, end = sweep / "3", _Worker(sweep), Interpolation(sweep)
     started = time.time()
-    assert not end.start_early(worker, {last: started})  # still training: no final weights yet
+    assert not end.start_early(worker, {last: started, sweep / "4": started})  # run 4 has no run.json yet
+    assert end.start_early(worker, {last: started}) and end.early is worker
+    assert worker.requests == [("early", f"{WARM} (pid 4242), started while run 3 ran\n")]
+    assert _pairs_in_file(sweep) == computed == [("sweep/0", "sweep/1")]
+    worker.busy = True
+    assert not end.early_ended() and not end.start_early(worker, {last: started})  # one round at a time
+    worker.busy = False
+    assert end.early_ended() and end.early is None
+    assert not end.start_early(worker, {last: started})  # nothing new while run 3 trains
     (last / layout.FINAL_WEIGHTS).write_bytes(b"weights")
     os.utime(last / layout.FINAL_WEIGHTS, (started - 60, started - 60))
-    assert not end.start_early(worker, {last: started})  # an earlier attempt's weights
-    assert worker.requests == [] and end.early is None
+    assert not end.start_early(worker, {last: started})  # an earlier attempt's weights: it still trains
     (last / layout.FINAL_WEIGHTS).write_bytes(b"weights")  # written again by this attempt
-    assert end.start_early(worker, {last: started}) and end.early is worker
-    assert worker.requests == [("early", f"{WARM} (pid 4242), started while run 1 wrote its end-of-run probes\n")]
-    assert not end.start_early(worker, {last: started})  # decided once
+    assert end.start_early(worker, {last: started})
+    assert _pairs_in_file(sweep) == [("sweep/0", "sweep/1"), ("sweep/2", "sweep/3")]
+    assert computed == [("sweep/0", "sweep/1"), ("sweep/2", "sweep/3")]  # seed 0's kept, not computed again
+    frame = pd.read_parquet(sweep / layout.INTERPOLATION_FILE)
+    assert frame.groupby("pair")["train_loss"].first().to_dict() == {"seed=0": 1.0, "seed=1": 2.0}
+    assert (sweep / layout.INTERPOLATION_LOG).read_text().count(WARM) == 2  # both rounds' output kept
+    assert end.early_ended()
     _status(last, "completed")
     end.finish(worker)
-    assert len(worker.requests) == 1  # the early result stands: the same pairs, newer than their weights
+    assert len(worker.requests) == 2 and len(computed) == 2  # the result stands
     assert not interpolation.needs_update(sweep)
 
 
@@ -78,12 +125,12 @@ def test_a_run_that_fails_after_its_weights_are_written_has_the_interpolation_do
     started = time.time() - 1
     (last / layout.FINAL_WEIGHTS).write_bytes(b"weights")
     assert end.start_early(worker, {last: started})
-    assert pd.read_parquet(sweep / layout.INTERPOLATION_FILE)["large_run"].tolist() == ["sweep/1"]
+    assert _pairs_in_file(sweep) == [("sweep/0", "sweep/1")]
     _status(last, "failed")
     assert interpolation.needs_update(sweep)
     end.finish(worker)
     assert [kind for kind, _ in worker.requests] == ["early", "at the end"]
-    assert pd.read_parquet(sweep / layout.INTERPOLATION_FILE)["large_run"].tolist() == ["sweep/2"]
+    assert _pairs_in_file(sweep) == [("sweep/0", "sweep/2")]
     assert not interpolation.needs_update(sweep)
 
 
