@@ -2,7 +2,8 @@
 loss's derivatives (double backprop: a GradientTape inside a GradientTape), seeding, and versions to record."""
 from __future__ import annotations
 
-from typing import Callable
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 import keras
 import numpy as np
@@ -51,6 +52,21 @@ def training_moments(model, layers: list, sample_spec) -> Callable:
 
     run.compiled = moments  # the tf.function, whose tracing count a test reads
     return run
+
+
+@contextmanager
+def _without_grappler() -> Iterator[None]:
+    """TensorFlow's graph optimiser (Grappler) off while a probe's function runs. Every run of a warm worker
+    instantiates the functions again (its seeding clears TensorFlow's kernel cache, so that it starts as a fresh
+    process does), and Grappler was half of that: the Hessian-vector function's first call in a run 0.10 s -> 0.05 s
+    on the 2-core CPU, 0.1-0.3 s in the main job beside another run; its products are as fast without it (20 ms,
+    measured) and the same numbers (tested). The setting is the context's, put back after the call."""
+    before = tf.config.optimizer.get_experimental_options().get("disable_meta_optimizer", False)
+    tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
+    try:
+        yield
+    finally:
+        tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": before})
 
 
 def _trace_for_any_batch(function, values, fixed, x, y, *rest) -> None:
@@ -114,13 +130,15 @@ class Derivatives:
 
     def loss_and_gradient(self, values, fixed, x, y) -> tuple[float, np.ndarray]:
         _trace_for_any_batch(self._loss_and_gradient, values, fixed, x, y)
-        loss, gradient = self._loss_and_gradient(values, fixed, x, y)
+        with _without_grappler():
+            loss, gradient = self._loss_and_gradient(values, fixed, x, y)
         return float(loss), gradient.numpy()
 
     def hessian_vector(self, values, fixed, x, y, vector: np.ndarray) -> np.ndarray:
         vector = tf.constant(vector, tf.float32)
         _trace_for_any_batch(self._hessian_vector, values, fixed, x, y, vector)
-        return self._hessian_vector(values, fixed, x, y, vector).numpy()
+        with _without_grappler():
+            return self._hessian_vector(values, fixed, x, y, vector).numpy()
 
     def hessian_vector_traces(self) -> int:
         """How many times the Hessian-vector function was traced (compiled) in this process."""

@@ -21,9 +21,11 @@ _TRACED: dict[str, Any] = {}  # a model structure (structure_key) -> its functio
 
 
 def structure_key(model: keras.Model) -> str:
-    """`model`'s JSON config with its own and its layers' names replaced by their positions: Keras numbers the
-    names of every model a process builds (conv1d, conv1d_1, ...), so two models of one structure, a warm
-    worker's consecutive runs, differ only there. Raises for a model without a JSON config."""
+    """`model`'s JSON config with its own and its layers' names replaced by their positions, and without its
+    compile config: Keras numbers the names of every model a process builds (conv1d, conv1d_1, ...), and a
+    compiled model's JSON holds its optimizer and learning-rate schedule (a schedule's steps differ with the batch
+    size), so two models of one structure, a warm worker's consecutive runs, differ only there. Raises for a
+    model without a JSON config."""
     names = {layer.name: f"#{i}" for i, layer in enumerate(model.layers)}
     names[model.name] = "#model"
 
@@ -36,7 +38,9 @@ def structure_key(model: keras.Model) -> str:
             return {k: canonical(v) for k, v in value.items()}
         return value
 
-    return json.dumps(canonical(json.loads(model.to_json())), sort_keys=True)
+    config = json.loads(model.to_json())
+    config.pop("compile_config", None)  # how it trains, not what the functions compute
+    return json.dumps(canonical(config), sort_keys=True)
 
 
 def _traced(model: keras.Model):

@@ -104,8 +104,9 @@ def test_batch_gradients_feed_the_noise_scale(softmax_regression):
 
 
 def test_a_second_model_of_the_same_structure_reuses_the_traced_functions_with_its_own_weights(backend):
-    """A warm worker's runs build a new model each: the Hessian-vector function is traced once, and each
-    model's products are its own (the functions take the weights' values, never a model's variables)."""
+    """A warm worker's runs build and compile a new model each: the Hessian-vector function is traced once for all
+    of them (at every batch size), and each model's products are its own (the functions take the weights' values,
+    never a model's variables)."""
     from harness.backend import keras
     from harness.probes.objective import Objective
 
@@ -113,10 +114,13 @@ def test_a_second_model_of_the_same_structure_reuses_the_traced_functions_with_i
     x, y = rng.standard_normal((N, D)).astype(np.float32), rng.integers(0, K, N)
     keras.backend.clear_session()
     objectives = []
-    for scale in (0.3, 1.0):  # no clear_session between: the second model's layers are named dense_1, ...
+    for scale, steps in ((0.3, 500), (1.0, 62)):  # no clear_session between: the second's layers are dense_1, ...
         inputs = keras.Input((D,))
         model = keras.Model(inputs, keras.layers.Dense(K, activation="softmax", use_bias=False)(inputs))
         model.layers[-1].kernel.assign(rng.standard_normal((D, K)).astype(np.float32) * scale)
+        # compiled as a run compiles it: its schedule's steps differ with the batch size
+        schedule = keras.optimizers.schedules.CosineDecay(1e-3, steps)
+        model.compile(optimizer=keras.optimizers.Adam(schedule), loss="sparse_categorical_crossentropy")
         objectives.append(Objective(model, _batches(x, y, N)))
     first, second = objectives
     assert first.traced is second.traced
@@ -153,3 +157,33 @@ def test_on_tensorflow_one_trace_serves_batches_of_every_size():
     assert objective.hessian_vector(np.ones(objective.size)).shape == product.shape
     assert objective.traced._loss_and_gradient.experimental_get_tracing_count() == 1
     assert objective.traced.hessian_vector_traces() == 1
+
+
+def test_on_tensorflow_the_probes_functions_run_without_grappler_with_the_same_numbers():
+    """Each run instantiates the probes' functions again, and TensorFlow's graph optimiser is half of that: they
+    run with it off, giving the same products and gradients bit for bit as with it on, and the context's setting
+    is put back after each call."""
+    if not backends.here("tensorflow"):
+        pytest.skip("Grappler is TensorFlow's")
+    import tensorflow as tf
+
+    from harness.backend import keras
+    from harness.probes.objective import Objective
+
+    rng = np.random.default_rng(11)
+    x, y = rng.standard_normal((N, 5)).astype(np.float32), rng.integers(0, 3, N)
+    inputs = keras.Input((5,))
+    hidden = keras.layers.Conv1D(4, 3, padding="same", activation="relu")(keras.layers.Reshape((5, 1))(inputs))
+    outputs = keras.layers.Dense(3, activation="softmax")(keras.layers.Flatten()(hidden))
+    objective = Objective(keras.Model(inputs, outputs, name="grappler_test"), _batches(x, y, N))
+    traced, values, fixed = objective.traced, *objective._values()
+    batch_x, batch_y = objective.batches[0]
+    vector = rng.standard_normal(objective.size)
+    product, (loss, gradient) = (traced.hessian_vector(values, fixed, batch_x, batch_y, vector),
+                                 traced.loss_and_gradient(values, fixed, batch_x, batch_y))
+    assert tf.config.optimizer.get_experimental_options().get("disable_meta_optimizer", False) is False  # put back
+    optimised_product = traced._hessian_vector(values, fixed, batch_x, batch_y, tf.constant(vector, tf.float32))
+    optimised_loss, optimised_gradient = traced._loss_and_gradient(values, fixed, batch_x, batch_y)
+    np.testing.assert_array_equal(product, optimised_product.numpy())
+    np.testing.assert_array_equal(gradient, optimised_gradient.numpy())
+    assert loss == float(optimised_loss)
