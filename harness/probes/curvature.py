@@ -142,19 +142,19 @@ def _import_quietly(module: str) -> None:
 
 def sharpness(loss_and_gradient: Callable[[Vector], tuple[float, Vector]], weights: Vector, epsilon: float,
               iterations: int = SHARPNESS_ITERATIONS, tolerance: float = SHARPNESS_TOLERANCE,
-              base: float | None = None) -> Estimate:
+              start: tuple[float, Vector] | None = None) -> Estimate:
     """Keskar et al.'s metric 2.1 in the full space: 100·(max f(w + y) − f(w))/(1 + f(w)) over the box
     |y_i| ≤ ε(|w_i| + 1), the maximum searched with L-BFGS-B from y = 0, for at most `iterations` iterations
     (the reference implementations' cap) and stopped earlier once an iteration raises the value by less than
     `tolerance` of it (or L-BFGS-B itself converges).
 
     The search is a lower bound of the true maximum, as in the paper; `loss_and_gradient` takes the full weight
-    vector and may move the model's weights (the caller restores them); `base`, f(w) when the caller has it.
+    vector and may move the model's weights (the caller restores them); `start`, (f(w), ∇f(w)) when the caller
+    has them: L-BFGS-B's first evaluation, at y = 0, is the search's start, computed once.
     """
     from harness.probes.lbfgsb import minimize_box  # SciPy's, loaded here: a run without probes never loads it
 
-    if base is None:
-        base, _ = loss_and_gradient(weights)
+    base, gradient = start if start is not None else loss_and_gradient(weights)
     bound = epsilon * (np.abs(weights) + 1.0)
     scale = 100.0 / (1.0 + base)
     highest = [base]  # the largest loss evaluated: every point L-BFGS-B evaluates lies in the box
@@ -162,9 +162,11 @@ def sharpness(loss_and_gradient: Callable[[Vector], tuple[float, Vector]], weigh
     stopped = [False]
 
     def negative(y):
-        loss, gradient = loss_and_gradient(weights + y)
+        if not np.any(y):  # the search's start, measured once
+            return -base, -gradient
+        loss, slope = loss_and_gradient(weights + y)
         highest[0] = max(highest[0], loss)
-        return -loss, -gradient
+        return -loss, -slope
 
     def after_iteration(_):
         value = scale * (highest[0] - base)

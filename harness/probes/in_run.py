@@ -130,7 +130,7 @@ def _final_probes(model, x: np.ndarray, y: np.ndarray, decode: Callable | None, 
     objective = Objective(model, fixed_batches(x[chosen], y[chosen], PROBE_BATCH, decode))
     restore = restoring(objective)
     weights = objective.weights()
-    probe_loss, _ = objective.loss_and_gradient()  # at the trained weights: both sharpness searches start here
+    probe_loss, probe_gradient = objective.loss_and_gradient()  # at the trained weights: both searches start here
     found = curvature.spectrum(objective.hessian_vector, objective.size)
     eigen, trace = found.eigenvalue, found.trace
 
@@ -139,7 +139,7 @@ def _final_probes(model, x: np.ndarray, y: np.ndarray, decode: Callable | None, 
         return objective.loss_and_gradient()
 
     try:
-        sharp = {eps: curvature.sharpness(loss_and_gradient, weights, eps, base=probe_loss)
+        sharp = {eps: curvature.sharpness(loss_and_gradient, weights, eps, start=(probe_loss, probe_gradient))
                  for eps in curvature.SHARPNESS_EPSILONS}
     finally:
         restore()

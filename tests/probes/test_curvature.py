@@ -94,6 +94,25 @@ def test_sharpness_finds_the_box_maximum_of_a_separable_quadratic():
     assert curvature.sharpness(loss_and_gradient, w, epsilon / 2).value < expected  # a smaller box, a smaller rise
 
 
+def test_the_sharpness_search_evaluates_its_start_once():
+    """L-BFGS-B's first evaluation is at y = 0, where the search has measured f(w) and ∇f(w) already (or the
+    caller has: `start`): the same search, with w evaluated once, or not at all when the caller gives it."""
+    rng = np.random.default_rng(5)
+    a, b, w = rng.uniform(1, 50, 40), rng.standard_normal(40), rng.standard_normal(40)
+    points = []
+
+    def loss_and_gradient(x):
+        points.append(x.copy())
+        return float(np.sum(0.5 * a * x ** 2 + b * x)), a * x + b
+
+    found = curvature.sharpness(loss_and_gradient, w, 1e-3)
+    assert sum(np.array_equal(p, w) for p in points) == 1 and len(points) >= 2
+    evaluated, start = len(points), loss_and_gradient(w)
+    points.clear()
+    assert curvature.sharpness(loss_and_gradient, w, 1e-3, start=start) == found
+    assert len(points) == evaluated - 1 and not any(np.array_equal(p, w) for p in points)
+
+
 def test_sharpness_stops_at_its_cap_when_the_search_keeps_rising():
     """A loss whose box maximum L-BFGS-B approaches slowly: the cap stops it, recorded as not converged."""
     rng = np.random.default_rng(3)
