@@ -60,6 +60,7 @@ PROBES_OFF = {JAX_ON: JAX_OFF, TF_ON: TF_OFF}  # a variant with probes: the same
 PHASES = ("before the first run (start-up, planning)", "backend import", "first epoch's extra (compiling)",
           "training (later epochs' pace)", "evaluation after each epoch", "per-epoch probes", "end-of-run probes",
           "set-up and files in the runs", "between runs, idle slots", "after the last run (interpolation, report)")
+PRODUCTS = "Hessian-vector products a run"  # beside the phases: the median of the runs' probes.json
 
 
 def harness(job: list[str], overrides: list[str], folder: Path, cache: Path) -> float:
@@ -156,6 +157,9 @@ def harness_phases(sweep: Path, started: float, seconds: float, slots: int = 2) 
         sums["set-up and files in the runs"] += (t["end"] - t["start"]) - sum(in_run.values())
     sums["between runs, idle slots"] = (last - first) * slots - sum(
         r["timings"]["end"] - r["timings"]["start"] for r in runs)
+    products = [json.loads(path.read_text()).get("hessian_products") for path in sweep.glob("*/probes.json")]
+    if any(p is not None for p in products):
+        sums[PRODUCTS] = statistics.median(p for p in products if p is not None)
     return sums
 
 
@@ -217,8 +221,10 @@ def probes_share(walls: dict[str, list[float]], phases: dict[str, list[dict]], o
     end = med(p["end-of-run probes"] for p in phases[on])
     after = med(p[PHASES[-1]] for p in phases[on]) - med(p[PHASES[-1]] for p in phases[off])
     share = end / slots / med(walls[off])
-    return (f"{on}: the end-of-run probes alone are {end:.1f} slot-seconds, {end / slots:.1f} s of wall time with "
-            f"{slots} runs at once, {share:.0%} of the job without probes ({med(walls[off]):.1f} s); the per-epoch "
+    counted = [p[PRODUCTS] for p in phases[on] if PRODUCTS in p]
+    what = f" ({med(counted):.0f} Hessian-vector products a run and the two sharpness searches)" if counted else ""
+    return (f"{on}: the end-of-run probes{what} alone are {end:.1f} slot-seconds, {end / slots:.1f} s of wall time "
+            f"with {slots} runs at once, {share:.0%} of the job without probes ({med(walls[off]):.1f} s); the per-epoch "
             f"probes {med(p['per-epoch probes'] for p in phases[on]):.1f} slot-seconds, and {after:+.1f} s after the "
             f"last run (the interpolation, the report's probe figures).")
 

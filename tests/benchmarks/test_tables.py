@@ -311,3 +311,7 @@ def test_floor_table_gives_medians_spreads_and_ratios_to_the_floor_and_to_probes
     assert said.startswith("harness, TensorFlow, default probes: the end-of-run probes alone are 4.4 slot-seconds, "
                            "2.2 s of wall time with 2 runs at once, 20% of the job without probes (11.0 s)")
     assert said.endswith("and +2.5 s after the last run (the interpolation, the report's probe figures).")
+    phases[bench_floor.TF_ON] = [{**phases[bench_floor.TF_ON][0], bench_floor.PRODUCTS: n} for n in (23, 18, 23)]
+    assert bench_floor.probes_share(walls, phases, bench_floor.TF_ON).startswith(
+        "harness, TensorFlow, default probes: the end-of-run probes (23 Hessian-vector products a run and the two "
+        "sharpness searches) alone are 4.4 slot-seconds")
