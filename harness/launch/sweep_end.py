@@ -32,19 +32,20 @@ class Interpolation:
         self.sweep_dir = Path(sweep_dir)
         self.early = None  # the worker computing a round while runs still run
         self.rounds = 0    # rounds started before the last run ended
+        self.failed = False  # a round failed: no more before the end (finish tries once more and says why)
         self._report_imports: threading.Thread | None = None
 
     def start_early(self, worker, running: dict[Path, float]) -> bool:
         """Start a round in the idle `worker` if a pair is ready that interpolation.parquet lacks: both runs have
         written their final weights, and no run of its group still trains (`running`: folder -> when this attempt
         started, time.time(); a run whose final weights are written since then is in its end-of-run probes);
-        whether it started. False while a round is under way."""
+        whether it started. False while a round is under way, and after one failed."""
         from harness.probes import interpolation
 
         if self._report_imports is None:
             self._report_imports = threading.Thread(target=prepare_report, name="report-imports", daemon=True)
             self._report_imports.start()
-        if self.early is not None:
+        if self.early is not None or self.failed:
             return False
         waiting = sorted(run_dir.name for run_dir, started in running.items()
                          if not _written_since(run_dir / layout.FINAL_WEIGHTS, started))
@@ -62,8 +63,8 @@ class Interpolation:
     def early_ended(self) -> bool:
         """Whether no round is under way (the last one's worker is free again); a round that failed is done again
         by `finish`."""
-        if self.early is not None and self.early.result() is not None:
-            self.early = None
+        if self.early is not None and (code := self.early.result()) is not None:
+            self.early, self.failed = None, code != 0
         return self.early is None
 
     def finish(self, worker=None) -> None:

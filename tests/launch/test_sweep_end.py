@@ -34,10 +34,10 @@ def _curves_without_tensorflow(monkeypatch):
 
 class _Worker:
     """A warm worker whose interpolation is `python -m harness.probe`'s main in this process, with its options;
-    `busy` leaves a round under way (no result yet)."""
+    `busy` leaves a round under way (no result yet); `code`, the exit code it answers."""
 
     def __init__(self, sweep):
-        self.sweep, self.requests, self.available, self.busy = sweep, [], True, False
+        self.sweep, self.requests, self.available, self.busy, self.code = sweep, [], True, False, 0
         self.process = type("Process", (), {"pid": 4242})()
 
     def start_interpolation(self, sweep_dir, log_path, options=()):
@@ -46,7 +46,7 @@ class _Worker:
         assert run_interpolation.main([str(sweep_dir), *options]) == 0
 
     def result(self):
-        return None if self.busy else 0
+        return None if self.busy else self.code
 
     def wait(self, meanwhile=None):
         return 0
@@ -132,6 +132,22 @@ def test_a_run_that_fails_after_its_weights_are_written_has_the_interpolation_do
     assert [kind for kind, _ in worker.requests] == ["early", "at the end"]
     assert _pairs_in_file(sweep) == [("sweep/0", "sweep/2")]
     assert not interpolation.needs_update(sweep)
+
+
+def test_after_a_round_fails_no_other_starts_before_the_end(tmp_path):
+    """A round that exits non-zero (a model the process cannot rebuild, say) is not started again and again beside
+    the last run: the end tries once more, and says why if it fails again."""
+    sweep = _sweep(tmp_path)
+    make_run(sweep, 2, batch_size=32, seed=1)
+    make_run(sweep, 3, batch_size=64, seed=1, status="running", finished=False)
+    (sweep / "2" / layout.FINAL_WEIGHTS).write_bytes(b"weights")
+    worker, end, started = _Worker(sweep), Interpolation(sweep), time.time() - 1
+    (sweep / "1" / layout.FINAL_WEIGHTS).write_bytes(b"weights")
+    worker.code = 1
+    assert end.start_early(worker, {sweep / "1": started, sweep / "3": started})
+    assert end.early_ended() and end.failed
+    (sweep / "3" / layout.FINAL_WEIGHTS).write_bytes(b"weights")  # seed 1's pair is ready now
+    assert not end.start_early(worker, {sweep / "3": started}) and len(worker.requests) == 1
 
 
 def test_without_pairs_nothing_starts_early(tmp_path):
