@@ -33,6 +33,7 @@ class Interpolation:
         self.early = None  # the worker computing a round while runs still run
         self.rounds = 0    # rounds started before the last run ended
         self.failed = False  # a round failed: no more before the end (finish tries once more and says why)
+        self._looked_at = None  # the runs' state when start_early last read the sweep and found nothing to do
         self._report_imports: threading.Thread | None = None
 
     def start_early(self, worker, running: dict[Path, float]) -> bool:
@@ -49,7 +50,14 @@ class Interpolation:
             return False
         waiting = sorted(run_dir.name for run_dir, started in running.items()
                          if not _written_since(run_dir / layout.FINAL_WEIGHTS, started))
+        # the sweep's files are read again only when a run has ended, written its weights or its run.json since
+        # (the scheduler offers at every wake-up, and a sweep of thousands has as many run.json to read)
+        state = (sorted(map(str, running)), waiting,
+                 [(self.sweep_dir / name / layout.RUN_FILE).exists() for name in waiting])
+        if state == self._looked_at:
+            return False
         if not interpolation.needs_update(self.sweep_dir, include_running=True, waiting=waiting):
+            self._looked_at = state
             return False
         names = ", ".join(sorted(run_dir.name for run_dir in running))
         log_path = self.sweep_dir / layout.INTERPOLATION_LOG
@@ -64,7 +72,7 @@ class Interpolation:
         """Whether no round is under way (the last one's worker is free again); a round that failed is done again
         by `finish`."""
         if self.early is not None and (code := self.early.result()) is not None:
-            self.early, self.failed = None, code != 0
+            self.early, self.failed, self._looked_at = None, code != 0, None
         return self.early is None
 
     def finish(self, worker=None) -> None:

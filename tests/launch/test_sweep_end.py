@@ -134,6 +134,25 @@ def test_a_run_that_fails_after_its_weights_are_written_has_the_interpolation_do
     assert not interpolation.needs_update(sweep)
 
 
+def test_the_sweep_is_read_again_only_when_a_run_has_changed(tmp_path, monkeypatch):
+    """The scheduler offers at every wake-up; the sweep's run.json files are read only when a run has ended,
+    written its final weights or its run.json since the last look."""
+    sweep = _sweep(tmp_path)
+    looks = []
+    real = interpolation.needs_update
+    monkeypatch.setattr(interpolation, "needs_update", lambda *a, **k: looks.append(k["waiting"]) or real(*a, **k))
+    worker, end, started = _Worker(sweep), Interpolation(sweep), time.time() - 1
+    just_started = sweep / "2"  # no run.json yet: its group is unknown
+    for _ in range(3):
+        assert not end.start_early(worker, {sweep / "1": started, just_started: started})
+    assert looks == [["1", "2"]]
+    make_run(sweep, 2, batch_size=32, seed=1, status="running", finished=False)
+    assert not end.start_early(worker, {sweep / "1": started, just_started: started})
+    assert looks == [["1", "2"]] * 2  # its run.json appeared: read again (seed 0's run 1 still trains)
+    (sweep / "1" / layout.FINAL_WEIGHTS).write_bytes(b"weights")
+    assert end.start_early(worker, {sweep / "1": started, just_started: started}) and looks[-1] == ["2"]
+
+
 def test_after_a_round_fails_no_other_starts_before_the_end(tmp_path):
     """A round that exits non-zero (a model the process cannot rebuild, say) is not started again and again beside
     the last run: the end tries once more, and says why if it fails again."""
