@@ -3,7 +3,6 @@ sweeps and a stand-in worker (no TensorFlow): which pairs it computes before the
 keeps the curves computed before, and that its result is redone when those runs end otherwise than it assumed."""
 import json
 import os
-import time
 
 import pandas as pd
 import pytest
@@ -13,6 +12,10 @@ from harness.probes import interpolation
 from harness.run import interpolation as run_interpolation
 from harness.store import layout
 from tests.helpers.sweeps import make_run
+
+# when "this attempt" of a running run started (time.time()): long before any file a test writes, and set back
+# explicitly (os.utime) for weights of an earlier attempt, so that no test reads the clock
+STARTED = 1_000_000_000.0
 
 
 @pytest.fixture(autouse=True)
@@ -88,7 +91,7 @@ def test_each_round_computes_the_pairs_no_training_run_can_change_and_keeps_the_
         if status == "completed":
             (sweep / str(job) / layout.FINAL_WEIGHTS).write_bytes(b"weights")
     last, worker, end = sweep / "3", _Worker(sweep), Interpolation(sweep)
-    started = time.time()
+    started = STARTED
     assert not end.start_early(worker, {last: started, sweep / "4": started})  # run 4 has no run.json yet
     assert end.start_early(worker, {last: started}) and end.early is worker
     assert worker.requests == [("early", f"{WARM} (pid 4242), started while run 3 ran\n")]
@@ -122,7 +125,7 @@ def test_a_run_that_fails_after_its_weights_are_written_has_the_interpolation_do
     make_run(sweep, 2, batch_size=32, seed=0)
     (sweep / "2" / layout.FINAL_WEIGHTS).write_bytes(b"weights")
     last, worker, end = sweep / "1", _Worker(sweep), Interpolation(sweep)
-    started = time.time() - 1
+    started = STARTED
     (last / layout.FINAL_WEIGHTS).write_bytes(b"weights")
     assert end.start_early(worker, {last: started})
     assert _pairs_in_file(sweep) == [("sweep/0", "sweep/1")]
@@ -141,7 +144,7 @@ def test_the_sweep_is_read_again_only_when_a_run_has_changed(tmp_path, monkeypat
     looks = []
     real = interpolation.needs_update
     monkeypatch.setattr(interpolation, "needs_update", lambda *a, **k: looks.append(k["waiting"]) or real(*a, **k))
-    worker, end, started = _Worker(sweep), Interpolation(sweep), time.time() - 1
+    worker, end, started = _Worker(sweep), Interpolation(sweep), STARTED
     just_started = sweep / "2"  # no run.json yet: its group is unknown
     for _ in range(3):
         assert not end.start_early(worker, {sweep / "1": started, just_started: started})
@@ -160,7 +163,7 @@ def test_after_a_round_fails_no_other_starts_before_the_end(tmp_path):
     make_run(sweep, 2, batch_size=32, seed=1)
     make_run(sweep, 3, batch_size=64, seed=1, status="running", finished=False)
     (sweep / "2" / layout.FINAL_WEIGHTS).write_bytes(b"weights")
-    worker, end, started = _Worker(sweep), Interpolation(sweep), time.time() - 1
+    worker, end, started = _Worker(sweep), Interpolation(sweep), STARTED
     (sweep / "1" / layout.FINAL_WEIGHTS).write_bytes(b"weights")
     worker.code = 1
     assert end.start_early(worker, {sweep / "1": started, sweep / "3": started})
@@ -174,7 +177,7 @@ def test_without_pairs_nothing_starts_early(tmp_path):
     make_run(sweep, 0, batch_size=8, seed=0, status="running", finished=False)  # one batch size: nothing to pair
     (sweep / "0" / layout.FINAL_WEIGHTS).write_bytes(b"weights")
     worker = _Worker(sweep)
-    assert not Interpolation(sweep).start_early(worker, {sweep / "0": time.time() - 1})
+    assert not Interpolation(sweep).start_early(worker, {sweep / "0": STARTED})
     assert worker.requests == [] and not (sweep / layout.INTERPOLATION_LOG).exists()
 
 
@@ -186,7 +189,7 @@ def test_the_interpolation_is_stale_when_its_pairs_are_not_the_sweeps(tmp_path):
     assert interpolation.needs_update(sweep)
     worker.interpolate(sweep, tmp_path / "log")
     assert not interpolation.needs_update(sweep)
-    later = time.time() + 5
+    later = (sweep / layout.INTERPOLATION_FILE).stat().st_mtime + 5  # newer than the parquet
     os.utime(sweep / "1" / layout.FINAL_WEIGHTS, (later, later))
     assert interpolation.needs_update(sweep)  # its weights are newer
     worker.interpolate(sweep, tmp_path / "log")
