@@ -56,13 +56,14 @@ def ratio_interval(x: np.ndarray, y: np.ndarray, level: float = 0.95) -> tuple[f
 
 
 def seeds_to_show(values: np.ndarray, margin: float, level: float = 0.95, most: int = 1000) -> int | None:
-    """About how many seeds would put the upper end of the t-interval of the mean of `values` below `margin`, were
-    their mean and spread what these seeds give (None: the mean is not below the margin, or more than `most`)."""
+    """About how many seeds would put the t-interval of the mean of `values` wholly on the side of `margin` its mean
+    lies on (below it: non-inferiority shown; above it: shown to exceed it), were their mean and spread what these
+    seeds give (None: the mean is the margin, or more than `most` seeds)."""
     values = np.asarray(values, dtype=float)
     mean, spread = float(values.mean()), float(values.std(ddof=1))
-    if mean >= margin:
+    if mean == margin:
         return None
     for n in range(2, most + 1):
-        if float(stats.t.ppf(0.5 + level / 2, n - 1)) * spread / np.sqrt(n) <= margin - mean:
+        if float(stats.t.ppf(0.5 + level / 2, n - 1)) * spread / np.sqrt(n) <= abs(margin - mean):
             return n
     return None

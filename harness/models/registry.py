@@ -201,10 +201,16 @@ def replica_model(model_cfg: ModelConfig, replicas: int, per_replica_batch: int,
     return dataclasses.replace(model_cfg, ghost_batch_size=per_replica_batch)
 
 
-def batchnorm_mode(model_cfg, replicas: int, backend: str = "tensorflow") -> str:
-    """Which batch normalisation ran, for the run's record (`model_cfg` as configured, before replica_model)."""
+def batchnorm_mode(model_cfg, replicas: int, backend: str = "tensorflow", layers: int | None = None) -> str:
+    """Which batch normalisation ran, for the run's record (`model_cfg` as configured, before replica_model;
+    `layers`: the built model's batch-norm layers, None before it is built)."""
+    if model_cfg.source not in BUILTIN and layers == 0:
+        return "none"
     if backend == "jax" and replicas >= 2 and model_cfg.source not in BUILTIN:
-        return "over the global batch, if the model has batch norm (JAX's DataParallel normalises the whole batch)"
+        return ("over the global batch" + ("" if layers else ", if the model has batch norm") +
+                " (JAX's DataParallel normalises the whole batch)")
+    if model_cfg.source not in BUILTIN and layers:
+        return "single replica" if replicas < 2 else "per replica"
     if not model_cfg.batch_norm:
         return "none"
     if model_cfg.ghost_batch_size:

@@ -13,6 +13,7 @@ from harness.config.batching import BatchPlan, Schedule, plan_batches, plan_sche
 from harness.config.schema import RECIPE_DEFAULTS, RunConfig
 from harness.data import registry as data
 from harness.data.transforms import Arrays
+from harness.models import batch_norm
 from harness.probes import in_run as probes
 from harness.run import checkpoint, devices, slurm, stop
 from harness.run.inputs import prepare_data, training_inputs
@@ -114,7 +115,7 @@ def _train(run: _Run, board: RunBoard, tracker: RunTracker, hooks: Sequence[Call
     row goes, fit, the end-of-run files. Returns (the final val_acc, whether it diverged)."""
     placement = devices.place(run.cfg, run.record)  # the backend loads from here on
     from harness.data.decode import decoder
-    from harness.run import train
+    from harness.run import measures, train
     from harness.run.measures import inference
 
     data_in = _data(run, hooks)
@@ -126,7 +127,9 @@ def _train(run: _Run, board: RunBoard, tracker: RunTracker, hooks: Sequence[Call
     table = MetricsTable(run.run_dir, keep_epochs=run.resume_epoch)
     recorder = train.EpochRecorder(
         _columns(run, plan, schedule, data_in), _sinks(run, table, board, tracker),
-        _measures(run, model, model_cfg, data_in, decode, placement.replicas, infer, train_eval, val_inputs, tune_eval),
+        measures.of_run(run.cfg, run.run_dir, run.resume_epoch, model, data_in, decode, infer, train_eval,
+                        val_inputs, tune_eval, lambda: _precise_bn(model_cfg, model, data_in, decode, placement.replicas,
+                                                                   infer)),
         len(data_in.y_train), plan.global_batch_size, rows=table.rows)
     divergence = train.StopOnDivergence(recorder.rows)
     at_loss = None if run.cfg.train.target_train_loss is None else train.StopAtTrainLoss(
@@ -205,6 +208,9 @@ def _model(run: _Run, placement, data_in: Arrays, plan: BatchPlan, schedule: Sch
         if run.resume_epoch:
             checkpoint.restore(model, run.run_dir)
     run.record.update(trainable_params=train.trainable_parameters(model))
+    found = batch_norm.of_model(model)  # a user's model's layers are known once built
+    run.record.set_environment(batch_norm=found.as_json(), batchnorm=models.batchnorm_mode(
+        cfg.model, plan.replicas, cfg.device.backend, found.layers))
     return model_cfg, model
 
 
@@ -229,30 +235,6 @@ def _sinks(run: _Run, table: MetricsTable, board: RunBoard, tracker: RunTracker)
         tracker.add_epoch(row)
 
     return on_row
-
-
-def _measures(run: _Run, model, model_cfg, data_in: Arrays, decode, replicas: int, infer, train_eval, val_inputs,
-              tune_eval) -> list:
-    """What the run measures after each epoch (harness.run.measures), in its metrics' column order."""
-    from harness.run import measures
-
-    epoch_probes = _epoch_probes(run, model, data_in, decode) if run.cfg.train.probes else None  # traced first
-    precise = _precise_bn(model_cfg, model, data_in, decode, replicas, infer)
-    found = [measures.Evaluation(infer, train_eval), measures.Validation(infer, val_inputs, data_in.y_val)]
-    found += [measures.Evaluation(infer, tune_eval, "tune")] if tune_eval is not None else []
-    found += [measures.PreciseStatistics(precise, val_inputs, data_in.y_val)] if precise is not None else []
-    return found + ([measures.Probes(epoch_probes)] if epoch_probes is not None else [])
-
-
-def _epoch_probes(run: _Run, model, data_in: Arrays, decode):
-    """The per-epoch probes; the initial weights are saved before the first epoch, so a resumed run measures its
-    distance from the same start."""
-    path = run.run_dir / layout.INITIAL_WEIGHTS
-    if not run.resume_epoch or not path.exists():
-        probes.save_weights(path, model)
-    weights, trainable = probes.load_weights(path)
-    initial = [w for w, t in zip(weights, trainable) if t]
-    return probes.EpochProbes(model, data_in.x_train, data_in.y_train, decode, run.cfg.train.seed, initial)
 
 
 def _target_monitor(cfg: RunConfig, model, infer, data_in: Arrays, decode, plan: BatchPlan, tune_eval, val_inputs):

@@ -18,6 +18,7 @@ MobileNetV2's first epoch and 0.4 s for the built-in convnet's, against 0.6 s an
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Callable, Protocol
 
 import numpy as np
@@ -30,6 +31,33 @@ class Measure(Protocol):
 
     def __call__(self, epoch: int, step: int) -> dict[str, Any]:
         """The epoch's columns."""
+
+
+def of_run(cfg, run_dir: Path, resume_epoch: int, model, data_in, decode, infer: Infer, train_eval, val_inputs,
+           tune_eval, precise: Callable) -> list[Measure]:
+    """What a run measures after each epoch, in its metrics' column order: the training data and validation, the
+    tuning slice (tune_fraction > 0), the recomputed batch-norm statistics (`precise()`: a model with batch norm's
+    harness.run.precise_bn.PreciseBatchNorm, else None) and the per-epoch probes (probes on)."""
+    epoch_probes = _epoch_probes(cfg, run_dir, resume_epoch, model, data_in, decode) if cfg.train.probes else None
+    precise = precise()  # after the probes: traced first
+    found = [Evaluation(infer, train_eval), Validation(infer, val_inputs, data_in.y_val)]
+    found += [Evaluation(infer, tune_eval, "tune")] if tune_eval is not None else []
+    found += [PreciseStatistics(precise, val_inputs, data_in.y_val)] if precise is not None else []
+    return found + ([Probes(epoch_probes)] if epoch_probes is not None else [])
+
+
+def _epoch_probes(cfg, run_dir: Path, resume_epoch: int, model, data_in, decode):
+    """The per-epoch probes; the initial weights are saved before the first epoch, so a resumed run measures its
+    distance from the same start."""
+    from harness.probes import in_run as probes
+    from harness.store import layout
+
+    path = run_dir / layout.INITIAL_WEIGHTS
+    if not resume_epoch or not path.exists():
+        probes.save_weights(path, model)
+    weights, trainable = probes.load_weights(path)
+    initial = [w for w, t in zip(weights, trainable) if t]
+    return probes.EpochProbes(model, data_in.x_train, data_in.y_train, decode, cfg.train.seed, initial)
 
 
 def inference(model, replicas: int = 1) -> Infer:

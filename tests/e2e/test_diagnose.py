@@ -49,6 +49,9 @@ def test_a_diagnosis_of_a_users_npz_and_batch_norm_model(tmp_path):
     assert list(plan["arms"].values()) == ["as_is", "as_is", "steps", "lr", "steps_lr"] * 2  # Shapley's
     assert "model=custom" in plan["left_out"]["ghost_batch_norm"]
     assert (tmp_path / "calls.txt").read_text().split() == ["12"] * 10  # no arm key reached the user's function
+    environment = json.loads((sweep / "0" / "run.json").read_text())["environment"]  # their layer, found
+    assert environment["batch_norm"] == {"layers": 1, "momenta": [0.99]} and environment["batchnorm"] == \
+        "single replica"
     assert sorted(p.parent.name for p in sweep.glob("*/data_checks.json")) == ["0"]
     found = json.loads((sweep / "diagnosis.json").read_text())
     assert [p["name"] for p in found["parts"]] == ["stale_statistics", "fewer_updates", "learning_rate", "remains"]

@@ -64,6 +64,12 @@ def test_on_several_jax_devices_per_replica_batch_norm_is_ghost_batch_norm_of_th
     user = compose("model=custom", "model._target_=mymodels.small").model
     assert models.replica_model(user, 2, 16, "jax") == user
     assert models.batchnorm_mode(user, 2, "jax").startswith("over the global batch")
+    # once built, a user's model says whether it has batch norm at all (run.json's batchnorm tells the truth)
+    assert [models.batchnorm_mode(user, 1, layers=n) for n in (0, 2)] == ["none", "single replica"]
+    assert models.batchnorm_mode(user, 2, "tensorflow", 2) == "per replica"
+    assert models.batchnorm_mode(user, 2, "jax", 2) == ("over the global batch (JAX's DataParallel normalises the "
+                                                        "whole batch)")
+    assert models.batchnorm_mode(user, 2, "jax", 0) == "none"
     models.check_replicas(compose("model.batch_norm=true", "model.ghost_batch_size=4").model, 2, 16, "jax")
     with pytest.raises(ConfigError, match="model.ghost_batch_size=6 .* a divisor of the per-replica batch 16"):
         models.check_replicas(compose("model.batch_norm=true", "model.ghost_batch_size=6").model, 2, 16, "jax")

@@ -64,6 +64,7 @@ def test_run_json_records_status_config_and_environment(tiny_run):
     env = record["environment"]
     assert env["strategy"] == "_DefaultDistributionStrategy" and env["replicas"] == 1
     assert env["tensorflow"].startswith("2.") and env["keras"].startswith("3.")
+    assert env["batch_norm"] == {"layers": 0, "momenta": []} and env["batchnorm"] == "none"
 
 
 def test_run_json_says_where_the_runs_time_went(tiny_run):

@@ -6,7 +6,9 @@ of them: the report's text, diagnosis.json, recovery.json, the results table and
 meant to change what a user reads rewrites them with the same command, its diff read in review: issue 65's readings
 cut the recovery's accuracy intervals at 0 and 1, added recovery.json's gain over b and named +study=recover
 beside +study=diagnose under the main job's verdict; its rules and guided round added each trial's source (an old
-sweep's are all Sobol points) to recovery.json and the report's table of trials."""
+sweep's are all Sobol points) to recovery.json and the report's table of trials; issue 72's decision rule reads the
+recovery's gap +0.167 [-0.754, +1.089] at 2 seeds as undecided (was not recovered), with the seeds and the command
+that would decide it (recovery.json's more_seeds)."""
 import io
 import json
 import shutil

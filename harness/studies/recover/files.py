@@ -26,14 +26,16 @@ FIELDS = {
                           "it is",
     "recipe_trial": "the confirmed trial with the best mean tune_acc: the recipe (null before round 2)",
     "recipe": "its recipe {key: value}",
-    "verdict": "recovered, partly or not_recovered (null before round 2)",
+    "verdict": "recovered, undecided, partly or not_recovered (null before round 2): by the mean of v(b) - v(recipe) "
+               "and its 95% interval against the tolerance (harness.studies.recover.verdict)",
     "shown": "recovered, and the 95% upper bound of v(b) - v(recipe) is within the tolerance too",
     "gap": "{value, low, high, tolerance}: v(b) - v(recipe) on validation over paired seeds, 95% interval",
     "gain": "{value, low, high}: v(recipe) - v(b) on validation over paired seeds, 95% interval: how far the recipe "
             "lies above b (below it where negative)",
     "recovered": "{value, low, high}: the share of the drop the recipe recovers, Fieller's 95% interval (null: "
                  "unbounded, or one seed)",
-    "seeds_needed": "recovered but not shown: about how many seeds would show it",
+    "seeds_needed": "recovered but not shown, or undecided: about how many seeds would show or decide it",
+    "more_seeds": "undecided: the command that runs the study on the seeds that would decide it (null otherwise)",
     "budget": "{asked, small_tune_acc, reached_at_epochs, lengths [{epochs, multiple, tune_acc, runs, reached, "
               "wall_ratio}]}: the recipe at longer runs against b's tuning accuracy",
     "importance": "{trials, r2_oob, keys [{key, mean, sd}]}: each knob's permutation importance for tune_acc over "
@@ -80,7 +82,7 @@ def _verdict(r) -> dict[str, Any]:
             "gap": {"value": v.gap.value, "low": v.gap.low, "high": v.gap.high, "tolerance": v.tolerance},
             "gain": {"value": gain.value, "low": gain.low, "high": gain.high},
             "recovered": {"value": v.share, "low": v.share_low, "high": v.share_high},
-            "seeds_needed": v.seeds_needed}
+            "seeds_needed": v.seeds_needed, "more_seeds": r.more_seeds}
 
 
 def _budget(r) -> dict[str, Any]:

@@ -12,8 +12,11 @@ The space's keys and their defaults (conf/study/recover.yaml), each a key of the
 (docs/configuration.md): `lr_factor` log-uniform over [low, high x B/b] around the user's lr; `lr_schedule`,
 `optimizer` (null: the user's own) and `model.ghost_batch_size` (null: none; b: b's chunk) choices; `warmup_epochs`
 uniform over [low, high] x E; `momentum` as 1 - momentum, log-uniform; `weight_decay` log-uniform over lr x wd x
-steps; `label_smoothing` and `model.bn_momentum` uniform. The batch-norm keys apply to the built-in models with
-batch norm only; weight_decay to a training set whose size is known before its first run.
+steps; `label_smoothing` uniform; `model.bn_momentum` as 1 - momentum, log-uniform over [low, high], high null
+standing for b's momentum rho_b. `model.bn_momentum` applies to any model with batch norm (found before the first
+run: harness.models.batch_norm), which the rules then scale by the EMA rule too (rules.py); ghost batch norm to a
+built-in model with batch norm that is not synchronized; weight_decay to a training set whose size is known before
+its first run.
 Pure: the plan's jobs and RunConfigs in, the new jobs and what sweep.json records out (no Hydra, no backend).
 """
 from __future__ import annotations
@@ -27,14 +30,14 @@ from harness.config.pairs import check_two_sizes_one_setting, global_batch
 from harness.config.schema import RunConfig
 from harness.data import registry as datasets
 from harness.fields import ConfigError
-from harness.models import registry as models
-from harness.studies.recover import rules
-from harness.studies.recover.space import BATCH_NORM_KEYS, CHOICES, LOG, OVERRIDE, RANGES
+from harness.studies.recover import batch_norm, rules
+from harness.studies.recover.space import CHOICES, LOG, OVERRIDE, RANGES
 
 AS_IS = "as_is"
 SOBOL, RULE = "sobol", "rule"  # a trial's source (sweep.json's recover.sources; before the rules, every trial Sobol's)
 SMALL = "small_"  # the arm of a trial at b (recover.tune_small): small_trial_<k>
-INPUTS = ("optimizer",)  # keys of the space the command may give: its value is the choice null stands for
+INPUTS = ("optimizer", "bn_momentum")  # keys of the space the command may give: what null stands for (a choice's
+# null, bn_momentum's high end)
 
 
 @dataclass(frozen=True)
@@ -83,20 +86,14 @@ def settings_from_dict(node: dict[str, Any]) -> Settings:
             raise ConfigError(name, values, f"a key of the space: {', '.join(CHOICES + RANGES)}")
         if not isinstance(values, list) or not values:
             raise ConfigError(name, values, "a list: [low, high] for a range, the options for a choice")
-        if key in RANGES:
+        if key == "bn_momentum":
+            batch_norm.check_range(values)
+        elif key in RANGES:
             if len(values) != 2 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values) \
                     or not values[0] <= values[1] or (key in LOG and values[0] <= 0):
                 raise ConfigError(name, values, "[low, high] with low <= high" + (", low > 0 (log-uniform)"
                                                                                   if key in LOG else ""))
     return Settings(**{**node, "rules": tuple(named), "space": dict(space)})
-
-
-def _ghost_chunk(large: RunConfig, small: RunConfig) -> int | None:
-    model = large.model
-    if model.source not in models.BUILTIN or not model.batch_norm or model.sync_batchnorm:
-        return None
-    chunk = global_batch(small) // max(small.device.gpus, 1)
-    return chunk if chunk >= 2 else None
 
 
 def _decay_unit(large: RunConfig) -> float | None:
@@ -130,9 +127,10 @@ def points(settings: Settings, dimensions: int):
 
 
 def recipe(point, space: dict[str, list], small: RunConfig, large: RunConfig, decay_unit: float | None,
-           ghost: int | None) -> dict[str, Any]:
+           ghost: int | None, rho: float | None = None) -> dict[str, Any]:
     """One trial's recipe, keyed as overrides: each key of the space at its coordinate of the Sobol point (keys in
-    `space`'s order); `decay_unit` is the run's peak learning rate per unit of lr_factor times its planned steps."""
+    `space`'s order); `decay_unit` is the run's peak learning rate per unit of lr_factor times its planned steps;
+    `rho` b's batch-norm momentum, bn_momentum's high end where the space leaves it null."""
     ratio, epochs, found = global_batch(large) / global_batch(small), large.train.epochs, {}
     for u, (name, values) in zip(point, space.items()):
         key = OVERRIDE.get(name, name)
@@ -141,6 +139,11 @@ def recipe(point, space: dict[str, list], small: RunConfig, large: RunConfig, de
             if name == "ghost_batch_size":
                 choice = ghost if choice == "b" else None
             found[key] = choice
+            continue
+        if name == "bn_momentum":  # 1 - momentum log-uniform: as many draws near rho_b as near the floor
+            high = float(rho if values[1] is None else values[1])
+            low = min(float(values[0]), high)
+            found[key] = float(f"{1.0 - (1.0 - high) * ((1.0 - low) / (1.0 - high)) ** u:.4g}")
             continue
         low, high = float(values[0]), float(values[1])
         if key == "lr_factor":
@@ -220,9 +223,8 @@ def plan(jobs: list[list[str]], run_configs: list[RunConfig], settings: Settings
     b, big = sizes[0], sizes[-1]
     seeds = list(dict.fromkeys(cfg.train.seed for cfg in run_configs))
     small, large = config_of[(b, seeds[0])], config_of[(big, seeds[0])]
-    ghost, left_out = _ghost_chunk(large, small), {}
-    if ghost is None:
-        left_out.update({key: "a built-in model with batch norm only" for key in BATCH_NORM_KEYS if key in space})
+    norms = batch_norm.of_command(small, large, space, bool(settings.rules))
+    ghost, rho, left_out = norms.ghost, norms.rho, dict(norms.left_out)
     decay_unit = _decay_unit(large)
     if decay_unit is None and "weight_decay" in space:
         left_out["weight_decay"] = "a training set whose size is known before its first run"
@@ -238,14 +240,14 @@ def plan(jobs: list[list[str]], run_configs: list[RunConfig], settings: Settings
             planned.append(list(by_point[(size_, seed)]))
             arms.append(AS_IS)
     drawn = points(settings, len(space))
-    trials = [recipe(point, space, small, large, decay_unit, ghost) for point in drawn]
+    trials = [recipe(point, space, small, large, decay_unit, ghost, rho) for point in drawn]
     sources, rules_left_out = [{"source": SOBOL} for _ in trials], {}
     for name in settings.rules:  # after the Sobol points: trial k is the k-th Sobol point, as before the rules
         why = rules.applies(name, large)
         if why is not None:
             rules_left_out[name] = why
             continue
-        found = rules.rule(name, small, large, _ghost_chunk(large, small))
+        found = rules.rule(name, small, large, ghost, rho)
         trials.append(found.recipe)
         sources.append({"source": RULE, "rule": name, **({"clipped": found.clipped} if found.clipped else {})})
     for number, found in enumerate(trials):
@@ -255,10 +257,11 @@ def plan(jobs: list[list[str]], run_configs: list[RunConfig], settings: Settings
               "arms": {}, "reference": reference, "space": space, "left_out": left_out, "trials": trials,
               "sources": sources, "rules_left_out": rules_left_out,
               "decay_unit": decay_unit, "ghost": ghost, "lr_factor": large.train.lr_factor,
+              "batch_norm": norms.record(large),
               "settings": {k: v for k, v in vars(settings).items() if k != "space"}}
     if settings.tune_small:  # b gets the same search, at its own lr range and steps: the fair baseline
         small_decay = _decay_unit(small) if "weight_decay" in space else None
-        record["small_trials"] = [recipe(point, space, small, small, small_decay, ghost) for point in drawn]
+        record["small_trials"] = [recipe(point, space, small, small, small_decay, ghost, rho) for point in drawn]
         for number, found in enumerate(record["small_trials"]):
             planned.append(with_recipe(by_point[(b, seeds[0])], found))
             arms.append(f"{SMALL}trial_{number}")

@@ -11,7 +11,6 @@ then the reading says what is missing and claims nothing of it.
 """
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +19,7 @@ import pandas as pd
 from harness.assess.analysis import BATCH, SELECTION_COLUMNS, num_classes
 from harness.assess.paired import Estimate, estimate
 from harness.assess.sweep import Sweep
-from harness.studies.recover import choice
+from harness.studies.recover import choice, commands
 from harness.studies.recover import verdict as recovery_verdict
 from harness.studies.recover import words as recovery_words
 from harness.studies.recover.importance import Importances, importances
@@ -32,7 +31,6 @@ SMALL = "small_"  # the arm of a trial at b (recover.tune_small): small_trial_<k
 GUIDED = "guided"  # a trial's source: proposed by the guided round (harness.studies.recover.guided)
 FINISHED = ("completed", "diverged")
 ENDED = (*FINISHED, "failed")  # a round's job that will not run again in this command
-NOT_COPIED = ("seed=", "study=", "hydra.", "recover.")  # left out of the recipe's command line (+ stripped)
 
 
 @dataclass
@@ -77,6 +75,7 @@ class Recovery:
     small_confirmed: list[tuple[int, float | None, int]] = field(default_factory=list)
     small_recipe: int | None = None              # b's confirmed recipe: what B is compared with
     chance: float | None = None                  # 1 / the number of classes
+    more_seeds: str | None = None                # undecided: the command that runs the study on the seeds it needs
 
     @property
     def small_arm(self) -> str | None:
@@ -182,9 +181,11 @@ def recover(sweep: Sweep) -> Recovery | None:
             found.small_tune = _with_failures(chosen.loc[chosen["arm"] == found.small_arm, "tune_acc"].dropna(),
                                               seeds)
         found.verdict = _verdict(found, _val_finals(df), plan)
+        if found.verdict is not None and found.verdict.kind == recovery_verdict.UNDECIDED:
+            found.more_seeds = commands.more_seeds(sweep, plan["seeds"], found.verdict.seeds_needed)
         done = {job["job"] for job in (sweep.plan or {}).get("jobs", []) if job.get("round", 1) <= found.rounds}
         found.budget = _budget(found, chosen, _speeds(df), plan, {j: a for j, a in arm_of.items() if j in done})
-    found.command = _command(sweep, plan, found.recipe if found.recipe is not None else best)
+    found.command = commands.recipe_command(sweep, plan, found.recipe if found.recipe is not None else best)
     found.headline, found.notes = recovery_words.headline(found), recovery_words.notes(found, plan)
     return found
 
@@ -285,14 +286,3 @@ def _drop(df: pd.DataFrame, b: int, big: int, seeds: list[int]) -> Estimate | No
         return None
     paired = (table[b] - table[big]).dropna()
     return estimate(paired.to_numpy()) if len(paired) else None
-
-
-def _command(sweep: Sweep, plan: dict[str, Any], best: int | None) -> str | None:
-    """The best trial as a command line at B: its run's overrides less the seed, the study and Hydra's."""
-    if best is None:
-        return None
-    job = next((num for num, arm in plan["arms"].items() if arm == f"trial_{best}"), None) or next(
-        (job["job"] for job in (sweep.plan or {}).get("jobs", []) if job.get("arm") == f"trial_{best}"), None)
-    overrides = next((r.get("overrides") or [] for r in sweep.records if str(r["job"]) == job), [])
-    kept = [o for o in overrides if not o.lstrip("+~").startswith(NOT_COPIED)]
-    return shlex.join(["python", "-m", "harness", *kept])

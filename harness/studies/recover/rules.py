@@ -4,10 +4,16 @@ each a recipe at B from b's setting, keyed as the search's recipes are (command-
 - `linear` (Goyal et al. 2017): b's effective learning rate x B/b, warmed up linearly over min(5, E/5) epochs
   (Goyal et al. warmed up over 5 epochs of 90; E/5 keeps a short run mostly at its peak);
 - `sqrt` (Hoffer et al. 2017): b's effective learning rate x sqrt(B/b), the same warm-up, and with a built-in model
-  with batch norm ghost batch norm in chunks of b's per-device batch;
+  with batch norm that is not synchronized ghost batch norm in chunks of b's per-device batch;
 - `adam_sde` (Malladi et al. 2022, the square-root rule for adaptive methods) for the Adam family, with k = B/b:
   the learning rate x sqrt(k), 1 - beta_1 and 1 - beta_2 each x k, epsilon / sqrt(k); beta_1 kept within
   [0, 0.999] and beta_2 within [0.95, 0.999] (Malladi et al.'s floor), each clipping recorded.
+
+With batch norm in the model (any model: harness.models.batch_norm), every rule also scales the batch-norm
+momentum by the EMA rule (Busbridge et al. 2023, "How to Scale Your EMA"): the moving statistics are an exponential
+average over steps, and B makes k = B/b times fewer steps per epoch, so the momentum rho_b becomes rho_b^k, which
+keeps the average's horizon in samples. rho_b is the command's `model.bn_momentum`, else the largest momentum among
+the model's layers; rho_b^k is kept at or above BN_MOMENTUM_FLOOR, the clipping recorded.
 
 "b's effective learning rate" is the peak b's run has (lr x lr_factor x its lr_scaling at b): a command with
 lr_scaling=linear already scales B's, and the rule's lr_factor says so. Pure: configs in, recipes out.
@@ -21,6 +27,7 @@ from typing import Any
 from harness.config.batching import LR_FACTORS
 from harness.config.pairs import global_batch
 from harness.config.schema import ADAM_DEFAULTS, ADAM_FAMILY, RunConfig
+from harness.studies.recover.space import BN_MOMENTUM_FLOOR
 
 RULES = ("linear", "sqrt", "adam_sde")
 MAX_BETA = 0.999
@@ -59,19 +66,34 @@ def applies(name: str, large: RunConfig) -> str | None:
     return None
 
 
-def rule(name: str, small: RunConfig, large: RunConfig, ghost: int | None) -> Rule:
-    """Rule `name`'s recipe at B (`ghost`: b's batch-norm chunk for a built-in model with batch norm, else None)."""
+def ema_momentum(rho: float, ratio: float) -> tuple[float, list[str]]:
+    """The EMA rule: the batch-norm momentum at a batch `ratio` times larger, rho^ratio, kept at or above
+    BN_MOMENTUM_FLOOR; (momentum, what was clipped in words)."""
+    wanted = rho ** ratio
+    if wanted >= BN_MOMENTUM_FLOOR:
+        return _round(wanted), []
+    return BN_MOMENTUM_FLOOR, [f"batch-norm momentum {rho:g}^{ratio:g} = {wanted:.4g} clipped to {BN_MOMENTUM_FLOOR:g}"]
+
+
+def rule(name: str, small: RunConfig, large: RunConfig, ghost: int | None, rho: float | None = None) -> Rule:
+    """Rule `name`'s recipe at B (`ghost`: b's batch-norm chunk for a built-in model with batch norm, else None;
+    `rho`: b's batch-norm momentum for a model with batch norm, which every rule scales by the EMA rule, else None)."""
     ratio, epochs = global_batch(large) / global_batch(small), large.train.epochs
     if name == "linear":
-        return Rule(name, {"lr_factor": _lr_factor(small, large, ratio), "warmup_epochs": warmup_epochs(epochs)})
-    if name == "sqrt":
-        found = {"lr_factor": _lr_factor(small, large, math.sqrt(ratio)), "warmup_epochs": warmup_epochs(epochs)}
+        found = Rule(name, {"lr_factor": _lr_factor(small, large, ratio), "warmup_epochs": warmup_epochs(epochs)})
+    elif name == "sqrt":
+        recipe = {"lr_factor": _lr_factor(small, large, math.sqrt(ratio)), "warmup_epochs": warmup_epochs(epochs)}
         if ghost is not None:
-            found["model.ghost_batch_size"] = ghost
-        return Rule(name, found)
-    if name == "adam_sde":
-        return _adam_sde(small, large, ratio)
-    raise ValueError(f"unknown rule {name!r}")
+            recipe["model.ghost_batch_size"] = ghost
+        found = Rule(name, recipe)
+    elif name == "adam_sde":
+        found = _adam_sde(small, large, ratio)
+    else:
+        raise ValueError(f"unknown rule {name!r}")
+    if rho is None:
+        return found
+    momentum, clipped = ema_momentum(rho, ratio)
+    return Rule(name, {**found.recipe, "model.bn_momentum": momentum}, found.clipped + clipped)
 
 
 def _adam_sde(small: RunConfig, large: RunConfig, k: float) -> Rule:

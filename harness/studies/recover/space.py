@@ -10,6 +10,9 @@ CHOICES = ("lr_schedule", "optimizer", "ghost_batch_size")
 RANGES = ("lr_factor", "warmup_epochs", "momentum", "weight_decay", "label_smoothing", "bn_momentum")
 BATCH_NORM_KEYS = ("bn_momentum", "ghost_batch_size")
 OVERRIDE = {"bn_momentum": "model.bn_momentum", "ghost_batch_size": "model.ghost_batch_size"}  # space key -> key
+# the EMA rule's lowest batch-norm momentum (and the search's default low end): an average over about 1 / (1 - 0.5) =
+# 2 steps; below it the moving statistics are little more than the last batch's
+BN_MOMENTUM_FLOOR = 0.5
 
 
 def recipe_of_job(job: list[str], base: list[str], space: dict[str, list]) -> dict[str, Any]:

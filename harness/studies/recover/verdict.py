@@ -1,12 +1,19 @@
 """+study=recover's verdict and budget, from per-seed numbers: does the recipe at B keep b's validation accuracy,
 and if not, how much of the drop does it recover, and how many epochs does B need to reach b's tuning accuracy.
 
-The verdict pairs seeds: v(b), v(B) as it is and v(recipe) of the same seed. `recovered` when the mean of
-v(b) - v(recipe) is at most the tolerance, `shown` when the upper end of its two-sided 95% t-interval is too (a
-one-sided 97.5% non-inferiority bound); otherwise the share of the drop D = v(b) - v(B) the recipe recovers,
-mean(v(recipe) - v(B)) / mean(D), with Fieller's interval for a ratio of paired means: `partly` when that interval
-lies above 0, `not_recovered` when it covers 0 (or is unbounded: the drop itself is not shown), or where B as it is
-lost nothing to b (no share to recover). One seed: the same rules on the point values, indicative, no interval.
+The verdict pairs seeds: v(b), v(B) as it is and v(recipe) of the same seed, and decides by one rule, on the mean of
+the gap v(b) - v(recipe) and its two-sided 95% t-interval against the tolerance:
+
+- mean within the tolerance: `recovered`, `shown` when the upper end is within it too (a one-sided 97.5%
+  non-inferiority bound), else not shown, with about how many seeds would show it;
+- mean above the tolerance, lower end within it: `undecided`, with about how many seeds would decide it (the
+  interval then clear of the tolerance on one side);
+- lower end above the tolerance: the recipe falls short. The share of the drop D = v(b) - v(B) it recovers,
+  mean(v(recipe) - v(B)) / mean(D), with Fieller's interval for a ratio of paired means: `partly` when that
+  interval lies above 0, `not_recovered` when it covers 0 (or is unbounded: the drop itself is not shown), or where
+  B as it is lost nothing to b (no share to recover).
+
+One seed: the same rules on the point values, indicative, no interval (never undecided: there is no interval).
 """
 from __future__ import annotations
 
@@ -18,12 +25,12 @@ import numpy as np
 from harness.assess import intervals
 from harness.assess.paired import Estimate, estimate
 
-RECOVERED, PARTLY, NOT_RECOVERED = "recovered", "partly", "not_recovered"
+RECOVERED, UNDECIDED, PARTLY, NOT_RECOVERED = "recovered", "undecided", "partly", "not_recovered"
 
 
 @dataclass(frozen=True)
 class Verdict:
-    kind: str                    # RECOVERED, PARTLY or NOT_RECOVERED
+    kind: str                    # RECOVERED, UNDECIDED, PARTLY or NOT_RECOVERED
     shown: bool                  # recovered, and the non-inferiority bound says so too
     gap: Estimate                # v(b) - v(recipe), paired over seeds
     small: Estimate              # v(b)
@@ -33,7 +40,7 @@ class Verdict:
     share: float | None          # mean(v(recipe) - v(B)) / mean(drop); None where the drop is 0 or below
     share_low: float | None      # Fieller's 95% interval; None with one seed or where it is unbounded
     share_high: float | None
-    seeds_needed: int | None     # recovered but not shown: about how many seeds would show it
+    seeds_needed: int | None     # recovered but not shown, or undecided: about how many seeds would show or decide it
     tolerance: float
     gain: Estimate | None = None  # v(recipe) - v(b), paired over seeds: how far the recipe lies above b
 
@@ -64,6 +71,8 @@ def judge(small: np.ndarray, large: np.ndarray, recipe: np.ndarray, tolerance: f
         shown = gap.high is not None and gap.high <= tolerance
         if not shown and len(small) > 1:
             needed = intervals.seeds_to_show(small - recipe, tolerance)
+    elif len(small) > 1 and gap.low is not None and gap.low <= tolerance:
+        kind, needed = UNDECIDED, intervals.seeds_to_show(small - recipe, tolerance)
     elif len(small) > 1:
         kind = PARTLY if low is not None and low > 0.0 else NOT_RECOVERED
     else:

@@ -7,6 +7,7 @@ from typing import Any
 from harness.assess import paired
 from harness.assess.verdicts import CHANCE_MARGIN
 from harness.studies.recover import verdict as recovery_verdict
+from harness.studies.recover.space import BN_MOMENTUM_FLOOR
 from harness.studies.recover.verdict import RECOVERED, Verdict
 
 
@@ -111,6 +112,11 @@ def _opened(r, opening: str) -> str:
             f", {_signed(v.gain)} above batch {r.small_batch}"
         return (f"{opening} keeps {_small(r, 'validation accuracy')}: {_with_interval(v.recipe)} vs "
                 f"{v.small.value:.3f} ({seeds}){above}: recovered{_shown(v)}.")
+    if v.kind == recovery_verdict.UNDECIDED:
+        more = "" if v.seeds_needed is None else f"; about {v.seeds_needed} seeds would decide it"
+        return (f"{opening} falls short of {_small(r, 'validation accuracy')} by {_signed(v.gap)} ({seeds}), more "
+                f"than the tolerance {v.tolerance:g} on average while its 95% interval reaches within it: undecided "
+                f"at {v.gap.n} seeds{more}; {_budget_sentence(r)}.")
     if v.share is None:  # B as it is lost nothing to b: nothing to recover, and the recipe is further behind
         return (f"{opening} falls short of {_small(r, 'validation accuracy')} by {v.gap.value:.3f} ({seeds}), while "
                 f"batch {r.large_batch} as it is lost nothing to it ({v.drop.value:+.3f}): not recovered; "
@@ -201,6 +207,9 @@ def notes(r, plan: dict[str, Any]) -> list[str]:
         notes.append(f"Confirmed on every seed: {confirmed}; {_chosen(r, r.confirmed)}." if r.confirmed else
                      f"One seed: trial {r.recipe} is the recipe unconfirmed ({_chosen(r, [])}), and the verdict is "
                      "indicative.")
+        if r.more_seeds is not None:
+            notes.append(f"To decide it, the same study on {v.seeds_needed} seeds (a sweep of its own: the search runs "
+                         f"again, and the verdict reads every seed): {r.more_seeds}")
         if not v.drop_shown:
             notes.append(f"As they are, no drop of batch {big} against batch {b} was shown over these seeds; the "
                          f"recipe is still compared with batch {b}.")
@@ -219,11 +228,32 @@ def notes(r, plan: dict[str, Any]) -> list[str]:
                     else f" [{d.low:+.3f}, {d.high:+.3f}] (95% interval)")
         notes.insert(0, f"As they are, batch {big} lost {d.value:+.3f}{interval} of val_acc to batch {b}, paired "
                         f"over {d.n} seed(s).")
+    notes += _batch_norm_notes(r, plan)
     notes += [f"{key}: not searched, since it applies to {why}." for key, why in plan.get("left_out", {}).items()]
     notes += [f"The {t.rule} rule's values were clipped: {'; '.join(t.clipped)}." for t in r.trials if t.clipped]
     notes += [f"The {name} rule was not run: it applies to {why}." for name, why in
               plan.get("rules_left_out", {}).items()]
     return notes
+
+
+def _batch_norm_notes(r, plan: dict[str, Any]) -> list[str]:
+    """What the plan found of the model's batch norm, and the EMA rule's momentum the rules took from it."""
+    found = plan.get("batch_norm")
+    if not found or not found.get("rho"):
+        return []
+    rho, k = found["rho"], r.large_batch / r.small_batch
+    layers = f"{found['layers']} batch-norm layer{'' if found['layers'] == 1 else 's'}"
+    source = "the command's model.bn_momentum" if found.get("given") else (
+        "their momentum" if len(found["momenta"]) == 1 else "the largest of their momenta " + ", ".join(
+            f"{m:g}" for m in found["momenta"]))
+    rules = [t for t in r.trials if t.source == "rule" and t.recipe.get("model.bn_momentum") is not None]
+    used = rules[0].recipe["model.bn_momentum"] if rules else None
+    floored = "" if used is None or used > BN_MOMENTUM_FLOOR else f", kept at the floor {BN_MOMENTUM_FLOOR:g}"
+    scaled = "" if not rules else (
+        f" Every rule sets the batch-norm momentum by the EMA rule (Busbridge et al. 2023): the moving statistics "
+        f"average over steps, and batch {r.large_batch} takes {k:g}x fewer, so rho_b^{k:g} = {rho ** k:.4g}"
+        f"{floored} keeps their horizon in samples.")
+    return [f"The model has {layers}; rho_b = {rho:g} ({source}).{scaled}"]
 
 
 def _rule_of(r, number: int) -> str:

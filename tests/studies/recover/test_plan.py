@@ -54,9 +54,9 @@ def test_the_rules_start_from_bs_effective_learning_rate_and_sqrt_brings_ghost_b
     a gentler k (2) leaves beta_1 unclipped; recover.rules narrows the list."""
     plan = _plan("batch_size=8,128", "epochs=30", "seed=0", "recover.trials=2", "lr_scaling=linear",
                  "base_batch_size=32", "model.batch_norm=true", "recover.rules=[linear,sqrt]")
-    assert plan.study["recover"]["trials"][2:] == [
-        {"lr_factor": 1.0, "warmup_epochs": 5.0},
-        {"lr_factor": 0.25, "warmup_epochs": 5.0, "model.ghost_batch_size": 8}]
+    assert plan.study["recover"]["trials"][2:] == [  # and the EMA rule's momentum, 0.99^16 (the next test)
+        {"lr_factor": 1.0, "warmup_epochs": 5.0, "model.bn_momentum": 0.8515},
+        {"lr_factor": 0.25, "warmup_epochs": 5.0, "model.ghost_batch_size": 8, "model.bn_momentum": 0.8515}]
     assert plan.run_configs[-1].model.ghost_batch_size == 8
     gentle = _plan("batch_size=8,16", "seed=0", "recover.trials=2", "recover.rules=[adam_sde]", "momentum=0.8",
                    "~recover.space.momentum")
@@ -89,6 +89,77 @@ def test_a_narrowed_space_and_a_batch_norm_model_change_the_search():
     assert all(0.9 <= r["model.bn_momentum"] <= 0.95 for r in searched)
 
 
+def test_the_rules_scale_the_batch_norm_momentum_by_the_ema_rule_and_the_search_reaches_it():
+    """Batch 8 against 128 (k = 16) with the built-in model's batch norm (Keras's momentum 0.99): every rule sets
+    model.bn_momentum to 0.99^16 = 0.8515 (Busbridge et al. 2023), and the search's default range, [0.5, rho_b]
+    drawn log-uniformly in 1 - momentum, holds it. The command's own momentum is rho_b, b's as it runs: 0.9^16 =
+    0.185 is clipped to the floor 0.5, and the clipping recorded."""
+    plan = _plan("batch_size=8,128", "epochs=5", "seed=0", "model.batch_norm=true", "recover.trials=16")
+    record = plan.study["recover"]
+    assert record["batch_norm"] == {"layers": 3, "momenta": [0.99], "rho": 0.99, "given": False}
+    assert [t["model.bn_momentum"] for t in record["trials"][16:]] == [0.8515] * 3
+    assert [c.model.bn_momentum for c in plan.run_configs[18:]] == [0.8515] * 3  # the rules' runs get it
+    searched = [t["model.bn_momentum"] for t in record["trials"][:16]]
+    assert all(0.5 <= m <= 0.99 for m in searched) and min(searched) < 0.8515 < max(searched)
+    assert sum(m > 0.9 for m in searched) >= 4  # log-uniform in 1 - m: a quarter of the draws at 0.9 or above
+    given = _plan("batch_size=8,128", "epochs=5", "seed=0", "model.batch_norm=true", "model.bn_momentum=0.9",
+                  "recover.trials=2", "recover.rules=[linear]")
+    assert [c.model.bn_momentum for c in given.run_configs[:2]] == [0.9, 0.9]  # b and B as they are
+    assert given.study["recover"]["trials"][2]["model.bn_momentum"] == 0.5
+    assert given.study["recover"]["batch_norm"]["given"]
+    assert given.study["recover"]["sources"][2]["clipped"] == ["batch-norm momentum 0.9^16 = 0.1853 clipped to 0.5"]
+    assert all(0.5 <= t["model.bn_momentum"] <= 0.9 for t in given.study["recover"]["trials"][:2])
+
+
+def test_synchronized_batch_norm_is_searched_without_ghost_batch_norm():
+    plan = _plan("batch_size=8,64", "seed=0", "model.batch_norm=true", "model.sync_batchnorm=true",
+                 "recover.trials=2", "recover.rules=[sqrt]")
+    record = plan.study["recover"]
+    assert list(record["left_out"]) == ["ghost_batch_size"] and "not synchronized" in record["left_out"][
+        "ghost_batch_size"]
+    assert record["trials"][2] == {"lr_factor": 2.828, "warmup_epochs": 3.0, "model.bn_momentum": 0.9227}
+
+
+USER_MODELS = """
+import keras
+
+def with_batch_norm(input_shape, num_classes, momentum=0.999):
+    inputs = keras.Input(shape=input_shape)
+    x = keras.layers.Dense(8, use_bias=False)(keras.layers.Flatten()(inputs))
+    x = keras.layers.BatchNormalization(momentum=momentum)(x)
+    inner = keras.Sequential([keras.layers.Dense(8), keras.layers.BatchNormalization()])  # nested, Keras's 0.99
+    x = inner(keras.layers.Activation("relu")(x))
+    return keras.Model(inputs, keras.layers.Dense(num_classes, activation="softmax")(x))
+
+def without(input_shape, num_classes):
+    inputs = keras.Input(shape=input_shape)
+    x = keras.layers.Dense(8, activation="relu")(keras.layers.Flatten()(inputs))
+    return keras.Model(inputs, keras.layers.Dense(num_classes, activation="softmax")(x))
+"""
+
+
+def test_a_users_model_is_built_to_find_its_batch_norm_and_the_rules_follow_it(tmp_path, monkeypatch):
+    """model=custom: the plan builds the user's model in a process of its own and finds both batch-norm layers (one
+    nested): rho_b is the largest momentum, 0.999, so the rules set 0.999^16 = 0.9841 and the search ranges up to
+    it; a model without batch norm gets neither, and the note says why."""
+    name = f"usermodels_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{name}.py").write_text(USER_MODELS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    plan = _plan("batch_size=8,128", "seed=0", "model=custom", f"model._target_={name}.with_batch_norm",
+                 "recover.trials=2")
+    record = plan.study["recover"]
+    assert record["batch_norm"] == {"layers": 2, "momenta": [0.99, 0.999], "rho": 0.999, "given": False}
+    assert [t["model.bn_momentum"] for t in record["trials"][2:]] == [0.9841] * 3
+    assert all(0.5 <= t["model.bn_momentum"] <= 0.999 for t in record["trials"][:2])
+    assert list(record["left_out"]) == ["ghost_batch_size"]
+    none = _plan("batch_size=8,128", "seed=0", "model=custom", f"model._target_={name}.without", "recover.trials=2",
+                 "backend=jax")  # built on the command's backend
+    record = none.study["recover"]
+    assert record["batch_norm"] == {"layers": 0, "momenta": [], "rho": None, "given": False}
+    assert record["left_out"]["bn_momentum"] == "a model with batch norm, and this one has none"
+    assert not any("model.bn_momentum" in t for t in record["trials"])
+
+
 def test_the_weight_decay_range_is_at_the_runs_own_peak_learning_rate_and_the_optimizer_is_an_input():
     """With lr_scaling=sqrt the peak rate is lr x lr_factor x sqrt(128 / 32): lr x wd x steps stays in [1e-3, 1]
     at it. optimizer=sgd on the command line is the choice null stands for, not refused."""
@@ -104,11 +175,13 @@ def test_the_weight_decay_range_is_at_the_runs_own_peak_learning_rate_and_the_op
 
 
 def test_a_key_taken_out_of_the_space_may_be_given():
-    """~recover.space.bn_momentum: the search leaves the momentum alone, so the command's own may be given."""
+    """~recover.space.bn_momentum: the search leaves the momentum alone, the command's own in every searched trial;
+    the rules still scale it by the EMA rule (0.95^8)."""
     plan = _plan("batch_size=8,64", "seed=0", "model.batch_norm=true", "model.bn_momentum=0.95",
                  "~recover.space.bn_momentum", "recover.trials=2")
-    assert all(cfg.model.bn_momentum == 0.95 for cfg in plan.run_configs)
+    assert all(cfg.model.bn_momentum == 0.95 for cfg in plan.run_configs[:4])
     assert "model.bn_momentum" not in plan.study["recover"]["trials"][0]
+    assert {cfg.model.bn_momentum for cfg in plan.run_configs[4:]} == {0.6634}
 
 
 BAD = [
@@ -123,8 +196,8 @@ BAD = [
     (["+study=recover", "batch_size=8,64", "recover.space.momentum=[0,0.1]"], "recover.space.momentum",
      "low > 0 (log-uniform)"),
     (["+study=recover", "batch_size=8,64", "epochs=2,3"], "epochs='2,3'", "one value with +study=recover"),
-    (["+study=recover", "batch_size=8,64", "model.batch_norm=true", "model.bn_momentum=0.95"],
-     "model.bn_momentum='0.95'", "narrow recover.space.bn_momentum"),
+    (["+study=recover", "batch_size=8,64", "model.batch_norm=true", "recover.space.bn_momentum=[0.9,1.2]"],
+     "recover.space.bn_momentum=[0.9, 1.2]", "high null for b's own momentum"),
     (["+study=recover", "batch_size=8,64", "~recover.space"], "recover.space", "at least one key"),
     (["+study=recover", "batch_size=8,64", "recover.rules=[linear,lars]"], "recover.rules=['linear', 'lars']",
      "distinct rules among linear, sqrt, adam_sde"),

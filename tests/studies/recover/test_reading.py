@@ -157,3 +157,47 @@ def test_b_that_learned_and_a_recipe_that_only_matches_it_get_no_gain_and_no_cha
     r = _read([0.80, 0.82], [0.70, 0.71], [0.80, 0.815])
     assert r.verdict.kind == "recovered" and "above batch 8" not in r.headline
     assert not r.headline.startswith("Batch 8 as it is learned nothing") and r.headline.startswith("At batch 256")
+
+
+def test_the_notes_name_the_models_batch_norm_and_the_ema_rules_momentum(tmp_path):
+    """With batch norm (3 layers at Keras's 0.99) the linear rule's recipe carries 0.99^8 = 0.9227, which the trial's
+    words and the notes say with rho_b's source; the search keeps ghost batch norm and the momentum in its space."""
+    sweep = study_sweep(tmp_path / "s", "+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=2", "seed=0",
+                        "recover.rules=[linear]", "recover.guided=0", "model.batch_norm=true")
+    r = recovery.recover(sweep_files.read(sweep))
+    assert r.trials[2].recipe["model.bn_momentum"] == 0.9227
+    assert ("The model has 3 batch-norm layers; rho_b = 0.99 (their momentum). Every rule sets the batch-norm momentum "
+            "by the EMA rule (Busbridge et al. 2023): the moving statistics average over steps, and batch 64 takes 8x "
+            "fewer, so rho_b^8 = 0.9227 keeps their horizon in samples.") in r.notes
+    assert not any("not searched" in note for note in r.notes)
+    from harness.studies.recover.words import described
+
+    assert "batch-norm momentum 0.923" in described(r.trials[2])
+
+
+def test_one_decision_rule_recovered_undecided_or_short_by_the_gaps_interval_against_the_tolerance(tmp_path):
+    """The user's image npz: batch 16 at 0.960, the linear rule at 0.948, two seeds, a drop shown: the gap's mean is
+    above the tolerance and its interval reaches within it, so the verdict is undecided, never "not recovered", with
+    the seeds that would decide it and the command that runs them (command.json's, less its folder, more seeds); a
+    gap whose whole interval lies above the tolerance falls short (partly here), one whose mean is within it
+    recovered."""
+    from harness.store import command_file
+    from harness.studies.recover import commands
+
+    undecided = _read([0.955, 0.965], [0.83, 0.84], [0.962, 0.934])
+    v = undecided.verdict
+    assert v.kind == "undecided" and v.gap.value > 0.01 >= v.gap.low and v.seeds_needed > 2
+    assert (f"by {v.gap.value:+.3f} [{v.gap.low:+.3f}, {v.gap.high:+.3f}] (2 seeds), more than the tolerance 0.01 on "
+            f"average while its 95% interval reaches within it: undecided at 2 seeds; about {v.seeds_needed} seeds "
+            "would decide it") in undecided.headline
+    assert "not recovered" not in undecided.headline
+    short = _read([0.955, 0.965, 0.96], [0.83, 0.84, 0.835], [0.90, 0.91, 0.905])
+    assert short.verdict.kind == "partly" and short.verdict.gap.low > 0.01 and short.verdict.seeds_needed is None
+    assert _read([0.955, 0.965], [0.83, 0.84], [0.952, 0.962]).verdict.kind == "recovered"
+    folder = tmp_path / "sweep"
+    folder.mkdir()
+    argv = ["+study=recover", "batch_size=16,256", "seed=0,1", f"hydra.sweep.dir={folder}", "-m"]
+    command_file.write_once(folder, command_file.for_this_process(argv, True))
+    sweep = sweep_files.Sweep(folder, [], pd.DataFrame(), None)
+    assert commands.more_seeds(sweep, [0, 1], 5) == ("python -m harness +study=recover batch_size=16,256 "
+                                                      "seed=0,1,2,3,4 -m")

@@ -1,0 +1,78 @@
+"""+study=recover and the model's batch norm, as the plan sees it before round 1: whether the command's model has
+batch-norm layers (any model: harness.models.batch_norm builds a user's once, in a process of its own), b's momentum
+rho_b that the EMA rule scales (rules.py) and the search's `bn_momentum` range tops, whether ghost batch norm in
+chunks of b applies (a built-in model whose batch norm is not synchronized), and what the space leaves out and why.
+Pure but for that one short process: configs in, facts out.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.config.pairs import global_batch
+from harness.config.schema import RunConfig
+from harness.data import registry as datasets
+from harness.fields import ConfigError
+from harness.models import batch_norm as model_batch_norm
+from harness.models import registry as models
+from harness.studies.recover.space import BATCH_NORM_KEYS
+
+
+@dataclass(frozen=True)
+class Norms:
+    found: model_batch_norm.BatchNorm | None  # the model's layers (None: not known before the data are loaded)
+    ghost: int | None                          # b's per-device batch, the ghost chunk; None where it does not apply
+    left_out: dict[str, str] = field(default_factory=dict)  # space key -> what it applies to
+
+    @property
+    def rho(self) -> float | None:
+        """b's batch-norm momentum: the command's model.bn_momentum (every layer has it), else the layers' largest;
+        None without batch norm."""
+        return None if self.found is None else self.found.largest
+
+    def record(self, large: RunConfig) -> dict[str, Any] | None:
+        """sweep.json's `recover.batch_norm`: the layers, their momenta, rho_b and whether the command gave it."""
+        if self.found is None:
+            return None
+        return {**self.found.as_json(), "rho": self.rho, "given": large.model.bn_momentum is not None}
+
+
+def of_command(small: RunConfig, large: RunConfig, space: dict[str, list], rules: bool) -> Norms:
+    """The batch norm of the command's model at b and B (the model is found where the space or the rules need it)."""
+    ghost, left_out = ghost_chunk(large, small), {}
+    found = _find(large) if rules or any(key in space for key in BATCH_NORM_KEYS) else None
+    if (found is None or found.largest is None) and "bn_momentum" in space:
+        left_out["bn_momentum"] = ("a model with batch norm, and this one has none" if found is not None else
+                                   "a model whose batch-norm layers are known before its first run (this data's "
+                                   "shape is known only once loaded)")
+    if ghost is None and "ghost_batch_size" in space:
+        left_out["ghost_batch_size"] = ("a built-in model with batch norm that is not synchronized (the harness's "
+                                        "ghost batch-norm layer)")
+    return Norms(found, ghost, left_out)
+
+
+def ghost_chunk(large: RunConfig, small: RunConfig) -> int | None:
+    """b's per-device batch, the chunk ghost batch norm normalises at B, for a built-in model with batch norm that
+    is not synchronized (None otherwise, or for a chunk under 2)."""
+    model = large.model
+    if model.source not in models.BUILTIN or not model.batch_norm or model.sync_batchnorm:
+        return None
+    chunk = global_batch(small) // max(small.device.gpus, 1)
+    return chunk if chunk >= 2 else None
+
+
+def _find(large: RunConfig) -> model_batch_norm.BatchNorm | None:
+    counts = datasets.train_class_counts(large.data)
+    return model_batch_norm.find(large.model, datasets.input_shape(large.data),
+                                 None if counts is None else len(counts), large.device.backend)
+
+
+def check_range(values: list) -> None:
+    """recover.space.bn_momentum: [low, high] within (0, 1), high null for rho_b; raises ConfigError."""
+    def number(v) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1
+
+    if len(values) != 2 or not number(values[0]) or not (values[1] is None or number(values[1]) and
+                                                           values[0] <= values[1]):
+        raise ConfigError("recover.space.bn_momentum", values, "[low, high] within (0, 1), low <= high, high null "
+                          "for b's own momentum (the command's model.bn_momentum or the layers' largest)")
