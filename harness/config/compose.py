@@ -17,7 +17,7 @@ from hydra.core.override_parser.types import Override, OverrideType
 from hydra.errors import MissingConfigException, OverrideParseException
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
-from harness.config import hydra_internals, schema
+from harness.config import hydra_internals, recipe, schema
 from harness.store import layout
 
 # installed with the package; the repository links conf/ to it
@@ -95,7 +95,7 @@ def recorded_run_config(run_dir: Path) -> schema.RunConfig:
     with open_dict(cfg):
         if "backend" not in cfg:
             cfg.backend = "tensorflow"
-        for key, default in schema.RECIPE_DEFAULTS.items():  # a run recorded before the key: its default
+        for key, default in recipe.RECIPE_DEFAULTS.items():  # a run recorded before the key: its default
             if key not in cfg:
                 cfg[key] = default
     hydra_file = hydra_dir / "hydra.yaml"

@@ -11,7 +11,7 @@ import importlib.util
 from dataclasses import dataclass
 from typing import Any
 
-from harness.config import batching
+from harness.config import batching, recipe
 from harness.data import registry as datasets
 from harness.data import transforms
 from harness.data.registry import DataConfig
@@ -19,36 +19,6 @@ from harness.fields import ConfigError, bool_value, check_keys, choice, float_va
 from harness.models import registry as models
 from harness.models.registry import ModelConfig
 
-# name -> (keras.optimizers class, its keyword arguments besides the learning rate)
-OPTIMIZERS: dict[str, tuple[str, dict[str, Any]]] = {
-    "adam": ("Adam", {}),
-    "adamw": ("AdamW", {}),
-    "lamb": ("Lamb", {}),
-    "lion": ("Lion", {}),
-    "muon": ("Muon", {}),
-    "nadam": ("Nadam", {}),
-    "sgd": ("SGD", {}),
-    "momentum": ("SGD", {"momentum": 0.9}),
-    "rmsprop": ("RMSprop", {}),
-}
-# `momentum` is each class's first-moment coefficient under its own keyword (docs/configuration.md's table)
-MOMENTUM_KEYWORD = {"SGD": "momentum", "RMSprop": "momentum", "Muon": "momentum", "Adam": "beta_1",
-                    "AdamW": "beta_1", "Nadam": "beta_1", "Lamb": "beta_1", "Lion": "beta_1"}
-# `beta_2`, the second moment's coefficient, and `epsilon`, the denominator's floor, under each class's keyword;
-# a class missing from a table has no such term (SGD neither; Lion no epsilon)
-BETA_2_KEYWORD = {"Adam": "beta_2", "AdamW": "beta_2", "Nadam": "beta_2", "Lamb": "beta_2", "Lion": "beta_2",
-                  "Muon": "adam_beta_2", "RMSprop": "rho"}
-EPSILON_KEYWORD = {"Adam": "epsilon", "AdamW": "epsilon", "Nadam": "epsilon", "Lamb": "epsilon", "Muon": "epsilon",
-                   "RMSprop": "epsilon"}
-# the Adam family, whose coefficients' defaults (Keras's, the same in each class) +study=recover's adam_sde rule scales
-ADAM_FAMILY = ("adam", "adamw", "nadam", "lamb")
-ADAM_DEFAULTS = {"beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7}
-NESTEROV = ("sgd", "momentum")  # the optimizers `nesterov` applies to
-LR_SCHEDULES = ("constant", "cosine", "linear", "step")
-# The recipe's keys at their defaults: left out of a run's identity (run.json's config, the fingerprint sweep.json
-# keeps, what a resume compares), so that a sweep made before these keys existed resumes as it was.
-RECIPE_DEFAULTS: dict[str, Any] = {"momentum": None, "nesterov": False, "weight_decay": None,
-                                   "lr_schedule": "constant", "label_smoothing": 0.0, "beta_2": None, "epsilon": None}
 PREPROCESS_MISMATCHES = ("none", "unscaled", "shifted")
 BUDGETS = ("epochs", "steps")
 BACKENDS = ("tensorflow", "jax")  # as harness.backend.BACKENDS, which config may not import (it loads no backend)
@@ -86,6 +56,8 @@ class TrainConfig:
     label_smoothing: float = 0.0  # on the training loss only
     beta_2: float | None = None   # the second-moment coefficient; None: the optimizer's own (BETA_2_KEYWORD)
     epsilon: float | None = None  # the denominator's floor; None: the optimizer's own (EPSILON_KEYWORD)
+    precise_bn: int | None = None  # batch-norm statistics recomputed on this many training samples before each
+    # evaluation, and kept (harness.run.precise_bn); None: the moving averages as trained
 
 
 @dataclass(frozen=True)
@@ -118,7 +90,8 @@ class RunConfig:
 
     def identity(self) -> dict[str, Any]:
         """flat() less the recipe's keys at their defaults: what run.json's config records and a resume compares."""
-        return {k: v for k, v in self.flat().items() if k not in RECIPE_DEFAULTS or v != RECIPE_DEFAULTS[k]}
+        defaults = recipe.RECIPE_DEFAULTS
+        return {k: v for k, v in self.flat().items() if k not in defaults or v != defaults[k]}
 
 
 TOP_KEYS = {
@@ -126,7 +99,7 @@ TOP_KEYS = {
     "epochs", "lr", "optimizer", "seed", "dataset", "model", "steps_per_execution", "train_fraction",
     "preprocess_mismatch", "budget", "budget_steps", "lr_scaling", "base_batch_size", "warmup_epochs",
     "target_train_loss", "probes", "probe_samples", "lr_factor", "tune_fraction", "target_tune_acc", "backend",
-    *RECIPE_DEFAULTS,
+    *recipe.RECIPE_DEFAULTS,
 }
 DATA_KEYS = datasets.ALL_KEYS
 MODEL_KEYS = models.ALL_KEYS
@@ -200,51 +173,6 @@ def _study_keys(cfg: dict) -> dict[str, Any]:
     }
 
 
-def _recipe(cfg: dict, optimizer: str) -> dict[str, Any]:
-    """momentum, nesterov, weight_decay, lr_schedule, label_smoothing, beta_2 and epsilon, validated against the
-    optimizer."""
-    momentum, decay = cfg["momentum"], cfg["weight_decay"]
-    if momentum is not None and not 0.0 <= float_value(cfg, "momentum") < 1.0:
-        raise ConfigError("momentum", momentum, "null (the optimizer's own) or a number in [0, 1)")
-    if momentum is not None and float(momentum) == 0.0 and optimizer == "lion":
-        raise ConfigError("momentum", momentum, "a number in (0, 1) with optimizer=lion (its beta_1 must be > 0)")
-    nesterov = bool_value(cfg, "nesterov")
-    if nesterov and optimizer not in NESTEROV:
-        raise ConfigError("nesterov", nesterov, f"false unless optimizer is {' or '.join(NESTEROV)} (optimizer="
-                          f"{optimizer})")
-    if nesterov and optimizer == "sgd" and not momentum:
-        raise ConfigError("nesterov", nesterov, "false without momentum: optimizer=momentum, or momentum > 0 with "
-                          "optimizer=sgd")
-    if decay is not None and float_value(cfg, "weight_decay") < 0:
-        raise ConfigError("weight_decay", decay, "null (the optimizer's own) or a number >= 0")
-    smoothing = float_value(cfg, "label_smoothing")
-    if not 0.0 <= smoothing < 1.0:
-        raise ConfigError("label_smoothing", cfg["label_smoothing"], "a number in [0, 1)")
-    return {"momentum": None if momentum is None else float(momentum), "nesterov": nesterov,
-            "weight_decay": None if decay is None else float(decay),
-            "lr_schedule": choice(cfg, "lr_schedule", LR_SCHEDULES), "label_smoothing": smoothing,
-            **_second_moment(cfg, optimizer)}
-
-
-def _second_moment(cfg: dict, optimizer: str) -> dict[str, float | None]:
-    """beta_2 in [0, 1) and epsilon > 0, each null (the optimizer's own) or refused where the optimizer has none."""
-    class_name = OPTIMIZERS[optimizer][0]
-    found = {}
-    for key, keywords, allowed, valid in (("beta_2", BETA_2_KEYWORD, "a number in [0, 1)", lambda v: 0 <= v < 1),
-                                         ("epsilon", EPSILON_KEYWORD, "a number > 0", lambda v: v > 0)):
-        value = cfg.get(key)
-        if value is None:
-            found[key] = None
-            continue
-        if class_name not in keywords:
-            takes = ", ".join(name for name, (cls, _) in OPTIMIZERS.items() if cls in keywords)
-            raise ConfigError(key, value, f"null with optimizer={optimizer}, which has none ({takes} take one)")
-        if not valid(float_value(cfg, key)):
-            raise ConfigError(key, value, f"null (the optimizer's own) or {allowed}")
-        found[key] = float(value)
-    return found
-
-
 def from_dict(cfg: dict[str, Any]) -> RunConfig:
     """Validate a composed config (plain dict) and freeze it. Raises ConfigError."""
     check_keys(cfg, TOP_KEYS, "")
@@ -256,15 +184,15 @@ def from_dict(cfg: dict[str, Any]) -> RunConfig:
     if not 0.0 <= imbalance < 1.0:
         raise ConfigError("imbalance", cfg["imbalance"], "a number in [0, 1)")
     optimizer = cfg["optimizer"]
-    if optimizer not in OPTIMIZERS:
-        raise ConfigError("optimizer", optimizer, f"one of {', '.join(OPTIMIZERS)}")
+    if optimizer not in recipe.OPTIMIZERS:
+        raise ConfigError("optimizer", optimizer, f"one of {', '.join(recipe.OPTIMIZERS)}")
     lr = float_value(cfg, "lr")
     if lr <= 0:
         raise ConfigError("lr", cfg["lr"], "a number > 0")
     study = _study_keys(cfg)
     train = TrainConfig(
         **study,
-        **_recipe(cfg, optimizer),
+        **recipe.from_dict(cfg, optimizer),
         batch_size=int_value(cfg, "batch_size", low=1),
         per_replica_batch=bool_value(cfg, "per_replica_batch"),
         epochs=int_value(cfg, "epochs", low=1),
@@ -284,6 +212,9 @@ def from_dict(cfg: dict[str, Any]) -> RunConfig:
                           f"of some class (the training split has {int(counts.sum())}, {int(counts.max())} in its "
                           "largest class)")
     model = models.config_from_dict(cfg["model"], datasets.input_shape(data), None if counts is None else len(counts))
+    if train.precise_bn is not None and model.source in models.BUILTIN and not model.batch_norm:
+        raise ConfigError("precise_bn", train.precise_bn, "null unless model.batch_norm=true (the model has no batch "
+                          "normalization to recompute)")
     run = RunConfig(data=data, model=model, train=train, device=device)
     train_size = datasets.expected_train_size(data, imbalance, train.train_fraction, train.tune_fraction)
     if train_size is None:  # known only once loaded (TFDS): the run's own planner checks it

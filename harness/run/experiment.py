@@ -10,7 +10,8 @@ from typing import Callable, Sequence
 
 from harness import backend
 from harness.config.batching import BatchPlan, Schedule, plan_batches, plan_schedule
-from harness.config.schema import RECIPE_DEFAULTS, RunConfig
+from harness.config.recipe import RECIPE_DEFAULTS
+from harness.config.schema import RunConfig
 from harness.data import registry as data
 from harness.data.transforms import Arrays
 from harness.models import batch_norm
@@ -124,17 +125,18 @@ def _train(run: _Run, board: RunBoard, tracker: RunTracker, hooks: Sequence[Call
     model_cfg, model = _model(run, placement, data_in, plan, schedule)
     train_eval, val_inputs, batches, tune_eval = training_inputs(run.cfg, data_in, plan, schedule, run.resume_epoch)
     infer = inference(model, placement.replicas)  # one compiled function for every inference-mode pass
+    kept = _kept_statistics(run, model_cfg, model, data_in, decode, placement.replicas, infer)  # precise_bn
     table = MetricsTable(run.run_dir, keep_epochs=run.resume_epoch)
     recorder = train.EpochRecorder(
         _columns(run, plan, schedule, data_in), _sinks(run, table, board, tracker),
         measures.of_run(run.cfg, run.run_dir, run.resume_epoch, model, data_in, decode, infer, train_eval,
                         val_inputs, tune_eval, lambda: _precise_bn(model_cfg, model, data_in, decode, placement.replicas,
-                                                                   infer)),
+                                                                   infer), kept),
         len(data_in.y_train), plan.global_batch_size, rows=table.rows)
     divergence = train.StopOnDivergence(recorder.rows)
     at_loss = None if run.cfg.train.target_train_loss is None else train.StopAtTrainLoss(
         run.cfg.train.target_train_loss, recorder.rows)
-    monitor = _target_monitor(run.cfg, model, infer, data_in, decode, plan, tune_eval, val_inputs)
+    monitor = _target_monitor(run.cfg, model, infer, data_in, decode, plan, tune_eval, val_inputs, kept)
     step_sync = train.StepSync() if run.cfg.device.jax_host_devices else None  # one step in flight (config.batching)
     fit_started = time.perf_counter()
     with placement.training():  # callbacks in order: the row, then what stops on it, then the checkpoint
@@ -237,7 +239,8 @@ def _sinks(run: _Run, table: MetricsTable, board: RunBoard, tracker: RunTracker)
     return on_row
 
 
-def _target_monitor(cfg: RunConfig, model, infer, data_in: Arrays, decode, plan: BatchPlan, tune_eval, val_inputs):
+def _target_monitor(cfg: RunConfig, model, infer, data_in: Arrays, decode, plan: BatchPlan, tune_eval, val_inputs,
+                    kept=None):
     """The within-epoch check of target_tune_acc (harness.run.target), or None without a target."""
     if cfg.train.target_tune_acc is None:
         return None
@@ -247,19 +250,32 @@ def _target_monitor(cfg: RunConfig, model, infer, data_in: Arrays, decode, plan:
     at_target = target.measure_at_target(model, lambda: validation_metrics(infer, val_inputs, data_in.y_val),
                                          data_in.x_train, data_in.y_train, decode, cfg.train.seed)
     forward = infer if plan.replicas == 1 else backend.ops.inference(model)  # checked often: one call, no dataset
-    return target.TargetMonitor(cfg.train.target_tune_acc, tune_eval, plan, at_target, forward)
+    return target.TargetMonitor(cfg.train.target_tune_acc, tune_eval, plan, at_target, forward,
+                                None if kept is None else kept.keep)
 
 
-def _precise_bn(model_cfg, model, data_in: Arrays, decode, replicas: int, infer):
-    """The batch-norm statistics recomputed after every epoch (harness.run.precise_bn), for a model with batch norm;
-    None for a model without, which gets no columns and pays nothing."""
+def _precise_bn(model_cfg, model, data_in: Arrays, decode, replicas: int, infer, samples: int | None = None):
+    """The batch-norm statistics recomputed after every epoch (harness.run.precise_bn), on `samples` training samples
+    (None: its fixed subset), for a model with batch norm; None for a model without, which pays nothing."""
     from harness.run import precise_bn
 
     if not precise_bn.batch_norm_layers(model):
         return None
     twin = _probe_model(model_cfg, model, data_in, replicas) if replicas >= 2 else None
     return precise_bn.PreciseBatchNorm(model, data_in.x_train, data_in.y_train, decode, twin=twin,
-                                       infer=None if twin is not None else infer)
+                                       infer=None if twin is not None else infer,
+                                       samples=samples or precise_bn.SUBSET)
+
+
+def _kept_statistics(run: _Run, model_cfg, model, data_in: Arrays, decode, replicas: int, infer):
+    """The key precise_bn: its statistics recomputed and kept before each evaluation; a model without batch norm
+    has none to recompute, which run.json's notes say."""
+    samples = run.cfg.train.precise_bn
+    kept = None if samples is None else _precise_bn(model_cfg, model, data_in, decode, replicas, infer, samples)
+    if samples is not None and kept is None:
+        run.record.data.setdefault("notes", []).append(f"precise_bn={samples}: the model has no batch-norm layers, "
+                                                       "so nothing is recomputed")
+    return kept
 
 
 def _probe_model(model_cfg, model, data_in: Arrays, replicas: int):

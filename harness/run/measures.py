@@ -34,13 +34,15 @@ class Measure(Protocol):
 
 
 def of_run(cfg, run_dir: Path, resume_epoch: int, model, data_in, decode, infer: Infer, train_eval, val_inputs,
-           tune_eval, precise: Callable) -> list[Measure]:
+           tune_eval, precise: Callable, kept=None) -> list[Measure]:
     """What a run measures after each epoch, in its metrics' column order: the training data and validation, the
     tuning slice (tune_fraction > 0), the recomputed batch-norm statistics (`precise()`: a model with batch norm's
-    harness.run.precise_bn.PreciseBatchNorm, else None) and the per-epoch probes (probes on)."""
+    harness.run.precise_bn.PreciseBatchNorm, else None) and the per-epoch probes (probes on); `kept`, the key
+    precise_bn's PreciseBatchNorm, recomputes and keeps the statistics before all of them."""
     epoch_probes = _epoch_probes(cfg, run_dir, resume_epoch, model, data_in, decode) if cfg.train.probes else None
     precise = precise()  # after the probes: traced first
-    found = [Evaluation(infer, train_eval), Validation(infer, val_inputs, data_in.y_val)]
+    found = [KeepPreciseStatistics(kept)] if kept is not None else []
+    found += [Evaluation(infer, train_eval), Validation(infer, val_inputs, data_in.y_val)]
     found += [Evaluation(infer, tune_eval, "tune")] if tune_eval is not None else []
     found += [PreciseStatistics(precise, val_inputs, data_in.y_val)] if precise is not None else []
     return found + ([Probes(epoch_probes)] if epoch_probes is not None else [])
@@ -138,6 +140,20 @@ class PreciseStatistics:
 
     def __call__(self, epoch: int, step: int) -> dict[str, float]:
         return self.precise.columns(step, self.val_inputs, self.val_labels)
+
+
+class KeepPreciseStatistics:
+    """The key precise_bn: before the epoch's evaluations, the batch-norm statistics recomputed for the current
+    weights and kept (harness.run.precise_bn.PreciseBatchNorm.keep); no columns of its own."""
+    needs_finite_loss = False  # it must come before the evaluations, which run whatever the loss
+    timing = "precise_bn"
+
+    def __init__(self, kept):
+        self.kept = kept
+
+    def __call__(self, epoch: int, step: int) -> dict[str, float]:
+        self.kept.keep()
+        return {}
 
 
 class Probes:

@@ -5,19 +5,24 @@ averages of its batch statistics, m·old + (1 − m)·batch. After s steps they 
 values (mean 0, variance 1): 0.99^126 ≈ 0.28 after the two epochs batch 64 takes on 4,000 samples. So a large
 batch, with few steps, can score near chance in inference mode while its weights fit the data.
 
-The statistics are the exact population statistics of each layer's inputs over a fixed subset of SUBSET
-training samples, layer by layer in order, with the current weights (Wu & Johnson 2021, "Rethinking 'Batch' in
+The statistics are the exact population statistics of each layer's inputs over a fixed subset of SUBSET (or, for
+the key `precise_bn`, that many) training samples, layer by layer in order, with the current weights (Wu & Johnson 2021, "Rethinking 'Batch' in
 BatchNorm": "precise" statistics), computed the way fvcore's `PreciseBN` computes them: the model runs in training
 mode over the subset in batches of BATCH, each layer's momentum set to 0 so that every call leaves the batch's
 own mean and variance in its averages, and the per-batch values are combined exactly (mean of the batch means;
 mean of variance + mean², minus the mean squared). The subset is one batch, so every layer is normalised with the
 subset's own statistics of its inputs while the layers after it are measured: exactly what inference with the
-recomputed statistics does, in one pass instead of one per layer (tests/run/test_precise_bn.py checks it against
+recomputed statistics does, in one pass instead of one per layer. With `precise_bn` above BATCH samples each layer's
+statistics still combine every batch exactly, but a layer's inputs then come from layers normalised batch by batch,
+as in fvcore's pass: an average of per-batch passes, no longer exact (tests/run/test_precise_bn.py checks it against
 recomputing layer by layer in inference mode). Ghost batch norm normalises chunks in training mode, and dropout is
 active in it, as in fvcore's pass. With those statistics the model is evaluated on the subset (train_eval_*_
 precise_bn: a fixed sample of the training set, the same in every epoch and run) and on the whole validation set
 (val_*_precise_bn). The weights are never touched and every non-trainable variable (the moving statistics, a
-layer's random state) is put back bit for bit, so training goes on exactly as without the measurement. Under data
+layer's random state) is put back bit for bit, so training goes on exactly as without the measurement. The key
+`precise_bn` (`keep`, before each evaluation and target check) keeps the recomputed statistics instead: training
+mode normalises with each batch's own statistics, so the weights train exactly as without it, and the run's val_acc
+is then what val_acc_precise_bn measures. Under data
 parallelism it runs on a single-device copy of the model. The compiled passes are the backend's (harness.backend
 `ops`): a tf.function on TensorFlow, a jitted stateless call on JAX.
 """
@@ -58,12 +63,12 @@ class PreciseBatchNorm:
     """
 
     def __init__(self, model, x: np.ndarray, y: np.ndarray, decode: Callable | None = None, twin=None,
-                 infer: Callable | None = None):
+                 infer: Callable | None = None, samples: int = SUBSET):
         self.model, self.twin = model, twin
         self.in_memory = decode is None  # samples, not files: validation's batches are kept after the first epoch
         self._val: list | None = None
         self.layers = batch_norm_layers(model)
-        chosen = subset_indices(len(x))
+        chosen = subset_indices(len(x), samples)
         # samples in memory: the batches kept; image files: decoded again each time (memory stays bounded)
         self.batches = Batches(x[chosen], None, BATCH, decode)
         first = self.batches[0]
@@ -105,6 +110,24 @@ class PreciseBatchNorm:
         finally:
             for variable, value in zip(model.non_trainable_variables, saved):
                 variable.assign(value)
+
+    def keep(self) -> None:
+        """The key `precise_bn`: the statistics recomputed for the current weights and kept in the model, which
+        trains on from them (under data parallelism written into every replica's copy); every other non-trainable
+        variable (a layer's random state) put back."""
+        model = self._target()
+        layers = batch_norm_layers(model)
+        moving = {id(v) for layer in layers for v in (layer.moving_mean, layer.moving_variance)}
+        saved = [(v, np.array(v.numpy(), copy=True)) for v in model.non_trainable_variables if id(v) not in moving]
+        try:
+            self._recompute(model, layers)
+        finally:
+            for variable, value in saved:
+                variable.assign(value)
+        if model is not self.model:
+            for source, kept in zip(layers, self.layers):
+                kept.moving_mean.assign(source.moving_mean.numpy())
+                kept.moving_variance.assign(source.moving_variance.numpy())
 
     def initial_weight(self, steps: int) -> float:
         return initial_weight(self.layers, steps)

@@ -30,12 +30,14 @@ NOISE_SEED = 7919     # with the run's seed: which training samples those batche
 class TargetMonitor(keras.callbacks.Callback):
     """Stops training the first time the tuning slice's accuracy reaches `target`; `found` then holds what
     target.json records (still None when the budget ran out first). `forward`: inputs -> class probabilities in
-    one compiled call (on one device, the run's harness.run.measures.inference)."""
+    one compiled call (on one device, the run's harness.run.measures.inference). `before`: called before each check
+    (the key precise_bn: the batch-norm statistics recomputed and kept), or None."""
 
     def __init__(self, target: float, tune, plan: BatchPlan, at_target: Callable[[], dict],
-                 forward: Callable[[Any], np.ndarray]):
+                 forward: Callable[[Any], np.ndarray], before: Callable[[], None] | None = None):
         super().__init__()
         self.target, self.plan, self.at_target, self.forward = target, plan, at_target, forward
+        self.before = before
         self.batches = [(ops.as_tensor(x), np.asarray(y)) for x, y in tune]  # tune: (x, y) batches
         self.last_checked = 0
         self.checks = 0
@@ -45,6 +47,8 @@ class TargetMonitor(keras.callbacks.Callback):
         self.last_checked = int(self.model.optimizer.iterations.numpy())  # a resumed run checks from where it is
 
     def tune_acc(self) -> float:
+        if self.before is not None:
+            self.before()
         right = sum(int(np.sum(np.argmax(self.forward(x), axis=1) == y)) for x, y in self.batches)
         return right / sum(len(y) for _, y in self.batches)
 

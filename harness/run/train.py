@@ -10,7 +10,8 @@ from typing import Any, Callable
 
 from harness.backend import keras
 from harness.config.batching import BatchPlan, Schedule
-from harness.config.schema import BETA_2_KEYWORD, EPSILON_KEYWORD, MOMENTUM_KEYWORD, OPTIMIZERS, TrainConfig
+from harness.config.recipe import BETA_2_KEYWORD, EPSILON_KEYWORD, MOMENTUM_KEYWORD, OPTIMIZERS
+from harness.config.schema import TrainConfig
 from harness.run.measures import Measure
 
 log = logging.getLogger(__name__)

@@ -132,7 +132,7 @@ def make_run(sweep: Path, job: int, *, status="completed", val=(0.5, 0.7, 0.8), 
     run_dir.mkdir(parents=True)
     run_id = f"{sweep.name}/{job}"
     train_eval = train_eval if train_eval is not None else [min(v + 0.05, 1.0) for v in val]
-    from harness.config.schema import RECIPE_DEFAULTS
+    from harness.config.recipe import RECIPE_DEFAULTS
 
     identity = {k: v for k, v in cfg.items() if k not in RECIPE_DEFAULTS or v != RECIPE_DEFAULTS[k]}
     record = {  # as a run writes it: the recipe at its defaults is no part of its config (RunConfig.identity)

@@ -59,7 +59,7 @@ def test_run_json_records_status_config_and_environment(tiny_run):
     assert record["started_at"] <= record["finished_at"]
     # the recipe in force; at its defaults it is no part of the run's identity (a sweep from before it resumes)
     assert record["recipe"] == {"momentum": None, "nesterov": False, "weight_decay": None, "lr_schedule": "constant",
-                                "label_smoothing": 0.0, "beta_2": None, "epsilon": None}
+                                "label_smoothing": 0.0, "beta_2": None, "epsilon": None, "precise_bn": None}
     assert not set(record["recipe"]) & set(record["config"])
     env = record["environment"]
     assert env["strategy"] == "_DefaultDistributionStrategy" and env["replicas"] == 1

@@ -166,3 +166,66 @@ def test_bn_momentum_on_a_built_in_model_without_batch_norm_is_refused(compose):
         compose("model.bn_momentum=0.9")
     assert dataclasses.asdict(compose("model=mlp", "model.batch_norm=true", "model.bn_momentum=0.9").model)[
         "bn_momentum"] == 0.9
+
+
+def _kept_against_measured(kept: pd.DataFrame, plain: pd.DataFrame) -> None:
+    """precise_bn on: the same training curve as the run without it (training mode normalises with each batch's own
+    statistics), and its val_acc what the run without it measured as val_acc_precise_bn (the same 1,024 samples)."""
+    same = ["train_loss", "train_acc", "val_acc_precise_bn", "train_eval_acc_precise_bn"]
+    pd.testing.assert_frame_equal(kept[same], plain[same], check_exact=True)
+    assert kept["val_acc"].tolist() == plain["val_acc_precise_bn"].tolist()
+    assert kept["val_loss"].tolist() == pytest.approx(plain["val_loss_precise_bn"].tolist(), rel=1e-5)
+    assert (kept["val_acc"] > plain["val_acc"]).all()  # 16 steps an epoch: the moving averages lag
+
+
+def test_precise_bn_keeps_the_recomputed_statistics_before_every_evaluation(compose, tmp_path, backend):
+    """On each backend: batch 32 for 2 epochs (32 steps, 0.99^32 = 0.72 of the start left in the averages)."""
+    runs = {}
+    for name, precise in (("plain", "null"), ("kept", str(precise_bn.SUBSET))):
+        cfg = compose(*TINY, "model.batch_norm=true", "batch_size=32", "lr=0.003", f"precise_bn={precise}",
+                      f"backend={backend}")
+        run_experiment(cfg, tmp_path / name, run_id="s/0")
+        runs[name] = pd.read_parquet(tmp_path / name / "metrics.parquet")
+    _kept_against_measured(runs["kept"], runs["plain"])
+    record = __import__("json").loads((tmp_path / "kept" / "run.json").read_text())
+    assert record["recipe"]["precise_bn"] == precise_bn.SUBSET and record["timings"]["precise_bn"] > 0
+
+
+@pytest.mark.slow  # two simulated devices need a process of their own
+@pytest.mark.parametrize("on", ["tensorflow", "jax"])
+def test_precise_bn_writes_the_statistics_into_every_replica_under_data_parallelism(tmp_path, on):
+    """gpus=2 simulate_devices=true: recomputed on the single-device twin, written back into the replicated
+    variables, and the run's val_acc (predicted over both devices) is the run without it's val_acc_precise_bn."""
+    from tests.conftest import run_harness
+
+    sweep = tmp_path / "sweep"
+    proc = run_harness(*TINY, "model.batch_norm=true", "gpus=2", "simulate_devices=true", "batch_size=32", "lr=0.003",
+                       f"backend={on}", "precise_bn=null,1024", f"hydra.sweep.dir={sweep}", "-m", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    plain, kept = (pd.read_parquet(sweep / job / "metrics.parquet") for job in ("0", "1"))
+    assert set(kept["replicas"]) == {2}
+    _kept_against_measured(kept, plain)
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "1.5", "true", "many"])
+def test_a_bad_precise_bn_is_one_line_naming_the_key(value, compose):
+    from harness.config.schema import ConfigError
+
+    with pytest.raises(ConfigError) as err:
+        compose("model.batch_norm=true", f"precise_bn={value}")
+    assert str(err.value).startswith("precise_bn=") and "a number of training samples >= 1" in str(err.value)
+    with pytest.raises(ConfigError, match=r"^precise_bn=1024 is not allowed: null unless model.batch_norm=true"):
+        compose("precise_bn=1024")
+
+
+def test_precise_bn_on_a_users_model_without_batch_norm_is_noted_once_the_run_knows(compose, tmp_path, monkeypatch):
+    (tmp_path / "plainmodels.py").write_text(
+        "import keras\n\ndef small(input_shape, num_classes):\n    inputs = keras.Input(shape=input_shape)\n"
+        "    x = keras.layers.Dense(8, activation='relu')(keras.layers.Flatten()(inputs))\n"
+        "    return keras.Model(inputs, keras.layers.Dense(num_classes, activation='softmax')(x))\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cfg = compose(*TINY, "epochs=1", "model=custom", "model._target_=plainmodels.small", "precise_bn=256")
+    run_experiment(cfg, tmp_path / "r", run_id="s/0")
+    record = __import__("json").loads((tmp_path / "r" / "run.json").read_text())
+    assert record["status"] == "completed" and record["notes"] == [
+        "precise_bn=256: the model has no batch-norm layers, so nothing is recomputed"]

@@ -26,7 +26,8 @@ from typing import Any
 
 from harness.config.batching import LR_FACTORS
 from harness.config.pairs import global_batch
-from harness.config.schema import ADAM_DEFAULTS, ADAM_FAMILY, RunConfig
+from harness.config.recipe import ADAM_DEFAULTS, ADAM_FAMILY
+from harness.config.schema import RunConfig
 from harness.studies.recover.space import BN_MOMENTUM_FLOOR
 
 RULES = ("linear", "sqrt", "adam_sde")
