@@ -44,7 +44,7 @@ SETTINGS = [
 ]
 # the spaces measured: the default (conf/study/recover.yaml), and the learning rate's keys alone
 NARROW = tuple(f"~recover.space.{key}" for key in ("weight_decay", "label_smoothing", "optimizer", "bn_momentum",
-                                                   "ghost_batch_size"))
+                                                   "ghost_batch_size", "precise_bn"))
 SPACES = [("", ()), ("lr only", NARROW)]
 CASES = [Case(f"{name}{f' ({label})' if label else ''}", (*overrides, *extra))
          for name, overrides in SETTINGS for label, extra in SPACES]
@@ -101,10 +101,15 @@ def _budget(found: dict) -> str:
         return "not needed"
     if not budget["asked"]:
         return "not asked"
-    reached = next((x for x in budget["lengths"] if x["reached"]), None)
+    rule = budget.get("rule_trial")
+    tried_by = [(x, None) for x in budget["lengths"]] + [(x, rule) for x in budget.get("rule_lengths", [])]
+    reached = min(((x, by) for x, by in tried_by if x["reached"]), key=lambda f: (f[0]["epochs"], f[1] is not None),
+                  default=None)
     if reached is not None:
-        wall = "" if reached["wall_ratio"] is None else f", {reached['wall_ratio']:.2f}x b's wall time"
-        return f"b's tune_acc reached at {reached['multiple']:g}x the epochs ({reached['epochs']}){wall}"
+        x, by = reached
+        wall = "" if x["wall_ratio"] is None else f", {x['wall_ratio']:.2f}x b's wall time"
+        return (f"b's tune_acc reached at {x['multiple']:g}x the epochs ({x['epochs']})"
+                f"{'' if by is None else f' by trial {by}'}{wall}")
     tried = [f"{x['multiple']:g}x: {x['tune_acc']:.3f}" for x in budget["lengths"] if x["tune_acc"] is not None]
     small = "–" if budget["small_tune_acc"] is None else f"{budget['small_tune_acc']:.3f}"
     return (f"b's tune_acc ({small}) not reached" +
@@ -121,6 +126,8 @@ def row(case: Case, found: dict, wall: float, runs: int, versus: str = "–") ->
     if found["verdict"] == "recovered":
         verdict += ", shown" if found["shown"] else ", not shown" + (
             f" (about {found['seeds_needed']} seeds would show it)" if found.get("seeds_needed") else "")
+    elif found["verdict"] == "undecided" and found.get("seeds_needed"):
+        verdict += f" (about {found['seeds_needed']} seeds would decide it)"
     command = " ".join(f"`{o}`" for o in case.overrides if o not in QUIET)  # a code span each: lines wrap between
     gap = found.get("gap") or {}
     return (f"| {case.name}:<br>{command} | {_interval(found['drop'])} | {trial} | "

@@ -6,8 +6,8 @@ values (mean 0, variance 1): 0.99^126 ≈ 0.28 after the two epochs batch 64 tak
 batch, with few steps, can score near chance in inference mode while its weights fit the data.
 
 The statistics are the exact population statistics of each layer's inputs over a fixed subset of SUBSET (or, for
-the key `precise_bn`, that many) training samples, layer by layer in order, with the current weights (Wu & Johnson 2021, "Rethinking 'Batch' in
-BatchNorm": "precise" statistics), computed the way fvcore's `PreciseBN` computes them: the model runs in training
+the key `precise_bn`, that many) training samples, layer by layer in order, with the current weights (Wu & Johnson
+2021, "Rethinking 'Batch' in BatchNorm": "precise" statistics), computed the way fvcore's `PreciseBN` computes them: the model runs in training
 mode over the subset in batches of BATCH, each layer's momentum set to 0 so that every call leaves the batch's
 own mean and variance in its averages, and the per-batch values are combined exactly (mean of the batch means;
 mean of variance + mean², minus the mean squared). The subset is one batch, so every layer is normalised with the

@@ -180,6 +180,12 @@ def test_recover_matrix_row_gives_the_verdict_and_the_budget_line_from_recovery_
     found["trials"] = [{"rule": None}] * 4 + [{"rule": "linear"}]
     assert "| trial 4 (the linear rule): `lr_factor=31.55` | " in recover_matrix.row(
         case, found, 90.0, 34, "linear -0.002, sqrt -0.040; search +0.001 (guided trial 20)")
+    found["budget"].update(rule_trial=16, rule_lengths=[
+        {"epochs": 10, "multiple": 2.0, "tune_acc": 0.92, "reached": True, "wall_ratio": 0.31}])
+    assert "| b's tune_acc reached at 2x the epochs (10) by trial 16, 0.31x b's wall time |" in recover_matrix.row(
+        case, found, 90.0, 34)  # the rule beside the recipe reached it first
+    found.update(verdict="undecided", seeds_needed=6)
+    assert "| undecided (about 6 seeds would decide it) |" in recover_matrix.row(case, found, 90.0, 34)
     found.update(verdict="recovered", shown=False, seeds_needed=15)
     assert "| recovered, not shown (about 15 seeds would show it) | not needed |" in recover_matrix.row(case, found,
                                                                                                           90.0, 34)

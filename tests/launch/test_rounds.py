@@ -346,3 +346,34 @@ def test_the_guided_round_is_proposed_from_round_one_and_planned_the_same_after_
     assert recovery.recover(sweep_files.read(sweep)).verdict is not None
     assert len(optuna.load_study(study_name="recover", storage=optuna.storages.JournalStorage(
         optuna.storages.journal.JournalFileBackend(str(sweep / guided.STUDY_FILE)))).trials) == 4 + 3
+
+
+def test_the_budget_runs_the_best_rule_beside_a_searched_recipe_and_names_the_one_that_reaches_b(tmp_path):
+    """The recipe is a Sobol trial (trial 0); the linear rule (trial 2) was confirmed below it. The budget at 2E runs
+    both on every seed, and where only the rule reaches b's tuning accuracy the reading says so: true of the rule,
+    where the recipe alone would have read as 'not reached'. A recipe that is a rule gets nothing beside it."""
+    sweep = study_sweep(tmp_path / "s", "+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=2", "seed=0,1",
+                        "recover.rules=[linear]", "recover.guided=0")
+    for job, tune in ((4, 0.95), (5, 0.60), (6, 0.80)):  # trials 0, 1 and the linear rule at seed 0
+        set_final(sweep, job, tune_acc=tune)
+    confirm = {j.arm: j.job for j in next_round(sweep, 1)}
+    for arm, tune in (("trial_0", 0.95), ("trial_1", 0.6), ("trial_2", 0.8)):
+        set_final(sweep, confirm[arm], tune_acc=tune)
+    for job in (4, confirm["trial_0"]):  # below b on validation: not recovered
+        set_final(sweep, job, val_acc=0.2)
+    budget = next_round(sweep, 2)
+    assert sorted(j.arm for j in budget) == ["budget_4"] * 2 + ["budget_4_trial_2"] * 2
+    rule_jobs = [j for j in budget if j.arm == "budget_4_trial_2"]
+    assert all("lr_factor=8.0" in j.overrides and "epochs=4" in j.overrides for j in rule_jobs)
+    small = recovery.recover(sweep_files.read(sweep)).small_tune
+    for job in budget:
+        set_final(sweep, job.job, tune_acc=small + 0.01 if job.arm.endswith("trial_2") else small - 0.2)
+    assert next_round(sweep, 3) == []  # reached: no longer run
+    r = recovery.recover(sweep_files.read(sweep))
+    assert r.budget_rule_trial == 2 and not r.budget[0].reached and r.budget_rule[0].reached
+    assert "reaches batch 8's tuning accuracy with 2x the epochs (4) with the linear rule (trial 2)" in r.headline
+    written = r.as_json()["budget"]
+    assert written["rule_trial"] == 2 and written["rule_lengths"][0]["reached"] is True
+    from harness.studies.recover.section import recovery_budget_rows
+
+    assert [row[0] for row in recovery_budget_rows(r)] == ["4 (recipe)", "4 (linear rule)"]

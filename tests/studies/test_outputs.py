@@ -8,7 +8,8 @@ cut the recovery's accuracy intervals at 0 and 1, added recovery.json's gain ove
 beside +study=diagnose under the main job's verdict; its rules and guided round added each trial's source (an old
 sweep's are all Sobol points) to recovery.json and the report's table of trials; issue 72's decision rule reads the
 recovery's gap +0.167 [-0.754, +1.089] at 2 seeds as undecided (was not recovered), with the seeds and the command
-that would decide it (recovery.json's more_seeds)."""
+that would decide it (recovery.json's more_seeds), and its budget's rule beside the recipe (rule_trial null,
+rule_lengths [] in an old sweep)."""
 import io
 import json
 import shutil

@@ -5,8 +5,8 @@ seed against b, and the budget B needs when nothing recovers it.
                    the published rules (rules.py), with the model's batch norm (batch_norm.py); later rounds' jobs
     rounds.py      which later round comes next, from the rounds before (harness.launch.rounds runs it): the
                    guided round (guided.py, Optuna's TPE), the confirmation, the budget
-    reading.py     the sweep read round by round (assess), with choice.py, verdict.py, words.py, importance.py
-                   and commands.py (the command lines it offers)
+    reading.py     the sweep read round by round (assess), with choice.py, verdict.py, budget.py, words.py,
+                   importance.py and commands.py (the command lines it offers)
     section.py     the report's Recovery section: its tables, figures.py and section.html.j2
     files.py       recovery.json
 """

@@ -18,6 +18,11 @@ from harness.models import registry as models
 from harness.studies.recover.space import BATCH_NORM_KEYS
 
 
+NO_BATCH_NORM = "a model with batch norm, and this one has none"
+UNKNOWN = ("a model whose batch-norm layers are known before its first run (this data's shape is known only once "
+           "loaded)")
+
+
 @dataclass(frozen=True)
 class Norms:
     found: model_batch_norm.BatchNorm | None  # the model's layers (None: not known before the data are loaded)
@@ -41,10 +46,9 @@ def of_command(small: RunConfig, large: RunConfig, space: dict[str, list], rules
     """The batch norm of the command's model at b and B (the model is found where the space or the rules need it)."""
     ghost, left_out = ghost_chunk(large, small), {}
     found = _find(large) if rules or any(key in space for key in BATCH_NORM_KEYS) else None
-    if (found is None or found.largest is None) and "bn_momentum" in space:
-        left_out["bn_momentum"] = ("a model with batch norm, and this one has none" if found is not None else
-                                   "a model whose batch-norm layers are known before its first run (this data's "
-                                   "shape is known only once loaded)")
+    for key in ("bn_momentum", "precise_bn"):
+        if (found is None or found.largest is None) and key in space:
+            left_out[key] = NO_BATCH_NORM if found is not None else UNKNOWN
     if ghost is None and "ghost_batch_size" in space:
         left_out["ghost_batch_size"] = ("a built-in model with batch norm that is not synchronized (the harness's "
                                         "ghost batch-norm layer)")

@@ -37,7 +37,8 @@ FIELDS = {
     "seeds_needed": "recovered but not shown, or undecided: about how many seeds would show or decide it",
     "more_seeds": "undecided: the command that runs the study on the seeds that would decide it (null otherwise)",
     "budget": "{asked, small_tune_acc, reached_at_epochs, lengths [{epochs, multiple, tune_acc, runs, reached, "
-              "wall_ratio}]}: the recipe at longer runs against b's tuning accuracy",
+              "wall_ratio}], rule_trial, rule_lengths}: the recipe at longer runs against b's tuning accuracy, and "
+              "beside a recipe that is not a rule the best confirmed rule (rule_trial, its lengths alike; null, [])",
     "importance": "{trials, r2_oob, keys [{key, mean, sd}]}: each knob's permutation importance for tune_acc over "
                   "the finished trials (a random forest's; sd: over forests and permutations), or null",
     "command": "the recipe (before round 2, the best trial) as a command line at B",
@@ -88,8 +89,12 @@ def _verdict(r) -> dict[str, Any]:
 def _budget(r) -> dict[str, Any]:
     reached = next((length.epochs for length in r.budget if length.reached), None)
     return {"asked": r.budget_asked, "small_tune_acc": r.small_tune, "reached_at_epochs": reached,
-            "lengths": [{"epochs": x.epochs, "multiple": x.multiple, "tune_acc": x.tune_acc, "runs": x.runs,
-                         "reached": x.reached, "wall_ratio": x.wall_ratio} for x in r.budget]}
+            "lengths": _lengths(r.budget), "rule_trial": r.budget_rule_trial, "rule_lengths": _lengths(r.budget_rule)}
+
+
+def _lengths(lengths) -> list[dict[str, Any]]:
+    return [{"epochs": x.epochs, "multiple": x.multiple, "tune_acc": x.tune_acc, "runs": x.runs, "reached": x.reached,
+             "wall_ratio": x.wall_ratio} for x in lengths]
 
 
 def _importance(found) -> dict[str, Any] | None:

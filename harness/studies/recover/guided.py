@@ -9,7 +9,8 @@ harness.studies.recover.plan.recipe):
     warmup_epochs      over [low, high] x E
     one_minus_momentum log over [low, high]            the recipe's momentum is 1 - it
     lr_wd_steps        log over [low, high]            weight_decay = it / (peak lr per lr_factor x lr_factor x steps)
-    label_smoothing, bn_momentum                       as they are
+    label_smoothing                                    as it is
+    one_minus_bn_momentum log over [1 - high, 1 - low]  high null: rho_b, b's momentum (the plan's batch_norm)
     lr_schedule, optimizer, ghost_batch_size           the space's choices (ghost "b": b's chunk)
 
 A trial is told with its tune_acc (a diverged one with 0, the worst there is; a failed one not at all); a rule
@@ -30,7 +31,9 @@ from harness.studies.recover.space import CHOICES, LOG, OVERRIDE
 
 STUDY_FILE = "recover-optuna.log"  # in the sweep folder: optuna-dashboard recover-optuna.log
 STUDY_NAME = "recover"
-PARAM = {"momentum": "one_minus_momentum", "weight_decay": "lr_wd_steps"}  # a space key -> its parameter's name
+PARAM = {"momentum": "one_minus_momentum", "weight_decay": "lr_wd_steps",
+         "bn_momentum": "one_minus_bn_momentum"}  # a space key -> its parameter's name
+COMPLEMENT = ("momentum", "bn_momentum")  # drawn as 1 - the value
 ROUNDING = 1e-3  # a recipe's value is written to 4 significant digits: that far past an end is still inside
 
 
@@ -42,6 +45,9 @@ def _optuna():
 
 
 def _bounds(name: str, values: list, record: dict[str, Any]) -> tuple[float, float]:
+    if name == "bn_momentum":  # as the plan draws it (harness.studies.recover.plan.recipe)
+        high = float(record["batch_norm"]["rho"] if values[1] is None else values[1])
+        return 1.0 - high, 1.0 - min(float(values[0]), high)
     low, high = float(values[0]), float(values[1])
     if name == "lr_factor":
         high *= record["large_batch"] / record["small_batch"]
@@ -59,7 +65,8 @@ def distributions(record: dict[str, Any]) -> dict[str, Any]:
             found[PARAM.get(name, name)] = dist.CategoricalDistribution(list(values))
         else:
             low, high = _bounds(name, values, record)
-            found[PARAM.get(name, name)] = dist.FloatDistribution(low, high, log=name in LOG)
+            found[PARAM.get(name, name)] = dist.FloatDistribution(low, high, log=name in LOG or
+                                                                  name == "bn_momentum")
     return found
 
 
@@ -77,7 +84,7 @@ def params_of(recipe: dict[str, Any], record: dict[str, Any]) -> dict[str, Any] 
             continue
         if value is None:
             return None
-        if name == "momentum":
+        if name in COMPLEMENT:
             value = 1.0 - value
         elif name == "weight_decay":
             value = value * record["decay_unit"] * recipe.get("lr_factor", 1.0)
@@ -99,7 +106,7 @@ def recipe_of(params: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
         if name in CHOICES:
             found[key] = value
             continue
-        if name == "momentum":
+        if name in COMPLEMENT:
             value = 1.0 - value
         elif name == "weight_decay":
             value /= record["decay_unit"] * found.get("lr_factor", 1.0)

@@ -36,8 +36,8 @@ from harness.studies.recover.space import CHOICES, LOG, OVERRIDE, RANGES
 AS_IS = "as_is"
 SOBOL, RULE = "sobol", "rule"  # a trial's source (sweep.json's recover.sources; before the rules, every trial Sobol's)
 SMALL = "small_"  # the arm of a trial at b (recover.tune_small): small_trial_<k>
-INPUTS = ("optimizer", "bn_momentum")  # keys of the space the command may give: what null stands for (a choice's
-# null, bn_momentum's high end)
+INPUTS = ("optimizer", "bn_momentum", "precise_bn")  # keys of the space the command may give: what null stands
+# for (a choice's null, bn_momentum's high end)
 
 
 @dataclass(frozen=True)
@@ -203,12 +203,14 @@ def budget_lengths(record: dict[str, Any]) -> list[int]:
 
 
 def budget_jobs(record: dict[str, Any], jobs: dict[str, list[str]], recipe: dict[str, Any],
-                epochs: int) -> list[tuple[list[str], str]]:
+                epochs: int, rule: tuple[int, dict[str, Any]] | None = None) -> list[tuple[list[str], str]]:
     """One length of the budget round, as (overrides, arm): `recipe` at `epochs` on every seed (its schedule spread
-    over the run's own length: the schedules are planned from the run's epochs)."""
-    found = {**recipe, "epochs": epochs}
-    return [(with_recipe(jobs[record["reference"]["B"][str(seed)]], found), f"budget_{epochs}")
-            for seed in record["seeds"]]
+    over the run's own length: the schedules are planned from the run's epochs), arm budget_<epochs>; and beside
+    it `rule` (its trial number and recipe: the best confirmed rule, where the recipe is not a rule), arm
+    budget_<epochs>_trial_<k>: a longer run may favour another recipe than E epochs did."""
+    found = [(recipe, f"budget_{epochs}")] + ([] if rule is None else [(rule[1], f"budget_{epochs}_trial_{rule[0]}")])
+    return [(with_recipe(jobs[record["reference"]["B"][str(seed)]], {**each, "epochs": epochs}), arm)
+            for each, arm in found for seed in record["seeds"]]
 
 
 def plan(jobs: list[list[str]], run_configs: list[RunConfig], settings: Settings,
@@ -243,7 +245,7 @@ def plan(jobs: list[list[str]], run_configs: list[RunConfig], settings: Settings
     trials = [recipe(point, space, small, large, decay_unit, ghost, rho) for point in drawn]
     sources, rules_left_out = [{"source": SOBOL} for _ in trials], {}
     for name in settings.rules:  # after the Sobol points: trial k is the k-th Sobol point, as before the rules
-        why = rules.applies(name, large)
+        why = rules.applies(name, large, norms.found)
         if why is not None:
             rules_left_out[name] = why
             continue

@@ -19,12 +19,13 @@ import pandas as pd
 from harness.assess.analysis import BATCH, SELECTION_COLUMNS, num_classes
 from harness.assess.paired import Estimate, estimate
 from harness.assess.sweep import Sweep
-from harness.studies.recover import choice, commands
+from harness.studies.recover import budget, choice, commands
 from harness.studies.recover import verdict as recovery_verdict
 from harness.studies.recover import words as recovery_words
 from harness.studies.recover.importance import Importances, importances
 from harness.studies.recover.space import recipe_of_job
-from harness.studies.recover.verdict import Length, Verdict
+from harness.studies.recover.budget import Length
+from harness.studies.recover.verdict import Verdict
 
 AS_IS = "as_is"
 SMALL = "small_"  # the arm of a trial at b (recover.tune_small): small_trial_<k>
@@ -68,6 +69,8 @@ class Recovery:
     recipe: int | None = None                    # the confirmed trial with the best mean tune_acc
     verdict: Verdict | None = None
     budget: list[Length] = field(default_factory=list)
+    budget_rule_trial: int | None = None         # the best confirmed rule, run beside a recipe that is not one
+    budget_rule: list[Length] = field(default_factory=list)  # its lengths
     small_tune: float | None = None              # b's mean tune_acc over the seeds: what the budget must reach
     budget_asked: bool = True
     importance: Importances | None = None        # what mattered in the search (with_importance)
@@ -124,9 +127,13 @@ def selection(df: pd.DataFrame) -> pd.DataFrame:
     return rows.sort_values("epoch").groupby("run_id").tail(1)
 
 
+def _done(df: pd.DataFrame) -> pd.DataFrame:
+    """The epochs of the runs that finished."""
+    return df[df["status"].isin(FINISHED) & df["epoch"].notna()]
+
+
 def _val_finals(df: pd.DataFrame) -> pd.DataFrame:
-    done = df[df["status"].isin(FINISHED) & df["epoch"].notna()]
-    return done.sort_values("epoch").groupby("run_id").tail(1)
+    return _done(df).sort_values("epoch").groupby("run_id").tail(1)
 
 
 def complete_rounds(sweep: Sweep) -> int:
@@ -184,7 +191,15 @@ def recover(sweep: Sweep) -> Recovery | None:
         if found.verdict is not None and found.verdict.kind == recovery_verdict.UNDECIDED:
             found.more_seeds = commands.more_seeds(sweep, plan["seeds"], found.verdict.seeds_needed)
         done = {job["job"] for job in (sweep.plan or {}).get("jobs", []) if job.get("round", 1) <= found.rounds}
-        found.budget = _budget(found, chosen, _speeds(df), plan, {j: a for j, a in arm_of.items() if j in done})
+        found.budget_rule_trial = budget.best_rule(found)
+        ended, speeds = {j: a for j, a in arm_of.items() if j in done}, budget.speeds(_done(df))
+        small = speeds.loc[speeds["arm"] == found.small_arm, "speed"] if found.small_arm else \
+            speeds.loc[(speeds["arm"] == AS_IS) & (speeds["batch"] == b), "speed"]
+        at_b = _number(small.mean()) if len(small) else None
+        found.budget = budget.lengths(found, chosen, speeds, plan, ended, at_b)
+        if found.budget_rule_trial is not None:
+            found.budget_rule = budget.lengths(found, chosen, speeds, plan, ended, at_b,
+                                               f"_trial_{found.budget_rule_trial}")
     found.command = commands.recipe_command(sweep, plan, found.recipe if found.recipe is not None else best)
     found.headline, found.notes = recovery_words.headline(found), recovery_words.notes(found, plan)
     return found
@@ -234,30 +249,6 @@ def _verdict(r: Recovery, finals: pd.DataFrame, plan: dict[str, Any]) -> Verdict
         return None
     tolerance = float(plan["settings"].get("tolerance", 0.01))
     return recovery_verdict.judge(*(table[name].to_numpy() for name in names), tolerance)
-
-
-def _speeds(df: pd.DataFrame) -> pd.DataFrame:
-    """Each finished run's median samples per second over its epochs, with its arm and batch."""
-    done = df[df["status"].isin(FINISHED) & df["epoch"].notna()]
-    return done.groupby("run_id").agg(arm=("arm", "first"), batch=(BATCH, "first"),
-                                      speed=("samples_per_second", "median"))
-
-
-def _budget(r: Recovery, chosen: pd.DataFrame, speeds: pd.DataFrame, plan: dict[str, Any],
-            arm_of: dict[str, str]) -> list[Length]:
-    """Each budget length whose runs have all ended, in order: its mean tune_acc against b's, its wall time."""
-    small = speeds.loc[speeds["arm"] == r.small_arm, "speed"] if r.small_arm else \
-        speeds.loc[(speeds["arm"] == AS_IS) & (speeds["batch"] == r.small_batch), "speed"]
-    small_speed = _number(small.mean()) if len(small) else None
-    lengths = sorted({int(arm.split("_")[1]) for arm in arm_of.values() if arm.startswith("budget_")})
-    out = []
-    for epochs in lengths:
-        arm = f"budget_{epochs}"
-        tune = chosen.loc[chosen["arm"] == arm, "tune_acc"].dropna().tolist()
-        speed = speeds.loc[speeds["arm"] == arm, "speed"].dropna().tolist()
-        out.append(recovery_verdict.length(epochs, plan["epochs"], tune, speed, r.small_tune, small_speed,
-                                           seeds=len(plan["seeds"])))
-    return out
 
 
 def with_importance(found: Recovery | None) -> Recovery | None:

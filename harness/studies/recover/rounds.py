@@ -58,6 +58,9 @@ def next_jobs(content: dict[str, Any], reading: recovery.Recovery, round_: int,
     lengths = recover.budget_lengths(record)
     index = round_ - 3 - extra
     before = lengths[:index]  # the rounds before this one: a resumed sweep's reading holds later ones too
-    if index >= len(lengths) or any(length.reached for length in reading.budget if length.epochs in before):
+    if index >= len(lengths) or any(length.reached for length in [*reading.budget, *reading.budget_rule]
+                                    if length.epochs in before):
         return None
-    return recover.budget_jobs(record, jobs, reading.trials[reading.recipe].recipe, lengths[index])
+    rule = reading.budget_rule_trial
+    return recover.budget_jobs(record, jobs, reading.trials[reading.recipe].recipe, lengths[index],
+                               None if rule is None else (rule, reading.trials[rule].recipe))

@@ -9,7 +9,11 @@ each a recipe at B from b's setting, keyed as the search's recipes are (command-
   the learning rate x sqrt(k), 1 - beta_1 and 1 - beta_2 each x k, epsilon / sqrt(k); beta_1 kept within
   [0, 0.999] and beta_2 within [0.95, 0.999] (Malladi et al.'s floor), each clipping recorded.
 
-With batch norm in the model (any model: harness.models.batch_norm), every rule also scales the batch-norm
+- `precise_bn` (Wu & Johnson 2021, "Rethinking 'Batch' in BatchNorm"), for a model with batch norm: the linear
+  rule, and before each evaluation every batch-norm layer's statistics recomputed for the current weights on
+  PRECISE_BN_SAMPLES training samples and kept (the run key `precise_bn`): the statistics no longer lag at all.
+
+With batch norm in the model (any model: harness.models.batch_norm), every other rule also scales the batch-norm
 momentum by the EMA rule (Busbridge et al. 2023, "How to Scale Your EMA"): the moving statistics are an exponential
 average over steps, and B makes k = B/b times fewer steps per epoch, so the momentum rho_b becomes rho_b^k, which
 keeps the average's horizon in samples. rho_b is the command's `model.bn_momentum`, else the largest momentum among
@@ -28,9 +32,10 @@ from harness.config.batching import LR_FACTORS
 from harness.config.pairs import global_batch
 from harness.config.recipe import ADAM_DEFAULTS, ADAM_FAMILY
 from harness.config.schema import RunConfig
-from harness.studies.recover.space import BN_MOMENTUM_FLOOR
+from harness.studies.recover.batch_norm import NO_BATCH_NORM, UNKNOWN
+from harness.studies.recover.space import BN_MOMENTUM_FLOOR, PRECISE_BN_SAMPLES
 
-RULES = ("linear", "sqrt", "adam_sde")
+RULES = ("linear", "sqrt", "adam_sde", "precise_bn")
 MAX_BETA = 0.999
 BETA_2_FLOOR = 0.95
 
@@ -60,10 +65,13 @@ def _round(value: float) -> float:
     return float(f"{value:.4g}")
 
 
-def applies(name: str, large: RunConfig) -> str | None:
-    """Why rule `name` does not apply to this command (None: it does)."""
+def applies(name: str, large: RunConfig, batch_norm=None) -> str | None:
+    """Why rule `name` does not apply to this command (None: it does); `batch_norm`: the model's
+    (harness.models.batch_norm.BatchNorm, None where unknown)."""
     if name == "adam_sde" and large.train.optimizer not in ADAM_FAMILY:
         return f"the Adam family only ({', '.join(sorted(ADAM_FAMILY))}), not optimizer={large.train.optimizer}"
+    if name == "precise_bn" and (batch_norm is None or not batch_norm.layers):
+        return UNKNOWN if batch_norm is None else NO_BATCH_NORM
     return None
 
 
@@ -80,6 +88,9 @@ def rule(name: str, small: RunConfig, large: RunConfig, ghost: int | None, rho: 
     """Rule `name`'s recipe at B (`ghost`: b's batch-norm chunk for a built-in model with batch norm, else None;
     `rho`: b's batch-norm momentum for a model with batch norm, which every rule scales by the EMA rule, else None)."""
     ratio, epochs = global_batch(large) / global_batch(small), large.train.epochs
+    if name == "precise_bn":  # the statistics recomputed before each evaluation: their momentum no longer matters
+        return Rule(name, {"lr_factor": _lr_factor(small, large, ratio), "warmup_epochs": warmup_epochs(epochs),
+                           "precise_bn": PRECISE_BN_SAMPLES})
     if name == "linear":
         found = Rule(name, {"lr_factor": _lr_factor(small, large, ratio), "warmup_epochs": warmup_epochs(epochs)})
     elif name == "sqrt":

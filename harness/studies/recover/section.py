@@ -62,8 +62,10 @@ def recovery_budget_rows(r) -> list[list[str]]:
     """The budget round: each length's epochs, its multiple of E, mean tune_acc against b's, and wall time."""
     if r is None:
         return []
-    return [[str(x.epochs), f"{x.multiple:g}x", fmt(x.tune_acc), fmt(r.small_tune), str(x.runs),
-             "yes" if x.reached else "no", "–" if x.wall_ratio is None else f"{x.wall_ratio:.2f}x"] for x in r.budget]
+    rule = "" if r.budget_rule_trial is None else f" ({r.trials[r.budget_rule_trial].rule} rule)"
+    return [[f"{x.epochs}{by}", f"{x.multiple:g}x", fmt(x.tune_acc), fmt(r.small_tune), str(x.runs),
+             "yes" if x.reached else "no", "–" if x.wall_ratio is None else f"{x.wall_ratio:.2f}x"]
+            for lengths, by in ((r.budget, " (recipe)" if rule else ""), (r.budget_rule, rule)) for x in lengths]
 
 
 def _recipe_value(value) -> str:

@@ -6,23 +6,28 @@ from __future__ import annotations
 from typing import Any
 
 LOG = ("lr_factor", "momentum", "weight_decay")  # ranges drawn log-uniformly
-CHOICES = ("lr_schedule", "optimizer", "ghost_batch_size")
+CHOICES = ("lr_schedule", "optimizer", "ghost_batch_size", "precise_bn")
 RANGES = ("lr_factor", "warmup_epochs", "momentum", "weight_decay", "label_smoothing", "bn_momentum")
-BATCH_NORM_KEYS = ("bn_momentum", "ghost_batch_size")
+BATCH_NORM_KEYS = ("bn_momentum", "ghost_batch_size", "precise_bn")
+INTEGERS = ("ghost_batch_size", "precise_bn")  # choices whose values are numbers of samples
 OVERRIDE = {"bn_momentum": "model.bn_momentum", "ghost_batch_size": "model.ghost_batch_size"}  # space key -> key
 # the EMA rule's lowest batch-norm momentum (and the search's default low end): an average over about 1 / (1 - 0.5) =
 # 2 steps; below it the moving statistics are little more than the last batch's
 BN_MOMENTUM_FLOOR = 0.5
+# precise BN's training samples in the precise_bn rule: the recomputed-statistics columns' own subset
+# (harness.run.precise_bn.SUBSET; tests/studies/recover/test_plan.py checks they agree)
+PRECISE_BN_SAMPLES = 1024
 
 
 def recipe_of_job(job: list[str], base: list[str], space: dict[str, list]) -> dict[str, Any]:
     """A recipe read back from its job's overrides (`base`: the job it changed, B's own): each key of `space`, null
-    where the job keeps the command's own; a range's value a float, ghost_batch_size an int, a choice its text."""
+    where the job keeps the command's own; a range's value a float, ghost_batch_size and precise_bn ints, a choice
+    its text."""
     given = dict(o.split("=", 1) for o in job if o not in base)
     found = {}
     for name in space:
         key = OVERRIDE.get(name, name)
         text = given.get(key)
-        found[key] = None if text is None else int(text) if name == "ghost_batch_size" else \
+        found[key] = None if text is None else int(text) if name in INTEGERS else \
             text if name in CHOICES else float(text)
     return found

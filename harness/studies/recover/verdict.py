@@ -1,5 +1,5 @@
-"""+study=recover's verdict and budget, from per-seed numbers: does the recipe at B keep b's validation accuracy,
-and if not, how much of the drop does it recover, and how many epochs does B need to reach b's tuning accuracy.
+"""+study=recover's verdict, from per-seed numbers: does the recipe at B keep b's validation accuracy, and if not,
+how much of the drop does it recover (the budget, how many epochs B needs to reach b's tuning accuracy: budget.py).
 
 The verdict pairs seeds: v(b), v(B) as it is and v(recipe) of the same seed, and decides by one rule, on the mean of
 the gap v(b) - v(recipe) and its two-sided 95% t-interval against the tolerance:
@@ -88,27 +88,3 @@ def accuracy(per_seed) -> Estimate:
     if e.low is None:
         return e
     return dataclasses.replace(e, low=max(0.0, e.low), high=min(1.0, e.high))
-
-
-@dataclass(frozen=True)
-class Length:
-    """One length of the budget round: the recipe at `epochs` (every seed) against b's tuning accuracy."""
-
-    epochs: int
-    multiple: float                  # epochs / E
-    tune_acc: float | None           # mean over its seeds (a failed or diverged run counted as 0)
-    runs: int                        # its runs that finished
-    reached: bool                    # tune_acc >= b's mean tune_acc
-    wall_ratio: float | None         # its training time over b's at E, from the runs' samples per second
-
-
-def length(epochs: int, base_epochs: int, tune: list[float], speed: list[float], small_tune: float | None,
-           small_speed: float | None, seeds: int = 0) -> Length:
-    """A budget length from its finished runs' final tune_acc (of `seeds` runs: one that failed or diverged counts
-    as 0) and median samples per second, and b's (means over seeds): B trains `epochs` x the samples b does in its
-    E epochs, at its own speed."""
-    multiple = epochs / base_epochs
-    mean = float(np.sum(tune)) / max(seeds, len(tune)) if tune else None
-    reached = mean is not None and small_tune is not None and mean >= small_tune
-    ratio = None if not speed or not small_speed else multiple * small_speed / float(np.mean(speed))
-    return Length(epochs, multiple, mean, len(tune), reached, ratio)

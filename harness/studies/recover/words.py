@@ -34,6 +34,8 @@ def _recipe_parts(recipe: dict[str, Any], peak_lr: float | None = None, first_mo
             parts.append(f"{name} {get(key):{form}}")
     if get("model.ghost_batch_size") is not None:
         parts.append(f"ghost batch norm over {get('model.ghost_batch_size')}")
+    if get("precise_bn") is not None:
+        parts.append(f"batch-norm statistics recomputed on {get('precise_bn')} samples before each evaluation")
     return ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + (parts[-1] if parts else "")
 
 
@@ -169,21 +171,30 @@ def _budget_sentence(r) -> str:
     b, big = r.small_batch, r.large_batch
     if not r.budget_asked:
         return "the epochs batch {big} would need were not measured (recover.budget=false)".format(big=big)
-    reached = next((length for length in r.budget if length.reached), None)
+    rule = r.budget_rule_trial
+    tried = [(length, None) for length in r.budget] + [(length, rule) for length in r.budget_rule]
+    reached = min(((length, by) for length, by in tried if length.reached), default=None,
+                  key=lambda found: (found[0].epochs, found[1] is not None))
     if reached is not None:
-        wall = ("" if reached.wall_ratio is None
-                else f", {reached.wall_ratio:.1f}x batch {b}'s wall time on this machine")
-        return (f"batch {big} reaches {_small(r, 'tuning accuracy')} with {reached.multiple:g}x the epochs "
-                f"({reached.epochs}){wall}")
+        length, by = reached
+        wall = ("" if length.wall_ratio is None
+                else f", {length.wall_ratio:.1f}x batch {b}'s wall time on this machine")
+        return (f"batch {big} reaches {_small(r, 'tuning accuracy')} with {length.multiple:g}x the epochs "
+                f"({length.epochs}){'' if by is None else ' with ' + _rule_words(r, by)}{wall}")
     if not r.budget:
         return f"the epochs batch {big} would need are not measured yet"
     last = r.budget[-1]
     longest = round(big / b * r.epochs)
+    tried_by = "" if rule is None else f" with the recipe or with {_rule_words(r, rule)}"
     if last.epochs >= longest:
-        return (f"batch {big} did not reach {_small(r, 'tuning accuracy')} within {last.multiple:g}x the epochs "
-                f"({last.epochs}: as many updates as batch {b} makes in {r.epochs})")
-    return (f"batch {big} had not reached {_small(r, 'tuning accuracy')} at {last.multiple:g}x the epochs; longer "
-            "runs next")
+        return (f"batch {big} did not reach {_small(r, 'tuning accuracy')}{tried_by} within {last.multiple:g}x the "
+                f"epochs ({last.epochs}: as many updates as batch {b} makes in {r.epochs})")
+    return (f"batch {big} had not reached {_small(r, 'tuning accuracy')}{tried_by} at {last.multiple:g}x the epochs; "
+            "longer runs next")
+
+
+def _rule_words(r, number: int) -> str:
+    return f"the {r.trials[number].rule} rule (trial {number})"
 
 
 def notes(r, plan: dict[str, Any]) -> list[str]:
@@ -247,11 +258,12 @@ def _batch_norm_notes(r, plan: dict[str, Any]) -> list[str]:
         "their momentum" if len(found["momenta"]) == 1 else "the largest of their momenta " + ", ".join(
             f"{m:g}" for m in found["momenta"]))
     rules = [t for t in r.trials if t.source == "rule" and t.recipe.get("model.bn_momentum") is not None]
+    others = "other " if any(t.rule == "precise_bn" for t in r.trials) else ""
     used = rules[0].recipe["model.bn_momentum"] if rules else None
     floored = "" if used is None or used > BN_MOMENTUM_FLOOR else f", kept at the floor {BN_MOMENTUM_FLOOR:g}"
     scaled = "" if not rules else (
-        f" Every rule sets the batch-norm momentum by the EMA rule (Busbridge et al. 2023): the moving statistics "
-        f"average over steps, and batch {r.large_batch} takes {k:g}x fewer, so rho_b^{k:g} = {rho ** k:.4g}"
+        f" Every {others}rule sets the batch-norm momentum by the EMA rule (Busbridge et al. 2023): the moving "
+        f"statistics average over steps, and batch {r.large_batch} takes {k:g}x fewer, so rho_b^{k:g} = {rho ** k:.4g}"
         f"{floored} keeps their horizon in samples.")
     return [f"The model has {layers}; rho_b = {rho:g} ({source}).{scaled}"]
 

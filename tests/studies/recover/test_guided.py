@@ -45,3 +45,18 @@ def test_the_proposals_follow_recover_seed_and_what_the_sampler_was_told(record)
     assert guided.propose(record, [(k, r, s, 1.0 - v) for k, r, s, v in told], 4) != first
     for recipe in first:
         assert guided.params_of(recipe, record) is not None  # inside the space
+
+
+def test_batch_norms_momentum_is_a_parameter_as_the_plan_draws_it():
+    """With batch norm the space's bn_momentum, [0.5, null] (null: rho_b = 0.99), is 1 - momentum on a log scale over
+    [0.01, 0.5]: every Sobol point is a point of it and comes back the same, and the proposals stay within it."""
+    plan = plan_command(["+study=recover", "batch_size=8,128", "epochs=5", "seed=0", "recover.trials=8",
+                         "model.batch_norm=true"], multirun=True)
+    record = plan.study["recover"]
+    dist = guided.distributions(record)["one_minus_bn_momentum"]
+    assert (dist.low, dist.high, dist.log) == (pytest.approx(0.01), 0.5, True)
+    for recipe in record["trials"][:8]:
+        assert guided.recipe_of(guided.params_of(recipe, record), record) == recipe
+    told = [(k, recipe, "sobol", 0.5 + 0.05 * k) for k, recipe in enumerate(record["trials"][:8])]
+    for recipe in guided.propose(record, told, 2):
+        assert 0.5 <= recipe["model.bn_momentum"] <= 0.99

@@ -29,7 +29,8 @@ def test_the_reference_and_the_sobol_search_come_from_the_command():
         steps = 5 * -(-3240 // 128)  # 5 epochs of the 3,240 samples the tuning slice leaves
         assert 1e-3 * 0.99 <= 0.001 * cfg.train.lr_factor * cfg.train.weight_decay * steps <= 1.01
     assert {r["optimizer"] for r in record["trials"][:16]} == {None, "adamw", "lamb"}  # the space's choices all drawn
-    assert set(record["left_out"]) == {"bn_momentum", "ghost_batch_size"}  # no batch norm here
+    assert set(record["left_out"]) == {"bn_momentum", "ghost_batch_size", "precise_bn"}  # no batch norm here
+    assert record["rules_left_out"] == {"precise_bn": "a model with batch norm, and this one has none"}
 
 
 def test_the_published_rules_are_candidates_with_their_values_at_the_runs_own_keys():
@@ -71,6 +72,13 @@ def test_the_rules_start_from_bs_effective_learning_rate_and_sqrt_brings_ghost_b
     assert len(none.study["recover"]["trials"]) == 2 and none.study["recover"]["rules_left_out"] == {}
 
 
+def test_the_precise_bn_rules_samples_are_the_recomputed_columns_subset():
+    from harness.run import precise_bn
+    from harness.studies.recover.space import PRECISE_BN_SAMPLES
+
+    assert PRECISE_BN_SAMPLES == precise_bn.SUBSET
+
+
 def test_the_recipes_are_reproducible_from_recover_seed():
     first = _plan("batch_size=8,64", "seed=0")
     again = _plan("batch_size=8,64", "seed=0")
@@ -84,7 +92,8 @@ def test_a_narrowed_space_and_a_batch_norm_model_change_the_search():
                  "recover.space.bn_momentum=[0.9,0.95]", "recover.trials=8")
     record = plan.study["recover"]
     searched = record["trials"][:8]  # the rules after them
-    assert len(record["trials"]) == 8 + 3 and {r["optimizer"] for r in searched} == {"adamw"}
+    assert len(record["trials"]) == 8 + 4 and {r["optimizer"] for r in searched} == {"adamw"}
+    assert {r["precise_bn"] for r in searched} == {None, 1024}
     assert {r["model.ghost_batch_size"] for r in searched} == {None, 8} and not record["left_out"]
     assert all(0.9 <= r["model.bn_momentum"] <= 0.95 for r in searched)
 
@@ -97,8 +106,10 @@ def test_the_rules_scale_the_batch_norm_momentum_by_the_ema_rule_and_the_search_
     plan = _plan("batch_size=8,128", "epochs=5", "seed=0", "model.batch_norm=true", "recover.trials=16")
     record = plan.study["recover"]
     assert record["batch_norm"] == {"layers": 3, "momenta": [0.99], "rho": 0.99, "given": False}
-    assert [t["model.bn_momentum"] for t in record["trials"][16:]] == [0.8515] * 3
-    assert [c.model.bn_momentum for c in plan.run_configs[18:]] == [0.8515] * 3  # the rules' runs get it
+    assert [t.get("model.bn_momentum") for t in record["trials"][16:]] == [0.8515] * 3 + [None]
+    assert [c.model.bn_momentum for c in plan.run_configs[18:21]] == [0.8515] * 3  # the rules' runs get it
+    assert record["trials"][19] == {"lr_factor": 16.0, "warmup_epochs": 1.0, "precise_bn": 1024}  # linear + precise
+    assert plan.run_configs[21].train.precise_bn == 1024 and plan.run_configs[21].model.bn_momentum is None
     searched = [t["model.bn_momentum"] for t in record["trials"][:16]]
     assert all(0.5 <= m <= 0.99 for m in searched) and min(searched) < 0.8515 < max(searched)
     assert sum(m > 0.9 for m in searched) >= 4  # log-uniform in 1 - m: a quarter of the draws at 0.9 or above
@@ -149,7 +160,8 @@ def test_a_users_model_is_built_to_find_its_batch_norm_and_the_rules_follow_it(t
                  "recover.trials=2")
     record = plan.study["recover"]
     assert record["batch_norm"] == {"layers": 2, "momenta": [0.99, 0.999], "rho": 0.999, "given": False}
-    assert [t["model.bn_momentum"] for t in record["trials"][2:]] == [0.9841] * 3
+    assert [t.get("model.bn_momentum") for t in record["trials"][2:]] == [0.9841] * 3 + [None]
+    assert record["trials"][5]["precise_bn"] == 1024 and record["sources"][5]["rule"] == "precise_bn"
     assert all(0.5 <= t["model.bn_momentum"] <= 0.999 for t in record["trials"][:2])
     assert list(record["left_out"]) == ["ghost_batch_size"]
     none = _plan("batch_size=8,128", "seed=0", "model=custom", f"model._target_={name}.without", "recover.trials=2",
@@ -170,7 +182,8 @@ def test_the_weight_decay_range_is_at_the_runs_own_peak_learning_rate_and_the_op
         assert 1e-3 * 0.99 <= peak * cfg.train.weight_decay * steps <= 1.01
     assert {c.train.optimizer for c in plan.run_configs[2:]} == {"sgd", "adamw", "lamb"}
     assert plan.study["recover"]["rules_left_out"] == {
-        "adam_sde": "the Adam family only (adam, adamw, lamb, nadam), not optimizer=sgd"}
+        "adam_sde": "the Adam family only (adam, adamw, lamb, nadam), not optimizer=sgd",
+        "precise_bn": "a model with batch norm, and this one has none"}
     assert [s.get("rule") for s in plan.study["recover"]["sources"][16:]] == ["linear", "sqrt"]
 
 
@@ -181,7 +194,7 @@ def test_a_key_taken_out_of_the_space_may_be_given():
                  "~recover.space.bn_momentum", "recover.trials=2")
     assert all(cfg.model.bn_momentum == 0.95 for cfg in plan.run_configs[:4])
     assert "model.bn_momentum" not in plan.study["recover"]["trials"][0]
-    assert {cfg.model.bn_momentum for cfg in plan.run_configs[4:]} == {0.6634}
+    assert [cfg.model.bn_momentum for cfg in plan.run_configs[4:]] == [0.6634] * 3 + [0.95]  # precise_bn: no EMA
 
 
 BAD = [
