@@ -1,6 +1,6 @@
-"""+study=recover on four cases of MNIST-1D, each searched over two spaces: at the batch a practitioner needs, does
-the study's recipe keep the small batch's accuracy, does it beat the published rules, and if not, what does the
-large batch cost?
+"""+study=recover on four cases of MNIST-1D and two of a user's model with batch norm, each searched over two
+spaces: at the batch a practitioner needs, does the study's recipe keep the small batch's accuracy, does it beat the
+published rules, and if not, what does the large batch cost?
 
     python -m benchmarks.recover_matrix                 # the cases, one after another
     python -m benchmarks.recover_matrix --update-docs   # also rewrite docs/studies.md's table
@@ -16,6 +16,7 @@ time, from recovery.json and the runs' own metrics. Nothing here is asserted: wh
 """
 from __future__ import annotations
 
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,12 +36,19 @@ class Case:
 
 
 QUIET = ("probes=false",)  # the end-of-run probes only in the case whose cost the issue sets (case 1)
+USER_MODEL = "user_models.small_cnn"
 SETTINGS = [
     ("1. the main job's setting, batch 8 vs 128, 5 epochs", ("batch_size=8,128", "epochs=5")),
     ("2. the seed note's case: batch norm, batch 8 vs 64, 2 epochs",
      ("model.batch_norm=true", "batch_size=8,64", "epochs=2", *QUIET)),
     ("3. batch 8 vs 512, 5 epochs", ("batch_size=8,512", "epochs=5", *QUIET)),
     ("4. SGD, batch 8 vs 256, 5 epochs", ("optimizer=sgd", "lr=0.01", "batch_size=8,256", "epochs=5", *QUIET)),
+    # a user's own model with batch norm (benchmarks/user_models.py, copied where the case runs), on scikit-learn's
+    # 8x8 digits: the EMA rule's case
+    ("5. a user's CNN with batch norm on digits, batch 8 vs 64, 5 epochs",
+     ("dataset=digits", "model=custom", f"model._target_={USER_MODEL}", "batch_size=8,64", "epochs=5", *QUIET)),
+    ("6. the same, batch 8 vs 128",
+     ("dataset=digits", "model=custom", f"model._target_={USER_MODEL}", "batch_size=8,128", "epochs=5", *QUIET)),
 ]
 # the spaces measured: the default (conf/study/recover.yaml), and the learning rate's keys alone
 NARROW = tuple(f"~recover.space.{key}" for key in ("weight_decay", "label_smoothing", "optimizer", "bn_momentum",
@@ -56,6 +64,9 @@ SMOKE = Case("smoke: 600 samples, 1 epoch, 2 seeds, 2 trials",
 def run_case(case: Case, folder: Path) -> tuple[dict, float, int, str]:
     """(recovery.json, the command's wall seconds, the runs it planned, the rules' and the search's line) of one
     case."""
+    if f"model._target_={USER_MODEL}" in case.overrides:  # their module, in the folder the command runs in
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copy(Path(__file__).with_name("user_models.py"), folder)
     sweep, wall = matrix.run_study("recover", case.name, case.overrides, folder)
     return recovery_file.read(sweep), wall, len(sweep_file.read(sweep)["jobs"]), against_b(sweep)
 

@@ -35,7 +35,7 @@ def _recipe_parts(recipe: dict[str, Any], peak_lr: float | None = None, first_mo
     if get("model.ghost_batch_size") is not None:
         parts.append(f"ghost batch norm over {get('model.ghost_batch_size')}")
     if get("precise_bn") is not None:
-        parts.append(f"batch-norm statistics recomputed on {get('precise_bn')} samples before each evaluation")
+        parts.append(f"batch-norm statistics recomputed on {get('precise_bn'):,} samples before each evaluation")
     return ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + (parts[-1] if parts else "")
 
 
