@@ -9,7 +9,6 @@ from __future__ import annotations
 import errno
 import logging
 import os
-import re
 import sys
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -30,6 +29,7 @@ from harness.config.compose import (
     compose_jobs,
     one_line,
     quote_override,
+    searchpath,
     study_settings,
     to_run_config,
 )
@@ -51,9 +51,9 @@ def plan_command(overrides: list[str], multirun: bool, config_name: str = CONFIG
     records and Hydra's sweeper and launcher run; raises ConfigError or a Hydra error on the first bad one."""
     from harness.launch.resources import visible_gpus
 
-    searchpath = re.findall(r"file://[^'\],]+", " ".join(o for o in overrides if "searchpath" in o))
-    preflight.check_searchpath(searchpath)
-    user_studies = registry.user_paths(searchpath)  # a user's own studies, beside their presets (--config-dir)
+    folders = searchpath(overrides)
+    preflight.check_searchpath(folders)
+    user_studies = registry.user_paths(folders)  # a user's own studies, beside their presets (--config-dir)
     composed = compose_jobs(overrides, multirun, config_name, lambda name: registry.find(name, user_studies))
     output_dir = composed.output_dir
     # a single run's "sweep" is the folder above it: sweeps/<id>/0 logs to sweeps/mlflow.db, experiment <id>

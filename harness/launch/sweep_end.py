@@ -10,6 +10,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from harness.fields import ConfigError
 from harness.store import layout, sweep_file
 from harness.studies import registry
 
@@ -164,7 +165,10 @@ def sweep_artifacts(sweep_dir: Path, scratch: Path, reports_dir: Path = REPORTS_
     """What a sweep's parent run keeps: its report, its results table (written into `scratch`), sweep.json and
     the files its study writes (a diagnosis's diagnosis.json), those that exist."""
     content = sweep_file.read(sweep_dir)
-    study = registry.find((content or {}).get("study"), registry.recorded_paths(content))
+    try:
+        study = registry.find((content or {}).get("study"), registry.recorded_paths(content))
+    except ConfigError:  # a study that cannot load writes no files of its own (its report says why)
+        study = None
     paths = [Path(sweep_dir) / layout.SWEEP_FILE, *(Path(sweep_dir) / name for name in study.file_names())] \
         if study is not None else [Path(sweep_dir) / layout.SWEEP_FILE]
     try:

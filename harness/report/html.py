@@ -106,6 +106,7 @@ def _built(sweep_dir: Path):
         status_counts[analysis.NOT_STARTED] = len(not_started)
     unfinished = [f"{n} {s}" for s, n in status_counts.items() if s not in FINISHED]
     notes = [SIMULATED_NOTE] if simulated else []
+    notes += [line for line in [registry.not_loaded(sweep)] if line]
     if "running" in status_counts:
         notes.append(RUNNING_NOTE.format(n=status_counts["running"]))
     if analysis.DAMAGED in status_counts:

@@ -4,6 +4,12 @@ user's (`paths`); each exposes its `Study` as `STUDY`. Nothing lists them: a new
 A study's name is also what `+study=` chose and what sweep.json's `study` records, so a report, a results table
 or a resume finds the same study again from the files. A preset without a folder (causes, shuffle, ...) has no
 study here: its sweeps are read as batch-size studies.
+
+A study that cannot load fails loudly, in one line naming the path and what is expected (exit 2 for a command): a
+folder whose `__init__.py` sets no `STUDY` (or not a `Study`), or raises as it is imported, and a user's folder with
+a built-in study's name (each name is one study). A sweep is read as a batch-size sweep, with a line in its report
+saying why, when its study cannot be loaded or the user's folder it recorded is gone; listing every study (to read
+a sweep recorded without a study's name) passes over a user's folder that is not a study, a helper package say.
 """
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Iterable
 
+from harness.fields import ConfigError
 from harness.studies.study import Study
 
 PACKAGE = Path(__file__).resolve().parent
@@ -35,21 +42,50 @@ def _folders(paths: Iterable[Path]) -> list[Path]:
 
 
 def find(name: str | None, paths: Iterable[Path] = ()) -> Study | None:
-    """The study named `name` (None: no study, a preset without a folder, or not a study's name)."""
+    """The study named `name` (None: no study, a preset without a folder, or not a study's name); raises
+    ConfigError, naming `+study` and the folder, for a study that cannot load (the module's docstring)."""
     if name is None or not NAME.fullmatch(str(name)):
         return None
-    for folder in _folders(paths):
-        if (folder / name / "__init__.py").is_file():
-            module = _load(folder, name)
-            return getattr(module, "STUDY", None)
-    return None
+    mine = [Path(folder) for folder in paths if (Path(folder) / name / "__init__.py").is_file()]
+    if (PACKAGE / name / "__init__.py").is_file():
+        if mine:
+            raise ConfigError("+study", name, f"one study of each name: {mine[0] / name} has the name of the "
+                              f"built-in study {name} (harness/studies/{name}); rename your folder and its preset")
+        return _study(PACKAGE, name)
+    return _study(mine[0], name) if mine else None
+
+
+def _study(folder: Path, name: str) -> Study:
+    path = folder / name / "__init__.py"
+    try:
+        module = _load(folder, name)
+    except Exception as err:  # anything the user's module raises as it is imported
+        raise ConfigError("+study", name, f"a study folder that imports: {path} raised {type(err).__name__}: "
+                          f"{err}") from None
+    study = getattr(module, "STUDY", None)
+    if not isinstance(study, Study):
+        has = "no STUDY" if study is None else f"STUDY = a {type(study).__name__}"
+        raise ConfigError("+study", name, f"a study folder whose __init__.py sets STUDY to an instance of "
+                          f"harness.studies.study.Study; {path} has {has}")
+    return study
 
 
 def every(paths: Iterable[Path] = ()) -> list[Study]:
-    """Every study found, by name (a user's study of a built-in one's name is not loaded)."""
-    names = sorted({child.name for folder in _folders(paths) if folder.is_dir() for child in folder.iterdir()
-                    if NAME.fullmatch(child.name) and (child / "__init__.py").is_file()})
-    return [study for study in (find(name, paths) for name in names) if study is not None]
+    """Every study found, by name: the built-in ones, then a user's folders that are studies (one with a built-in
+    study's name, or that is no study, is passed over here: the command that names it is refused)."""
+    found = []
+    for folder in _folders(paths):
+        for child in sorted(folder.iterdir()) if folder.is_dir() else []:
+            if not NAME.fullmatch(child.name) or not (child / "__init__.py").is_file():
+                continue
+            if folder != PACKAGE and (PACKAGE / child.name / "__init__.py").is_file():
+                continue
+            try:
+                found.append(_study(folder, child.name))
+            except ConfigError:
+                if folder == PACKAGE:
+                    raise
+    return list({study.name or id(study): study for study in found}.values())
 
 
 def detect(sweep, paths: Iterable[Path] = ()) -> Study | None:
@@ -60,10 +96,32 @@ def detect(sweep, paths: Iterable[Path] = ()) -> Study | None:
 
 
 def of_sweep(sweep, paths: Iterable[Path] = ()) -> Study | None:
-    """The study of a sweep: the one its sweep.json names (None for a preset without a folder), else detected; a
-    user's study is found in the folders sweep.json records (`study_paths`)."""
-    paths = [*paths, *recorded_paths(sweep.plan)]
-    return find(sweep.study, paths) if sweep.study is not None else detect(sweep, paths)
+    """The study of a sweep: the one its sweep.json names (None for a preset without a folder, or a study that
+    cannot be loaded: `not_loaded` says why), else detected; a user's study is found in the folders sweep.json
+    records (`study_paths`)."""
+    return _of_sweep(sweep, paths)[0]
+
+
+def not_loaded(sweep, paths: Iterable[Path] = ()) -> str | None:
+    """Why the study a sweep names is not the one it is read by (a line for its report), or None."""
+    return _of_sweep(sweep, paths)[1]
+
+
+def _of_sweep(sweep, paths: Iterable[Path]) -> tuple[Study | None, str | None]:
+    recorded = recorded_paths(sweep.plan)
+    paths = [*paths, *recorded]
+    if sweep.study is None:
+        return detect(sweep, paths), None
+    try:
+        study = find(sweep.study, paths)
+    except ConfigError as err:
+        return None, f"This sweep is read as a batch-size sweep: its study cannot be loaded ({err})."
+    if study is None and recorded:
+        where = ", ".join(str(path) for path in recorded)
+        return None, (f"This sweep is read as a batch-size sweep: its study, {sweep.study}, was in {where} when it "
+                      f"ran, and no folder {sweep.study}/ with an __init__.py is there now (put it back to read the "
+                      "sweep by its study).")
+    return study, None
 
 
 def recorded_paths(content: dict | None) -> list[Path]:
@@ -106,5 +164,9 @@ def _load(folder: Path, name: str):
                                                   submodule_search_locations=[str(folder / name)])
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[module_name]  # a module half imported is not kept
+        raise
     return module
