@@ -24,13 +24,3 @@ def check_two_sizes_one_setting(run_configs: list[RunConfig], study: str, one: s
     if len({global_batch(cfg) for cfg in run_configs}) < 2:
         raise ConfigError("batch_size", run_configs[0].train.batch_size, f"two or more batch sizes with "
                           f"+study={study}, {why}")
-
-
-def refuse_batch_size(given: dict[str, str], study: str, fixed: str) -> None:
-    """A study whose arms hold MNIST-1D's batch sizes (`fixed`, in words) refuses other batch sizes, pointing to the
-    study that computes its arms from the command's own."""
-    if "batch_size" in given:
-        value = given["batch_size"].split("=", 1)[1]
-        raise ConfigError("batch_size", value, f"left to +study={study}, whose arms are fixed at {fixed}; "
-                          f"+study=diagnose batch_size={value} -m computes steps-matched, learning-rate and ghost "
-                          "batch-norm arms from your own batch sizes")

@@ -28,9 +28,6 @@ BETA_2_KEYWORD = {"Adam": "beta_2", "AdamW": "beta_2", "Nadam": "beta_2", "Lamb"
                   "Muon": "adam_beta_2", "RMSprop": "rho"}
 EPSILON_KEYWORD = {"Adam": "epsilon", "AdamW": "epsilon", "Nadam": "epsilon", "Lamb": "epsilon", "Muon": "epsilon",
                    "RMSprop": "epsilon"}
-# the Adam family, whose coefficients' defaults (Keras's, the same in each class) +study=recover's adam_sde rule scales
-ADAM_FAMILY = ("adam", "adamw", "nadam", "lamb")
-ADAM_DEFAULTS = {"beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7}
 NESTEROV = ("sgd", "momentum")  # the optimizers `nesterov` applies to
 LR_SCHEDULES = ("constant", "cosine", "linear", "step")
 # The recipe's keys at their defaults: left out of a run's identity (run.json's config, the fingerprint sweep.json

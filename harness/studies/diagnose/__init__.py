@@ -3,7 +3,8 @@ learning rate, ghost batch norm, what remains) with paired-seed intervals, and t
 other suspects.
 
     plan.py        the arms, computed from the command (config)
-    hooks.py       the first job's data checks, in its run process (data_checks.json)
+    hooks.py       the first job's data checks (data_checks.py: label shift, order, feature shift, capacity), in
+                   its run process (data_checks.json)
     reading.py     the sweep read: the parts (parts.py), the levels, the checks (assess)
     section.py     the report's diagnosis section: its tables, figures.py and section.html.j2
     files.py       diagnosis.json

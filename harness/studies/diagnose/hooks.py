@@ -1,4 +1,4 @@
-"""A diagnosis's data checks (harness.data.data_checks), run once, in the first job's run process, before it trains:
+"""A diagnosis's data checks (harness.studies.diagnose.data_checks), run once, in the first job's run process, before it trains:
 on the arrays as that run feeds them to the model, after the harness's transforms (the tuning slice held out, a
 fraction, class imbalance, class-sorted order), with a deliberate preprocessing mismatch applied to validation as
 the run applies it. Image files are checked on a fixed downsampled grayscale copy. The checks go to the run's
@@ -41,9 +41,9 @@ def check_once(cfg: RunConfig, data_in: Arrays, run_dir: Path, settings: Setting
 
 
 def run_checks(cfg: RunConfig, data_in: Arrays, settings: Settings) -> list:
-    """label_shift, order and feature_shift on this run's data (harness.data.data_checks.Check each; capacity needs
+    """label_shift, order and feature_shift on this run's data (harness.studies.diagnose.data_checks.Check each; capacity needs
     the small batch's runs: assess). scikit-learn loads here, in the one run that checks, not in every run."""
-    from harness.data import data_checks
+    from harness.studies.diagnose import data_checks
 
     labels = data_checks.label_shift(data_in.y_train, data_in.y_val, data_in.num_classes, classes=data_in.classes,
                                   threshold=settings.label_shift, p_value=settings.label_shift_p)

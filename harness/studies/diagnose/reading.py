@@ -21,7 +21,7 @@ from harness.assess.levels import Level, shared_checks
 from harness.assess.levels import reading as levels_reading
 from harness.assess.sweep import Sweep
 from harness.assess.verdicts import CHANCE_MARGIN, MIN_EFFECT
-from harness.data import data_checks
+from harness.studies.diagnose import data_checks
 from harness.store.files import DamagedFile
 from harness.studies.diagnose import parts as diagnosis_parts
 from harness.studies.diagnose.files import read_checks

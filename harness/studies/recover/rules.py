@@ -30,11 +30,14 @@ from typing import Any
 
 from harness.config.batching import LR_FACTORS
 from harness.config.pairs import global_batch
-from harness.config.recipe import ADAM_DEFAULTS, ADAM_FAMILY
 from harness.config.schema import RunConfig
 from harness.studies.recover.batch_norm import NO_BATCH_NORM, UNKNOWN
 from harness.studies.recover.space import BN_MOMENTUM_FLOOR, PRECISE_BN_SAMPLES
 
+# the Adam family, whose coefficients' defaults (Keras's, the same in each class: tests/run/test_recipe.py checks
+# them) the adam_sde rule scales
+ADAM_FAMILY = ("adam", "adamw", "nadam", "lamb")
+ADAM_DEFAULTS = {"beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7}
 RULES = ("linear", "sqrt", "adam_sde", "precise_bn")
 MAX_BETA = 0.999
 BETA_2_FLOOR = 0.95

@@ -45,7 +45,7 @@ def test_the_checks_are_written_once_and_a_failing_check_is_recorded_not_raised(
     before = (tmp_path / "data_checks.json").stat().st_mtime_ns
     data_checks.check_once(cfg, data_in, tmp_path, Settings())  # a resumed run: checked already
     assert (tmp_path / "data_checks.json").stat().st_mtime_ns == before
-    from harness.data import data_checks as checks
+    from harness.studies.diagnose import data_checks as checks
 
     monkeypatch.setattr(checks, "order", lambda *a, **k: 1 / 0)
     data_checks.check_once(cfg, data_in, tmp_path / "again", Settings())

@@ -1,4 +1,4 @@
-"""The data suspects of "high train_acc, low val_acc" (harness.data.data_checks), each check on data whose answer is
+"""The data suspects of "high train_acc, low val_acc" (harness.studies.diagnose.data_checks), each check on data whose answer is
 known: a hand table for Cramér's V, a hand sequence for the order statistic, splits drawn from one distribution
 or shifted by a known amount for the domain classifier."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from harness.data import data_checks
+from harness.studies.diagnose import data_checks
 
 FEATURES = 16
 SHIFTED = [3, 7, 11]
