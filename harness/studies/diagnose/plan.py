@@ -27,11 +27,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from harness.config.pairs import check_two_sizes_one_setting, global_batch
+from harness.config import pairs
+from harness.config.pairs import ghost_chunk, global_batch
 from harness.config.schema import RunConfig
 from harness.data import registry as datasets
 from harness.fields import ConfigError
-from harness.models import registry as models
 
 PIECES = ("steps", "lr", "ghost")  # what an arm adds at the large batch, in the ladder's order
 LADDER = ("steps", "steps_lr", "steps_lr_ghost")
@@ -90,28 +90,14 @@ def settings_from_dict(node: dict[str, Any]) -> Settings:
     return Settings(**node)
 
 
-def _check_command(run_configs: list[RunConfig], given: dict[str, str]) -> None:
+def _check_command(jobs: list[list[str]], run_configs: list[RunConfig], given: dict[str, str]) -> pairs.Pairs:
+    """The command's points (harness.config.pairs), once no key the arms set is given."""
     for key in ARM_KEYS:
         if key in given:
             raise ConfigError(key, given[key].split("=", 1)[1], "left to +study=diagnose, whose arms set "
                               f"{', '.join(ARM_KEYS)}; diagnose.lr_scaling and diagnose.warmup_epochs choose how")
-    check_two_sizes_one_setting(run_configs, "diagnose", "diagnosis",
-                                "e.g. batch_size=8,64: it splits the drop from the smallest to the largest")
-
-
-def _ghost(cfg: RunConfig, small: RunConfig) -> tuple[int | None, str | None]:
-    """(the ghost arm's chunk, or None and why there is no ghost arm)."""
-    model = cfg.model
-    if model.source not in models.BUILTIN:
-        return None, f"model={model.name}: ghost batch norm is a layer of the built-in models (convnet, mlp)"
-    if not model.batch_norm:
-        return None, "the model has no batch norm (model.batch_norm=false)"
-    if model.sync_batchnorm:
-        return None, "model.sync_batchnorm=true normalises the whole global batch"
-    chunk = global_batch(small) // max(small.device.gpus, 1)  # what b's batch norm normalised together
-    if chunk < 2:
-        return None, f"the small batch's batch norm normalised {chunk} sample at a time (a chunk needs 2 or more)"
-    return chunk, None
+    return pairs.of_command(jobs, run_configs, "diagnose", "diagnosis",
+                            "e.g. batch_size=8,64: it splits the drop from the smallest to the largest")
 
 
 def _arm_overrides(pieces: tuple[str, ...], small: RunConfig, large: RunConfig, settings: Settings,
@@ -148,13 +134,9 @@ def plan(jobs: list[list[str]], run_configs: list[RunConfig], settings: Settings
          given: dict[str, str]) -> tuple[list[list[str]], dict[str, Any]]:
     """(every job of the diagnosis, what sweep.json records of it) from the command's own jobs and configs; `given`:
     the command's overrides by key. Raises ConfigError for a command that cannot be diagnosed."""
-    _check_command(run_configs, given)
-    by_point = {(global_batch(cfg), cfg.train.seed): job for job, cfg in zip(jobs, run_configs)}
-    config_of = {(global_batch(cfg), cfg.train.seed): cfg for cfg in run_configs}
-    sizes = sorted({size for size, _ in by_point})
-    b, big = sizes[0], sizes[-1]
-    seeds = list(dict.fromkeys(cfg.train.seed for cfg in run_configs))
-    ghost, no_ghost = _ghost(config_of[(big, seeds[0])], config_of[(b, seeds[0])])
+    points = _check_command(jobs, run_configs, given)
+    b, big, seeds = points.small_batch, points.large_batch, points.seeds
+    ghost, no_ghost = ghost_chunk(points.large(), points.small())
     pieces = [p for p in PIECES if p != "ghost" or ghost is not None]
     if settings.attribution == "shapley":
         arms = [tuple(p for p in pieces if mask >> pieces.index(p) & 1) for mask in range(1, 2 ** len(pieces))]
@@ -163,12 +145,12 @@ def plan(jobs: list[list[str]], run_configs: list[RunConfig], settings: Settings
         arms = [tuple(pieces[:k]) for k in range(1, len(pieces) + 1)]
     planned, names = [], []
     for seed in seeds:
-        for size in [b, big, *sizes[1:-1]]:
-            planned.append(list(by_point[(size, seed)]))
+        for size in points.as_is_order:
+            planned.append(points.job(size, seed))
             names.append(AS_IS)
-        small, large = config_of[(b, seed)], config_of[(big, seed)]
+        small, large = points.small(seed), points.large(seed)
         for arm in arms:
-            planned.append([*by_point[(big, seed)], *_arm_overrides(arm, small, large, settings, ghost)])
+            planned.append([*points.job(big, seed), *_arm_overrides(arm, small, large, settings, ghost)])
             names.append(arm_name(arm))
     planned[0].append("diagnose.check_data=true")  # the first job checks the data before it trains
     record = {"small_batch": b, "large_batch": big, "seeds": seeds, "attribution": settings.attribution,

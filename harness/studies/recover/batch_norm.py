@@ -9,12 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.config.pairs import global_batch
+from harness.config.pairs import ghost_chunk
 from harness.config.schema import RunConfig
 from harness.data import registry as datasets
 from harness.fields import ConfigError
 from harness.models import batch_norm as model_batch_norm
-from harness.models import registry as models
 from harness.studies.recover.space import BATCH_NORM_KEYS
 
 
@@ -44,25 +43,17 @@ class Norms:
 
 def of_command(small: RunConfig, large: RunConfig, space: dict[str, list], rules: bool) -> Norms:
     """The batch norm of the command's model at b and B (the model is found where the space or the rules need it)."""
-    ghost, left_out = ghost_chunk(large, small), {}
+    (ghost, no_ghost), left_out = ghost_chunk(large, small), {}
     found = _find(large) if rules or any(key in space for key in BATCH_NORM_KEYS) else None
     for key in ("bn_momentum", "precise_bn"):
         if (found is None or found.largest is None) and key in space:
             left_out[key] = NO_BATCH_NORM if found is not None else UNKNOWN
     if ghost is None and "ghost_batch_size" in space:
         left_out["ghost_batch_size"] = ("a built-in model with batch norm that is not synchronized (the harness's "
-                                        "ghost batch-norm layer)")
+                                        f"ghost batch-norm layer): here {no_ghost}")
     return Norms(found, ghost, left_out)
 
 
-def ghost_chunk(large: RunConfig, small: RunConfig) -> int | None:
-    """b's per-device batch, the chunk ghost batch norm normalises at B, for a built-in model with batch norm that
-    is not synchronized (None otherwise, or for a chunk under 2)."""
-    model = large.model
-    if model.source not in models.BUILTIN or not model.batch_norm or model.sync_batchnorm:
-        return None
-    chunk = global_batch(small) // max(small.device.gpus, 1)
-    return chunk if chunk >= 2 else None
 
 
 def _find(large: RunConfig) -> model_batch_norm.BatchNorm | None:

@@ -25,8 +25,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.config import batching
-from harness.config.pairs import check_two_sizes_one_setting, global_batch
+from harness.config import batching, pairs
+from harness.config.pairs import global_batch
 from harness.config.schema import RunConfig
 from harness.data import registry as datasets
 from harness.fields import ConfigError
@@ -217,14 +217,10 @@ def plan(jobs: list[list[str]], run_configs: list[RunConfig], settings: Settings
          given: dict[str, str]) -> tuple[list[list[str]], dict[str, Any]]:
     """(round 1's jobs, what sweep.json records of the recovery) from the command's own jobs and configs."""
     space = dict(settings.space)
-    check_two_sizes_one_setting(run_configs, "recover", "recovery",
-                                "e.g. batch_size=8,128: it searches a recipe for the largest")
-    by_point = {(global_batch(cfg), cfg.train.seed): job for job, cfg in zip(jobs, run_configs)}
-    config_of = {(global_batch(cfg), cfg.train.seed): cfg for cfg in run_configs}
-    sizes = sorted({size for size, _ in by_point})
-    b, big = sizes[0], sizes[-1]
-    seeds = list(dict.fromkeys(cfg.train.seed for cfg in run_configs))
-    small, large = config_of[(b, seeds[0])], config_of[(big, seeds[0])]
+    kit = pairs.of_command(jobs, run_configs, "recover", "recovery",
+                           "e.g. batch_size=8,128: it searches a recipe for the largest")
+    b, big, seeds = kit.small_batch, kit.large_batch, kit.seeds
+    small, large = kit.small(), kit.large()
     norms = batch_norm.of_command(small, large, space, bool(settings.rules))
     ghost, rho, left_out = norms.ghost, norms.rho, dict(norms.left_out)
     decay_unit = _decay_unit(large)
@@ -236,10 +232,10 @@ def plan(jobs: list[list[str]], run_configs: list[RunConfig], settings: Settings
         raise ConfigError("recover.space", settings.space, "at least one key this command can search")
     planned, arms, reference = [], [], {"b": {}, "B": {}}
     for seed in seeds:
-        for size_ in [b, big, *sizes[1:-1]]:
-            if size_ in (b, big):
-                reference["b" if size_ == b else "B"][str(seed)] = str(len(planned))
-            planned.append(list(by_point[(size_, seed)]))
+        for size in kit.as_is_order:
+            if size in (b, big):
+                reference["b" if size == b else "B"][str(seed)] = str(len(planned))
+            planned.append(kit.job(size, seed))
             arms.append(AS_IS)
     drawn = points(settings, len(space))
     trials = [recipe(point, space, small, large, decay_unit, ghost, rho) for point in drawn]
@@ -253,7 +249,7 @@ def plan(jobs: list[list[str]], run_configs: list[RunConfig], settings: Settings
         trials.append(found.recipe)
         sources.append({"source": RULE, "rule": name, **({"clipped": found.clipped} if found.clipped else {})})
     for number, found in enumerate(trials):
-        planned.append(with_recipe(by_point[(big, seeds[0])], found))
+        planned.append(with_recipe(kit.job(big, seeds[0]), found))
         arms.append(f"trial_{number}")
     record = {"small_batch": b, "large_batch": big, "seeds": seeds, "epochs": large.train.epochs,
               "arms": {}, "reference": reference, "space": space, "left_out": left_out, "trials": trials,
@@ -265,7 +261,7 @@ def plan(jobs: list[list[str]], run_configs: list[RunConfig], settings: Settings
         small_decay = _decay_unit(small) if "weight_decay" in space else None
         record["small_trials"] = [recipe(point, space, small, small, small_decay, ghost, rho) for point in drawn]
         for number, found in enumerate(record["small_trials"]):
-            planned.append(with_recipe(by_point[(b, seeds[0])], found))
+            planned.append(with_recipe(kit.job(b, seeds[0]), found))
             arms.append(f"{SMALL}trial_{number}")
     record["arms"] = {str(num): arm for num, arm in enumerate(arms)}
     return planned, {"recover": record, "more_rounds": True}
