@@ -72,7 +72,7 @@ def test_a_recovery_on_a_users_npz_and_model_killed_in_round_two_resumes_without
     assert [(j["job"], j["overrides"]) for j in plan["jobs"] if j["round"] == 2] == round_two
     arms = plan["recover"]["arms"]
     assert list(arms.values()) == ["as_is"] * 4 + [f"trial_{k}" for k in range(3)]
-    assert set(plan["recover"]["left_out"]) == {"bn_momentum", "ghost_batch_size"}  # their model was built: no BN
+    assert set(plan["recover"]["left_out"]) == {"bn_momentum", "ghost_batch_size", "precise_bn"}  # built: no BN
     assert plan["recover"]["batch_norm"] == {"layers": 0, "momenta": [], "rho": None, "given": False}
     assert plan["recover"]["trials"][2] == {"lr_factor": 4.0, "warmup_epochs": 0.4}  # linear: x 32/8, E/5 warm-up
     assert record(sweep / "6")["config"]["lr_factor"] == 4.0 and record(sweep / "6")["config"]["warmup_epochs"] == 0.4
