@@ -159,6 +159,15 @@ def study_references(package: Path, names: set[str]) -> list[str]:
                     what = "imports a study's module"
             if what:
                 found.append(f"{relative}:{node.lineno}: {what}")
+    for path in sorted(package.rglob("*.j2")):  # the page's templates: a study's command, style or id by its name
+        relative = path.relative_to(package)
+        if relative.parts[0] == "studies":
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            named_here = [name for name in sorted(names) if re.search(
+                rf"(\+study={name}\b|\.verdict\.{name.replace('_', '-')}\b|id=\"{name}\")", line)]
+            if named_here:
+                found.append(f"{relative}:{number}: names a study ({', '.join(named_here)})")
     return found
 
 
@@ -181,8 +190,11 @@ def test_naming_a_study_in_a_generic_wing_is_found(tmp_path):
                          ("launch/progress.py", "from harness.studies.tuned import reading")]:
         path = tmp_path / "harness" / module
         path.write_text(path.read_text() + f"\n{line}  # noqa\n")
+    template = tmp_path / "harness" / "report" / "templates" / "report.html.j2"
+    template.write_text(template.read_text() + "<p><code>+study=recover batch_size=8,64</code></p>\n")
     found = study_references(tmp_path / "harness", {"diagnose", "recover", "tuned"})
     assert [entry.split(":")[0] for entry in found] == ["assess/analysis.py", "launch/progress.py",
-                                                       "report/summary.py"]
+                                                       "report/summary.py", "report/templates/report.html.j2"]
     assert [entry.split(": ", 1)[1] for entry in found] == ["compares with a study's name",
-                                                           "imports a study's module", "reads a study's key"]
+                                                           "imports a study's module", "reads a study's key",
+                                                           "names a study (recover)"]

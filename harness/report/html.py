@@ -134,7 +134,8 @@ def _built(sweep_dir: Path):
                            None),
         findings=a.findings,
         why=a.why,
-        next_named=any(v.next_steps for v in a.batch_verdicts),
+        next_named=list(dict.fromkeys(study for v in a.batch_verdicts for study, _ in v.next_steps)),
+        next_offered=registry.offering_next_steps(registry.recorded_paths(sweep.plan)),
         why_figures=why_drawn,
         verdict_sections=[pages.section(s.template, s.folder, {**s.context, "figures": shown})
                           for s, shown in zip(studied, study_drawn) if s.place == "verdict"],

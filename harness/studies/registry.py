@@ -140,9 +140,17 @@ def assess(sweep, paths: Iterable[Path] = ()):
     a = batch_size(sweep) if study is None else study.assess(sweep)
     if a.reading is not None:  # a study's own reading: its verdict reads the runs as they are, no next step
         return a
-    offered = sorted((s for s in every(paths) if type(s).next_step is not Study.next_step),
-                     key=lambda s: (s.priority is None, s.priority or 0, s.name))
-    return with_next_steps(a, [lambda v, s=s: _step(s, v) for s in offered])
+    return with_next_steps(a, [lambda v, s=s: _step(s, v) for s in _offering(paths)])
+
+
+def offering_next_steps(paths: Iterable[Path] = ()) -> list[str]:
+    """The names of the studies that offer a batch-size verdict a next step (Study.next_step), in priority order."""
+    return [study.name for study in _offering(paths)]
+
+
+def _offering(paths: Iterable[Path]) -> list[Study]:
+    return sorted((s for s in every(paths) if type(s).next_step is not Study.next_step),
+                  key=lambda s: (s.priority is None, s.priority or 0, s.name))
 
 
 def _step(study: Study, verdict) -> tuple[str, str, str] | None:

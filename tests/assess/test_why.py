@@ -183,11 +183,12 @@ def test_the_report_has_a_why_section_with_its_sentences_and_figures(tmp_path):
     assert "Gradient noise scale at the last epoch" in why_section
     assert "Distance from the initial weights" in why_section
     assert "they do not show what caused it" in why_section  # a correlate, not a cause
-    assert "the verdict names the +study=diagnose command for this setting, and the +study=recover command" \
-        in why_section  # a drop: it does
+    assert "the verdict names the command of +study=diagnose and of +study=recover for this setting" \
+        in why_section  # a drop: it does (the studies that offer a next step, in their order)
     flat_sweep = batch_sweep(tmp_path / "flat", {8: [0.9, 0.9], 64: [0.9, 0.9]})
     flat = page.section(page.parse(report.build_report(flat_sweep)), "beside")
-    assert "+study=diagnose batch_size=b,B splits a drop into its causes" in flat  # no drop, no command named
+    assert ("a study of a small batch b against a large one B on your own setting, +study=diagnose batch_size=b,B "
+            "or +study=recover batch_size=b,B") in flat  # no drop, no command for a setting named
     in_why = [img for node in page.section_nodes(parsed, "beside") if hasattr(node, "find_all")
               for img in ([node] if node.name == "img" else node.find_all("img"))]
     assert len(in_why) == 4 and len(parsed.find_all("img")) == 8
