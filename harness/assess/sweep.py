@@ -1,7 +1,8 @@
 """A sweep's files read once, into one object every assessor is handed: its run records (run.json, or what Hydra
 recorded of a damaged one), every epoch of every run as one frame (read through the sweep's metrics cache), its
 plan (sweep.json: the jobs, the study's name and what it planned), and each run's other files (probes.json,
-target.json, data_checks.json), read the first time an assessor asks and kept. Files only: no TensorFlow.
+target.json, and a study's own, named in its folder's files module), read the first time an assessor asks and kept.
+Files only: no TensorFlow.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """A command's one plan: every job it runs (its overrides and validated RunConfig), where, and under which launcher.
 
 The command line makes it once (harness.config.compose expands the command and composes each structure once;
-harness.studies.diagnose.plan adds a diagnosis's arms) and writes it to the sweep folder's sweep.json
+the study the command names adds its own jobs through its `plan`, harness.studies.study.Study) and writes it to the sweep folder's sweep.json
 (harness.store.sweep_file) before Hydra starts. Hydra instantiates its sweeper and launcher from config and gives
 them only overrides; they read that file and run its jobs as they are (hydra_plugins/harness_sweeper,
 hydra_plugins/harness_launcher): no job is expanded or composed a second time, and sweep.json records exactly what

@@ -1,10 +1,10 @@
 """Every file name of a sweep folder and a run folder, spelled once, and the walk over a sweep's runs.
 
     sweeps/<sweep-id>/                 command.json, sweep.json, multirun.yaml, interpolation.parquet (+ .log),
-                                       .harness.lock, diagnosis.json, recovery.json, tracking.json
+                                       .harness.lock, tracking.json, and a study's own (a study's files module)
     sweeps/<sweep-id>/<job>/           run.json, metrics.parquet, train.log, checkpoint.npz (while it trains),
-                                       probes.json, target.json, data_checks.json, initial.weights.npz,
-                                       final.weights.npz, tb/, .hydra/ (a single run's: command.json too)
+                                       probes.json, target.json, initial.weights.npz, final.weights.npz, tb/,
+                                       .hydra/ (a single run's: command.json too), and a study's own
     reports/                           <sweep-id>-<hash>.html, latest.html, index.html
     sweeps/                            mlflow.db, mlartifacts/ (tracking=mlflow's default store)
 

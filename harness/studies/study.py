@@ -23,7 +23,9 @@ class Section:
     """A study's part of the report: `template` (a Jinja template in `folder`, which may import the page's macros
     from "macros.html.j2") rendered with `context` where `place` says: "body", after the verdict, or "verdict", in
     the verdict's place when the sweep has no batch-size verdict. `figures` are (title, Figure, caption); the page
-    renders them and hands them to the template as `section_figures` ({title, png, caption})."""
+    renders them and hands them to the template as `figures` ({title, png, caption}), which the macro
+    `section_figures(figures)` of "macros.html.j2" lays out. A section may bring its own styles in a <style> element
+    (the page's own name no study)."""
 
     template: str
     folder: Path
