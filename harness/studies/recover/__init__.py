@@ -1,6 +1,7 @@
 """+study=recover: at the user's large batch B and epochs, a recipe searched on the tuning slice, confirmed at every
 seed against b, and the budget B needs when nothing recovers it.
 
+    settings.py    recover.*, validated at planning and read back from sweep.json by the later rounds
     plan.py        round 1 from the command (config): the reference, the Sobol search over space.py's keys and
                    the published rules (rules.py), with the model's batch norm (batch_norm.py); later rounds' jobs
     rounds.py      which later round comes next, from the rounds before (harness.launch.rounds runs it): the
@@ -20,9 +21,9 @@ class Recover(Study):
     priority = 2  # after diagnose: a sweep without a study's name holding a recovery plan
 
     def settings(self, node):
-        from harness.studies.recover.plan import settings_from_dict
+        from harness.studies.recover import settings
 
-        return settings_from_dict(node or {})
+        return settings.from_dict(node or {})
 
     def plan(self, jobs, run_configs, settings, given):
         from harness.studies.recover import plan

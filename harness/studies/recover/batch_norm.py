@@ -12,7 +12,6 @@ from typing import Any
 from harness.config.pairs import ghost_chunk
 from harness.config.schema import RunConfig
 from harness.data import registry as datasets
-from harness.fields import ConfigError
 from harness.models import batch_norm as model_batch_norm
 from harness.studies.recover.space import BATCH_NORM_KEYS
 
@@ -60,14 +59,3 @@ def _find(large: RunConfig) -> model_batch_norm.BatchNorm | None:
     counts = datasets.train_class_counts(large.data)
     return model_batch_norm.find(large.model, datasets.input_shape(large.data),
                                  None if counts is None else len(counts), large.device.backend)
-
-
-def check_range(values: list) -> None:
-    """recover.space.bn_momentum: [low, high] within (0, 1), high null for rho_b; raises ConfigError."""
-    def number(v) -> bool:
-        return isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1
-
-    if len(values) != 2 or not number(values[0]) or not (values[1] is None or number(values[1]) and
-                                                           values[0] <= values[1]):
-        raise ConfigError("recover.space.bn_momentum", values, "[low, high] within (0, 1), low <= high, high null "
-                          "for b's own momentum (the command's model.bn_momentum or the layers' largest)")

@@ -27,6 +27,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from harness.studies.recover import settings
 from harness.studies.recover.space import CHOICES, LOG, OVERRIDE
 
 STUDY_FILE = "recover-optuna.log"  # in the sweep folder: optuna-dashboard recover-optuna.log
@@ -120,7 +121,7 @@ def _study(record: dict[str, Any], told: list[tuple[int, dict[str, Any], str, fl
     optuna = _optuna()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        sampler = optuna.samplers.TPESampler(seed=int(record["settings"]["seed"]), n_startup_trials=0,
+        sampler = optuna.samplers.TPESampler(seed=settings.recorded(record).seed, n_startup_trials=0,
                                              multivariate=True, constant_liar=True)
     study = optuna.create_study(study_name=STUDY_NAME, storage=storage, sampler=sampler, direction="maximize")
     dists = distributions(record)

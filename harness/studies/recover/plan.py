@@ -22,7 +22,6 @@ Pure: the plan's jobs and RunConfigs in, the new jobs and what sweep.json record
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
 from harness.config import batching, pairs
@@ -31,69 +30,14 @@ from harness.config.schema import RunConfig
 from harness.data import registry as datasets
 from harness.fields import ConfigError
 from harness.studies.recover import batch_norm, rules
-from harness.studies.recover.space import CHOICES, LOG, OVERRIDE, RANGES
+from harness.studies.recover.settings import Settings
+from harness.studies.recover.space import CHOICES, LOG, OVERRIDE
 
 AS_IS = "as_is"
 SOBOL, RULE = "sobol", "rule"  # a trial's source (sweep.json's recover.sources; before the rules, every trial Sobol's)
 SMALL = "small_"  # the arm of a trial at b (recover.tune_small): small_trial_<k>
 INPUTS = ("optimizer", "bn_momentum", "precise_bn")  # keys of the space the command may give: what null stands
 # for (a choice's null, bn_momentum's high end)
-
-
-@dataclass(frozen=True)
-class Settings:
-    """`recover.*`: the search's size, seed and space, and what later rounds will read (not run config)."""
-
-    trials: int = 16
-    seed: int = 0
-    confirm: int = 3
-    tolerance: float = 0.01
-    budget: bool = True
-    tune_small: bool = False
-    tune_fraction: float = 0.1
-    rules: tuple[str, ...] = rules.RULES
-    guided: int = 8
-    space: dict[str, list] = field(default_factory=dict)
-
-
-def settings_from_dict(node: dict[str, Any]) -> Settings:
-    """The `recover` node of a composed config, validated; raises ConfigError naming `recover.<key>`."""
-    known = set(Settings.__dataclass_fields__)
-    for key, value in node.items():
-        if key not in known:
-            raise ConfigError(f"recover.{key}", value, f"unknown key; valid keys are "
-                              f"{', '.join(f'recover.{k}' for k in sorted(known))}")
-    trials = node.get("trials", 16)
-    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 2 or trials & (trials - 1):
-        raise ConfigError("recover.trials", trials, "a power of two >= 2 (as Sobol points want): 8, 16, 32, ...")
-    for key in ("seed", "confirm", "guided"):
-        value = node.get(key, 0)
-        if isinstance(value, bool) or not isinstance(value, int) or value < (1 if key == "confirm" else 0):
-            raise ConfigError(f"recover.{key}", value, "an integer >= 1" if key == "confirm" else "an integer >= 0")
-    fraction = node.get("tune_fraction", 0.1)
-    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction < 1:
-        raise ConfigError("recover.tune_fraction", fraction, "a number in (0, 1): every run holds out the tuning "
-                          "slice the search is chosen on")
-    named = node.get("rules", list(rules.RULES))
-    if not isinstance(named, (list, tuple)) or any(name not in rules.RULES for name in named) \
-            or len(set(named)) != len(named):
-        raise ConfigError("recover.rules", named, f"a list of distinct rules among {', '.join(rules.RULES)} (the "
-                          "published rules run as candidates of round 1; [] for none)")
-    space = node.get("space") or {}
-    for key, values in space.items():
-        name = f"recover.space.{key}"
-        if key not in CHOICES + RANGES:
-            raise ConfigError(name, values, f"a key of the space: {', '.join(CHOICES + RANGES)}")
-        if not isinstance(values, list) or not values:
-            raise ConfigError(name, values, "a list: [low, high] for a range, the options for a choice")
-        if key == "bn_momentum":
-            batch_norm.check_range(values)
-        elif key in RANGES:
-            if len(values) != 2 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values) \
-                    or not values[0] <= values[1] or (key in LOG and values[0] <= 0):
-                raise ConfigError(name, values, "[low, high] with low <= high" + (", low > 0 (log-uniform)"
-                                                                                  if key in LOG else ""))
-    return Settings(**{**node, "rules": tuple(named), "space": dict(space)})
 
 
 def _decay_unit(large: RunConfig) -> float | None:

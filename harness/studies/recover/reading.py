@@ -19,7 +19,7 @@ import pandas as pd
 from harness.assess.analysis import BATCH, SELECTION_COLUMNS, num_classes
 from harness.assess.paired import Estimate, estimate
 from harness.assess.sweep import Sweep
-from harness.studies.recover import budget, choice, commands
+from harness.studies.recover import budget, choice, commands, settings
 from harness.studies.recover import verdict as recovery_verdict
 from harness.studies.recover import words as recovery_words
 from harness.studies.recover.importance import Importances, importances
@@ -104,7 +104,7 @@ class Recovery:
 def guided_rounds(plan: dict[str, Any]) -> int:
     """1 where round 2 is the guided round (recover.guided > 0), else 0: the confirmation is round 2 + this, the
     budget's first round 3 + this (a plan made before the guided round has none)."""
-    return 1 if plan["settings"].get("guided", 0) else 0
+    return 1 if settings.recorded(plan).guided else 0
 
 
 def read_plan(sweep: Sweep) -> dict[str, Any] | None:
@@ -173,14 +173,14 @@ def recover(sweep: Sweep) -> Recovery | None:
                  for name, size in (("b", b), ("B", big))}
     drop = _drop(df, b, big, plan["seeds"])
     found = Recovery(b, big, plan["epochs"], list(plan["seeds"]), drop, reference, trials, best, None, "",
-                     rounds=complete_rounds(sweep), budget_asked=bool(plan["settings"].get("budget", True)),
+                     rounds=complete_rounds(sweep), budget_asked=settings.recorded(plan).budget,
                      small_trials=small_trials)
     found.small_tune = _number(as_is.loc[as_is[BATCH] == b, "tune_acc"].mean())
     found.chance = 1.0 / num_classes(df)
     if found.rounds >= 2 + extra and best is not None and (small_best is not None or not small_trials):
         confirming = [job["arm"] for job in later if job.get("round") == 2 + extra]
         seeds = len(plan["seeds"])
-        tolerance = float(plan["settings"].get("tolerance", 0.01))
+        tolerance = settings.recorded(plan).tolerance
         found.confirmed, found.recipe = _confirmed(chosen, confirming, "", trials, seeds, tolerance)
         if small_trials:  # b's own recipe, confirmed the same way: what B is compared with
             found.small_confirmed, found.small_recipe = _confirmed(chosen, confirming, SMALL, small_trials, seeds,
@@ -247,7 +247,7 @@ def _verdict(r: Recovery, finals: pd.DataFrame, plan: dict[str, Any]) -> Verdict
     names = [small, str(r.large_batch), arm]
     if table.empty or not all(name in table for name in names):
         return None
-    tolerance = float(plan["settings"].get("tolerance", 0.01))
+    tolerance = settings.recorded(plan).tolerance
     return recovery_verdict.judge(*(table[name].to_numpy() for name in names), tolerance)
 
 

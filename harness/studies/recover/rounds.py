@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.assess import sweep as sweep_files
-from harness.studies.recover import guided
+from harness.studies.recover import guided, settings
 from harness.studies.recover import plan as recover
 from harness.studies.recover import reading as recovery
 from harness.studies.recover.verdict import RECOVERED
@@ -38,11 +38,11 @@ def next_jobs(content: dict[str, Any], reading: recovery.Recovery, round_: int,
         first = [trial for trial in finished if trial[0] < len(record["trials"])]
         if sweep_dir is not None:
             guided.write(sweep_dir, record, first)
-        return recover.guided_jobs(record, jobs, guided.propose(record, first, record["settings"]["guided"]))
+        return recover.guided_jobs(record, jobs, guided.propose(record, first, settings.recorded(record).guided))
     if round_ == 2 + extra:
         if extra and sweep_dir is not None:  # the study again, with the guided trials told
             guided.write(sweep_dir, record, finished)
-        confirm = record["settings"]["confirm"]
+        confirm = settings.recorded(record).confirm
         ranked = reading.to_confirm(confirm)
         small = [t.number for t in sorted(reading.small_trials, key=lambda t: (-(t.tune_acc or -1.0), t.number))
                  if t.tune_acc is not None][:confirm]
@@ -53,7 +53,7 @@ def next_jobs(content: dict[str, Any], reading: recovery.Recovery, round_: int,
             recover.confirm_jobs(record, jobs, small, [t.recipe for t in reading.small_trials], small=True)
             if small else [])
     verdict = reading.verdict
-    if verdict is None or verdict.kind == RECOVERED or not record["settings"].get("budget", True):
+    if verdict is None or verdict.kind == RECOVERED or not settings.recorded(record).budget:
         return None
     lengths = recover.budget_lengths(record)
     index = round_ - 3 - extra

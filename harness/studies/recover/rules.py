@@ -38,7 +38,6 @@ from harness.studies.recover.space import BN_MOMENTUM_FLOOR, PRECISE_BN_SAMPLES
 # them) the adam_sde rule scales
 ADAM_FAMILY = ("adam", "adamw", "nadam", "lamb")
 ADAM_DEFAULTS = {"beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7}
-RULES = ("linear", "sqrt", "adam_sde", "precise_bn")
 MAX_BETA = 0.999
 BETA_2_FLOOR = 0.95
 

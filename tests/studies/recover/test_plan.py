@@ -225,3 +225,22 @@ def test_a_command_that_cannot_be_searched_is_refused_before_anything_runs(argv,
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and named in err and allowed in err, err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_settings_read_back_from_sweep_json_are_the_ones_validated_and_an_old_sweeps_absent_keys_mean_before():
+    """A plan's recorded settings come back as the same Settings; the recover golden (a sweep made before the guided
+    round and the rules) records neither: read back as no guided round and no rules, not as today's defaults."""
+    import json
+    from pathlib import Path
+
+    from harness.studies.recover import settings
+
+    plan = _plan("batch_size=8,64", "seed=0", "recover.trials=4", "recover.tolerance=0.02", "recover.guided=2")
+    record = plan.study["recover"]
+    read = settings.recorded(record)
+    assert read == settings.from_dict({**record["settings"], "space": record["space"]})
+    assert (read.tolerance, read.guided, read.trials, read.rules) == (0.02, 2, 4, settings.RULES)
+    golden = json.loads((Path(__file__).parents[2] / "fixtures" / "studies" / "recover" / "sweep.json").read_text())
+    old = settings.recorded(golden["recover"])
+    assert "guided" not in golden["recover"]["settings"] and (old.guided, old.rules) == (0, ())
+    assert (old.tolerance, old.confirm) == (0.01, 2)
