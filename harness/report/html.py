@@ -94,8 +94,8 @@ def _built(sweep_dir: Path):
     sweep_dir = Path(sweep_dir)
     digest = summary.runs_digest(sweep_dir)  # before reading: a run that changes meanwhile makes the report stale
     sweep = read_sweep(sweep_dir)
-    study = registry.of_sweep(sweep)
-    a = registry.assess(sweep)
+    found = registry.read(sweep)  # its study found once
+    study, a = found.study, found.assessment
     per_run = a.df.drop_duplicates("run_id")
     studied = study.sections(a) if study is not None else []
     drawn, why_drawn, *study_drawn = figures.sections(a, [s.figures for s in studied])
@@ -106,7 +106,7 @@ def _built(sweep_dir: Path):
         status_counts[analysis.NOT_STARTED] = len(not_started)
     unfinished = [f"{n} {s}" for s, n in status_counts.items() if s not in FINISHED]
     notes = [SIMULATED_NOTE] if simulated else []
-    notes += [line for line in [registry.not_loaded(sweep)] if line]
+    notes += [found.not_loaded] if found.not_loaded else []
     if "running" in status_counts:
         notes.append(RUNNING_NOTE.format(n=status_counts["running"]))
     if analysis.DAMAGED in status_counts:

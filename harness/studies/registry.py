@@ -17,8 +17,9 @@ import importlib
 import importlib.util
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from harness.fields import ConfigError
 from harness.studies.study import Study
@@ -97,14 +98,9 @@ def detect(sweep, paths: Iterable[Path] = ()) -> Study | None:
 
 def of_sweep(sweep, paths: Iterable[Path] = ()) -> Study | None:
     """The study of a sweep: the one its sweep.json names (None for a preset without a folder, or a study that
-    cannot be loaded: `not_loaded` says why), else detected; a user's study is found in the folders sweep.json
+    cannot be loaded: `read` says why), else detected; a user's study is found in the folders sweep.json
     records (`study_paths`)."""
     return _of_sweep(sweep, paths)[0]
-
-
-def not_loaded(sweep, paths: Iterable[Path] = ()) -> str | None:
-    """Why the study a sweep names is not the one it is read by (a line for its report), or None."""
-    return _of_sweep(sweep, paths)[1]
 
 
 def _of_sweep(sweep, paths: Iterable[Path]) -> tuple[Study | None, str | None]:
@@ -129,14 +125,35 @@ def recorded_paths(content: dict | None) -> list[Path]:
     return [Path(path) for path in (content or {}).get("study_paths", [])]
 
 
+@dataclass(frozen=True)
+class Read:
+    """A sweep's study (None: a batch-size sweep), its assessment, and why the study it names is not the one it is
+    read by (None where it is): found once, for a page that needs all three."""
+
+    study: Study | None
+    assessment: Any
+    not_loaded: str | None
+
+
+def read(sweep, paths: Iterable[Path] = ()) -> Read:
+    """A sweep (or its folder) read by its study, the study found once."""
+    from harness.assess.sweep import Sweep
+    from harness.assess.sweep import read as read_sweep
+
+    sweep = sweep if isinstance(sweep, Sweep) else read_sweep(sweep)
+    study, why = _of_sweep(sweep, paths)
+    return Read(study, _assess(sweep, study, paths), why)
+
+
 def assess(sweep, paths: Iterable[Path] = ()):
     """A sweep (or its folder) read by its study (harness.assess.assessment.assess for a batch-size study)."""
+    return read(sweep, paths).assessment
+
+
+def _assess(sweep, study: Study | None, paths: Iterable[Path]):
     from harness.assess.assessment import assess as batch_size
     from harness.assess.assessment import with_next_steps
-    from harness.assess.sweep import Sweep, read
 
-    sweep = sweep if isinstance(sweep, Sweep) else read(sweep)
-    study = of_sweep(sweep, paths)
     a = batch_size(sweep) if study is None else study.assess(sweep)
     if a.reading is not None:  # a study's own reading: its verdict reads the runs as they are, no next step
         return a

@@ -88,3 +88,17 @@ def test_a_config_dir_whose_name_holds_a_comma_or_a_quote_is_found(tmp_path, mon
     monkeypatch.chdir(tmp_path)
     assert main(["--config-dir", str(conf), "+study=commas", "batch_size=16,64", "seed=0", "-m"]) == 2
     assert f"{conf / 'studies' / 'commas' / '__init__.py'} has no STUDY" in capsys.readouterr().err
+
+
+def test_a_reports_page_finds_the_sweeps_study_once(tmp_path, monkeypatch):
+    """The page, its study's sections and its note come from one lookup (registry.read): before, the page looked
+    the study up three times over (of_sweep, assess, the note)."""
+    from harness.report import html
+
+    sweep = tmp_path / "sweep"
+    shutil.copytree(FIXTURES / "studies" / "recover", sweep)
+    calls = []
+    looked_up = registry._of_sweep
+    monkeypatch.setattr(registry, "_of_sweep", lambda *args: calls.append(1) or looked_up(*args))
+    html.build_report(sweep)
+    assert len(calls) == 1
