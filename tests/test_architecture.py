@@ -182,6 +182,40 @@ def test_the_generic_wings_never_name_a_study():
     assert study_references(REPO / "harness", names) == []
 
 
+def cross_study_imports(studies: Path, names: set[str]) -> list[str]:
+    """Where a study's module imports another study's (`harness.studies.<other>`): "path:line" each."""
+    import ast
+
+    found = []
+    for path in sorted(studies.rglob("*.py")):
+        relative = path.relative_to(studies)
+        own = relative.parts[0] if len(relative.parts) > 1 else None
+        for node in ast.walk(ast.parse(path.read_text())):
+            modules = [alias.name for alias in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+            for module in modules:
+                parts = module.split(".")
+                if parts[:2] == ["harness", "studies"] and len(parts) > 2 and parts[2] in names and parts[2] != own:
+                    found.append(f"{relative}:{node.lineno}")
+    return found
+
+
+def test_a_study_reaches_another_only_through_the_interface(tmp_path):
+    """A study that reads a sweep as another would (scaling short of its target reads it as tuned does) finds that
+    study by name (harness.studies.registry) and calls its Study methods, never imports its modules; a copy that
+    does is caught."""
+    from harness.studies import registry
+
+    names = {study.name for study in registry.every()}
+    assert cross_study_imports(REPO / "harness" / "studies", names) == []
+    copy = tmp_path / "studies"
+    shutil.copytree(REPO / "harness" / "studies", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    module = copy / "scaling" / "__init__.py"
+    lines = len(module.read_text().splitlines())
+    module.write_text(module.read_text() + "from harness.studies.tuned import STUDY\n")
+    assert cross_study_imports(copy, names) == [f"scaling/__init__.py:{lines + 1}"]
+
+
 def test_naming_a_study_in_a_generic_wing_is_found(tmp_path):
     """The check above on a copy of the package whose generic wings name a study the three ways it looks for."""
     shutil.copytree(REPO / "harness", tmp_path / "harness", ignore=shutil.ignore_patterns("__pycache__", "conf"))

@@ -22,13 +22,12 @@ class Scaling(Study):
     def assess(self, sweep):
         from harness.assess.assessment import common
         from harness.studies.scaling.reading import assess as scale
-        from harness.studies.tuned import STUDY as TUNED
 
         c = common(sweep)
         scaled = scale(c.sweep, c.df, c.facets)
         if scaled:  # runs stopped at a target: steps to it are the measure, not the last epoch's val_acc
             return c.assessment([], scaled)
-        return TUNED.assess_common(c)
+        return _tuned().assess(sweep)
 
     def _scaled(self, a) -> bool:
         from harness.studies.scaling.reading import Scaling as Curve
@@ -37,17 +36,23 @@ class Scaling(Study):
 
     def findings_after(self, a):
         from harness.studies.scaling.section import findings_lines
-        from harness.studies.tuned import STUDY as TUNED
 
         if not self._scaled(a):
-            return TUNED.findings_after(a)
+            return _tuned().findings_after(a)
         return [line for s in a.reading for line in findings_lines(s)]
 
     def sections(self, a):
         from harness.studies.scaling.section import sections
-        from harness.studies.tuned import STUDY as TUNED
 
-        return sections(a) if self._scaled(a) else TUNED.sections(a)
+        return sections(a) if self._scaled(a) else _tuned().sections(a)
+
+
+def _tuned() -> Study:
+    """+study=tuned, found by its name as any study is (its interface, not its modules): a sweep short of two batch
+    sizes at its target is read for its learning-rate grid as tuned reads one."""
+    from harness.studies import registry
+
+    return registry.find("tuned")
 
 
 STUDY = Scaling()

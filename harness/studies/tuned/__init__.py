@@ -22,9 +22,9 @@ class Tuned(Study):
     def assess(self, sweep):
         from harness.assess.assessment import common
 
-        return self.assess_common(common(sweep))
+        return self._assess_common(common(sweep))
 
-    def assess_common(self, c):
+    def _assess_common(self, c):
         """The tuned reading of a sweep's Common reading: a verdict at the tuned learning rates and one untuned per
         grid, not one per point of it; a sweep without a grid is read as a batch-size study."""
         from harness.assess.assessment import assess
