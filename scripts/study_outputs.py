@@ -23,7 +23,6 @@ from pathlib import Path
 
 # what changes from one build to the next whatever the code: when it was built, and the index's own times
 MASKS = [(re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00"), "[time]")]
-WRITTEN = ("diagnosis.json", "recovery.json")
 
 
 def _masked(text: str) -> str:
@@ -48,9 +47,12 @@ def masked_findings(block: str) -> str:
 
 def outputs(sweep: Path, out: Path, work: Path) -> None:
     """`sweep`'s outputs (see the module's docstring) into `out`/<its name>/."""
+    from harness.studies import registry
+
+    written = sorted({name for study in registry.every() for name in study.file_names()})  # diagnosis.json, ...
     copy = work / sweep.name
     shutil.rmtree(copy, ignore_errors=True)
-    shutil.copytree(sweep, copy, ignore=shutil.ignore_patterns(*WRITTEN))
+    shutil.copytree(sweep, copy, ignore=shutil.ignore_patterns(*written))
     target = out / sweep.name
     target.mkdir(parents=True, exist_ok=True)
     reports = work / "reports"
@@ -60,7 +62,7 @@ def outputs(sweep: Path, out: Path, work: Path) -> None:
     html = _masked(report.read_text())
     (target / "report.html").write_text(html)
     (target / "report.txt").write_text(report_text(html, copy))
-    for name in WRITTEN:
+    for name in written:
         if (copy / name).exists():
             shutil.copy(copy / name, target / name)
     table = subprocess.run([sys.executable, "-m", "harness.results", str(copy)], capture_output=True, text=True,

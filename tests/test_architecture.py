@@ -12,7 +12,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
-WINGS = {"store", "config", "data", "models", "probes", "tracking", "run", "launch", "assess", "report", "studies"}
+WINGS = {"store", "config", "data", "models", "probes", "tracking", "run", "launch", "assess", "report", "render", "studies"}
 # modules that stay at the top, each for its reason
 TOP = {
     "__init__.py": "the package",
@@ -66,7 +66,7 @@ def test_what_each_wing_loads_when_imported():
     light = ["harness.backend", "harness.data.registry", "harness.models.registry", "harness.config.schema",
              "harness.config.compose",
              *(".".join(path.relative_to(REPO).with_suffix("").parts)
-               for wing in ("launch", "assess", "report", "store", "tracking", "studies")
+               for wing in ("launch", "assess", "report", "render", "store", "tracking", "studies")
                for path in sorted((REPO / "harness" / wing).rglob("*.py"))
                if path.stem not in ("__main__", "mlflow_store", "hooks")),  # a study's run hooks: a run's process
              "harness.probes.curvature", "harness.probes.noise_scale", "harness.probes.interpolation"]
@@ -172,14 +172,16 @@ def study_references(package: Path, names: set[str]) -> list[str]:
 
 
 def test_the_generic_wings_never_name_a_study():
-    """No module of harness/ outside studies/ compares a value with a registered study's name, reads a study's own
-    key or imports a study's module: the commands look a study up by the name the command or the sweep gives
-    (harness.studies.registry) and the wings call its interface."""
+    """No module of harness/ outside studies/, no template of the page's and no script of scripts/ compares a value
+    with a registered study's name, reads a study's own key or imports a study's module: the commands look a study
+    up by the name the command or the sweep gives (harness.studies.registry) and the wings call its interface.
+    (benchmarks/ run chosen studies by name: each is a measurement of one.)"""
     from harness.studies import registry
 
     names = {study.name for study in registry.every()}
     assert {"diagnose", "recover", "tuned", "scaling"} <= names
     assert study_references(REPO / "harness", names) == []
+    assert study_references(REPO / "scripts", names) == []
 
 
 def cross_study_imports(studies: Path, names: set[str]) -> list[str]:
@@ -220,7 +222,7 @@ def test_naming_a_study_in_a_generic_wing_is_found(tmp_path):
     """The check above on a copy of the package whose generic wings name a study the three ways it looks for."""
     shutil.copytree(REPO / "harness", tmp_path / "harness", ignore=shutil.ignore_patterns("__pycache__", "conf"))
     for module, line in [("assess/analysis.py", 'study = None\nif study == "recover":\n    pass'),
-                         ("report/summary.py", 'plan = {}\nplan.get("diagnose")'),
+                         ("render/summary.py", 'plan = {}\nplan.get("diagnose")'),
                          ("launch/progress.py", "from harness.studies.tuned import reading")]:
         path = tmp_path / "harness" / module
         path.write_text(path.read_text() + f"\n{line}  # noqa\n")
@@ -228,7 +230,42 @@ def test_naming_a_study_in_a_generic_wing_is_found(tmp_path):
     template.write_text(template.read_text() + "<p><code>+study=recover batch_size=8,64</code></p>\n")
     found = study_references(tmp_path / "harness", {"diagnose", "recover", "tuned"})
     assert [entry.split(":")[0] for entry in found] == ["assess/analysis.py", "launch/progress.py",
-                                                       "report/summary.py", "report/templates/report.html.j2"]
+                                                       "render/summary.py", "report/templates/report.html.j2"]
     assert [entry.split(": ", 1)[1] for entry in found] == ["compares with a study's name",
                                                            "imports a study's module", "reads a study's key",
                                                            "names a study (recover)"]
+
+
+def _wings_of(root: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "scripts.wings"], cwd=root, capture_output=True, text=True,
+                          timeout=120, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root)})
+
+
+def test_the_folders_import_each_other_one_way_as_the_docs_draw_them():
+    """The wings' import graph (scripts/wings.py): no arrow from a lower layer to a higher one, no circle, and
+    docs/architecture.md's picture is the graph the code has."""
+    from benchmarks.doc_blocks import read_section
+    from scripts import wings
+
+    found = wings.read()
+    assert found.upward == [] and found.circles == []
+    assert {"report", "render", "studies"} <= set(found.imports)
+    assert "studies" in found.imports["report"] and "render" in found.imports["studies"]
+    assert read_section(wings.BLOCK).strip() == found.picture().strip(), "run python -m scripts.wings --update-docs"
+
+
+def test_the_kit_importing_a_study_is_an_upward_arrow_and_a_circle(tmp_path):
+    """A copy whose report kit imports the studies' registry (as the report's one folder once did): the graph
+    names the arrow and the circle, and the command fails."""
+    shutil.copytree(REPO / "harness", tmp_path / "harness", ignore=shutil.ignore_patterns("__pycache__", "conf"))
+    (tmp_path / "scripts").mkdir()
+    for name in ("__init__.py", "wings.py"):
+        shutil.copy(REPO / "scripts" / name, tmp_path / "scripts" / name)
+    shutil.copy(REPO / "pyproject.toml", tmp_path)
+    assert _wings_of(tmp_path).returncode == 0
+    path = tmp_path / "harness" / "render" / "tables.py"
+    path.write_text(path.read_text() + "\nfrom harness.studies import registry  # noqa: E402\n")
+    drawn = _wings_of(tmp_path)
+    assert drawn.returncode == 1
+    assert "render    ─▶ studies, assess, store" in drawn.stdout
+    assert "1 running upward, 1 circle." in drawn.stdout

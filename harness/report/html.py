@@ -2,7 +2,7 @@
 
 Reads metrics.parquet and run.json files only (never TensorFlow), plots with pure functions, renders with
 Jinja2 (autoescape on, so no config string can inject markup) and embeds every image, so the page works offline.
-Every report rewrites the reports folder's index.html (harness.report.index); `--index` rebuilds it alone.
+Every report rewrites the reports folder's index.html (harness.render.index); `--index` rebuilds it alone.
 """
 from __future__ import annotations
 
@@ -17,11 +17,12 @@ import pandas as pd
 from harness.assess import analysis
 from harness.assess.sweep import read as read_sweep
 from harness.assess.verdicts import Verdict
-from harness.report import figures, index, pages, summary, tables
+from harness.render import figures, index, pages, summary, tables
 from harness.store import command_file, files, layout
 from harness.store.run_files import FINISHED
 from harness.studies import registry
 
+TEMPLATES = Path(__file__).resolve().parent / "templates"  # the page's own: report.html.j2
 SIMULATED_NOTE = (
     "Simulated devices (simulate_devices=true) split one CPU into logical devices that share the same cores: "
     "the data-parallel code path (MirroredStrategy, or DataParallel on JAX) really runs, but their throughput says "
@@ -113,7 +114,7 @@ def _built(sweep_dir: Path):
         notes.append(DAMAGED_NOTE.format(n=status_counts[analysis.DAMAGED]))
     notes += [f"A run whose files cannot be read at all, left out: {line}" for line in a.df.attrs.get("unreadable", [])]
     notes += sorted({f"Inputs: {r['inputs']}" for r in sweep.records if r.get("inputs")})
-    template = pages.template("report.html.j2")
+    template = pages.template("report.html.j2", TEMPLATES)
     generated_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     varied = [(k, pages.listed(per_run[k].tolist())) for k in a.varied]
     found = summary.summary(sweep_dir, started_at=summary.earliest(per_run["started_at"].tolist()),

@@ -6,7 +6,7 @@ generic wings never name a study: the commands above them look one up here and h
 that is only a Hydra preset (causes, shuffle, ...) stays a YAML in conf/study/ and is read as a batch-size study.
 
 May import: harness.assess, harness.run (in a study's run hooks only, loaded by the run process), harness.config,
-harness.data, harness.models, harness.store, harness.fields, and the report's drawing kit (harness.report.plots,
-harness.report.tables, harness.report.pages); never harness.launch or the report's page (harness.report.html).
+harness.data, harness.models, harness.store, harness.fields, and the report's kit (harness.render); never
+harness.launch or the report's page (harness.report).
 A study's `__init__` loads no backend: its run hooks are imported when a run asks for them.
 """

@@ -83,13 +83,21 @@ class Study:
         (verdict.setting; harness.assess.assessment.study_command), as the verdict's next step; None: nothing."""
         return None
 
+    # (file name, write(sweep_dir, values)): the file the study's reading is written to in the sweep folder (its
+    # `reading.as_json()`), its writer in the study's files module; None: no file of its own
+    reading_file: tuple[str, Callable[[Path, dict[str, Any]], None]] | None = None
+
     def files(self, a) -> list[tuple[str, Callable[[Path], None]]]:
-        """(file name, writer of it into the sweep folder) for what the study writes beside its report."""
-        return []
+        """(file name, writer of it into the sweep folder) for what the study writes beside its report: by default
+        its reading, as `reading_file` says, where the sweep has one."""
+        if self.reading_file is None or a.reading is None:
+            return []
+        name, write = self.reading_file
+        return [(name, lambda sweep_dir: write(sweep_dir, a.reading.as_json()))]
 
     def file_names(self) -> list[str]:
         """The names of the files `files` writes into the sweep folder (kept with the sweep in MLflow)."""
-        return []
+        return [] if self.reading_file is None else [self.reading_file[0]]
 
     def results_columns(self, sweep) -> dict[str, dict[str, Any]]:
         """Columns of its own in `python -m harness.results`, after `job`: column -> {job: value}."""

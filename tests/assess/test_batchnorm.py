@@ -91,7 +91,7 @@ def test_the_finding_reads_epoch_2_and_the_last_and_tables_every_batch_size(tmp_
 def test_the_study_as_planned_reports_the_finding_its_table_and_figure(tmp_path):
     """+study=batchnorm planned for real (18 jobs: batch 8/64/256 x momentum 0.99/0.9 x 3 seeds, 10 epochs),
     with made-up accuracies whose moving statistics lag by momentum^step."""
-    from harness.report.figures import figures
+    from harness.render.figures import figures
     from tests.helpers import layout
     from tests.helpers.sweeps import study_sweep
 

@@ -1,4 +1,4 @@
-"""The report's Why section (harness.assess.why, harness.report.plots.why) on constructed sweeps with made-up probe files."""
+"""The report's Why section (harness.assess.why, harness.render.plots.why) on constructed sweeps with made-up probe files."""
 import json
 import math
 
@@ -10,7 +10,7 @@ from harness.assess import why
 from harness.assess.analysis import BATCH
 from harness.assess.assessment import assess
 from harness.report import html as report
-from harness.report.plots import why as why_plots
+from harness.render.plots import why as why_plots
 from tests.helpers import layout, page
 from tests.helpers.sweeps import add_probes, batch_sweep, make_run, probe_values, study_sweep
 

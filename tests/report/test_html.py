@@ -246,7 +246,7 @@ def test_the_report_of_a_thousand_runs_reads_as_one_table_and_a_few_figures(thou
     from selenium.webdriver.common.by import By
 
     from harness.assess.assessment import assess
-    from harness.report.figures import figures
+    from harness.render.figures import figures
     from tests.helpers import layout
     from tests.helpers.browser import chromium, image_states
 

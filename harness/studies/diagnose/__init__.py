@@ -11,12 +11,14 @@ other suspects.
 """
 from __future__ import annotations
 
+from harness.studies.diagnose import files
 from harness.studies.study import Study
 
 
 class Diagnose(Study):
     name = "diagnose"
     priority = 1  # a sweep without a study's name holding a diagnosis's plan
+    reading_file = (files.DIAGNOSIS_FILE, files.write)
 
     def settings(self, node):
         from harness.studies.diagnose.plan import settings_from_dict
@@ -56,18 +58,6 @@ class Diagnose(Study):
 
         return ("To split this drop into its causes on this setting (fewer updates, the learning rate, batch-norm "
                 "statistics and what remains)", study_command(self.name, verdict))
-
-    def files(self, a):
-        from harness.studies.diagnose import files
-
-        if a.reading is None:
-            return []
-        return [(files.DIAGNOSIS_FILE, lambda sweep_dir: files.write(sweep_dir, a.reading.as_json()))]
-
-    def file_names(self):
-        from harness.studies.diagnose.files import DIAGNOSIS_FILE
-
-        return [DIAGNOSIS_FILE]
 
     def results_columns(self, sweep):
         from harness.studies.diagnose.reading import read_plan

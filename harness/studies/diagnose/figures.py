@@ -7,7 +7,7 @@ import math
 
 from matplotlib.figure import Figure
 
-from harness.report.plots.style import wrap
+from harness.render.plots.style import wrap
 
 LABELS = {"stale_statistics": "stale batch-norm statistics", "fewer_updates": "fewer updates",
           "learning_rate": "learning rate", "ghost_batch_norm": "ghost batch norm", "remains": "remains"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from harness.report.tables import fmt
+from harness.render.tables import fmt
 from harness.studies.diagnose import figures
 from harness.studies.diagnose.reading import title
 from harness.studies.study import Section

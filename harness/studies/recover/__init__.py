@@ -13,12 +13,14 @@ seed against b, and the budget B needs when nothing recovers it.
 """
 from __future__ import annotations
 
+from harness.studies.recover import files
 from harness.studies.study import Study
 
 
 class Recover(Study):
     name = "recover"
     priority = 2  # after diagnose: a sweep without a study's name holding a recovery plan
+    reading_file = (files.RECOVERY_FILE, files.write)
 
     def settings(self, node):
         from harness.studies.recover import settings
@@ -52,18 +54,6 @@ class Recover(Study):
         b, big = verdict.batch_sizes[0], verdict.batch_sizes[-1]
         return (f"To keep batch {b}'s accuracy at batch {big} (a recipe searched on a tuning slice, then confirmed on "
                 "every seed)", study_command(self.name, verdict))
-
-    def files(self, a):
-        from harness.studies.recover import files
-
-        if a.reading is None:
-            return []
-        return [(files.RECOVERY_FILE, lambda sweep_dir: files.write(sweep_dir, a.reading.as_json()))]
-
-    def file_names(self):
-        from harness.studies.recover.files import RECOVERY_FILE
-
-        return [RECOVERY_FILE]
 
     def results_columns(self, sweep):
         from harness.studies.recover import reading

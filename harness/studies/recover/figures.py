@@ -1,14 +1,14 @@
 """The figures of the report's "Recovery" section (+study=recover): val_acc by epoch for b as it is, B as it is and
 B with the recipe (mean over seeds, a band from the lowest seed to the highest), the trials' tune_acc against
 their peak learning rate by optimizer, and the knobs' importance with its spread. Pure: an Assessment in,
-matplotlib Figures out; conventions of harness.report.plots.style."""
+matplotlib Figures out; conventions of harness.render.plots.style."""
 from __future__ import annotations
 
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from harness.assess.analysis import BATCH
-from harness.report.plots.style import LEGEND_ROW, PALETTE, legend_below, wrap
+from harness.render.plots.style import LEGEND_ROW, PALETTE, legend_below, wrap
 
 MARKERS = "osD^v<>p"
 

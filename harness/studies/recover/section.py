@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.report.tables import fmt
+from harness.render.tables import fmt
 from harness.studies.recover import figures
 from harness.studies.recover.words import share_text
 from harness.studies.study import Section

@@ -1,5 +1,5 @@
 """The figures of the report's "How far does the batch scale?" section (+study=scaling): pure functions, a Scaling
-in, a matplotlib Figure out. Same conventions as harness.report.plots.sweep: legends below, every batch size a
+in, a matplotlib Figure out. Same conventions as harness.render.plots.sweep: legends below, every batch size a
 tick, log axes for steps and samples."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from harness.assess.analysis import BATCH
-from harness.report.plots.style import LEGEND_ROW, legend_below, log2_axis
+from harness.render.plots.style import LEGEND_ROW, legend_below, log2_axis
 from harness.studies.scaling.reading import Scaling
 
 MEASURED, FITTED, NOISE, OTHER = "#d62728", "#1f1f1f", "#1565c0", "#bbbbbb"

@@ -1,5 +1,5 @@
 """The figures of the report's "Learning rate tuned per batch size" section (+study=tuned): pure functions, a
-Tuning in, a matplotlib Figure out. Same conventions as harness.report.plots.sweep: legends below, every batch
+Tuning in, a matplotlib Figure out. Same conventions as harness.render.plots.sweep: legends below, every batch
 size a tick."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
 from harness.assess.analysis import BATCH
-from harness.report.plots.style import LEGEND_ROW, legend_below, log2_axis, mean_sd_by
+from harness.render.plots.style import LEGEND_ROW, legend_below, log2_axis, mean_sd_by
 from harness.studies.tuned.reading import RULES, Tuning
 from harness.studies.tuned.reading import format_lr as _lr
 

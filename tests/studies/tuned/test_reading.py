@@ -122,7 +122,7 @@ def test_the_study_as_planned_reports_choices_rules_and_both_verdicts(tmp_path):
     tuned, untuned = a.batch_verdicts
     assert tuned.effect < untuned.effect and tuned.n_seeds == 2
     assert tuned_grid.exponent == pytest.approx(0.55, abs=0.05) and tuned_grid.tune_size == 399
-    from harness.report import figures
+    from harness.render import figures
     from harness.studies.tuned import figures as tuning_plots
     from tests.helpers import layout
 

@@ -14,7 +14,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
 from harness.assess.analysis import BATCH, facet_order
-from harness.report.plots.style import (
+from harness.render.plots.style import (
     LEGEND_ROW,
     colors_for,
     grid,

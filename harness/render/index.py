@@ -18,8 +18,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import quote
 
-from harness.report import pages
-from harness.report.summary import earliest, parse_time, read_summary, report_file_name, runs_digest
+from harness.render import pages
+from harness.render.summary import earliest, parse_time, read_summary, report_file_name, runs_digest
 from harness.store import command_file, files, layout
 from harness.store.layout import INDEX_FILE, LATEST_FILE, RUN_FILE, SWEEP_FILE
 from harness.store.run_files import config_columns, record_config

@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from harness.report.plots.style import grid, legend_below, mean_sd, wrap
+from harness.render.plots.style import grid, legend_below, mean_sd, wrap
 
 STYLES = {"train_acc": ("running train_acc", "#9ecae1", ".."), "train_eval_acc": ("train_eval_acc", "#3182bd", ""),
           "val_acc": ("val_acc", "#222222", ""),

@@ -1,6 +1,6 @@
 """The figures of the report's "Why" section: pure functions, a DataFrame in, a matplotlib Figure out.
 
-Same conventions as harness.report.plots.sweep: mean ± sd over seeds, never over a facet; legends below the
+Same conventions as harness.render.plots.sweep: mean ± sd over seeds, never over a facet; legends below the
 plots; wrapped titles; every swept batch size a tick on a log2 axis. `figures` picks those whose data exist.
 """
 from __future__ import annotations
@@ -12,8 +12,8 @@ from matplotlib.ticker import MaxNLocator
 
 from harness.assess.analysis import BATCH, facet_order
 from harness.assess.why import EMA_BETA, Why
-from harness.report.plots import style
-from harness.report.plots.sweep import metric_vs_steps
+from harness.render.plots import style
+from harness.render.plots.sweep import metric_vs_steps
 
 CURVATURE = [("sharpness", "sharpness (ε = 1e-3, %)"), ("hessian_top_eigenvalue", "top Hessian eigenvalue"),
              ("hessian_trace", "Hessian trace")]

@@ -12,7 +12,7 @@ import sys
 import threading
 
 from harness.assess.analysis import final_results
-from harness.report.plots import findings, sweep, why
+from harness.render.plots import findings, sweep, why
 
 SECTIONS = {  # section -> the modules whose figures it shows, in order
     "main": (findings, sweep),

@@ -1,5 +1,6 @@
-"""What the two HTML pages (a sweep's report and the reports index) share: the Jinja environment they render
-with (autoescaped, undefined names an error) and how they list a key's values."""
+"""What the HTML pages (a sweep's report, its studies' sections and the reports index) share: the Jinja environment
+they render with (autoescaped, undefined names an error, the `fmt` filter, `macros.html.j2`) and how they list a
+key's values."""
 from __future__ import annotations
 
 import functools
@@ -9,7 +10,7 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-_ENVIRONMENT = jinja2.Environment(loader=jinja2.PackageLoader("harness.report", "templates"), autoescape=True,
+_ENVIRONMENT = jinja2.Environment(loader=jinja2.PackageLoader("harness.render", "templates"), autoescape=True,
                                   undefined=jinja2.StrictUndefined)
 
 
@@ -25,21 +26,22 @@ def number(value, digits: int = 3) -> str:
 _ENVIRONMENT.filters["fmt"] = number
 
 
-def template(name: str) -> jinja2.Template:
-    return _ENVIRONMENT.get_template(name)
+def template(name: str, folder: Path | None = None) -> jinja2.Template:
+    """The template `name`: the kit's own, or one in `folder` (a study's section, the report's page), which may
+    import the kit's macros.html.j2."""
+    return (_ENVIRONMENT if folder is None else _environment_in(Path(folder))).get_template(name)
 
 
 @functools.lru_cache(maxsize=None)
-def _study_environment(folder: Path) -> jinja2.Environment:
-    """The page's environment, its templates searched in a study's folder first (a study's section imports the
-    page's macros.html.j2)."""
+def _environment_in(folder: Path) -> jinja2.Environment:
+    """The kit's environment, its templates searched in `folder` first."""
     return _ENVIRONMENT.overlay(loader=jinja2.ChoiceLoader([jinja2.FileSystemLoader(str(folder)),
                                                             _ENVIRONMENT.loader]))
 
 
 def section(name: str, folder: Path, context: dict) -> Markup:
     """A study's section of the report: its template `name`, in its `folder`, rendered with `context`."""
-    return Markup(_study_environment(Path(folder)).get_template(name).render(**context))
+    return Markup(template(name, folder).render(**context))
 
 
 def listed(values) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.report import html as report
-from harness.report import index, summary
+from harness.render import index, summary
 from tests.helpers import page
 from tests.helpers.sweeps import batch_sweep, make_run
 

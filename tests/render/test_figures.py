@@ -1,11 +1,11 @@
-"""Each plot function (harness.report.plots.sweep) on a small constructed sweep: a Figure with the expected axes and data."""
+"""Each plot function (harness.render.plots.sweep) on a small constructed sweep: a Figure with the expected axes and data."""
 import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
 from harness.assess.assessment import assess
 from harness.assess.verdicts import CLAIM
-from harness.report.plots import sweep as plots
+from harness.render.plots import sweep as plots
 from tests.helpers.sweeps import batch_sweep, make_run
 
 FINALS = {8: [0.90, 0.92], 128: [0.80, 0.84]}
@@ -142,7 +142,7 @@ def test_every_figure_of_every_study_report_is_laid_out_legibly(study, tmp_path)
     preset's real jobs): every text inside the figure, no two texts overlapping, no legend over a plot; and the
     section the study is for is there (tests/studies/tuned/test_reading.py does +study=tuned)."""
     from harness.assess.sweep import read
-    from harness.report.figures import figures
+    from harness.render.figures import figures
     from harness.studies import registry
     from tests.helpers import layout
     from tests.helpers.sweeps import study_sweep
@@ -189,7 +189,7 @@ def test_every_swept_batch_size_is_a_readable_tick(sizes, tmp_path):
 RENDER_BOTH_WAYS = """
 import json, os, sys
 from matplotlib.figure import Figure
-from harness.report import figures
+from harness.render import figures
 
 parent = os.getpid()
 figs = []

@@ -1,5 +1,5 @@
 """A sweep's summary, as its report embeds it at the top of its <head>: what the reports folder's index shows of the
-sweep (harness.report.index), readable without assessing the sweep again. Also the report's file name and the digest
+sweep (harness.render.index), readable without assessing the sweep again. Also the report's file name and the digest
 that tells a report older than its runs. Files only: no TensorFlow.
 """
 from __future__ import annotations
