@@ -212,6 +212,19 @@ SHARE_KEYS = ("HARNESS_RUNS_PER_GPU", "TF_FORCE_GPU_ALLOW_GROWTH", "XLA_PYTHON_C
 OUT_OF_MEMORY = ("RESOURCE_EXHAUSTED", "Out of memory", "OOM when allocating", "out of memory")
 
 
+def single_device(model_cfg, model, data_in, replicas: int):
+    """The trained model on one device, for the end-of-run probes and precise batch norm: under data parallelism a
+    single-device twin (built outside the strategy's or the distribution's scope), whose plain variables the probes
+    can move and differentiate twice."""
+    if replicas < 2:
+        return model
+    from harness.models import registry as models
+
+    twin = models.build(model_cfg, data_in.input_shape, data_in.num_classes)
+    twin.set_weights(model.get_weights())
+    return twin
+
+
 def launcher_share() -> dict:
     """What the launcher gave this run of the machine (run.json's environment `share`): its GPUs, how many runs
     share each, the memory settings that split a shared GPU, and its CPU threads; empty outside a launcher."""

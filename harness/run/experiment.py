@@ -116,7 +116,7 @@ def _train(run: _Run, board: RunBoard, tracker: RunTracker, hooks: Sequence[Call
     row goes, fit, the end-of-run files. Returns (the final val_acc, whether it diverged)."""
     placement = devices.place(run.cfg, run.record)  # the backend loads from here on
     from harness.data.decode import decoder
-    from harness.run import measures, train
+    from harness.run import measures, precise_bn, target, train
     from harness.run.measures import inference
 
     data_in = _data(run, hooks)
@@ -131,12 +131,12 @@ def _train(run: _Run, board: RunBoard, tracker: RunTracker, hooks: Sequence[Call
         _columns(run, plan, schedule, data_in), _sinks(run, table, board, tracker),
         measures.of_run(run.cfg, run.run_dir, run.resume_epoch, model, data_in, decode, infer, train_eval,
                         val_inputs, tune_eval,
-                        lambda: _precise_bn(model_cfg, model, data_in, decode, placement.replicas, infer), kept),
+                        lambda: precise_bn.of_run(model_cfg, model, data_in, decode, placement.replicas, infer), kept),
         len(data_in.y_train), plan.global_batch_size, rows=table.rows)
     divergence = train.StopOnDivergence(recorder.rows)
     at_loss = None if run.cfg.train.target_train_loss is None else train.StopAtTrainLoss(
         run.cfg.train.target_train_loss, recorder.rows)
-    monitor = _target_monitor(run.cfg, model, infer, data_in, decode, plan, tune_eval, val_inputs, kept)
+    monitor = target.monitor(run.cfg, model, infer, data_in, decode, plan, tune_eval, val_inputs, kept)
     step_sync = train.StepSync() if run.cfg.device.jax_host_devices else None  # one step in flight (config.batching)
     fit_started = time.perf_counter()
     with placement.training():  # callbacks in order: the row, then what stops on it, then the checkpoint
@@ -161,7 +161,7 @@ def _end_of_run(run: _Run, model, model_cfg, data_in: Arrays, decode, replicas: 
     if run.cfg.train.probes and not diverged:
         started = time.perf_counter()
         probes.save_weights(run.run_dir / layout.FINAL_WEIGHTS, model)
-        probes.write_final_probes(run.run_dir, _probe_model(model_cfg, model, data_in, replicas),
+        probes.write_final_probes(run.run_dir, devices.single_device(model_cfg, model, data_in, replicas),
                                   data_in.x_train, data_in.y_train, decode, run.cfg.train.probe_samples)
         run.timings["end_probes"] = time.perf_counter() - started
     checkpoint.remove(run.run_dir)
@@ -239,55 +239,17 @@ def _sinks(run: _Run, table: MetricsTable, board: RunBoard, tracker: RunTracker)
     return on_row
 
 
-def _target_monitor(cfg: RunConfig, model, infer, data_in: Arrays, decode, plan: BatchPlan, tune_eval, val_inputs,
-                    kept=None):
-    """The within-epoch check of target_tune_acc (harness.run.target), or None without a target."""
-    if cfg.train.target_tune_acc is None:
-        return None
-    from harness.run import target
-    from harness.run.measures import validation_metrics
-
-    at_target = target.measure_at_target(model, lambda: validation_metrics(infer, val_inputs, data_in.y_val),
-                                         data_in.x_train, data_in.y_train, decode, cfg.train.seed)
-    forward = infer if plan.replicas == 1 else backend.ops.inference(model)  # checked often: one call, no dataset
-    return target.TargetMonitor(cfg.train.target_tune_acc, tune_eval, plan, at_target, forward,
-                                None if kept is None else kept.keep)
-
-
-def _precise_bn(model_cfg, model, data_in: Arrays, decode, replicas: int, infer, samples: int | None = None):
-    """The batch-norm statistics recomputed after every epoch (harness.run.precise_bn), on `samples` training samples
-    (None: its fixed subset), for a model with batch norm; None for a model without, which pays nothing."""
-    from harness.run import precise_bn
-
-    if not precise_bn.batch_norm_layers(model):
-        return None
-    twin = _probe_model(model_cfg, model, data_in, replicas) if replicas >= 2 else None
-    return precise_bn.PreciseBatchNorm(model, data_in.x_train, data_in.y_train, decode, twin=twin,
-                                       infer=None if twin is not None else infer,
-                                       samples=samples or precise_bn.SUBSET)
-
-
 def _kept_statistics(run: _Run, model_cfg, model, data_in: Arrays, decode, replicas: int, infer):
     """The key precise_bn: its statistics recomputed and kept before each evaluation; a model without batch norm
     has none to recompute, which run.json's notes say."""
     samples = run.cfg.train.precise_bn
-    kept = None if samples is None else _precise_bn(model_cfg, model, data_in, decode, replicas, infer, samples)
+    from harness.run import precise_bn
+
+    kept = None if samples is None else precise_bn.of_run(model_cfg, model, data_in, decode, replicas, infer, samples)
     if samples is not None and kept is None:
         run.record.data.setdefault("notes", []).append(f"precise_bn={samples}: the model has no batch-norm layers, "
                                                        "so nothing is recomputed")
     return kept
-
-
-def _probe_model(model_cfg, model, data_in: Arrays, replicas: int):
-    """The trained model for the end-of-run probes: a single-device twin under data parallelism (built outside the
-    strategy's or the distribution's scope), whose plain variables the probes can move and differentiate twice."""
-    if replicas < 2:
-        return model
-    from harness.models import registry as models
-
-    twin = models.build(model_cfg, data_in.input_shape, data_in.num_classes)
-    twin.set_weights(model.get_weights())
-    return twin
 
 
 def _log_plan(run_id: str, plan: BatchPlan, schedule: Schedule, resume_epoch: int) -> None:

@@ -168,3 +168,16 @@ class PreciseBatchNorm:
         if id(model) not in self._moments:
             self._moments[id(model)] = ops.training_moments(model, layers, self.spec)
         return self._moments[id(model)]
+
+
+def of_run(model_cfg, model, data_in, decode, replicas: int, infer, samples: int | None = None):
+    """The run's recomputed batch-norm statistics, on `samples` training samples (None: the fixed SUBSET), for a model
+    with batch norm (under data parallelism on its single-device twin); None for a model without, which pays
+    nothing."""
+    from harness.run import devices
+
+    if not batch_norm_layers(model):
+        return None
+    twin = devices.single_device(model_cfg, model, data_in, replicas) if replicas >= 2 else None
+    return PreciseBatchNorm(model, data_in.x_train, data_in.y_train, decode, twin=twin,
+                            infer=None if twin is not None else infer, samples=samples or SUBSET)

@@ -99,6 +99,20 @@ def measure_at_target(model, val_metrics: Callable[[], dict], x: np.ndarray, y: 
     return measure
 
 
+def monitor(cfg, model, infer, data_in, decode, plan: BatchPlan, tune_eval, val_inputs,
+            kept=None) -> TargetMonitor | None:
+    """The within-epoch check of the run's target_tune_acc, or None without a target."""
+    if cfg.train.target_tune_acc is None:
+        return None
+    from harness.run.measures import validation_metrics
+
+    at_target = measure_at_target(model, lambda: validation_metrics(infer, val_inputs, data_in.y_val),
+                                  data_in.x_train, data_in.y_train, decode, cfg.train.seed)
+    forward = infer if plan.replicas == 1 else ops.inference(model)  # checked often: one call, no dataset
+    return TargetMonitor(cfg.train.target_tune_acc, tune_eval, plan, at_target, forward,
+                         None if kept is None else kept.keep)
+
+
 def write(run_dir: Path, monitor: TargetMonitor) -> dict:
     """target.json from the monitor; returns run.json's share of it (steps_to_target, samples_to_target)."""
     from harness.store import target_file

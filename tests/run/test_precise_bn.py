@@ -110,8 +110,6 @@ def test_bn_momentum_is_set_on_every_batch_norm_layer_of_any_model(compose):
 def test_a_run_with_batch_norm_records_recomputed_accuracies_and_trains_exactly_as_without(compose, tmp_path,
                                                                                           monkeypatch):
     """The measurement changes no training number; neither does model.bn_momentum (only the moving averages)."""
-    from harness.run import experiment as run
-
     traced = []
     original = precise_bn.PreciseBatchNorm._moments_function
     monkeypatch.setattr(precise_bn.PreciseBatchNorm, "_moments_function",
@@ -132,7 +130,7 @@ def test_a_run_with_batch_norm_records_recomputed_accuracies_and_trains_exactly_
     same = ["train_loss", "train_acc", "train_eval_acc_precise_bn", "val_acc_precise_bn", "val_loss_precise_bn"]
     pd.testing.assert_frame_equal(other[same], measured[same], check_exact=True)
     assert (other["val_acc"] > measured["val_acc"]).all()  # 0.9^25 of the start left, not 0.99^25
-    monkeypatch.setattr(run, "_precise_bn", lambda *args: None)
+    monkeypatch.setattr(precise_bn, "of_run", lambda *args: None)
     run_experiment(cfg, tmp_path / "without", run_id="s/0")
     plain = pd.read_parquet(tmp_path / "without" / "metrics.parquet")
     assert not PRECISE_COLUMNS & set(plain.columns)

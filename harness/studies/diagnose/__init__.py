@@ -5,7 +5,8 @@ other suspects.
     plan.py        the arms, computed from the command (config)
     hooks.py       the first job's data checks (data_checks.py: label shift, order, feature shift, capacity), in
                    its run process (data_checks.json)
-    reading.py     the sweep read: the parts (parts.py), the levels, the checks (assess)
+    reading.py     the sweep read: the parts (parts.py), the levels, the checks (checks.py), in words
+                   (words.py) (assess)
     section.py     the report's diagnosis section: its tables, figures.py and section.html.j2
     files.py       diagnosis.json
 """

@@ -3,8 +3,7 @@ data checked for the other suspects. Files in, numbers and sentences out. The pl
 names each job's arm. Per seed, v is a run's final val_acc and v' the same with batch-norm statistics recomputed
 for its final weights (v' = v without batch norm, and for class-sorted data, whose batch statistics are each one
 class's); parts.py splits D = v(b) - v(B) into parts that add up to it, with paired t-intervals over the seeds
-complete in every arm. The checks are the first job's data_checks.json (label_shift, order, feature_shift), and
-capacity from b's runs.
+complete in every arm; checks.py reads the data checks and the probes beside remains, words.py says it.
 """
 from __future__ import annotations
 
@@ -21,16 +20,11 @@ from harness.assess.levels import Level, shared_checks
 from harness.assess.levels import reading as levels_reading
 from harness.assess.sweep import Sweep
 from harness.assess.verdicts import CHANCE_MARGIN, MIN_EFFECT
-from harness.studies.diagnose import data_checks
-from harness.store.files import DamagedFile
+from harness.studies.diagnose import checks as diagnosis_checks
 from harness.studies.diagnose import parts as diagnosis_parts
-from harness.studies.diagnose.files import read_checks
+from harness.studies.diagnose import words
 
 AS_IS = "as_is"
-SHIFT_CHECKS = ("label_shift", "feature_shift")  # a capacity gap is not read as such when these are flagged
-CHECKS = ("label_shift", "order", "feature_shift", "capacity")
-ARM_WORDS = {"steps": "as many updates as batch {b}", "lr": "the learning rate scaled from batch {b}",
-             "ghost": "ghost batch norm in chunks of batch {b}'s"}
 
 
 @dataclass
@@ -139,7 +133,7 @@ def diagnose(sweep: Sweep) -> Diagnosis | None:
     levels = {k: (_mean(v[k]), _mean(v_precise[k]) if precise else math.nan) for k in keys} if seeds else {}
     weights = {k: _mean(w) for k, w in _by_seed(finals, keys, seeds, "weight").items()} if seeds else {}
     steps = {k: _mean(s) for k, s in _by_seed(finals, ["b", "B"], seeds, "step").items()} if seeds else {}
-    checks, unchecked = _checks(sweep, finals, plan)
+    checks, unchecked = diagnosis_checks.read(sweep, finals, plan)
     notes += unchecked + shared_checks(checks)
     level = None
     if drop is not None and drop.value is not None:
@@ -151,51 +145,15 @@ def diagnose(sweep: Sweep) -> Diagnosis | None:
     if level is not None:
         headline = f"{level} The difference between them: {headline[0].lower()}{headline[1:]}"
     if seeds:
-        headline = f"{headline} {method(plan)}"
-    notes += _reading_notes(plan, parts, len(seeds))
+        headline = f"{headline} {words.method(plan)}"
+    notes += words.reading_notes(plan, parts, len(seeds))
     if shapley and seeds:
-        notes.append(_alone(b, big, v, v_precise if precise else None, [p for p in ARM_WORDS if p in arms]))
+        stale = _mean((v_precise["B"] - v["B"]) - (v_precise["b"] - v["b"])) if precise else None
+        notes.append(words.alone(b, big, stale, {p: _mean(v[p] - v["B"]) for p in words.ARM_WORDS if p in arms}))
     return Diagnosis(b, big, plan["attribution"], list(plan["ladder"]), seeds, drop, parts, checks, headline, levels,
-                     notes, _evidence(sweep, finals, b, big, next((p.estimate for p in parts
+                     notes, diagnosis_checks.evidence(sweep, finals, b, big, next((p.estimate for p in parts
                                                                     if p.name == "remains"), None)),
                      arm_weights=weights, level=level)
-
-
-def _alone(b: int, big: int, v: dict[str, np.ndarray], v_precise: dict[str, np.ndarray] | None,
-           pieces: list[str]) -> str:
-    """What each piece recovers on its own against B as it is (the statistics' less b's own staleness, as the
-    batch-size verdict reads them): beside the Shapley values, which share what pieces recover together."""
-    said = []
-    if v_precise is not None:
-        stale = _mean((v_precise["B"] - v["B"]) - (v_precise["b"] - v["b"]))
-        said.append(f"recomputed statistics {stale:+.2f}")
-    said += [f"{ARM_WORDS[p].format(b=b)} {_mean(v[p] - v['B']):+.2f}" for p in pieces]
-    return (f"Each piece alone, against batch {big} as it is: {', '.join(said)}. Where two pieces recover the same "
-            "part of the drop (more updates also let moving averages catch up), the Shapley values share it "
-            "between them, so a part can be smaller than its piece alone.")
-
-
-def method(plan: dict[str, Any]) -> str:
-    """How the parts were read: the attribution and the rule the learning-rate arms scaled b's rate by."""
-    b, big, settings = plan["small_batch"], plan["large_batch"], plan["settings"]
-    if plan["attribution"] == "shapley":
-        how = "Parts as Shapley values over every combination of the arms (no order)"
-    else:
-        how = f"Parts along the ladder ({', then '.join(plan['ladder'])}: each credited in that order)"
-    if settings.get("lr_scaling") == "linear":
-        warmup = settings.get("warmup_epochs", 0.0)
-        rule = f"x {big}/{b}" + (f", warmed up over {warmup:g} of batch {b}'s epochs" if warmup > 0 else "")
-    else:
-        rule = f"x sqrt({big}/{b})"
-    return f"{how}; the learning-rate arms take batch {b}'s learning rate {rule}."
-
-
-def title(d: Diagnosis) -> str:
-    """The report section's heading: why B lost to b only where the runs show a drop and learned."""
-    shown = d.drop is not None and d.drop.value is not None and d.drop.value > 0 and d.drop.reading == "shown"
-    if d.level is None and shown:
-        return f"Diagnosis: why batch {d.large_batch} lost to batch {d.small_batch}"
-    return f"Diagnosis: batch {d.large_batch} against batch {d.small_batch}"
 
 
 def _mean(values: np.ndarray) -> float:
@@ -215,86 +173,3 @@ def _precise(finals: pd.DataFrame, seeds: list[int]) -> tuple[bool, str | None]:
     return True, None
 
 
-def _reading_notes(plan: dict[str, Any], parts: list, n_seeds: int) -> list[str]:
-    """How to read the parts (the order, remains), and what the runs could not show."""
-    b, big = plan["small_batch"], plan["large_batch"]
-    pieces = [ARM_WORDS[p].format(b=b) for p in plan["ladder"][-1].split("_")] if plan["ladder"] else []
-    notes = []
-    if plan["attribution"] == "ladder":
-        notes.append(f"The ladder's order changes the parts: at batch {big}, {'; then '.join(pieces)}, each arm adding "
-                     "its piece to the one before, and each part is what its piece added there. "
-                     "diagnose.attribution=shapley runs every subset of the arms and gives parts that depend on no "
-                     "order.")
-    else:
-        notes.append("Shapley values over the arms and the recomputation of the statistics: each part is its piece's "
-                     "average gain over every order, so no piece is taken first.")
-    notes.append(f"remains is what the arms leave of the drop: positive, a generalization gap that survives equal "
-                 f"updates and a scaled learning rate; negative, batch {big} then generalises better than batch {b}. "
-                 f"Its arms also saw {big / b:g}x the samples batch {b} saw ({big / b:g} times the epochs).")
-    notes += [f"{name.replace('_', ' ')}: no arm, since {why}." for name, why in plan.get("left_out", {}).items()]
-    unmeasured = [p.name for p in parts if p.estimate.value is None]
-    if unmeasured:
-        notes.append(f"Not measured: {', '.join(unmeasured)} (an arm diverged, so its accuracy is no number).")
-    if n_seeds == 1:
-        notes.append("One seed: no interval, the parts are indicative only; seed=0,1,2 gives each a 95% interval.")
-    return notes
-
-
-def _checks(sweep: Sweep, finals: pd.DataFrame, plan: dict) -> tuple[list[dict], list[str]]:
-    """(the first job's data checks and capacity from the small batch's runs, each once by name; notes on checks
-    that did not run)."""
-    found: dict[str, dict] = {}
-    notes = ["The data checks have not run yet: the first job checks them before it trains."]
-    for record in sweep.records:
-        try:
-            written = sweep.run_file(record["job"], read_checks)
-        except DamagedFile as err:
-            notes = [f"The data checks cannot be read: {err}."]
-            continue
-        if written is not None:
-            found.update({c["name"]: c for c in written.get("checks", [])})
-            notes = [f"The data checks failed: {written['error']}."] if written.get("error") else []
-            break
-    shifted = any(found.get(name, {}).get("flagged") for name in SHIFT_CHECKS)
-    found["capacity"] = _capacity(sweep, finals, plan, shifted).as_dict()
-    return [found[name] for name in CHECKS if name in found], notes
-
-
-def _capacity(sweep: Sweep, finals: pd.DataFrame, plan: dict, shifted: bool):
-    small, df = finals[finals["key"] == "b"], sweep.epochs
-    last = df[df["job"].isin(small["job"]) & df["epoch"].notna()].sort_values("epoch").groupby("run_id").tail(1)
-    gaps = (last["train_eval_acc"] - last["tune_acc"]).dropna().tolist() if "tune_acc" in last else []
-    params = [r.get("trainable_params") for r in sweep.records if r["job"] in set(small["job"])]
-    train_size = int(last["train_size"].iloc[0]) if len(last) else 0
-    return data_checks.capacity(next((p for p in params if p), 0), train_size, gaps, shifted,
-                             threshold=plan["settings"]["capacity"])
-
-
-def _evidence(sweep: Sweep, finals: pd.DataFrame, b: int, big: int, remains) -> list[str]:
-    """Beside remains: the top eigenvalue and sharpness at b and in the steps arm (the same learning rate: a larger
-    one alone lowers the top eigenvalue), where the probes ran."""
-    measured = {}
-    for key in ("b", "steps"):
-        values = []
-        for job in finals.loc[finals["key"] == key, "job"]:
-            try:
-                probes = sweep.probes(str(job))
-            except DamagedFile:
-                probes = None
-            if probes and not probes.get("error"):
-                values.append((probes.get("hessian_top_eigenvalue"), probes.get("sharpness")))
-        if values:
-            measured[key] = np.nanmean(np.array(values, dtype=float), axis=0)
-    if len(measured) < 2:
-        return []
-    (eig_b, sharp_b), (eig_s, sharp_s) = measured["b"], measured["steps"]
-    sharper = eig_s > eig_b
-    if remains is None or remains.value is None or remains.value <= 0:
-        reading = "remains shows no gap for curvature to explain"
-    elif sharper:
-        reading = "a sharper large-batch minimum beside a positive remains: the sharp-minima reading of the gap"
-    else:
-        reading = "a flatter large-batch minimum: the sharp-minima reading does not explain what remains"
-    return [f"Beside remains, at the same learning rate and as many updates: the top Hessian eigenvalue is "
-            f"{eig_b:.1f} at batch {b} and {eig_s:.1f} in the steps arm at batch {big} ({eig_s / eig_b:.2g}x); "
-            f"Keskar's sharpness {sharp_b:.1f} and {sharp_s:.1f}; {reading}."]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from harness.render.tables import fmt
 from harness.studies.diagnose import figures
-from harness.studies.diagnose.reading import title
+from harness.studies.diagnose.words import title
 from harness.studies.study import Section
 
 FOLDER = Path(__file__).resolve().parent

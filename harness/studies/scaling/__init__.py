@@ -3,7 +3,8 @@ fitted (McCandlish et al. 2018) and B_simple measured beside it. Its jobs are th
 every run stopping at `target_tune_acc`): it plans nothing of its own. A sweep short of two batch sizes at its
 target is read for its learning-rate grid, as +study=tuned reads one.
 
-    reading.py     the runs read per curve: the learning rate chosen, steps to target, the fit (mccandlish.py)
+    reading.py     the runs read per curve (harness.assess.targets): the learning rate chosen, steps to target,
+                   the regimes, the fit (mccandlish.py), in words (words.py)
     section.py     the report's verdict place and section: verdict.html.j2, section.html.j2, figures.py
 """
 from __future__ import annotations

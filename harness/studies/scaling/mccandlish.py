@@ -19,6 +19,9 @@ BOOTSTRAP = 1000
 LEVEL = 0.95
 FIT_TOLERANCE = 0.25  # the model follows the curve when every measured S lies within 25% of the fitted one
 SEED = 0              # the bootstrap's generator: the same report from the same files
+PERFECT = 0.2         # the regimes: "perfect scaling": S(2B) within 20% of S(B)/2
+NO_GAIN = 0.2         # "no gain": S(2B) within 20% of S(B) or above
+RESOLUTION = 0.1      # steps to target resolved to 10% of their value
 
 
 @dataclass

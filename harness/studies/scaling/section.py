@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.studies.scaling import figures
-from harness.studies.scaling.reading import fmt
+from harness.studies.scaling.words import fmt
 from harness.studies.study import Section
 
 FOLDER = Path(__file__).resolve().parent

@@ -8,6 +8,7 @@ import pytest
 from harness.assess import sweep as sweep_files
 from harness.report import html as report
 from harness.studies.diagnose import reading as diagnosis
+from harness.studies.diagnose import words
 from harness.studies.registry import assess
 from tests.helpers import page
 from tests.helpers.sweeps import study_sweep
@@ -85,7 +86,7 @@ def test_stale_statistics_at_both_sizes_are_said_first_and_the_parts_still_add_u
     assert "The difference between them: of the drop of" in d.headline
     assert d.headline.endswith("Parts as Shapley values over every combination of the arms (no order); the "
                                "learning-rate arms take batch 8's learning rate x sqrt(64/8).")
-    assert diagnosis.title(d) == "Diagnosis: batch 64 against batch 8"  # not "why batch 64 lost": neither learned
+    assert words.title(d) == "Diagnosis: batch 64 against batch 8"  # not "why batch 64 lost": neither learned
     assert d.drop.value == pytest.approx(sum(p.estimate.value for p in d.parts), abs=1e-9)
     report.write_report(sweep, tmp_path / "reports")
     written = json.loads((sweep / "diagnosis.json").read_text())
@@ -102,7 +103,7 @@ def test_stale_statistics_at_both_sizes_are_said_first_and_the_parts_still_add_u
 def test_a_model_that_learned_gets_no_level_reading(tmp_path):
     d = _diagnosis(study_sweep(tmp_path / "s", *CASE))
     assert d.level is None and d.headline.startswith("Of the drop of")
-    assert diagnosis.title(d) == "Diagnosis: why batch 64 lost to batch 8"
+    assert words.title(d) == "Diagnosis: why batch 64 lost to batch 8"
 
 
 def test_the_headline_names_the_ladder_and_a_linear_rule_when_asked_for(tmp_path):

@@ -11,6 +11,7 @@ from harness.assess.analysis import BATCH
 from harness.probes import noise_scale
 from harness.studies.scaling import mccandlish
 from harness.studies.scaling import reading as scaling
+from harness.studies.scaling import words
 
 BATCHES = [8, 16, 32, 64, 128, 256, 512, 1024, 2048]
 
@@ -52,7 +53,7 @@ def test_a_curve_the_model_cannot_follow_is_said_so_and_no_b_crit_is_claimed():
     found = scaling.Scaling(0.8, 400, scaling.choose(runs), runs, None, mccandlish.Noise(None, None, 0))
     found.fit = scaling.fit_bootstrap(runs, found.points, replicates=50)
     assert not found.fit.follows and found.fit.worst[0] == 256
-    text = " ".join(scaling._lines(found))
+    text = " ".join(words.lines(found))
     assert "does not follow McCandlish's model" in text and "no critical batch size is claimed" in text
 
 
