@@ -247,7 +247,7 @@ def study_sweep(sweep: Path, *overrides: str) -> Path:
 def _check_data(run_cfg, run_dir: Path, settings: dict) -> None:
     from harness.run.inputs import prepare_data
     from harness.studies.diagnose.hooks import check_once
-    from harness.studies.diagnose.plan import Settings
+    from harness.studies.diagnose.settings import Settings
 
     check_once(run_cfg, prepare_data(run_cfg), run_dir, Settings(**settings))
 

@@ -2,6 +2,7 @@
 learning rate, ghost batch norm, what remains) with paired-seed intervals, and the user's data checked for the
 other suspects.
 
+    settings.py    diagnose.*, validated at planning and read back from sweep.json by the reading
     plan.py        the arms, computed from the command (config)
     hooks.py       the first job's data checks (data_checks.py: label shift, order, feature shift, capacity), in
                    its run process (data_checks.json)
@@ -22,7 +23,7 @@ class Diagnose(Study):
     reading_file = (files.DIAGNOSIS_FILE, files.write)
 
     def settings(self, node):
-        from harness.studies.diagnose.plan import settings_from_dict
+        from harness.studies.diagnose.settings import settings_from_dict
 
         return settings_from_dict(node or {})
 

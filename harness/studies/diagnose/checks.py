@@ -10,6 +10,7 @@ from harness.assess.sweep import Sweep
 from harness.store.files import DamagedFile
 from harness.studies.diagnose import data_checks
 from harness.studies.diagnose.files import read_checks
+from harness.studies.diagnose.settings import recorded
 
 SHIFT_CHECKS = ("label_shift", "feature_shift")  # a capacity gap is not read as such when these are flagged
 CHECKS = ("label_shift", "order", "feature_shift", "capacity")
@@ -42,7 +43,7 @@ def _capacity(sweep: Sweep, finals: pd.DataFrame, plan: dict, shifted: bool):
     params = [r.get("trainable_params") for r in sweep.records if r["job"] in set(small["job"])]
     train_size = int(last["train_size"].iloc[0]) if len(last) else 0
     return data_checks.capacity(next((p for p in params if p), 0), train_size, gaps, shifted,
-                             threshold=plan["settings"]["capacity"])
+                             threshold=recorded(plan).capacity)
 
 
 def evidence(sweep: Sweep, finals: pd.DataFrame, b: int, big: int, remains) -> list[str]:

@@ -18,7 +18,7 @@ from harness.data.transforms import Arrays
 from harness.run.inputs import validation_transform
 from harness.store import files
 from harness.studies.diagnose.files import DATA_CHECKS_FILE
-from harness.studies.diagnose.plan import Settings
+from harness.studies.diagnose.settings import Settings
 
 log = logging.getLogger(__name__)
 GRID = 16         # image files: each image as a grayscale copy of at most GRID x GRID block means

@@ -22,9 +22,7 @@ Pure: the plan's jobs and RunConfigs in, the new jobs and what sweep.json record
 """
 from __future__ import annotations
 
-import dataclasses
 import math
-from dataclasses import dataclass
 from typing import Any
 
 from harness.config import pairs
@@ -32,62 +30,13 @@ from harness.config.pairs import ghost_chunk, global_batch
 from harness.config.schema import RunConfig
 from harness.data import registry as datasets
 from harness.fields import ConfigError
+from harness.studies.diagnose.settings import Settings
 
 PIECES = ("steps", "lr", "ghost")  # what an arm adds at the large batch, in the ladder's order
 LADDER = ("steps", "steps_lr", "steps_lr_ghost")
 AS_IS = "as_is"
 # the keys the arms set: given on the command, they would change what an arm means
 ARM_KEYS = ("budget", "budget_steps", "lr_scaling", "base_batch_size", "model.ghost_batch_size", "warmup_epochs")
-
-
-@dataclass(frozen=True)
-class Settings:
-    """`diagnose.*`: how the arms are built, and the data checks' thresholds (not run config)."""
-
-    lr_scaling: str = "sqrt"        # sqrt | linear: the learning rate of the lr arms, scaled from b
-    warmup_epochs: float = 2.0      # with linear: a warm-up over this many of b's epochs
-    attribution: str = "shapley"    # shapley: every subset of the arms, no order; ladder: the ordered arms
-    tune_fraction: float = 0.1      # held out of the training split in every arm (capacity's tuning slice)
-    label_shift: float = 0.15       # Cramér's V between split and class above which (with p < label_shift_p) ...
-    label_shift_p: float = 0.01
-    order: float = 0.5              # (f - e) / (1 - e) of consecutive same-class samples
-    feature_shift: float = 0.25     # 2 AUC - 1 of a domain classifier
-    capacity: float = 0.10          # b's train_eval_acc - tune_acc
-    max_samples: int = 10_000       # per split, for the domain classifier
-    check_data: bool = False        # set by the plan on its first job: this run checks the data
-
-    def thresholds(self) -> dict[str, Any]:
-        return {k: v for k, v in dataclasses.asdict(self).items() if k != "check_data"}
-
-
-_CHOICES = {"lr_scaling": ("sqrt", "linear"), "attribution": ("ladder", "shapley")}
-_RANGES = {  # key -> (low, high, what is allowed)
-    "warmup_epochs": (0.0, math.inf, "a number >= 0"), "tune_fraction": (0.0, 1.0, "a number in [0, 1)"),
-    "label_shift": (0.0, 1.0, "a number in [0, 1)"), "label_shift_p": (0.0, 1.0, "a number in [0, 1)"),
-    "order": (0.0, 1.0, "a number in [0, 1)"), "feature_shift": (0.0, 1.0, "a number in [0, 1)"),
-    "capacity": (0.0, 1.0, "a number in [0, 1)"),
-}
-
-
-def settings_from_dict(node: dict[str, Any]) -> Settings:
-    """The `diagnose` node of a composed config, validated; raises ConfigError naming `diagnose.<key>`."""
-    known = {f.name for f in dataclasses.fields(Settings)}
-    for key, value in node.items():
-        name = f"diagnose.{key}"
-        if key not in known:
-            listed = ", ".join(f"diagnose.{k}" for k in sorted(known))
-            raise ConfigError(name, value, f"unknown key; valid keys are {listed}")
-        if key in _CHOICES and value not in _CHOICES[key]:
-            raise ConfigError(name, value, f"one of {', '.join(_CHOICES[key])}")
-        if key in _RANGES:
-            low, high, allowed = _RANGES[key]
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value < high:
-                raise ConfigError(name, value, allowed)
-        if key == "max_samples" and (isinstance(value, bool) or not isinstance(value, int) or value < 100):
-            raise ConfigError(name, value, "an integer >= 100")
-        if key == "check_data" and not isinstance(value, bool):
-            raise ConfigError(name, value, "true or false")
-    return Settings(**node)
 
 
 def _check_command(jobs: list[list[str]], run_configs: list[RunConfig], given: dict[str, str]) -> pairs.Pairs:

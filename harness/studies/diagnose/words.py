@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.studies.diagnose.settings import recorded
+
 ARM_WORDS = {"steps": "as many updates as batch {b}", "lr": "the learning rate scaled from batch {b}",
              "ghost": "ghost batch norm in chunks of batch {b}'s"}
 
@@ -21,13 +23,13 @@ def alone(b: int, big: int, stale: float | None, pieces: dict[str, float]) -> st
 
 def method(plan: dict[str, Any]) -> str:
     """How the parts were read: the attribution and the rule the learning-rate arms scaled b's rate by."""
-    b, big, settings = plan["small_batch"], plan["large_batch"], plan["settings"]
+    b, big, settings = plan["small_batch"], plan["large_batch"], recorded(plan)
     if plan["attribution"] == "shapley":
         how = "Parts as Shapley values over every combination of the arms (no order)"
     else:
         how = f"Parts along the ladder ({', then '.join(plan['ladder'])}: each credited in that order)"
-    if settings.get("lr_scaling") == "linear":
-        warmup = settings.get("warmup_epochs", 0.0)
+    if settings.lr_scaling == "linear":
+        warmup = settings.warmup_epochs
         rule = f"x {big}/{b}" + (f", warmed up over {warmup:g} of batch {b}'s epochs" if warmup > 0 else "")
     else:
         rule = f"x sqrt({big}/{b})"

@@ -7,7 +7,7 @@ import pytest
 
 from harness.run.inputs import prepare_data
 from harness.studies.diagnose import hooks as data_checks
-from harness.studies.diagnose.plan import Settings
+from harness.studies.diagnose.settings import Settings
 from tests.helpers.user_data import write_images
 
 SMALL = ("dataset.num_samples=1500", "tune_fraction=0.1")
