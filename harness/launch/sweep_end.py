@@ -10,8 +10,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from harness.fields import ConfigError
-from harness.store import layout, sweep_file
+from harness.store import layout
 from harness.studies import registry
 
 REPORTS_DIR = Path("reports")  # like sweeps/, relative to where the command runs
@@ -164,11 +163,14 @@ def close(sweep_dir: Path, tracker=None, interrupted: bool = False) -> None:
 def sweep_artifacts(sweep_dir: Path, scratch: Path, reports_dir: Path = REPORTS_DIR) -> list[Path]:
     """What a sweep's parent run keeps: its report, its results table (written into `scratch`), sweep.json and
     the files its study writes (a diagnosis's diagnosis.json), those that exist."""
-    content = sweep_file.read(sweep_dir)
+    from harness.assess.sweep import read as read_sweep
+
     try:
-        study = registry.find((content or {}).get("study"), registry.recorded_paths(content))
-    except ConfigError:  # a study that cannot load writes no files of its own (its report says why)
-        study = None
+        sweep = read_sweep(sweep_dir)
+    except FileNotFoundError:  # no run started
+        sweep = None
+    # the study the page found: named in sweep.json or detected (a study that cannot load writes no files)
+    study = registry.of_sweep(sweep) if sweep is not None else None
     paths = [Path(sweep_dir) / layout.SWEEP_FILE, *(Path(sweep_dir) / name for name in study.file_names())] \
         if study is not None else [Path(sweep_dir) / layout.SWEEP_FILE]
     try:
@@ -176,9 +178,10 @@ def sweep_artifacts(sweep_dir: Path, scratch: Path, reports_dir: Path = REPORTS_
         from harness.report.results import sweep_results
 
         paths.append(report_path(sweep_dir, reports_dir))
-        table = scratch / "results.csv"
-        sweep_results(sweep_dir).to_csv(table, index=False)
-        paths.append(table)
-    except (ModuleNotFoundError, FileNotFoundError):  # no report's libraries here; no run started
+        if sweep is not None:
+            table = scratch / "results.csv"
+            sweep_results(sweep).to_csv(table, index=False)
+            paths.append(table)
+    except ModuleNotFoundError:  # no report's libraries here
         pass
     return [path for path in paths if path.exists()]

@@ -91,9 +91,14 @@ def test_tracking_without_mlflow_installed_is_one_line_naming_the_extra(tmp_path
         settings.from_dict({"uri": None, "experiment": None}, tmp_path)
 
 
-@pytest.mark.parametrize("study, written", [("diagnose", "diagnosis.json"), ("recover", "recovery.json")])
-def test_the_parent_run_keeps_the_report_the_results_table_and_the_study_s_file(tmp_path, study, written):
-    """The files the sweep's study writes (its file_names) go with the sweep; another study's do not."""
+@pytest.mark.parametrize("content, written", [({"study": "diagnose"}, "diagnosis.json"),
+                                              ({"study": "recover"}, "recovery.json"),
+                                              ({"diagnose": {"arms": {"0": "as_is"}}}, "diagnosis.json")],
+                         ids=["diagnose", "recover", "detected"])
+def test_the_parent_run_keeps_the_report_the_results_table_and_the_study_s_file(tmp_path, content, written):
+    """The files the sweep's study writes (its file_names) go with the sweep, the study named in sweep.json or
+    detected from it as the report detects it (a sweep.json recorded without a study's name); another study's
+    files do not."""
     from harness.report.html import report_path
 
     sweep = tmp_path / "sweeps" / "s"
@@ -101,7 +106,7 @@ def test_the_parent_run_keeps_the_report_the_results_table_and_the_study_s_file(
     for path in (sweep / "diagnosis.json", sweep / "recovery.json", report_path(sweep, tmp_path / "reports")):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("{}")
-    (sweep / "sweep.json").write_text(json.dumps({"study": study}))
+    (sweep / "sweep.json").write_text(json.dumps(content))
     kept = sweep_end.sweep_artifacts(sweep, tmp_path, tmp_path / "reports")
     assert [p.name for p in kept] == ["sweep.json", written, report_path(sweep).name, "results.csv"]
     assert "val_acc" in (tmp_path / "results.csv").read_text().splitlines()[0]
