@@ -135,6 +135,14 @@ class Derivatives:
         return self._hessian_vector._cache_size()
 
 
+def accelerators() -> list[str]:
+    """The model of every GPU JAX sees ("NVIDIA H100 80GB HBM3"), none on a CPU."""
+    try:
+        return [d.device_kind for d in jax.devices("gpu")]
+    except RuntimeError:  # no GPU backend
+        return []
+
+
 def device_names(platform: str) -> list[str]:
     """JAX's devices of `platform` ("cpu" or "gpu"), by name; none when JAX has none of that kind."""
     try:

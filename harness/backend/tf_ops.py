@@ -16,6 +16,12 @@ def versions() -> dict[str, str]:
     return {"backend": NAME, "tensorflow": tf.__version__, "keras": keras.__version__}
 
 
+def accelerators() -> list[str]:
+    """The model of every GPU this process trains on ("NVIDIA H100 80GB HBM3"), none on a CPU."""
+    return [tf.config.experimental.get_device_details(gpu).get("device_name", gpu.name)
+            for gpu in tf.config.get_visible_devices("GPU")]
+
+
 def seed(value: int) -> None:
     """Python's, numpy's and TensorFlow's generators seeded, and TensorFlow's ops deterministic."""
     keras.utils.set_random_seed(value)

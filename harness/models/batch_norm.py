@@ -1,5 +1,5 @@
 """A model's batch-norm layers and their momenta, known before it trains (what +study=recover's EMA rule and search
-need: harness.studies.recover.rules), or read off a model a run has built (run.json's `batch_norm`).
+need: harness.config.rules), or read off a model a run has built (run.json's `batch_norm`).
 
 - A built-in model says it in its config: `model.batch_norm` and Keras's default momentum (or `model.bn_momentum`).
 - Any other model (`model=application`, `model=custom`) is built once, in a short process of its own on the

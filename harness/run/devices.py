@@ -184,8 +184,30 @@ def place(cfg: RunConfig, record: RunRecord) -> Placement:
         cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
         simulated_devices=cfg.device.simulate_devices and placement.device_names[0].lstrip("/").startswith("cpu"),
         batchnorm=models.batchnorm_mode(cfg.model, placement.replicas, cfg.device.backend), cpu_threads=threads,
+        hardware=hardware(placement),
     )
     return placement
+
+
+def hardware(placement: Placement) -> dict:
+    """The machine a run trains on, for a time measured on it: the CPU's model and cores (those this process may
+    use beside the machine's), and the model of each GPU the run uses (none on a CPU or simulated devices)."""
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    gpus = backend.ops.accelerators() if any("gpu" in name.lower() for name in placement.device_names) else []
+    return {"cpu_model": _cpu_model(), "cpu_count": os.cpu_count(), "cpus_usable": usable,
+            "gpus": gpus[:placement.replicas]}
+
+
+def _cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo on Linux), else what the platform says."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 SMALL_INPUT = 256  # numbers per sample below which one intra-op thread is fastest (measured on MNIST-1D)

@@ -6,11 +6,14 @@ costly, so the checks are spaced geometrically: at the end of the first call who
 past the last check's. The crossing then lies between two checks at most about 5% apart (plus one call of at
 most batching.TARGET_CHUNK steps); target_resolution records the spacing reached. At the target the run also
 measures the gradient noise scale on NOISE_BATCHES fresh small batches, kept as their Gram matrix so that a
-study can bootstrap it (harness.probes.noise_scale.from_gram).
+study can bootstrap it (harness.probes.noise_scale.from_gram). The time to the target is the wall time from the
+fit's start, its first compiled call included, to the end of the check that saw it (of this attempt: a resumed run
+counts from its resume), with each check's step and time beside it: what a study that times batch sizes reads.
 """
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -42,9 +45,13 @@ class TargetMonitor(keras.callbacks.Callback):
         self.last_checked = 0
         self.checks = 0
         self.found: dict | None = None
+        self.started = time.perf_counter()
+        self.check_seconds = 0.0
+        self.check_times: list[list[float]] = []  # [step, seconds since the fit began] after each check
 
     def on_train_begin(self, logs=None):
         self.last_checked = int(self.model.optimizer.iterations.numpy())  # a resumed run checks from where it is
+        self.started = time.perf_counter()  # the compile of the first call counts: it is part of the time to target
 
     def tune_acc(self) -> float:
         if self.before is not None:
@@ -56,15 +63,19 @@ class TargetMonitor(keras.callbacks.Callback):
         step = int(self.model.optimizer.iterations.numpy())
         if self.found is not None or step - self.last_checked < max(1.0, CHECK_SPACING * step):
             return
+        checked = time.perf_counter()
         accuracy = self.tune_acc()
-        self.checks += 1
+        now = time.perf_counter()
+        self.checks, self.check_seconds = self.checks + 1, self.check_seconds + now - checked
+        self.check_times.append([step, round(now - self.started, 4)])
         before, self.last_checked = self.last_checked, step
         if accuracy < self.target:
             return
         self.found = {"target_tune_acc": self.target, "steps_to_target": step,
                       "samples_to_target": samples_seen(self.plan, step),
                       "target_resolution": (step - before) / step, "target_checks": self.checks,
-                      "tune_acc_at_target": accuracy, **self.at_target()}
+                      "seconds_to_target": now - self.started, "check_seconds": self.check_seconds,
+                      "check_times": self.check_times, "tune_acc_at_target": accuracy, **self.at_target()}
         self.model.stop_training = True
         log.info("tune_acc %.4f reached the target %.4f at step %d (%d samples; checked %d steps before): stopping",
                  accuracy, self.target, step, self.found["samples_to_target"], step - before)
@@ -74,7 +85,8 @@ class TargetMonitor(keras.callbacks.Callback):
         if self.found is not None:
             return self.found
         return {"target_tune_acc": self.target, "steps_to_target": None, "samples_to_target": None,
-                "target_resolution": None, "target_checks": self.checks}
+                "target_resolution": None, "target_checks": self.checks, "seconds_to_target": None,
+                "check_seconds": self.check_seconds, "check_times": self.check_times}
 
 
 def measure_at_target(model, val_metrics: Callable[[], dict], x: np.ndarray, y: np.ndarray,

@@ -15,6 +15,11 @@ FIELDS = {
     "samples_to_target": "training samples in those steps (an epoch's last, partial batch counts what it holds)",
     "target_resolution": "steps since the check before, over steps_to_target: how finely the crossing is located",
     "target_checks": "checks of the tuning slice's accuracy made",
+    "seconds_to_target": "wall seconds from the fit's start (its first compiled call included) to the end of the "
+                         "check that saw the target, of this attempt (a resumed run counts from its resume; null: "
+                         "never)",
+    "check_seconds": "seconds of those checks (or of every check, when the target was not reached)",
+    "check_times": "[step, seconds since the fit's start] after each check",
     "tune_acc_at_target": "the tuning slice's accuracy then", "val_acc_at_target": "the validation accuracy then",
     "val_loss_at_target": "the validation loss then",
     "noise_batch": "samples per small batch of the noise scale there",
@@ -22,9 +27,9 @@ FIELDS = {
                   "bootstrap, harness.probes.noise_scale.from_gram)",
     "noise_scale_at_target": "B_simple = tr(Σ)/|G|² from them (null when |G|² is not positive)",
 }
-RUN_FIELDS = ("steps_to_target", "samples_to_target")  # also in run.json
+RUN_FIELDS = ("steps_to_target", "samples_to_target", "seconds_to_target")  # also in run.json
 # the scalars a run's row in harness.results adds (the target itself is a config column already)
-COLUMNS = tuple(k for k in FIELDS if k not in ("noise_gram", "target_tune_acc"))
+COLUMNS = tuple(k for k in FIELDS if k not in ("noise_gram", "check_times", "target_tune_acc"))
 
 
 def write(run_dir: Path, values: dict[str, Any]) -> None:

@@ -35,12 +35,17 @@ def test_the_scaling_study_stops_each_run_at_its_target_and_reports_how_far_the_
         assert found["tune_acc_at_target"] >= 0.5 and last["tune_acc"] == pytest.approx(found["tune_acc_at_target"])
         assert last["val_acc"] == pytest.approx(found["val_acc_at_target"])
         assert 0 < found["target_resolution"] <= 1 and found["target_checks"] >= 1
+        # the time to it: from the fit's start to the check that saw it, inside the fit, the checks' own time in it
+        assert 0 < found["check_seconds"] < found["seconds_to_target"] == record["seconds_to_target"] \
+            <= record["fit_seconds"]
+        assert found["check_times"][-1] == [steps, round(found["seconds_to_target"], 4)]
         gram = np.array(found["noise_gram"])
         assert gram.shape == (32, 32) and np.allclose(gram, gram.T)
     out = tmp_path / "results.csv"
     subprocess.run([sys.executable, "-m", "harness.results", str(sweep), "--out", str(out)], check=True)
     results = pd.read_csv(out)
     assert results["steps_to_target"].notna().all() and (results["samples_to_target"] > 0).all()
+    assert (results["seconds_to_target"] > 0).all()
     from tests.helpers import page
 
     parsed = page.parse((tmp_path / proc.stdout.strip().splitlines()[-1]).read_text())

@@ -319,7 +319,12 @@ def test_a_jax_run_process_never_imports_tensorflow(tmp_path):
         assert "tensorflow" not in record["environment"] and record["environment"]["jax"]
         assert list((run / "tb").glob("events.out.tfevents.*"))
     assert json.loads((runs["mnist1d"] / "probes.json").read_text())["error"] is None
-    assert json.loads((runs["mnist1d"] / "target.json").read_text())["target_checks"] > 2
+    reached = json.loads((runs["mnist1d"] / "target.json").read_text())
+    assert reached["target_checks"] > 2
+    record = json.loads((runs["mnist1d"] / "run.json").read_text())
+    assert record["seconds_to_target"] == reached["seconds_to_target"]  # run.json says it too (null: missed)
+    hardware = record["environment"]["hardware"]
+    assert hardware["cpu_count"] >= hardware["cpus_usable"] >= 1 and hardware["cpu_model"] and hardware["gpus"] == []
     record = json.loads((runs["own"] / "run.json").read_text())
     assert record["environment"]["classes"] == ["bear", "fox", "wolf"] and record["config"]["model.units"] == 12
     assert (tmp_path / "calls.txt").read_text() == "(6, 1) 3 12\n"  # their function, called once

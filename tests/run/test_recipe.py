@@ -9,7 +9,7 @@ import pytest
 from harness.backend import keras
 from harness.config.batching import plan_batches, plan_schedule
 from harness.config.recipe import OPTIMIZERS
-from harness.studies.recover.rules import ADAM_DEFAULTS, ADAM_FAMILY
+from harness.config.rules import ADAM_DEFAULTS, ADAM_FAMILY
 from harness.run import measures, train
 from tests.helpers import backends
 

@@ -59,3 +59,25 @@ def test_checks_are_spaced_geometrically_not_at_every_call():
     assert found["steps_to_target"] is None and found["samples_to_target"] is None
     # every call until the step count passes 1 / CHECK_SPACING calls' worth, then 5% of the count apart
     assert 10 <= found["target_checks"] < calls
+
+
+def test_the_time_to_target_runs_from_the_fit_s_start_to_the_check_that_saw_it(monkeypatch):
+    """A clock that ticks one second at each reading: the fit starts at a reading, each check reads it twice
+    (before and after), so the target's time is two seconds a check, one of them the check's own; the checks'
+    times are the clock after each, ending at the target's."""
+    clock = iter(range(1, 10_000))
+    monkeypatch.setattr(target.time, "perf_counter", lambda: float(next(clock)))
+    monitor, _, _, _, _ = _fit_to(0.75)
+    found = monitor.record()
+    checks = found["target_checks"]
+    assert found["seconds_to_target"] == 2 * checks and found["check_seconds"] == checks
+    assert found["check_times"][-1] == [found["steps_to_target"], 2 * checks]
+    assert [t for _, t in found["check_times"]] == [2 * k for k in range(1, checks + 1)]
+
+
+def test_a_run_that_misses_has_no_time_to_target_but_its_checks_times():
+    monitor, _, _, _, _ = _fit_to(0.99, epochs=2, tune_labels=np.zeros(60, dtype=np.int64) + 2 * (
+        np.arange(60) % 2))
+    found = monitor.record()
+    assert found["seconds_to_target"] is None and len(found["check_times"]) == found["target_checks"]
+    assert found["check_seconds"] > 0

@@ -10,7 +10,9 @@ sweep's are all Sobol points) to recovery.json and the report's table of trials;
 recovery's gap +0.167 [-0.754, +1.089] at 2 seeds as undecided (was not recovered), with the seeds and the command
 that would decide it (recovery.json's more_seeds), and its budget's rule beside the recipe (rule_trial null,
 rule_lengths [] in an old sweep); issue 73 names the studies a report's measured-beside paragraph points to from
-their next steps (the studies that offer one), not from names typed into the page's template."""
+their next steps (the studies that offer one), not from names typed into the page's template; issue 74's time to a
+target adds target.json's seconds_to_target and check_seconds to the results table (empty here: no run had a
+target)."""
 import io
 import json
 import shutil

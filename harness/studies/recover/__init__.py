@@ -3,7 +3,7 @@ seed against b, and the budget B needs when nothing recovers it.
 
     settings.py    recover.*, validated at planning and read back from sweep.json by the later rounds
     plan.py        round 1 from the command (config): the reference, the Sobol search over space.py's keys and
-                   the published rules (rules.py), with the model's batch norm (batch_norm.py); later rounds' jobs
+                   the published rules (harness.config.rules), with the model's batch norm (batch_norm.py); later rounds' jobs
     rounds.py      which later round comes next, from the rounds before (harness.launch.rounds runs it): the
                    guided round (guided.py, Optuna's TPE), the confirmation, the budget
     reading.py     the sweep read round by round (assess), with choice.py, verdict.py, budget.py, words.py,

@@ -1,6 +1,6 @@
 """+study=recover and the model's batch norm, as the plan sees it before round 1: whether the command's model has
 batch-norm layers (any model: harness.models.batch_norm builds a user's once, in a process of its own), b's momentum
-rho_b that the EMA rule scales (rules.py) and the search's `bn_momentum` range tops, whether ghost batch norm in
+rho_b that the EMA rule scales (harness.config.rules) and the search's `bn_momentum` range tops, whether ghost batch norm in
 chunks of b applies (a built-in model whose batch norm is not synchronized), and what the space leaves out and why.
 Pure but for that one short process: configs in, facts out.
 """
@@ -10,15 +10,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.config.pairs import ghost_chunk
+from harness.config import batch_norm as command_batch_norm
+from harness.config.rules import NO_BATCH_NORM, UNKNOWN
 from harness.config.schema import RunConfig
-from harness.data import registry as datasets
 from harness.models import batch_norm as model_batch_norm
 from harness.studies.recover.space import BATCH_NORM_KEYS
 
 
-NO_BATCH_NORM = "a model with batch norm, and this one has none"
-UNKNOWN = ("a model whose batch-norm layers are known before its first run (this data's shape is known only once "
-           "loaded)")
 
 
 @dataclass(frozen=True)
@@ -43,7 +41,7 @@ class Norms:
 def of_command(small: RunConfig, large: RunConfig, space: dict[str, list], rules: bool) -> Norms:
     """The batch norm of the command's model at b and B (the model is found where the space or the rules need it)."""
     (ghost, no_ghost), left_out = ghost_chunk(large, small), {}
-    found = _find(large) if rules or any(key in space for key in BATCH_NORM_KEYS) else None
+    found = command_batch_norm.find(large) if rules or any(key in space for key in BATCH_NORM_KEYS) else None
     for key in ("bn_momentum", "precise_bn"):
         if (found is None or found.largest is None) and key in space:
             left_out[key] = NO_BATCH_NORM if found is not None else UNKNOWN
@@ -51,11 +49,3 @@ def of_command(small: RunConfig, large: RunConfig, space: dict[str, list], rules
         left_out["ghost_batch_size"] = ("a built-in model with batch norm that is not synchronized (the harness's "
                                         f"ghost batch-norm layer): here {no_ghost}")
     return Norms(found, ghost, left_out)
-
-
-
-
-def _find(large: RunConfig) -> model_batch_norm.BatchNorm | None:
-    counts = datasets.train_class_counts(large.data)
-    return model_batch_norm.find(large.model, datasets.input_shape(large.data),
-                                 None if counts is None else len(counts), large.device.backend)

@@ -3,7 +3,7 @@ confirmed trial is the recipe (the simplest that holds). Trials in (harness.stud
 out."""
 from __future__ import annotations
 
-RULE = "rule"  # a trial's source: a published rule's recipe (harness.studies.recover.rules)
+RULE = "rule"  # a trial's source: a published rule's recipe (harness.config.rules)
 
 
 def to_confirm(ranked: list, confirm: int) -> list[int]:

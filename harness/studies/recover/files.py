@@ -17,7 +17,7 @@ FIELDS = {
     "drop": "{value, low, high}: v(b) - v(B) as they are on validation, mean over paired seeds, 95% interval",
     "reference": "{b, B}: tune_acc of b and of B as they are, at the search's seed",
     "trials": "[{trial, source, rule, recipe, status, tune_acc}]: the Sobol points in order, then the rules, then "
-              "the guided round's (source: sobol, rule or guided; rule: its name, harness.studies.recover.rules; "
+              "the guided round's (source: sobol, rule or guided; rule: its name, harness.config.rules; "
               "recipe: {key: value}, null keeps the command's)",
     "best": "the trial with the best tune_acc at the search's seed (its index in trials), or null",
     "confirmed": "[{trial, tune_acc, seeds}]: the trials round 2 ran at every seed, their mean tune_acc",

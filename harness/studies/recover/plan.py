@@ -14,7 +14,7 @@ The space's keys and their defaults (conf/study/recover.yaml), each a key of the
 uniform over [low, high] x E; `momentum` as 1 - momentum, log-uniform; `weight_decay` log-uniform over lr x wd x
 steps; `label_smoothing` uniform; `model.bn_momentum` as 1 - momentum, log-uniform over [low, high], high null
 standing for b's momentum rho_b. `model.bn_momentum` applies to any model with batch norm (found before the first
-run: harness.models.batch_norm), which the rules then scale by the EMA rule too (rules.py); ghost batch norm to a
+run: harness.models.batch_norm), which the rules then scale by the EMA rule too (harness.config.rules); ghost batch norm to a
 built-in model with batch norm that is not synchronized; weight_decay to a training set whose size is known before
 its first run.
 Pure: the plan's jobs and RunConfigs in, the new jobs and what sweep.json records out (no Hydra, no backend).
@@ -24,12 +24,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from harness.config import batching, pairs
+from harness.config import batching, pairs, rules
 from harness.config.pairs import global_batch
 from harness.config.schema import RunConfig
 from harness.data import registry as datasets
 from harness.fields import ConfigError
-from harness.studies.recover import batch_norm, rules
+from harness.studies.recover import batch_norm
 from harness.studies.recover.settings import Settings
 from harness.studies.recover.space import CHOICES, LOG, OVERRIDE
 

@@ -42,7 +42,7 @@ class Trial:
     tune_acc: float | None      # its final tuning-slice accuracy (None: not finished, or diverged)
     peak_lr: float | None = None  # the learning rate its schedule peaks at, as its run recorded it
     source: str = "sobol"       # sobol (a point of the search), rule (a published rule's recipe), guided
-    rule: str | None = None     # the rule's name (harness.studies.recover.rules), for a rule's trial
+    rule: str | None = None     # the rule's name (harness.config.rules), for a rule's trial
     clipped: list[str] = field(default_factory=list)  # what the rule asked that was clipped
 
     @property

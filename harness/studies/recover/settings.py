@@ -11,7 +11,7 @@ from typing import Any
 from harness.fields import ConfigError
 from harness.studies.recover.space import CHOICES, LOG, RANGES
 
-RULES = ("linear", "sqrt", "adam_sde", "precise_bn")  # the published rules (harness.studies.recover.rules)
+RULES = ("linear", "sqrt", "adam_sde", "precise_bn")  # the published rules (harness.config.rules)
 # what a key an older sweep.json lacks meant: no guided round and no rules before they existed
 BEFORE = {"guided": 0, "rules": ()}
 

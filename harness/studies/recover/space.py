@@ -11,12 +11,6 @@ RANGES = ("lr_factor", "warmup_epochs", "momentum", "weight_decay", "label_smoot
 BATCH_NORM_KEYS = ("bn_momentum", "ghost_batch_size", "precise_bn")
 INTEGERS = ("ghost_batch_size", "precise_bn")  # choices whose values are numbers of samples
 OVERRIDE = {"bn_momentum": "model.bn_momentum", "ghost_batch_size": "model.ghost_batch_size"}  # space key -> key
-# the EMA rule's lowest batch-norm momentum (and the search's default low end): an average over about 1 / (1 - 0.5) =
-# 2 steps; below it the moving statistics are little more than the last batch's
-BN_MOMENTUM_FLOOR = 0.5
-# precise BN's training samples in the precise_bn rule: the recomputed-statistics columns' own subset
-# (harness.run.precise_bn.SUBSET; tests/studies/recover/test_plan.py checks they agree)
-PRECISE_BN_SAMPLES = 1024
 
 
 def recipe_of_job(job: list[str], base: list[str], space: dict[str, list]) -> dict[str, Any]:

@@ -7,7 +7,6 @@ from typing import Any
 from harness.assess import paired
 from harness.assess.verdicts import CHANCE_MARGIN
 from harness.studies.recover import verdict as recovery_verdict
-from harness.studies.recover.space import BN_MOMENTUM_FLOOR
 from harness.studies.recover.verdict import RECOVERED, Verdict
 
 
@@ -260,11 +259,13 @@ def _batch_norm_notes(r, plan: dict[str, Any]) -> list[str]:
     rules = [t for t in r.trials if t.source == "rule" and t.recipe.get("model.bn_momentum") is not None]
     others = "other " if any(t.rule == "precise_bn" for t in r.trials) else ""
     used = rules[0].recipe["model.bn_momentum"] if rules else None
-    floored = "" if used is None or used > BN_MOMENTUM_FLOOR else f", kept at the floor {BN_MOMENTUM_FLOOR:g}"
+    clipped = plan["sources"][rules[0].number].get("clipped", []) if rules else []  # as the plan recorded the rule
+    floored = any("batch-norm momentum" in c for c in clipped)
     scaled = "" if not rules else (
         f" Every {others}rule sets the batch-norm momentum by the EMA rule (Busbridge et al. 2023): the moving "
         f"statistics average over steps, and batch {r.large_batch} takes {k:g}x fewer, so rho_b^{k:g} = {rho ** k:.4g}"
-        f"{floored} keeps their horizon in samples.")
+        + (f" would keep their horizon in samples; it is kept at the floor {used:g}, an average over about "
+           f"{1 / (1 - used):.2g} steps." if floored else " keeps their horizon in samples."))
     return [f"The model has {layers}; rho_b = {rho:g} ({source}).{scaled}"]
 
 

@@ -74,7 +74,7 @@ def test_the_rules_start_from_bs_effective_learning_rate_and_sqrt_brings_ghost_b
 
 def test_the_precise_bn_rules_samples_are_the_recomputed_columns_subset():
     from harness.run import precise_bn
-    from harness.studies.recover.space import PRECISE_BN_SAMPLES
+    from harness.config.rules import PRECISE_BN_SAMPLES
 
     assert PRECISE_BN_SAMPLES == precise_bn.SUBSET
 

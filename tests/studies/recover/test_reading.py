@@ -173,6 +173,12 @@ def test_the_notes_name_the_models_batch_norm_and_the_ema_rules_momentum(tmp_pat
     from harness.studies.recover.words import described
 
     assert "batch-norm momentum 0.923" in described(r.trials[2])
+    steep = study_sweep(tmp_path / "steep", "+study=recover", "batch_size=8,1024", "epochs=2", "recover.trials=2",
+                        "seed=0", "recover.rules=[linear]", "recover.guided=0", "model.batch_norm=true")
+    r = recovery.recover(sweep_files.read(steep))  # 0.99^128 = 0.276: floored at 0.5
+    assert r.trials[2].recipe["model.bn_momentum"] == 0.5
+    assert any("rho_b^128 = 0.2763 would keep their horizon in samples; it is kept at the floor 0.5, an average over "
+               "about 2 steps." in note for note in r.notes)
 
 
 def test_one_decision_rule_recovered_undecided_or_short_by_the_gaps_interval_against_the_tolerance(tmp_path):

@@ -1,5 +1,6 @@
-"""The published rules for training at a larger batch, as +study=recover's candidates of round 1 (`recover.rules`),
-each a recipe at B from b's setting, keyed as the search's recipes are (command-line overrides):
+"""The published rules for training at a larger batch, each a recipe at B from b's setting, keyed as command-line
+overrides: +study=recover's candidates of round 1 (`recover.rules`), and every batch size's first candidates in
++study=choose:
 
 - `linear` (Goyal et al. 2017): b's effective learning rate x B/b, warmed up linearly over min(5, E/5) epochs
   (Goyal et al. warmed up over 5 epochs of 90; E/5 keeps a short run mostly at its peak);
@@ -31,8 +32,6 @@ from typing import Any
 from harness.config.batching import LR_FACTORS
 from harness.config.pairs import global_batch
 from harness.config.schema import RunConfig
-from harness.studies.recover.batch_norm import NO_BATCH_NORM, UNKNOWN
-from harness.studies.recover.space import BN_MOMENTUM_FLOOR, PRECISE_BN_SAMPLES
 
 # the Adam family, whose coefficients' defaults (Keras's, the same in each class: tests/run/test_recipe.py checks
 # them) the adam_sde rule scales
@@ -40,6 +39,16 @@ ADAM_FAMILY = ("adam", "adamw", "nadam", "lamb")
 ADAM_DEFAULTS = {"beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7}
 MAX_BETA = 0.999
 BETA_2_FLOOR = 0.95
+# the EMA rule's lowest batch-norm momentum (and recover's search's default low end): an average over about
+# 1 / (1 - 0.5) = 2 steps; below it the moving statistics are little more than the last batch's
+BN_MOMENTUM_FLOOR = 0.5
+# precise BN's training samples in the precise_bn rule: the recomputed-statistics columns' own subset
+# (harness.run.precise_bn.SUBSET; tests/studies/recover/test_plan.py checks they agree)
+PRECISE_BN_SAMPLES = 1024
+# why a rule about batch norm does not apply
+NO_BATCH_NORM = "a model with batch norm, and this one has none"
+UNKNOWN = ("a model whose batch-norm layers are known before its first run (this data's shape is known only once "
+           "loaded)")
 
 
 @dataclass(frozen=True)
