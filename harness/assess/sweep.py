@@ -17,6 +17,8 @@ import pandas as pd
 
 from harness.store import layout, probes_file, sweep_file, target_file
 from harness.store.files import DamagedFile
+
+ENDED = ("completed", "diverged", "failed")  # a run that will not run again in this command
 from harness.store.layout import METRICS_FILE, RUN_FILE
 from harness.store.metrics_cache import read_sweep_metrics
 from harness.store.run_files import FINISHED, config_columns, config_hash, inspect_run, record_config
@@ -50,6 +52,22 @@ class Sweep:
     @functools.cached_property
     def not_started(self) -> list[str]:
         return not_started_jobs(self.folder, self.records, self.plan)
+
+    def arms(self, first: dict[str, str]) -> dict[str, str]:
+        """Job number -> arm of every job planned so far: round 1's from `first` (what the study's record in
+        sweep.json names), a later round's job its own."""
+        later = {job["job"]: job["arm"] for job in (self.plan or {}).get("jobs", []) if job.get("arm")}
+        return {**first, **later}
+
+    def complete_rounds(self) -> int:
+        """The rounds planned so far whose every job has ended (completed, diverged or failed: it will not run
+        again in this command), counted from round 1."""
+        plan = self.plan or {}
+        ended = {str(r["job"]) for r in self.records if r.get("status") in ENDED}
+        for number in range(1, int(plan.get("rounds", 1)) + 1):
+            if any(job["job"] not in ended for job in plan.get("jobs", []) if job.get("round", 1) == number):
+                return number - 1
+        return int(plan.get("rounds", 1))
 
     def probes(self, job: str) -> dict | None:
         """The run's probes.json (None without one); raises DamagedFile for one that cannot be read."""

@@ -25,7 +25,7 @@ import math
 from typing import Any
 
 from harness.config import batching, pairs, rules
-from harness.config.pairs import global_batch
+from harness.config.pairs import global_batch, with_recipe
 from harness.config.schema import RunConfig
 from harness.data import registry as datasets
 from harness.fields import ConfigError
@@ -104,17 +104,6 @@ def recipe(point, space: dict[str, list], small: RunConfig, large: RunConfig, de
             value /= decay_unit * found.get("lr_factor", large.train.lr_factor)
         found[key] = float(f"{value:.4g}")
     return found
-
-
-def overrides_of(found: dict[str, Any]) -> list[str]:
-    """A recipe as command-line overrides (a null choice keeps the command's own value)."""
-    return [f"{key}={value}" for key, value in found.items() if value is not None]
-
-
-def with_recipe(job: list[str], found: dict[str, Any]) -> list[str]:
-    """A job's overrides with the recipe's in place of its own for the same keys (optimizer=adam given, say)."""
-    keys = {key for key, value in found.items() if value is not None}
-    return [o for o in job if o.lstrip("+~").split("=", 1)[0] not in keys] + overrides_of(found)
 
 
 def confirm_jobs(record: dict[str, Any], jobs: dict[str, list[str]], numbers: list[int],

@@ -31,7 +31,6 @@ AS_IS = "as_is"
 SMALL = "small_"  # the arm of a trial at b (recover.tune_small): small_trial_<k>
 GUIDED = "guided"  # a trial's source: proposed by the guided round (harness.studies.recover.guided)
 FINISHED = ("completed", "diverged")
-ENDED = (*FINISHED, "failed")  # a round's job that will not run again in this command
 
 
 @dataclass
@@ -114,9 +113,7 @@ def read_plan(sweep: Sweep) -> dict[str, Any] | None:
 
 def arms(sweep: Sweep) -> dict[str, str]:
     """Job number -> arm of every job the plan has so far: round 1's from the recovery plan, later rounds' their own."""
-    plan = sweep.plan or {}
-    later = {job["job"]: job["arm"] for job in plan.get("jobs", []) if job.get("arm")}
-    return {**(read_plan(sweep) or {}).get("arms", {}), **later}
+    return sweep.arms((read_plan(sweep) or {}).get("arms", {}))
 
 
 def selection(df: pd.DataFrame) -> pd.DataFrame:
@@ -134,16 +131,6 @@ def _done(df: pd.DataFrame) -> pd.DataFrame:
 
 def _val_finals(df: pd.DataFrame) -> pd.DataFrame:
     return _done(df).sort_values("epoch").groupby("run_id").tail(1)
-
-
-def complete_rounds(sweep: Sweep) -> int:
-    """The rounds planned so far whose every job has ended (completed, diverged or failed), counted from round 1."""
-    plan = sweep.plan or {}
-    ended = {str(r["job"]) for r in sweep.records if r.get("status") in ENDED}
-    for number in range(1, int(plan.get("rounds", 1)) + 1):
-        if any(job["job"] not in ended for job in plan.get("jobs", []) if job.get("round", 1) == number):
-            return number - 1
-    return int(plan.get("rounds", 1))
 
 
 def recover(sweep: Sweep) -> Recovery | None:
@@ -173,7 +160,7 @@ def recover(sweep: Sweep) -> Recovery | None:
                  for name, size in (("b", b), ("B", big))}
     drop = _drop(df, b, big, plan["seeds"])
     found = Recovery(b, big, plan["epochs"], list(plan["seeds"]), drop, reference, trials, best, None, "",
-                     rounds=complete_rounds(sweep), budget_asked=settings.recorded(plan).budget,
+                     rounds=sweep.complete_rounds(), budget_asked=settings.recorded(plan).budget,
                      small_trials=small_trials)
     found.small_tune = _number(as_is.loc[as_is[BATCH] == b, "tune_acc"].mean())
     found.chance = 1.0 / num_classes(df)

@@ -1,0 +1,71 @@
+"""+study=choose: which batch size reaches the user's accuracy soonest on their machine, each batch size with its own
+recipe (the command as it is, the published rules, a short learning-rate grid), every run stopped at a target on the
+tuning slice.
+
+    settings.py    choose.*, validated at planning and read back from sweep.json by the later rounds and the reading
+    plan.py        round 1 from the command (the baseline, or the candidates when choose.target is given) and the
+                   jobs of every later round (config)
+    rounds.py      which later round comes next, from the rounds before (harness.launch.rounds runs it)
+    reading.py     the sweep read: the target, every candidate's steps to it, each batch size's best (assess)
+    section.py     the report's part: section.html.j2, in the verdict's place; words.py its sentences
+"""
+from __future__ import annotations
+
+from harness.studies.study import Study
+
+
+class Choose(Study):
+    name = "choose"
+    priority = 2.5  # before scaling's (whose runs are stopped at a target too): a sweep holding a choice's plan
+
+    def settings(self, node):
+        from harness.studies.choose import settings
+
+        return settings.from_dict(node or {})
+
+    def plan(self, jobs, run_configs, settings, given):
+        from harness.studies.choose import plan
+
+        return plan.plan(jobs, run_configs, settings, given)
+
+    def next_round(self, sweep_dir, content, round_):
+        from harness.studies.choose import rounds
+
+        return rounds.next_round(sweep_dir, content, round_)
+
+    def detects(self, sweep) -> bool:
+        from harness.studies.choose.reading import read_plan
+
+        return read_plan(sweep) is not None
+
+    def assess(self, sweep):
+        from harness.assess.assessment import common
+        from harness.studies.choose import reading
+
+        c = common(sweep)  # runs stopped at a target: their steps and times are the measure, not a final val_acc
+        return c.assessment([], reading.choose(c.sweep))
+
+    def sections(self, a):
+        from harness.studies.choose.section import sections
+
+        return sections(a) if a.reading is not None else []
+
+    def results_columns(self, sweep):
+        from harness.studies.choose import reading
+
+        rounds = {job["job"]: job.get("round", 1) for job in (sweep.plan or {}).get("jobs", [])}
+        return {"arm": reading.arms(sweep), "round": rounds}
+
+    def results_lines(self, sweep):
+        from harness.studies.choose.words import results_lines
+
+        return results_lines(reading_of(sweep))
+
+
+def reading_of(sweep):
+    from harness.studies.choose import reading
+
+    return reading.choose(sweep)
+
+
+STUDY = Choose()

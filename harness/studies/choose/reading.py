@@ -1,0 +1,155 @@
+"""+study=choose read from its files: the target (choose.target, or b's lowest final tune_acc over the baseline's
+seeds less choose.tolerance), and at every batch size each candidate's steps to it, seed by seed, counted as
+harness.assess.targets counts them (a run that missed it, or diverged, never reached it). The candidate a batch
+size goes on with is the one with the fewest steps on the first seed; validation plays no part in any choice.
+Files in, numbers and sentences out."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from harness.assess import targets
+from harness.assess.sweep import Sweep
+from harness.studies.choose.settings import BASELINE, arm, recorded
+
+
+@dataclass
+class Candidate:
+    size: int
+    name: str                   # as_is, a rule's name, or a grid point's (linear_x2)
+    recipe: dict[str, Any]      # keyed as overrides; {} is the command as it is
+    steps: dict[int, float]     # seed -> steps to the target (inf: missed it)
+    tune_acc: dict[int, float]  # seed -> the final tune_acc (where it stopped, or at the cap)
+    val_acc: dict[int, float | None] = field(default_factory=dict)   # seed -> val_acc at the target
+    seconds: dict[int, float | None] = field(default_factory=dict)   # seed -> seconds_to_target
+
+    @property
+    def arm(self) -> str:
+        return arm(self.size, self.name)
+
+    def reached_on(self, seed: int) -> bool:
+        return math.isfinite(self.steps.get(seed, math.inf))
+
+
+@dataclass
+class Choice:
+    target: float | None         # None: not known yet (the baseline has not ended), or cannot be (target_note)
+    target_note: str
+    sizes: list[int]
+    seeds: list[int]
+    candidates: dict[int, list[Candidate]]
+    rounds: int                  # rounds whose every job has ended
+
+    def leader(self, size: int) -> Candidate | None:
+        """The candidate `size` goes on with: the fewest steps to the target on the first seed; where none reached
+        it, the highest final tune_acc there (the grid then looks around the closest); None without runs."""
+        seed = self.seeds[0]
+        ran = [c for c in self.candidates.get(size, []) if seed in c.steps]
+        if not ran:
+            return None
+        reached = [c for c in ran if c.reached_on(seed)]
+        if reached:
+            return min(reached, key=lambda c: (c.steps[seed], len(c.recipe), c.name))
+        return max(ran, key=lambda c: (c.tune_acc.get(seed, -1.0), -len(c.recipe)))
+
+    def best(self, size: int) -> Candidate | None:
+        """The leader, where it reached the target on the first seed (the one a confirmation runs), else None."""
+        found = self.leader(size)
+        return found if found is not None and found.reached_on(self.seeds[0]) else None
+
+
+def read_plan(sweep: Sweep) -> dict[str, Any] | None:
+    """sweep.json's choice plan, or None for any other sweep."""
+    return (sweep.plan or {}).get("choose")
+
+
+def arms(sweep: Sweep) -> dict[str, str]:
+    return sweep.arms((read_plan(sweep) or {}).get("arms", {}))
+
+
+def target_of(sweep: Sweep, record: dict[str, Any], jobs: dict[str, str]) -> tuple[float | None, str]:
+    """(the target, how it was set): choose.target, else b's lowest final tune_acc over the baseline's seeds less
+    choose.tolerance, once every baseline run completed (None with the reason until then, or when one did not)."""
+    settings = recorded(record)
+    if record["target"] is not None:
+        return float(record["target"]), f"choose.target={record['target']:g}"
+    baseline = [job for job, name in jobs.items() if name == BASELINE]
+    status = {str(r["job"]): r.get("status") for r in sweep.records}
+    if any(status.get(job) not in ("completed", "diverged", "failed") for job in baseline):
+        return None, "The baseline (batch {b} as it is, on every seed) has not ended: no target yet.".format(
+            b=record["small_batch"])
+    if any(status.get(job) != "completed" for job in baseline):
+        return None, (f"A baseline run of batch {record['small_batch']} did not complete, so no target can be set "
+                      "from it: give choose.target, or resume the sweep to run it again.")
+    finals = _finals(sweep.epochs, baseline)["tune_acc"]
+    lowest = float(finals.min())
+    target = float(f"{lowest - settings.tolerance:.4g}")
+    return target, (f"batch {record['small_batch']}'s lowest final tune_acc over its {len(finals)} seeds, "
+                    f"{lowest:.4g}, less choose.tolerance {settings.tolerance:g}")
+
+
+def _finals(df: pd.DataFrame, jobs: list[str]) -> pd.DataFrame:
+    """Each job's last epoch row."""
+    mine = df[df["job"].astype(str).isin(jobs) & df["epoch"].notna()]
+    return mine.sort_values("epoch", kind="stable").groupby("job").tail(1).set_index("job")
+
+
+def _recipe(record: dict[str, Any], size: int, name: str) -> dict[str, Any] | None:
+    """The recipe of candidate `name` at `size`: a planned candidate's, or a grid point's (<candidate>_x<factor>:
+    its learning rate x factor)."""
+    planned = {c["name"]: c["recipe"] for c in record["candidates"].get(str(size), [])}
+    if name in planned:
+        return dict(planned[name])
+    base, _, factor = name.rpartition("_x")
+    if base not in planned:
+        return None
+    recipe = dict(planned[base])
+    recipe["lr_factor"] = grid_lr(recipe, record, float(factor))
+    return recipe
+
+
+def grid_lr(recipe: dict[str, Any], record: dict[str, Any], factor: float) -> float:
+    """A candidate's lr_factor x `factor` (the command's own lr_factor where the candidate keeps it)."""
+    return float(f"{recipe.get('lr_factor', record['lr_factor']) * factor:.4g}")
+
+
+def choose(sweep: Sweep) -> Choice | None:
+    """The choice so far of a +study=choose sweep (None for any other)."""
+    record = read_plan(sweep)
+    if record is None:
+        return None
+    jobs = arms(sweep)
+    target, note = target_of(sweep, record, jobs)
+    df = sweep.epochs
+    timed = targets.runs(sweep, df)
+    timed["arm"] = timed["job"].astype(str).map(jobs)
+    finals = _finals(df, [job for job, name in jobs.items() if name != BASELINE])
+    seconds = {str(r["job"]): r.get("seconds_to_target") for r in sweep.records}
+    found: dict[int, dict[str, Candidate]] = {}
+    for row in timed.to_dict("records"):
+        size, name = _size_name(row["arm"])
+        recipe = None if size is None else _recipe(record, size, name)
+        if recipe is None:
+            continue
+        seed = int(row["seed"])
+        c = found.setdefault(size, {}).setdefault(name, Candidate(size, name, recipe, {}, {}))
+        c.steps[seed] = math.inf if row["steps"] is None or pd.isna(row["steps"]) else float(row["steps"])
+        tune = finals["tune_acc"].get(str(row["job"])) if "tune_acc" in finals else None
+        c.tune_acc[seed] = float(tune) if tune is not None and not pd.isna(tune) else math.nan
+        c.val_acc[seed] = None if row["val_acc"] is None or pd.isna(row["val_acc"]) else float(row["val_acc"])
+        c.seconds[seed] = seconds.get(str(row["job"]))
+    sizes = [int(s) for s in record["sizes"]]
+    return Choice(target, note, sizes, [int(s) for s in record["seeds"]],
+                  {size: list(found.get(size, {}).values()) for size in sizes}, sweep.complete_rounds())
+
+
+def _size_name(name: Any) -> tuple[int | None, str]:
+    """bs128_linear_x2 -> (128, "linear_x2")."""
+    if not isinstance(name, str) or not name.startswith("bs"):
+        return None, ""
+    size, _, rest = name[2:].partition("_")
+    return (int(size), rest) if size.isdigit() else (None, "")
+

@@ -1,0 +1,94 @@
+"""+study=choose's settings (`choose.*`: not run config): validated from the composed config at planning
+(`from_dict`), recorded in sweep.json's `choose.settings` and read back from there into the same dataclass
+(`recorded`) by the later rounds and the reading; and the names of its arms and stages. Plain data and checks."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from harness.fields import ConfigError
+
+RULES = ("linear", "sqrt", "adam_sde", "precise_bn")  # the published rules (harness.config.rules)
+CAP = 3  # max_epochs null: this many times the command's epochs
+BEFORE: dict[str, Any] = {}  # what a key an older sweep.json lacks meant (none yet: every key is as old as the study)
+# the arms: b as the command sets it (the baseline), and each candidate at each batch size
+AS_IS = "as_is"
+BASELINE = "baseline"
+STAGES = (BASELINE, "candidates", "grid", "confirm")
+
+
+def arm(size: int, name: str) -> str:
+    """A candidate's arm: `bs<size>_<name>` (bs128_linear; its grid's bs128_linear_x2)."""
+    return f"bs{size}_{name}"
+
+
+def stages(record: dict[str, Any]) -> tuple[str, ...]:
+    """The stages a sweep goes through, round 1 first (no baseline with choose.target given)."""
+    return STAGES if record["target"] is None else STAGES[1:]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """`choose.*`: the target, the cap of every target run, the candidates and the timing (not run config)."""
+
+    target: float | None = None   # the tuning accuracy to reach; None: b's lowest final tune_acc less `tolerance`
+    tolerance: float = 0.01       # below b's accuracy a target (or a recommendation's validation) may be
+    tune_fraction: float = 0.1    # held out of the training split in every run: the target is read on it
+    max_epochs: float | None = None  # the cap of every run stopped at the target; None: CAP x the command's
+    rules: tuple[str, ...] = RULES   # the published rules, each batch size's first candidates beside the command
+    lr_grid: tuple[float, ...] = (0.5, 2.0)  # x the best candidate's learning rate, at every batch size
+    check: bool = True            # rerun the answer and b as it is, alone, and compare their times with the predicted
+
+    def cap(self, epochs: int) -> int:
+        """The epochs every target run may take at most (the command's `epochs` E)."""
+        return math.ceil(self.max_epochs) if self.max_epochs is not None else CAP * epochs
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def from_dict(node: dict[str, Any]) -> Settings:
+    """The `choose` node of a composed config, validated; raises ConfigError naming `choose.<key>`."""
+    known = set(Settings.__dataclass_fields__)
+    for key, value in node.items():
+        if key not in known:
+            raise ConfigError(f"choose.{key}", value, f"unknown key; valid keys are "
+                              f"{', '.join(f'choose.{k}' for k in sorted(known))}")
+    target = node.get("target")
+    if target is not None and (not _number(target) or not 0 < target < 1):
+        raise ConfigError("choose.target", target, "a tuning accuracy in (chance, 1), or null for the smallest "
+                          "batch's own less choose.tolerance")
+    tolerance = node.get("tolerance", 0.01)
+    if not _number(tolerance) or not 0 <= tolerance < 1:
+        raise ConfigError("choose.tolerance", tolerance, "a number in [0, 1)")
+    fraction = node.get("tune_fraction", 0.1)
+    if not _number(fraction) or not 0 < fraction < 1:
+        raise ConfigError("choose.tune_fraction", fraction, "a number in (0, 1): every run holds out the tuning "
+                          "slice the target is read on")
+    cap = node.get("max_epochs")
+    if cap is not None and (not _number(cap) or cap < 1):
+        raise ConfigError("choose.max_epochs", cap, f"a number of epochs >= 1 (the cap of every run stopped at the "
+                          f"target), or null for {CAP}x the command's epochs")
+    named = node.get("rules", list(RULES))
+    if not isinstance(named, (list, tuple)) or any(name not in RULES for name in named) \
+            or len(set(named)) != len(named):
+        raise ConfigError("choose.rules", named, f"a list of distinct rules among {', '.join(RULES)} ([] for none: "
+                          "the command and its learning-rate grid only)")
+    grid = node.get("lr_grid", [0.5, 2.0])
+    if not isinstance(grid, (list, tuple)) or len(grid) > 4 or any(not _number(f) or f <= 0 or f == 1 for f in grid):
+        raise ConfigError("choose.lr_grid", grid, "a list of at most 4 factors > 0 other than 1 (x the best "
+                          "candidate's learning rate; [] for none)")
+    if not isinstance(node.get("check", True), bool):
+        raise ConfigError("choose.check", node["check"], "true or false")
+    return Settings(**{**node, "rules": tuple(named), "lr_grid": tuple(float(f) for f in grid)})
+
+
+def recorded(record: dict[str, Any]) -> Settings:
+    """The settings sweep.json's `choose` record holds, in their dataclass (a key it lacks: BEFORE's, else the
+    default)."""
+    saved = {key: value for key, value in record.get("settings", {}).items() if key in Settings.__dataclass_fields__}
+    values = {**BEFORE, **saved}
+    return Settings(**{**values, "rules": tuple(values.get("rules", RULES)),
+                       "lr_grid": tuple(values.get("lr_grid", (0.5, 2.0)))})

@@ -1,0 +1,120 @@
+"""+study=choose's plan and rounds from real commands (harness.launch.cli.plan_command), their runs constructed
+(tests/helpers/sweeps.py) with the target runs' target.json written here: the baseline sets the target, every batch
+size gets the command and the rules, the grid goes around each one's leader, and the confirmation runs each one's
+best (never a candidate that missed) on the other seeds."""
+import json
+
+import pytest
+
+from harness.assess import sweep as sweep_files
+from harness.launch.cli import main, plan_command
+from harness.studies.choose import reading as choice
+from harness.studies.choose.settings import recorded
+from tests.helpers.sweeps import next_round, set_final, study_sweep
+
+COMMAND = ("+study=choose", "batch_size=8,64", "dataset.num_samples=1000", "epochs=2", "seed=0,1")
+
+
+def _plan(*overrides):
+    return plan_command(["+study=choose", *overrides], multirun=True)
+
+
+def test_round_one_is_the_baseline_b_as_it_is_on_every_seed_and_the_candidates_are_planned():
+    plan = _plan("batch_size=8,32,128", "epochs=4", "seed=0,1,2")
+    record = plan.study["choose"]
+    assert [job for job in plan.jobs] == [list(record["points"]["8"][str(seed)]) for seed in (0, 1, 2)]
+    assert set(record["arms"].values()) == {"baseline"}
+    assert record["max_epochs"] == 12 and record["target"] is None and record["lr_factor"] == 1.0
+    assert all(cfg.train.tune_fraction == 0.1 and not cfg.train.probes and cfg.train.target_tune_acc is None
+               for cfg in plan.run_configs)
+    names = {size: [c["name"] for c in listed] for size, listed in record["candidates"].items()}
+    assert names == {"8": ["as_is"], "32": ["as_is", "linear", "sqrt", "adam_sde"],
+                     "128": ["as_is", "linear", "sqrt", "adam_sde"]}  # convnet without batch norm: no precise_bn
+    assert record["rules_left_out"] == {"precise_bn": "a model with batch norm, and this one has none"}
+    linear = record["candidates"]["128"][1]["recipe"]
+    assert linear == {"lr_factor": 16.0, "warmup_epochs": 0.8}  # x 128/8, warm-up min(5, E/5)
+
+
+def test_a_target_given_skips_the_baseline():
+    plan = _plan("batch_size=8,64", "epochs=2", "seed=0,1", "choose.target=0.5")
+    jobs = [" ".join(job) for job in plan.jobs]
+    assert len(jobs) == 1 + 4 and all("target_tune_acc=0.5" in job and "epochs=6" in job for job in jobs)
+    assert all(job.count("seed=0") == 1 for job in jobs)  # the candidates run on the first seed only
+    assert sorted(plan.study["choose"]["arms"].values()) == ["bs64_adam_sde", "bs64_as_is", "bs64_linear",
+                                                            "bs64_sqrt", "bs8_as_is"]
+
+
+def _target(sweep, job: str, steps):
+    """A target run's target.json: `steps` to the target, or None for one that missed it."""
+    (sweep / job / "target.json").write_text(json.dumps({
+        "target_tune_acc": 0.5, "steps_to_target": steps, "samples_to_target": None if steps is None else steps * 8,
+        "target_resolution": 0.05, "target_checks": 10, "seconds_to_target": None if steps is None else steps / 100,
+        "check_seconds": 0.1, "check_times": [], "val_acc_at_target": None if steps is None else 0.5}))
+
+
+def test_the_rounds_go_from_the_baseline_to_the_confirmation_of_each_batch_size_s_best(tmp_path):
+    sweep = study_sweep(tmp_path / "s", *COMMAND)
+    set_final(sweep, 0, tune_acc=0.62)
+    set_final(sweep, 1, tune_acc=0.58)  # the lowest seed: the target is 0.58 - 0.01
+    candidates = next_round(sweep, 1)
+    found = choice.choose(sweep_files.read(sweep))
+    assert found.target == 0.57 and "0.58" in found.target_note
+    assert [job.arm for job in candidates] == ["bs8_as_is", "bs64_as_is", "bs64_linear", "bs64_sqrt", "bs64_adam_sde"]
+    assert all("target_tune_acc=0.57" in job.overrides and "epochs=6" in job.overrides for job in candidates)
+    # at 64 the linear rule is fastest but for one thing: the command as it is missed the target
+    for job, steps in zip(candidates, [300, None, 40, 60, 50]):
+        _target(sweep, job.job, steps)
+    grid = next_round(sweep, 2)
+    assert [job.arm for job in grid] == ["bs8_as_is_x0.5", "bs8_as_is_x2", "bs64_linear_x0.5", "bs64_linear_x2"]
+    assert "lr_factor=16.0" in grid[3].overrides  # the linear rule's 8 (the command's lr_factor 1 x 64/8), x 2
+    for job, steps in zip(grid, [None, 200, 45, 30]):
+        _target(sweep, job.job, steps)
+    confirm = next_round(sweep, 3)
+    # batch 8's best is lr x2, and b as it is runs beside it on seed 1: the speed-up is over it
+    assert [(job.arm, "seed=1" in job.overrides) for job in confirm] == [
+        ("bs8_as_is_x2", True), ("bs64_linear_x2", True), ("bs8_as_is", True)]
+    for job, steps in zip(confirm, [210, None, 310]):
+        _target(sweep, job.job, steps)
+    assert next_round(sweep, 4) == []  # nothing after the confirmation yet
+    found = choice.choose(sweep_files.read(sweep))
+    best = found.leader(64)
+    assert best.name == "linear_x2" and best.steps == {0: 30.0, 1: float("inf")}  # the miss stays a miss
+    assert recorded(sweep_files.read(sweep).plan["choose"]).lr_grid == (0.5, 2.0)
+
+
+def test_a_batch_size_whose_candidates_all_missed_is_not_confirmed(tmp_path):
+    sweep = study_sweep(tmp_path / "s", *COMMAND, "choose.target=0.5")
+    plan = sweep_files.read(sweep).plan
+    for job in plan["jobs"]:
+        _target(sweep, job["job"], 100 if plan["choose"]["arms"][job["job"]] == "bs8_as_is" else None)
+    grid = next_round(sweep, 1)
+    leader = choice.choose(sweep_files.read(sweep)).leader(64)  # none reached: the closest by final tune_acc
+    assert [job.arm for job in grid if job.arm.startswith("bs64")] == [f"bs64_{leader.name}_x0.5",
+                                                                       f"bs64_{leader.name}_x2"]
+    for job in grid:
+        _target(sweep, job.job, None)
+    confirm = next_round(sweep, 2)
+    assert [job.arm for job in confirm] == ["bs8_as_is"]  # 64 missed everywhere: nothing of it to confirm
+
+
+BAD = [
+    (["+study=choose", "batch_size=64"], "batch_size=64", "two or more batch sizes with +study=choose"),
+    (["+study=choose", "batch_size=8,64", "choose.target=1.5"], "choose.target=1.5", "(chance, 1)"),
+    (["+study=choose", "batch_size=8,64", "choose.target=0.05"], "choose.target=0.05", "above 0.1 for 10 classes"),
+    (["+study=choose", "batch_size=8,64", "choose.max_epochs=0.5"], "choose.max_epochs=0.5", "epochs >= 1"),
+    (["+study=choose", "batch_size=8,4096"], "batch_size=4096", "the training-set size 3601"),  # the slice held out
+    (["+study=choose", "batch_size=8,64", "target_tune_acc=0.9"], "target_tune_acc='0.9'",
+     "left to +study=choose"),
+    (["+study=choose", "batch_size=8,64", "choose.lr_grid=[1.0]"], "choose.lr_grid=[1.0]", "other than 1"),
+    (["+study=choose", "batch_size=8,64", "choose.rules=[lars]"], "choose.rules=['lars']", "distinct rules"),
+]
+
+
+@pytest.mark.parametrize("argv,named,allowed", BAD, ids=[" ".join(b[0][1:]) for b in BAD])
+def test_a_command_that_cannot_be_timed_is_refused_in_one_line_before_anything_runs(argv, named, allowed, capsys,
+                                                                                  tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main([*argv, "-m"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and named in err and allowed in err, err
+    assert list(tmp_path.iterdir()) == []
