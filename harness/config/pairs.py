@@ -2,13 +2,12 @@
 small batch b against the large one B; +study=choose: every batch size), planned from the command's own jobs.
 Every batch size of the command and every seed is a point; `Pairs` holds each point's job and config, b (the
 smallest global batch), B (the largest), the sizes between and the seeds in the command's order. The check that
-such a command sweeps two or more batch sizes and the seed only, the global batch of a run's config, the chunk
-ghost batch norm at B would normalise (b's per-device batch) with the reason where it does not apply, and a
-recipe put on a point's job (`with_recipe`) are here too. Pure: configs in, numbers and jobs out."""
+such a command sweeps two or more batch sizes and the seed only, the global batch of a run's config and the chunk
+ghost batch norm at B would normalise (b's per-device batch) with the reason where it does not apply are here too
+(a recipe put on a point's job: harness.config.overrides). Pure: configs in, numbers and jobs out."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from harness.config.schema import RunConfig
 from harness.fields import ConfigError
@@ -65,14 +64,6 @@ def of_command(jobs: list[list[str]], run_configs: list[RunConfig], study: str, 
     return Pairs({point: job for point, job, _ in points}, {point: cfg for point, _, cfg in points},
                  sorted({size for (size, _), _, _ in points}),
                  list(dict.fromkeys(seed for (_, seed), _, _ in points)))
-
-
-def with_recipe(job: list[str], recipe: dict[str, Any]) -> list[str]:
-    """A point's job with a recipe's overrides (key -> value) in place of its own for the same keys (the command's
-    optimizer=adam where the recipe sets optimizer=adamw, say); a null value keeps the command's own."""
-    keys = {key for key, value in recipe.items() if value is not None}
-    return [o for o in job if o.lstrip("+~").split("=", 1)[0] not in keys] + \
-        [f"{key}={value}" for key, value in recipe.items() if value is not None]
 
 
 def check_two_sizes_one_setting(run_configs: list[RunConfig], study: str, one: str, why: str) -> None:

@@ -91,6 +91,13 @@ def default_parallelism(n_jobs_total: int, gpu_ids: list[int], gpu_jobs: bool = 
     return max(1, min(n_jobs_total, cpu_count(), by_memory))
 
 
+def alone_parallelism(jobs: list, gpu_ids: list[int]) -> int:
+    """Runs at once for jobs that each run alone on their devices (a time measured on the machine): one on a CPU,
+    whose cores every run shares; on GPUs, as many as the GPUs hold jobs of the largest device count, one a device."""
+    per_job = max((job.gpus for job in jobs), default=0)
+    return max(1, len(gpu_ids) // per_job) if per_job > 0 and gpu_ids else 1
+
+
 def shared_gpu_env(runs_per_gpu: int) -> dict[str, str]:
     """What a run on a GPU shared by `runs_per_gpu` runs starts with, set before its backend starts: TensorFlow
     maps nearly all of a GPU's memory at start unless it grows it as needed (TF_FORCE_GPU_ALLOW_GROWTH); JAX

@@ -6,10 +6,12 @@ for the next round until there is none. What a round holds the study decides fro
 `next_round`), and each job is composed by the caller's `compose` (inside Hydra: its config loader; no second
 Hydra), so the same files plan the same round: a killed command, run again, finishes round r's missing runs and
 plans round r+1 as before, its jobs keeping their numbers (and their finished runs). A round that has no job (round
-2 with one seed) is passed over.
+2 with one seed) is passed over. A study may ask for a round's jobs to run alone (a Round with `alone`: a time
+measured on the machine), which the launchers honour.
 """
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any, Callable
 
@@ -18,7 +20,7 @@ from harness.launch.plan import planned_job
 from harness.store import sweep_file
 from harness.store.sweep_file import PlannedJob
 from harness.studies import registry
-from harness.studies.study import NOT_ENDED
+from harness.studies.study import NOT_ENDED, Round
 
 Compose = Callable[[list[str]], RunConfig]
 
@@ -39,9 +41,10 @@ def plan_next(sweep_dir: Path, done: int, compose: Compose) -> list[PlannedJob]:
         if found is None:
             content = {**_before(content, round_), "more_rounds": False, "rounds": round_ - 1}
         else:
+            found = found if isinstance(found, Round) else Round(found)
             content = _with_round(sweep_dir, content, round_, found, compose)
         sweep_file.write(sweep_dir, content)
-        if found:
+        if found and found.jobs:
             return [PlannedJob(**job) for job in content["jobs"] if job.get("round", 1) == round_]
     return []
 
@@ -50,17 +53,17 @@ def _before(content: dict[str, Any], round_: int) -> dict[str, Any]:
     return {**content, "jobs": [job for job in content["jobs"] if job.get("round", 1) < round_]}
 
 
-def _with_round(sweep_dir: Path, content: dict[str, Any], round_: int, found: list[tuple[list[str], str]],
+def _with_round(sweep_dir: Path, content: dict[str, Any], round_: int, found: Round,
                 compose: Compose) -> dict[str, Any]:
     """`content` with round `round_`'s jobs: where it had planned that round the same before (the same jobs, configs
     and arms in the same order: a resumed command) as it was, with the rounds after it that it had planned, else
     in place of those, numbered after every job and run folder there is."""
     earlier = [job for job in content["jobs"] if job.get("round", 1) == round_]
     first = sweep_file.next_number(sweep_dir, content)
-    new = [planned_job(first + i, overrides, compose(overrides), round_, arm) for i, (overrides, arm) in
-           enumerate(found)]
-    if [(job.overrides, job.config, job.arm) for job in new] == \
-            [(job["overrides"], job["config"], job.get("arm")) for job in earlier]:
+    new = [dataclasses.replace(planned_job(first + i, overrides, compose(overrides), round_, arm), alone=found.alone)
+           for i, (overrides, arm) in enumerate(found.jobs)]
+    if [(job.overrides, job.config, job.arm, job.alone) for job in new] == \
+            [(job["overrides"], job["config"], job.get("arm"), job.get("alone", False)) for job in earlier]:
         return {**content, "rounds": max(round_, int(content.get("rounds", 1)))}
     kept = _before(content, round_)
     return {**kept, "jobs": [*kept["jobs"], *(sweep_file.as_record(job) for job in new)], "rounds": round_}

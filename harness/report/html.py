@@ -115,6 +115,7 @@ def _built(sweep_dir: Path):
     notes += [f"A run whose files cannot be read at all, left out: {line}" for line in a.df.attrs.get("unreadable", [])]
     notes += sorted({f"Inputs: {r['inputs']}" for r in sweep.records if r.get("inputs")})
     template = pages.template("report.html.j2", TEMPLATES)
+    one_change = registry.offering_next_steps(registry.recorded_paths(sweep.plan), one_change=True)
     generated_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     varied = [(k, pages.listed(per_run[k].tolist())) for k in a.varied]
     found = summary.summary(sweep_dir, started_at=summary.earliest(per_run["started_at"].tolist()),
@@ -135,8 +136,9 @@ def _built(sweep_dir: Path):
                            None),
         findings=a.findings,
         why=a.why,
-        next_named=list(dict.fromkeys(study for v in a.batch_verdicts for study, _ in v.next_steps)),
-        next_offered=registry.offering_next_steps(registry.recorded_paths(sweep.plan)),
+        next_named=[name for name in dict.fromkeys(study for v in a.batch_verdicts for study, _ in v.next_steps)
+                    if name in one_change],
+        next_offered=one_change,
         why_figures=why_drawn,
         verdict_sections=[pages.section(s.template, s.folder, {**s.context, "figures": shown})
                           for s, shown in zip(studied, study_drawn) if s.place == "verdict"],

@@ -47,6 +47,7 @@ class PlannedJob:
     epochs: int = 1                       # epochs it will train (a step budget decides them from the batch size)
     steps: int | None = None              # optimizer steps it will take (None: unknown before its data load)
     arm: str | None = None                # a later round's job: what it is to the study's plan
+    alone: bool = False                   # runs with no other run of the sweep beside it (a time measured alone)
 
     @property
     def num(self) -> int:

@@ -160,9 +160,10 @@ def _assess(sweep, study: Study | None, paths: Iterable[Path]):
     return with_next_steps(a, [lambda v, s=s: _step(s, v) for s in _offering(paths)])
 
 
-def offering_next_steps(paths: Iterable[Path] = ()) -> list[str]:
-    """The names of the studies that offer a batch-size verdict a next step (Study.next_step), in priority order."""
-    return [study.name for study in _offering(paths)]
+def offering_next_steps(paths: Iterable[Path] = (), one_change: bool = False) -> list[str]:
+    """The names of the studies that offer a batch-size verdict a next step (Study.next_step), in priority order;
+    `one_change`: only those whose step runs one change at a time (Study.one_change)."""
+    return [study.name for study in _offering(paths) if study.one_change or not one_change]
 
 
 def _offering(paths: Iterable[Path]) -> list[Study]:

@@ -19,6 +19,16 @@ NOT_ENDED = "not ended"  # next_round: a run of the last round has not ended (a 
 
 
 @dataclass
+class Round:
+    """A later round's jobs as (overrides, arm), and whether each runs alone: with no other run of the sweep beside
+    it on the machine (one at a time on a CPU, one per device on GPUs, one task at a time on SLURM), for a time
+    measured on this machine that another run would slow."""
+
+    jobs: list[tuple[list[str], str]]
+    alone: bool = False
+
+
+@dataclass
 class Section:
     """A study's part of the report: `template` (a Jinja template in `folder`, which may import the page's macros
     from "macros.html.j2") rendered with `context` where `place` says: "body", after the verdict, or "verdict", in
@@ -40,6 +50,9 @@ class Study:
 
     name: str = ""
     priority: float | None = None  # the order in which a sweep without a study's name is tried (detects); None: never
+    # its next step runs one change at a time on the verdict's setting, b against B: the page names it among the
+    # runs that can tell what caused a drop, which the probes measured beside it cannot
+    one_change: bool = False
 
     # planning, in harness.config (no backend, no Hydra)
     def settings(self, node: dict[str, Any] | None) -> Any:
@@ -56,8 +69,9 @@ class Study:
         return None
 
     def next_round(self, sweep_dir: Path, content: dict[str, Any], round_: int) -> list[tuple[list[str], str]] | \
-            str | None:
-        """Round `round_`'s jobs as (overrides, arm), planned from the files of the rounds before (`content`:
+            Round | str | None:
+        """Round `round_`'s jobs as (overrides, arm) (or a Round, to run them alone), planned from the files of the
+        rounds before (`content`:
         sweep.json); [] for a round without jobs, None when the study has no round left, NOT_ENDED when a run of
         round `round_ - 1` has not ended."""
         return None

@@ -108,7 +108,7 @@ class HarnessLauncher(Launcher):
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         from harness.launch import sweep_end
         from harness.launch.progress import terminal_progress
-        from harness.launch.resources import default_parallelism, visible_gpus
+        from harness.launch.resources import alone_parallelism, default_parallelism, visible_gpus
         from harness.launch.scheduler import Scheduler
         from harness.store import sweep_file
         from harness.store.run_files import run_result
@@ -124,16 +124,20 @@ class HarnessLauncher(Launcher):
         later = {job.round for job in planned if job.round > 1}
         gpu_ids = visible_gpus() if self.gpu_ids is None else self.gpu_ids
         gpu_jobs = any(job.gpus > 0 for job in jobs)
-        n_jobs = self.n_jobs or default_parallelism(len(jobs), gpu_ids, gpu_jobs, self.runs_per_gpu)
-        shared = f", up to {self.runs_per_gpu} on each" if self.runs_per_gpu > 1 else ""
+        alone = any(job.alone for job in planned)  # a study's time measured on the machine: nothing beside it
+        runs_per_gpu = 1 if alone else self.runs_per_gpu
+        n_jobs = alone_parallelism(jobs, gpu_ids) if alone else \
+            self.n_jobs or default_parallelism(len(jobs), gpu_ids, gpu_jobs, runs_per_gpu)
+        shared = f", up to {runs_per_gpu} on each" if runs_per_gpu > 1 else ""
         log.info(f"Launching {len(jobs)} jobs, {n_jobs} at a time, each in its own process"
-                 + (f", on GPUs {gpu_ids}{shared}" if gpu_ids and gpu_jobs else " on CPU"))
+                 + (f", on GPUs {gpu_ids}{shared}" if gpu_ids and gpu_jobs else " on CPU")
+                 + (", each alone on its devices (a time measured)" if alone else ""))
         for job in jobs:
             log.info(f"\t#{job.num} : {' '.join(filter_overrides(job.overrides))}")
         scheduler = Scheduler(list(jobs), n_jobs, gpu_ids, poll_seconds=self.poll_seconds,
                               stop_timeout=self.stop_timeout_s, progress=terminal_progress(),
                               label="".join(f"round {r} · " for r in sorted(later)),
-                              runs_per_gpu=self.runs_per_gpu)
+                              runs_per_gpu=runs_per_gpu)
         # the interpolation in a warm worker (TensorFlow already loaded); a study in rounds cannot tell its last
         # round before it ends, so the sweep's end (harness.launch.sweep_end.close) makes it, in a process of its own
         last = not sweep_file.more_rounds(sweep_file.read(sweep_dir))

@@ -5,7 +5,8 @@ SlurmLauncher, made to hold at thousands of runs.
   only the runs that have not finished (completed or diverged), each under its own job number and folder, not
   every task to skip itself in the queue.
 - A sweep of more tasks than the cluster's MaxArraySize (SLURM's default is 1001) is cut into several arrays, and
-  `array_parallelism` stays the throttle of the whole sweep: it is shared between the arrays.
+  `array_parallelism` stays the throttle of the whole sweep: it is shared between the arrays. A study's round
+  whose jobs run alone (a time measured on the machine: harness.studies.study.Round) runs one task at a time.
 - Each task composes its own job inside SLURM, as the submitit launcher does; the submitting command composes
   nothing per job. What every task shares (this launcher, with the sweep's config and Hydra's state, about 50 KB)
   is written once per submission, not pickled into each task's file (SlurmTask): 10,000 tasks cost 10,000 small
@@ -133,7 +134,11 @@ class HarnessSlurmLauncher(SlurmLauncher):
         if not left:
             return []
         size = self.max_array_size or cluster_max_array_size()
-        arrays, throttle = cut_arrays(left, size, int(self.params.get("array_parallelism") or 1))
+        from harness.store import sweep_file
+
+        alone = any(job.alone for job in sweep_file.planned_jobs(sweep_dir) or [] if job.num in planned)
+        # a round timed on the machine (a study's jobs that run alone): one task at a time
+        arrays, throttle = cut_arrays(left, size, 1 if alone else int(self.params.get("array_parallelism") or 1))
         executor = self._executor(throttle)
         # submitit's folder up to its first %-pattern (sweep/.submitit/%j: sweep/.submitit)
         shared = self._share(Path(str(self.params["submitit_folder"]).split("%")[0]))

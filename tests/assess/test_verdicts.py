@@ -158,9 +158,10 @@ def test_the_claim_states_its_learning_rate_condition(tmp_path):
     assert "The learning rate differed with the batch: 0.001 at batch 8, 0.016 at batch 128." in scaled.headline
 
 
-def test_a_drop_names_the_diagnose_and_recover_commands_of_its_own_setting(tmp_path):
-    """The commands that split the drop and search the recipe that keeps b's accuracy: b and B of the verdict, the
-    overrides every run shared (not the seed), each a line of its details, in the studies' order."""
+def test_a_drop_names_the_diagnose_recover_and_choose_commands_of_its_own_setting(tmp_path):
+    """The commands that split the drop, search the recipe that keeps b's accuracy and time every batch size to it:
+    the verdict's batch sizes, the overrides every run shared (not the seed), each a line of its details, in the
+    studies' order."""
     from harness.studies.registry import assess
 
     sweep = tmp_path / "s"
@@ -171,11 +172,14 @@ def test_a_drop_names_the_diagnose_and_recover_commands_of_its_own_setting(tmp_p
     [verdict] = assess(sweep).batch_verdicts
     assert verdict.next_steps == [
         ("diagnose", "python -m harness +study=diagnose batch_size=8,64 epochs=3 model.width=2.0 -m"),
-        ("recover", "python -m harness +study=recover batch_size=8,64 epochs=3 model.width=2.0 -m")]
-    assert verdict.details[-2].startswith("To split this drop into its causes on this setting")
-    assert verdict.details[-2].endswith(verdict.next_steps[0][1])
-    assert verdict.details[-1] == ("To keep batch 8's accuracy at batch 64 (a recipe searched on a tuning slice, then "
+        ("recover", "python -m harness +study=recover batch_size=8,64 epochs=3 model.width=2.0 -m"),
+        ("choose", "python -m harness +study=choose batch_size=8,64 epochs=3 model.width=2.0 -m")]
+    assert verdict.details[-3].startswith("To split this drop into its causes on this setting")
+    assert verdict.details[-3].endswith(verdict.next_steps[0][1])
+    assert verdict.details[-2] == ("To keep batch 8's accuracy at batch 64 (a recipe searched on a tuning slice, then "
                                    f"confirmed on every seed): {verdict.next_steps[1][1]}")
+    assert verdict.details[-1].startswith("To find which batch size reaches batch 8's accuracy soonest on this "
+                                          "machine") and verdict.details[-1].endswith(verdict.next_steps[2][1])
     flat = tmp_path / "flat"
     for job, (batch, val) in enumerate([(8, 0.90), (8, 0.91), (64, 0.91), (64, 0.90)]):
         make_run(flat, job, batch_size=batch, seed=job % 2, val=(val - 0.2, val - 0.1, val))

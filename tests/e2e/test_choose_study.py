@@ -1,6 +1,6 @@
 """+study=choose end to end on a small MNIST-1D: the baseline sets the target, every later round is planned from
-the files of the one before, every target run stops at the target or the cap and says how long it took, and the
-report, the results table and resume read it."""
+the files of the one before, every target run stops at the target or the cap and says how long it took, the timing
+and the check run one at a time, and choice.json, the report and the results table give the answer."""
 import json
 import subprocess
 import sys
@@ -10,7 +10,7 @@ import pytest
 pytestmark = pytest.mark.slow
 
 
-def test_a_choice_runs_its_rounds_and_its_report_shows_every_batch_size_s_steps(tmp_path):
+def test_a_choice_runs_its_rounds_times_each_batch_size_alone_and_answers(tmp_path):
     from tests.conftest import run_harness
     from tests.helpers import page
 
@@ -19,7 +19,7 @@ def test_a_choice_runs_its_rounds_and_its_report_shows_every_batch_size_s_steps(
                        "choose.rules=[linear]", "choose.lr_grid=[2.0]", f"hydra.sweep.dir={sweep}", "-m", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     plan = json.loads((sweep / "sweep.json").read_text())
-    assert plan["rounds"] == 4 and plan["more_rounds"] is False
+    assert plan["rounds"] == 6 and plan["more_rounds"] is False
     arms = {**plan["choose"]["arms"], **{job["job"]: job["arm"] for job in plan["jobs"] if job.get("arm")}}
     assert sorted(set(arms.values()))[:2] == ["baseline", "bs16_as_is"]
     target = None
@@ -33,9 +33,19 @@ def test_a_choice_runs_its_rounds_and_its_report_shows_every_batch_size_s_steps(
         target = target or found["target_tune_acc"]
         assert found["target_tune_acc"] == target and record["config"]["epochs"] == 6  # the cap: 3 x 2
         assert (found["seconds_to_target"] is None) == (found["steps_to_target"] is None)
+    alone = [job["job"] for job in plan["jobs"] if job.get("alone")]  # the timing and the check: one at a time
+    assert [arms[job].split("_")[0] for job in alone] == ["time"] * 3 + ["check"] * 2
+    spans = sorted((json.loads((sweep / job / "run.json").read_text())["started_at"],
+                    json.loads((sweep / job / "run.json").read_text())["finished_at"]) for job in alone)
+    assert all(before[1] <= after[0] for before, after in zip(spans, spans[1:]))
+    chosen = json.loads((sweep / "choice.json").read_text())
+    assert chosen["answer"]["batch"] in (16, 64) and chosen["machine"].endswith("CPU cores, TensorFlow")
+    answer = chosen["answer"]
+    as_is = answer["batch"] == 16 and answer["candidate"] == "as_is"  # then it is checked once
+    assert [c["batch"] for c in chosen["checks"]] == [answer["batch"]] + ([] if as_is else [16])
+    assert all(c["measured"] > 0 and c["predicted"] > 0 for c in chosen["checks"])
     table = subprocess.run([sys.executable, "-m", "harness.results", str(sweep)], capture_output=True, text=True,
                            check=True, cwd=tmp_path).stdout
     assert f"choose: target tune_acc {target:g}" in table and "batch 64:" in table
     text = page.text(page.parse((tmp_path / "reports" / "latest.html").read_text()))
-    assert f"Steps to tune_acc {target:g} on the tuning slice at every batch size" in text
-    assert "No completed runs yet" not in text
+    assert "Which batch size?" in text and chosen["headline"] in text and "No completed runs yet" not in text

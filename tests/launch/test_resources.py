@@ -106,3 +106,16 @@ def test_available_memory_counts_the_reclaimable_page_cache_not_only_free_pages(
 def test_cpu_count_is_the_cores_this_process_may_use():
     expected = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     assert resources.cpu_count() == expected >= 1
+
+
+def test_runs_timed_alone_go_one_at_a_time_on_a_cpu_and_one_per_device_on_gpus():
+    """A study's round timed on the machine (harness.studies.study.Round with alone): whatever the cores, one run at
+    a time on a CPU; on 4 GPUs, four one-GPU runs at once (each alone on its device) or two two-GPU runs."""
+    class Planned:
+        def __init__(self, gpus):
+            self.gpus = gpus
+
+    assert resources.alone_parallelism([Planned(0)] * 6, []) == 1
+    assert resources.alone_parallelism([Planned(0)] * 6, [0, 1, 2, 3]) == 1  # CPU runs on a GPU machine
+    assert resources.alone_parallelism([Planned(1)] * 6, [0, 1, 2, 3]) == 4
+    assert resources.alone_parallelism([Planned(2), Planned(1)], [0, 1, 2, 3]) == 2

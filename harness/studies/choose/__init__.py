@@ -7,16 +7,21 @@ tuning slice.
                    jobs of every later round (config)
     rounds.py      which later round comes next, from the rounds before (harness.launch.rounds runs it)
     reading.py     the sweep read: the target, every candidate's steps to it, each batch size's best (assess)
-    section.py     the report's part: section.html.j2, in the verdict's place; words.py its sentences
+    timing.py      a time to the target from a run timed alone (T = C + r x S), medians and bootstrap intervals
+    answer.py      the answer: each batch size's best timed, the fastest, its speed-up, the rule of thumb's cost
+    section.py     the report's part, in the verdict's place: section.html.j2, figures.py; words.py its sentences
+    files.py       choice.json
 """
 from __future__ import annotations
 
+from harness.studies.choose import files
 from harness.studies.study import Study
 
 
 class Choose(Study):
     name = "choose"
     priority = 2.5  # before scaling's (whose runs are stopped at a target too): a sweep holding a choice's plan
+    reading_file = (files.CHOICE_FILE, files.write)
 
     def settings(self, node):
         from harness.studies.choose import settings
@@ -44,6 +49,14 @@ class Choose(Study):
 
         c = common(sweep)  # runs stopped at a target: their steps and times are the measure, not a final val_acc
         return c.assessment([], reading.choose(c.sweep))
+
+    def next_step(self, verdict):
+        import shlex
+
+        sizes = "batch_size=" + ",".join(str(size) for size in verdict.batch_sizes)
+        return (f"To find which batch size reaches batch {verdict.batch_sizes[0]}'s accuracy soonest on this machine, "
+                "each with its own recipe (the published rules and a learning-rate grid, timed alone)",
+                shlex.join(["python", "-m", "harness", f"+study={self.name}", sizes, *(verdict.setting or []), "-m"]))
 
     def sections(self, a):
         from harness.studies.choose.section import sections

@@ -24,7 +24,7 @@ from typing import Any
 
 from harness.config import batch_norm as command_batch_norm
 from harness.config import pairs, rules
-from harness.config.pairs import with_recipe
+from harness.config.overrides import with_recipe
 from harness.config.schema import RunConfig
 from harness.data import registry as datasets
 from harness.fields import ConfigError
@@ -70,18 +70,13 @@ def candidates(kit: pairs.Pairs, settings: Settings) -> tuple[dict[str, list[dic
 
 
 def target_jobs(record: dict[str, Any], jobs: dict[tuple[int, int], list[str]], target: float,
-                picked: list[tuple[int, str, dict[str, Any], list[int]]]) -> list[tuple[list[str], str]]:
+                picked: list[tuple[int, str, dict[str, Any], list[int]]], prefix: str = "") -> list[tuple[list[str], str]]:
     """Target runs as (overrides, arm): each (size, name, recipe, seeds) at its point's job of every seed given,
-    stopped at `target` or at the cap, the recipe's keys in place of the command's."""
+    stopped at `target` or at the cap, the recipe's keys in place of the command's; `prefix` before each arm (a
+    timed run's)."""
     stop = {"target_tune_acc": float(f"{target:.4g}"), "epochs": record["max_epochs"]}
-    return [(with_recipe(jobs[(size, seed)], {**recipe, **stop}), arm(size, name))
+    return [(with_recipe(jobs[(size, seed)], {**recipe, **stop}), prefix + arm(size, name))
             for size, name, recipe, seeds in picked for seed in seeds]
-
-
-def point_jobs(record: dict[str, Any]) -> dict[tuple[int, int], list[str]]:
-    """(size, seed) -> the command's own job there, as round 1 recorded it."""
-    return {(int(size), int(seed)): list(job) for size, seeds in record["points"].items()
-            for seed, job in seeds.items()}
 
 
 def plan(jobs: list[list[str]], run_configs: list[RunConfig], settings: Settings,

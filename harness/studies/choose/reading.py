@@ -6,6 +6,7 @@ Files in, numbers and sentences out."""
 from __future__ import annotations
 
 import math
+import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,7 +14,12 @@ import pandas as pd
 
 from harness.assess import targets
 from harness.assess.sweep import Sweep
-from harness.studies.choose.settings import BASELINE, arm, recorded
+from harness.config.overrides import with_recipe
+from harness.store.files import DamagedFile
+from harness.studies.choose import files, words
+from harness.studies.choose import answer as answer_of
+from harness.studies.choose import timing
+from harness.studies.choose.settings import BASELINE, CHECK, TIME, arm, point_jobs, recorded
 
 
 @dataclass
@@ -35,6 +41,18 @@ class Candidate:
 
 
 @dataclass
+class Check:
+    """A run of the check round: a batch size's candidate rerun alone on a seed, its measured time to the target
+    beside the one its steps predict (timing.py)."""
+    size: int
+    name: str
+    seed: int
+    steps: float                 # inf: it missed the target
+    measured: float | None
+    predicted: float
+
+
+@dataclass
 class Choice:
     target: float | None         # None: not known yet (the baseline has not ended), or cannot be (target_note)
     target_note: str
@@ -42,6 +60,20 @@ class Choice:
     seeds: list[int]
     candidates: dict[int, list[Candidate]]
     rounds: int                  # rounds whose every job has ended
+    tolerance: float = 0.01      # choose.tolerance
+    rates: dict[tuple[int, str], timing.Rate] = field(default_factory=dict)  # (size, candidate): timed alone
+    machine: str = ""            # where the timing ran: "2 CPU cores, TensorFlow"
+    checks: list[Check] = field(default_factory=list)
+    answer: answer_of.Answer | None = None
+    command: str | None = None   # the answer as a command line: its batch size and recipe on the user's command
+
+    @property
+    def headline(self) -> str:
+        return words.headline(self)
+
+    def as_json(self) -> dict[str, Any]:
+        """choice.json's content (files.FIELDS)."""
+        return files.values(self)
 
     def leader(self, size: int) -> Candidate | None:
         """The candidate `size` goes on with: the fewest steps to the target on the first seed; where none reached
@@ -142,8 +174,58 @@ def choose(sweep: Sweep) -> Choice | None:
         c.val_acc[seed] = None if row["val_acc"] is None or pd.isna(row["val_acc"]) else float(row["val_acc"])
         c.seconds[seed] = seconds.get(str(row["job"]))
     sizes = [int(s) for s in record["sizes"]]
-    return Choice(target, note, sizes, [int(s) for s in record["seeds"]],
-                  {size: list(found.get(size, {}).values()) for size in sizes}, sweep.complete_rounds())
+    found_choice = Choice(target, note, sizes, [int(s) for s in record["seeds"]],
+                          {size: list(found.get(size, {}).values()) for size in sizes}, sweep.complete_rounds(),
+                          recorded(record).tolerance)
+    _timings(sweep, found_choice, jobs, timed)
+    return found_choice
+
+
+def _timings(sweep: Sweep, found: Choice, jobs: dict[str, str], timed: pd.DataFrame) -> None:
+    """The timing round's rates (each run alone: timing.rate of its checks), where it ran, the answer they give,
+    and the check round's runs, measured beside predicted."""
+    records = {str(r["job"]): r for r in sweep.records}
+    for job, name in jobs.items():
+        if not name.startswith(TIME) or records.get(job, {}).get("status") != "completed":
+            continue
+        size, candidate = _size_name(name[len(TIME):])
+        try:
+            written = sweep.target(job) or {}
+        except DamagedFile:
+            continue
+        found_rate = timing.rate(written.get("check_times") or [])
+        if size is not None and found_rate is not None:
+            found.rates[(size, candidate)] = found_rate
+            found.machine = found.machine or machine(records[job])
+    found.answer = answer_of.of(found, found.rates) if found.rates else None
+    if found.answer is not None:
+        job = with_recipe(point_jobs(read_plan(sweep))[(found.answer.size, found.seeds[0])], found.answer.recipe)
+        kept = [o for o in job if not o.lstrip("+~").startswith(("study=", "seed=", "hydra.", "choose."))]
+        found.command = "python -m harness " + " ".join(shlex.quote(o) for o in kept)
+    for row in timed.to_dict("records"):
+        name = jobs.get(str(row["job"]), "")
+        if not name.startswith(CHECK):
+            continue
+        size, candidate = _size_name(name[len(CHECK):])
+        rate = found.rates.get((size, candidate))
+        if rate is None:
+            continue
+        steps = math.inf if row["steps"] is None or pd.isna(row["steps"]) else float(row["steps"])
+        measured = records.get(str(row["job"]), {}).get("seconds_to_target")
+        found.checks.append(Check(size, candidate, int(row["seed"]), steps, measured, rate.predicted(steps)))
+
+
+def machine(record: dict[str, Any]) -> str:
+    """Where a run trained, in a few words: "2 CPU cores, TensorFlow", "1 NVIDIA H100 80GB HBM3, JAX"."""
+    environment = record.get("environment", {})
+    hardware, backend = environment.get("hardware", {}), environment.get("backend", "tensorflow")
+    framework = {"tensorflow": "TensorFlow", "jax": "JAX"}.get(backend, backend)
+    gpus = hardware.get("gpus") or []
+    if gpus:
+        kinds = sorted(set(gpus))
+        return f"{len(gpus)} {' + '.join(kinds)}, {framework}" if len(kinds) == 1 else f"{len(gpus)} GPUs, {framework}"
+    cores = hardware.get("cpus_usable")
+    return f"{cores} CPU cores, {framework}" if cores else f"a CPU, {framework}"
 
 
 def _size_name(name: Any) -> tuple[int | None, str]:

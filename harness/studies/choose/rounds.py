@@ -1,6 +1,8 @@
 """+study=choose's later rounds, planned from the rounds before (harness.launch.rounds runs the mechanics): after the
 baseline, the candidates at every batch size; then the learning-rate grid around each batch size's leader; then the
-confirmation of each batch size's best on the other seeds, beside b as it is (plan.py says what each holds)."""
+confirmation of each batch size's best on the other seeds, beside b as it is; then the timing, each of them again
+on the first seed alone; then the check, the answer and b as it is alone on another seed (plan.py says what each
+holds)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,8 +11,8 @@ from typing import Any
 from harness.assess import sweep as sweep_files
 from harness.studies.choose import plan as choice_plan
 from harness.studies.choose import reading as choice
-from harness.studies.choose.settings import AS_IS, recorded, stages
-from harness.studies.study import NOT_ENDED
+from harness.studies.choose.settings import AS_IS, CHECK, TIME, point_jobs, recorded, stages
+from harness.studies.study import NOT_ENDED, Round
 
 
 def next_round(sweep_dir: Path, content: dict[str, Any], round_: int) -> list[tuple[list[str], str]] | str | None:
@@ -22,7 +24,7 @@ def next_round(sweep_dir: Path, content: dict[str, Any], round_: int) -> list[tu
     return next_jobs(content["choose"], choice.choose(sweep), round_)
 
 
-def next_jobs(record: dict[str, Any], found: choice.Choice, round_: int) -> list[tuple[list[str], str]] | None:
+def next_jobs(record: dict[str, Any], found: choice.Choice, round_: int) -> list[tuple[list[str], str]] | Round | None:
     """Round `round_`'s jobs as (overrides, arm), [] for a round with none, None when the study is done (or has no
     target to time against: the reading says why)."""
     planned = stages(record)
@@ -41,9 +43,26 @@ def next_jobs(record: dict[str, Any], found: choice.Choice, round_: int) -> list
             for factor in recorded(record).lr_grid:
                 recipe = {**leader.recipe, "lr_factor": choice.grid_lr(leader.recipe, record, factor)}
                 picked.append((size, f"{leader.name}_x{factor:g}", recipe, seeds[:1]))
-    else:  # confirm: each batch size's best on the other seeds, and b as it is there (what the speed-up is over)
-        picked = [(size, best.name, best.recipe, seeds[1:]) for size in found.sizes
-                  if (best := found.best(size)) is not None]
-        if not any(size == b and name == AS_IS for size, name, _, _ in picked):
-            picked.append((b, AS_IS, {}, seeds[1:]))
-    return choice_plan.target_jobs(record, choice_plan.point_jobs(record), found.target, picked)
+    elif stage == "confirm":  # each batch size's best on the other seeds, and b as it is (the speed-up's base)
+        picked = _bests(found, b, seeds[1:])
+    elif stage == "time":  # each of them again on the first seed, alone: its seconds per step on this machine
+        return Round(choice_plan.target_jobs(record, point_jobs(record), found.target,
+                                             _bests(found, b, seeds[:1]), TIME), alone=True)
+    else:  # check: the answer and b as it is, alone, on a seed the timing did not run: measured against predicted
+        answer = found.answer
+        if answer is None:
+            return None
+        seed = seeds[1:2] or seeds[:1]
+        picked = [(answer.size, answer.name, answer.recipe, seed)] + (
+            [] if answer.size == b and answer.name == AS_IS else [(b, AS_IS, {}, seed)])
+        return Round(choice_plan.target_jobs(record, point_jobs(record), found.target, picked, CHECK),
+                     alone=True)
+    return choice_plan.target_jobs(record, point_jobs(record), found.target, picked)
+
+
+def _bests(found: choice.Choice, b: int, seeds: list[int]) -> list[tuple[int, str, dict[str, Any], list[int]]]:
+    """Each batch size's best (none where every candidate missed on the first seed), and b as it is beside them."""
+    picked = [(size, best.name, best.recipe, seeds) for size in found.sizes if (best := found.best(size)) is not None]
+    if not any(size == b and name == AS_IS for size, name, _, _ in picked):
+        picked.append((b, AS_IS, {}, seeds))
+    return picked

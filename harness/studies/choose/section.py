@@ -1,11 +1,15 @@
-"""+study=choose's part of the report, in the verdict's place (section.html.j2): the target, and at every batch size
-each candidate's steps to it on every seed it ran, the one the batch size goes on with first."""
+"""+study=choose's part of the report, in the verdict's place (section.html.j2): "Which batch size?", the answer and
+its reading, every batch size's best timed alone (a table and figures.py), and every candidate's steps to the target
+by seed."""
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
-from harness.studies.choose.words import recipe_text
+import numpy as np
+
+from harness.studies.choose import figures, words
+from harness.studies.choose.words import recipe_text, seconds
 from harness.studies.study import Section
 
 FOLDER = Path(__file__).resolve().parent
@@ -13,7 +17,27 @@ FOLDER = Path(__file__).resolve().parent
 
 def sections(a) -> list[Section]:
     found = a.reading
-    return [Section("section.html.j2", FOLDER, {"choice": found, "rows": rows(found)}, place="verdict")]
+    context = {"choice": found, "headline": words.headline(found), "lines": words.answer_lines(found),
+               "formula": words.FORMULA, "timed": timed_rows(found), "rows": rows(found)}
+    return [Section("section.html.j2", FOLDER, context, figures.figures(a), place="verdict")]
+
+
+def timed_rows(found) -> list[list[str]]:
+    """One row per batch size timed: its best, steps (median, range), seconds a step, throughput, one-time cost,
+    time to the target (median and interval) and validation at the target."""
+    if found.answer is None:
+        return []
+    out = []
+    for t in found.answer.timed:
+        reached = [s for s in t.steps if math.isfinite(s)]
+        steps = "never" if not reached else f"{float(np.median(reached)):.0f} ({min(reached):.0f}–" \
+                                            f"{max(reached):.0f})" + ("" if t.reached_all else ", a seed missed")
+        mark = " (the answer)" if t is found.answer.best else (" (as it is)" if t is found.answer.base else "")
+        out.append([f"{t.size}{mark}", recipe_text(t.candidate.recipe), steps,
+                    f"{1000 * t.rate.seconds_per_step:.3g} ms", f"{t.throughput:,.0f}", seconds(t.rate.one_time),
+                    f"{seconds(t.median)} [{seconds(t.interval[0])}, {seconds(t.interval[1])}]",
+                    "–" if t.val_acc is None else f"{t.val_acc:.3f}"])
+    return out
 
 
 def rows(found) -> list[list[str]]:

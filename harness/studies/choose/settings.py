@@ -15,7 +15,9 @@ BEFORE: dict[str, Any] = {}  # what a key an older sweep.json lacks meant (none 
 # the arms: b as the command sets it (the baseline), and each candidate at each batch size
 AS_IS = "as_is"
 BASELINE = "baseline"
-STAGES = (BASELINE, "candidates", "grid", "confirm")
+STAGES = (BASELINE, "candidates", "grid", "confirm", "time", "check")
+ALONE = ("time", "check")  # stages whose runs run alone: a time measured on this machine
+TIME, CHECK = "time_", "check_"  # the arms of those runs: time_bs128_linear, check_bs8_as_is
 
 
 def arm(size: int, name: str) -> str:
@@ -24,8 +26,10 @@ def arm(size: int, name: str) -> str:
 
 
 def stages(record: dict[str, Any]) -> tuple[str, ...]:
-    """The stages a sweep goes through, round 1 first (no baseline with choose.target given)."""
-    return STAGES if record["target"] is None else STAGES[1:]
+    """The stages a sweep goes through, round 1 first (no baseline with choose.target given; no check with
+    choose.check false)."""
+    found = STAGES if record["target"] is None else STAGES[1:]
+    return found if recorded(record).check else found[:-1]
 
 
 @dataclass(frozen=True)
@@ -92,3 +96,9 @@ def recorded(record: dict[str, Any]) -> Settings:
     values = {**BEFORE, **saved}
     return Settings(**{**values, "rules": tuple(values.get("rules", RULES)),
                        "lr_grid": tuple(values.get("lr_grid", (0.5, 2.0)))})
+
+
+def point_jobs(record: dict[str, Any]) -> dict[tuple[int, int], list[str]]:
+    """(size, seed) -> the command's own job there, as round 1 recorded it."""
+    return {(int(size), int(seed)): list(job) for size, seeds in record["points"].items()
+            for seed, job in seeds.items()}

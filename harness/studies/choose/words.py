@@ -11,6 +11,8 @@ def results_lines(found) -> list[str]:
     if found.target is None:
         return [f"choose: {found.target_note}"]
     lines = [f"choose: target tune_acc {found.target:g} ({found.target_note})"]
+    if found.answer is not None:
+        lines.append(f"choose: {headline(found)}")
     for size in found.sizes:
         leader = found.leader(size)
         if leader is None:
@@ -25,3 +27,88 @@ def results_lines(found) -> list[str]:
 def recipe_text(recipe: dict) -> str:
     """A recipe as its overrides, or what an empty one is."""
     return " ".join(f"{k}={v}" for k, v in recipe.items()) or "the command as it is"
+
+
+FORMULA = ("time to the target = C + r x S: S a seed's steps to the target, r the seconds a step takes and C the "
+           "one-time cost (the first compiled call), both measured with the batch size's recipe running alone on "
+           "this machine, its checks and each epoch's evaluation in r; a seed that missed the target never reaches "
+           "it (infinite), and a batch size's time is its median over the seeds")
+
+
+def seconds(value: float) -> str:
+    if not math.isfinite(value):
+        return "never"
+    return f"{value:.3g} s" if value < 100 else f"{value:,.0f} s"
+
+
+def candidate_text(t) -> str:
+    """"batch 128 with the linear rule", "batch 8 as it is", "batch 8 with lr x2"."""
+    name = t.candidate.name
+    if name == "as_is":
+        return f"batch {t.size} as it is"
+    base, _, factor = name.rpartition("_x")
+    if base and factor:
+        rule = "your command" if base == "as_is" else f"the {base} rule"
+        return f"batch {t.size} with {rule}, its learning rate x{factor}"
+    return f"batch {t.size} with the {name} rule"
+
+
+def headline(found) -> str:
+    """The answer in one sentence, naming the machine."""
+    a = found.answer
+    if a is None:
+        return found.target_note if found.target is None else (
+            f"Steps to tune_acc {found.target:g} so far at every batch size; no batch size has been timed on this "
+            "machine yet.")
+    where = f"On {found.machine}" if found.machine else "On this machine"
+    if not a.beats_base and a.best is a.base:
+        return (f"{where}, no batch size reaches tune_acc {found.target:g} sooner than batch {a.base.size} as it is "
+                f"({seconds(a.base.median)}, the median over {len(found.seeds)} seeds).")
+    value, low, high = a.speedup
+    claim = "" if a.beats_base else " (the interval does not show it faster)"
+    return (f"{where}, {candidate_text(a.best)} reaches tune_acc {found.target:g} soonest: {seconds(a.best.median)} "
+            f"against {seconds(a.base.median)} for batch {a.base.size} as it is, {value:.2g}x [{low:.2g}, {high:.2g}] "
+            f"as fast{claim}.")
+
+
+def answer_lines(found) -> list[str]:
+    """What the section says under the headline: who is just as fast, who missed, validation, the rule of thumb,
+    the check."""
+    a = found.answer
+    if a is None:
+        return []
+    lines = []
+    if a.just_as_fast:
+        lines.append(f"Just as fast within the intervals: batch {', '.join(map(str, a.just_as_fast))}.")
+    missed = [t for t in a.timed if not t.reached_all]
+    for t in missed:
+        seeds = [seed for seed, s in zip(found.seeds, t.steps) if not math.isfinite(s)]
+        lines.append(f"{candidate_text(t)[0].upper()}{candidate_text(t)[1:]} missed the target on seed "
+                     f"{', '.join(map(str, seeds))}: it is not a candidate for the answer, whatever its other seeds "
+                     "took.")
+    untimed = [size for size in found.sizes if size not in {t.size for t in a.timed}]
+    if untimed:
+        lines.append(f"Batch {', '.join(map(str, untimed))}: no candidate reached the target on seed "
+                     f"{found.seeds[0]}, so none was confirmed or timed.")
+    largest = max(found.sizes)
+    if a.size != largest:
+        lines.append(f"The answer is not the largest batch size ({largest}): every larger one took longer to the "
+                     "target on this machine, or missed it.")
+    if a.best.val_acc is not None and a.base.val_acc is not None:
+        drop = a.base.val_acc - a.best.val_acc
+        tolerance = found.tolerance
+        said = (f"Validation accuracy where the target was reached: {a.best.val_acc:.3f} at batch {a.size} against "
+                f"{a.base.val_acc:.3f} at batch {a.base.size} as it is")
+        lines.append(said + (f", {drop:.3f} lower: more than the tolerance {tolerance:g}, so this answer keeps the "
+                             "tuning accuracy but not the validation accuracy." if round(drop, 6) > tolerance else "."))
+    if a.thumb is not None:
+        lines.append(f"The rule of thumb (a batch of {32} or less): {candidate_text(a.thumb)}, "
+                     f"{seconds(a.thumb.median)}" + ("." if a.thumb is a.best else
+                                                     f", {a.thumb.median / a.best.median:.2g}x the answer's time."))
+    for check in found.checks:
+        lines.append(f"Rerun alone on seed {check.seed}, batch {check.size} ({check.name.replace('_', ' ')}) took "
+                     f"{seconds(check.measured) if check.measured is not None else 'no time (it missed)'} to the "
+                     f"target, predicted {seconds(check.predicted)}" + (
+                         f" ({check.measured / check.predicted - 1:+.0%})." if check.measured and
+                         math.isfinite(check.predicted) else "."))
+    return lines

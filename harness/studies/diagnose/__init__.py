@@ -20,6 +20,7 @@ from harness.studies.study import Study
 class Diagnose(Study):
     name = "diagnose"
     priority = 1  # a sweep without a study's name holding a diagnosis's plan
+    one_change = True  # b against B on the verdict's setting
     reading_file = (files.DIAGNOSIS_FILE, files.write)
 
     def settings(self, node):

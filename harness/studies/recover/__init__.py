@@ -20,6 +20,7 @@ from harness.studies.study import Study
 class Recover(Study):
     name = "recover"
     priority = 2  # after diagnose: a sweep without a study's name holding a recovery plan
+    one_change = True  # b against B on the verdict's setting
     reading_file = (files.RECOVERY_FILE, files.write)
 
     def settings(self, node):

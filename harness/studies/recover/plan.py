@@ -25,7 +25,8 @@ import math
 from typing import Any
 
 from harness.config import batching, pairs, rules
-from harness.config.pairs import global_batch, with_recipe
+from harness.config.overrides import with_recipe
+from harness.config.pairs import global_batch
 from harness.config.schema import RunConfig
 from harness.data import registry as datasets
 from harness.fields import ConfigError

@@ -1,0 +1,63 @@
+"""choice.json, a +study=choose sweep's answer in the sweep folder: its fields named once, for the writer (the report,
+which assesses the sweep: harness.report.html) and its readers (benchmarks, a user's scripts)."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from harness.store.files import read_json, write_fields
+
+CHOICE_FILE = "choice.json"  # in the sweep folder
+FIELDS = {
+    "target": "the tuning accuracy every run was stopped at (null: not set yet)",
+    "target_note": "how it was set", "machine": "where the batch sizes were timed (2 CPU cores, TensorFlow)",
+    "headline": "the answer in words", "formula": "how a time to the target is predicted",
+    "sizes": "[{batch, candidate, recipe, steps, seconds_per_step, one_time_seconds, throughput, times, median, "
+             "interval, reached_all, val_acc_at_target}]: each batch size's best, timed alone (steps and times by "
+             "seed in `seeds`' order; null: a seed that missed the target)",
+    "seeds": "the seeds, in the order of each size's steps and times",
+    "answer": "{batch, candidate, recipe, command, speedup {value, low, high}}: the least median time among the batch "
+              "sizes that reached the target on every seed, against b as it is (null before the timing)",
+    "just_as_fast": "the batch sizes whose interval overlaps the answer's",
+    "rule_of_thumb": "{batch, candidate, median}: the fastest batch of 32 or less (null: none reached the target)",
+    "checks": "[{batch, candidate, seed, steps, measured, predicted}]: reruns alone, measured beside predicted",
+    "lines": "the rest of the reading in words",
+}
+
+
+def write(sweep_dir: Path, values: dict[str, Any]) -> None:
+    write_fields(Path(sweep_dir) / CHOICE_FILE, values, FIELDS)
+
+
+def read(sweep_dir: Path) -> dict[str, Any] | None:
+    """The sweep's choice.json, or None without one; raises DamagedFile when it cannot be read."""
+    return read_json(Path(sweep_dir) / CHOICE_FILE)
+
+
+def _number(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+def values(found) -> dict[str, Any]:
+    """choice.json's content from a reading (harness.studies.choose.reading.Choice), FIELDS in order."""
+    from harness.studies.choose import words
+
+    a = found.answer
+    sizes = [] if a is None else [
+        {"batch": t.size, "candidate": t.candidate.name, "recipe": t.candidate.recipe,
+         "steps": [_number(s) for s in t.steps], "seconds_per_step": t.rate.seconds_per_step,
+         "one_time_seconds": t.rate.one_time, "throughput": t.throughput, "times": [_number(v) for v in t.times],
+         "median": _number(t.median), "interval": [_number(v) for v in t.interval], "reached_all": t.reached_all,
+         "val_acc_at_target": t.val_acc} for t in a.timed]
+    return {"target": found.target, "target_note": found.target_note, "machine": found.machine,
+            "headline": words.headline(found), "formula": words.FORMULA, "sizes": sizes, "seeds": found.seeds,
+            "answer": None if a is None else {
+                "batch": a.size, "candidate": a.name, "recipe": a.recipe, "command": found.command,
+                "speedup": dict(zip(("value", "low", "high"), a.speedup))},
+            "just_as_fast": [] if a is None else a.just_as_fast,
+            "rule_of_thumb": None if a is None or a.thumb is None else {
+                "batch": a.thumb.size, "candidate": a.thumb.candidate.name, "median": _number(a.thumb.median)},
+            "checks": [{"batch": c.size, "candidate": c.name, "seed": c.seed, "steps": _number(c.steps),
+                        "measured": c.measured, "predicted": _number(c.predicted)} for c in found.checks],
+            "lines": words.answer_lines(found)}
