@@ -58,6 +58,17 @@ class Choose(Study):
                 "each with its own recipe (the published rules and a learning-rate grid, timed alone)",
                 shlex.join(["python", "-m", "harness", f"+study={self.name}", sizes, *(verdict.setting or []), "-m"]))
 
+    def findings(self, a, command):
+        from harness.studies.choose import words
+
+        found = a.reading
+        if found is None:
+            return []
+        lines = [f"- **`{command}`: {words.headline(found)}**"]
+        if found.command:
+            lines.append(f"- The answer as a command line: `{found.command}`")
+        return lines + [f"- {line}" for line in words.answer_lines(found)]
+
     def sections(self, a):
         from harness.studies.choose.section import sections
 

@@ -39,6 +39,7 @@ def time_and_steps(found) -> Figure:
     time_ax.plot([answer.size], [answer.best.median], "*", color=ANSWER, ms=14)
     time_ax.set(xscale="log", yscale="log", xlabel="batch size", ylabel="seconds to the target",
                 title="time to the target")
+    time_ax.margins(y=0.12)  # b as it is often sits at the top
     speed_ax.plot(sizes, [t.throughput for t in timed], "-o", color=BEST, lw=2)
     speed_ax.set(xscale="log", yscale="log", xlabel="batch size", ylabel="training samples / second",
                  title="throughput, alone")
