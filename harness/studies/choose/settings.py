@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from harness.fields import ConfigError
+from harness.fields import ConfigError, check_keys
 
 RULES = ("linear", "sqrt", "adam_sde", "precise_bn")  # the published rules (harness.config.rules)
 CAP = 3  # max_epochs null: this many times the command's epochs
@@ -55,11 +55,7 @@ def _number(value: Any) -> bool:
 
 def from_dict(node: dict[str, Any]) -> Settings:
     """The `choose` node of a composed config, validated; raises ConfigError naming `choose.<key>`."""
-    known = set(Settings.__dataclass_fields__)
-    for key, value in node.items():
-        if key not in known:
-            raise ConfigError(f"choose.{key}", value, f"unknown key; valid keys are "
-                              f"{', '.join(f'choose.{k}' for k in sorted(known))}")
+    check_keys(node, set(Settings.__dataclass_fields__), "choose.")
     target = node.get("target")
     if target is not None and (not _number(target) or not 0 < target < 1):
         raise ConfigError("choose.target", target, "a tuning accuracy in (chance, 1), or null for the smallest "

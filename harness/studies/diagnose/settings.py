@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from harness.fields import ConfigError
+from harness.fields import ConfigError, check_keys
 
 # what a key an older sweep.json lacks meant: no warm-up before diagnose.warmup_epochs existed
 BEFORE = {"warmup_epochs": 0.0}
@@ -44,12 +44,9 @@ _RANGES = {  # key -> (low, high, what is allowed)
 
 def settings_from_dict(node: dict[str, Any]) -> Settings:
     """The `diagnose` node of a composed config, validated; raises ConfigError naming `diagnose.<key>`."""
-    known = {f.name for f in dataclasses.fields(Settings)}
+    check_keys(node, {f.name for f in dataclasses.fields(Settings)}, "diagnose.")
     for key, value in node.items():
         name = f"diagnose.{key}"
-        if key not in known:
-            listed = ", ".join(f"diagnose.{k}" for k in sorted(known))
-            raise ConfigError(name, value, f"unknown key; valid keys are {listed}")
         if key in _CHOICES and value not in _CHOICES[key]:
             raise ConfigError(name, value, f"one of {', '.join(_CHOICES[key])}")
         if key in _RANGES:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.fields import ConfigError
+from harness.fields import ConfigError, check_keys
 from harness.studies.recover.space import CHOICES, LOG, RANGES
 
 RULES = ("linear", "sqrt", "adam_sde", "precise_bn")  # the published rules (harness.config.rules)
@@ -34,11 +34,7 @@ class Settings:
 
 def from_dict(node: dict[str, Any]) -> Settings:
     """The `recover` node of a composed config, validated; raises ConfigError naming `recover.<key>`."""
-    known = set(Settings.__dataclass_fields__)
-    for key, value in node.items():
-        if key not in known:
-            raise ConfigError(f"recover.{key}", value, f"unknown key; valid keys are "
-                              f"{', '.join(f'recover.{k}' for k in sorted(known))}")
+    check_keys(node, set(Settings.__dataclass_fields__), "recover.")
     trials = node.get("trials", 16)
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 2 or trials & (trials - 1):
         raise ConfigError("recover.trials", trials, "a power of two >= 2 (as Sobol points want): 8, 16, 32, ...")

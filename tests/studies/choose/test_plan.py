@@ -57,6 +57,9 @@ def test_the_rounds_go_from_the_baseline_to_the_confirmation_of_each_batch_size_
     set_final(sweep, 0, tune_acc=0.62)
     set_final(sweep, 1, tune_acc=0.58)  # the lowest seed: the target is 0.58 - 0.01
     candidates = next_round(sweep, 1)
+    again = next_round(sweep, 1)  # a resumed command plans the same round from the same files: same jobs, same numbers
+    assert [(job.job, job.overrides, job.arm) for job in again] == [(job.job, job.overrides, job.arm)
+                                                                    for job in candidates]
     found = choice.choose(sweep_files.read(sweep))
     assert found.target == 0.57 and "0.58" in found.target_note
     assert [job.arm for job in candidates] == ["bs8_as_is", "bs64_as_is", "bs64_linear", "bs64_sqrt", "bs64_adam_sde"]
