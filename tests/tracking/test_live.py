@@ -93,8 +93,9 @@ def test_tracking_without_mlflow_installed_is_one_line_naming_the_extra(tmp_path
 
 @pytest.mark.parametrize("content, written", [({"study": "diagnose"}, "diagnosis.json"),
                                               ({"study": "recover"}, "recovery.json"),
+                                              ({"study": "choose"}, "choice.json"),
                                               ({"diagnose": {"arms": {"0": "as_is"}}}, "diagnosis.json")],
-                         ids=["diagnose", "recover", "detected"])
+                         ids=["diagnose", "recover", "choose", "detected"])
 def test_the_parent_run_keeps_the_report_the_results_table_and_the_study_s_file(tmp_path, content, written):
     """The files the sweep's study writes (its file_names) go with the sweep, the study named in sweep.json or
     detected from it as the report detects it (a sweep.json recorded without a study's name); another study's
@@ -103,7 +104,8 @@ def test_the_parent_run_keeps_the_report_the_results_table_and_the_study_s_file(
 
     sweep = tmp_path / "sweeps" / "s"
     make_run(sweep, 0)
-    for path in (sweep / "diagnosis.json", sweep / "recovery.json", report_path(sweep, tmp_path / "reports")):
+    for path in (sweep / "diagnosis.json", sweep / "recovery.json", sweep / "choice.json",
+                 report_path(sweep, tmp_path / "reports")):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("{}")
     (sweep / "sweep.json").write_text(json.dumps(content))
