@@ -54,6 +54,14 @@ def cluster_max_array_size() -> int:
     return SLURM_MAX_ARRAY_SIZE
 
 
+def runs_alone(sweep_dir: Path, numbers: list[int]) -> bool:
+    """Whether the jobs `numbers` of the sweep's plan run alone (a study's round timed on the machine: sweep.json's
+    `alone`)."""
+    from harness.store import sweep_file
+
+    return any(job.alone for job in sweep_file.planned_jobs(sweep_dir) or [] if job.num in numbers)
+
+
 def cut_arrays(jobs: Sequence[Any], max_array_size: int, parallelism: int) -> tuple[list[list[Any]], int]:
     """`jobs` in arrays of at most `max_array_size` tasks, and each array's throttle (tasks at once), so that all
     the arrays together run at most `parallelism` tasks (at least one each)."""
@@ -134,11 +142,9 @@ class HarnessSlurmLauncher(SlurmLauncher):
         if not left:
             return []
         size = self.max_array_size or cluster_max_array_size()
-        from harness.store import sweep_file
-
-        alone = any(job.alone for job in sweep_file.planned_jobs(sweep_dir) or [] if job.num in planned)
         # a round timed on the machine (a study's jobs that run alone): one task at a time
-        arrays, throttle = cut_arrays(left, size, 1 if alone else int(self.params.get("array_parallelism") or 1))
+        throttled = 1 if runs_alone(sweep_dir, list(planned)) else int(self.params.get("array_parallelism") or 1)
+        arrays, throttle = cut_arrays(left, size, throttled)
         executor = self._executor(throttle)
         # submitit's folder up to its first %-pattern (sweep/.submitit/%j: sweep/.submitit)
         shared = self._share(Path(str(self.params["submitit_folder"]).split("%")[0]))

@@ -377,3 +377,17 @@ def test_the_budget_runs_the_best_rule_beside_a_searched_recipe_and_names_the_on
     from harness.studies.recover.section import recovery_budget_rows
 
     assert [row[0] for row in recovery_budget_rows(r)] == ["4 (recipe)", "4 (linear rule)"]
+
+
+def test_a_round_timed_alone_is_one_slurm_task_at_a_time(tmp_path):
+    """A study's round whose jobs run alone (sweep.json's `alone`, harness.studies.study.Round) goes to SLURM with a
+    throttle of one, whatever array_parallelism says; the rounds before it keep theirs."""
+    import json
+
+    from hydra_plugins.harness_launcher.slurm import cut_arrays, runs_alone
+
+    jobs = [{"job": str(n), "overrides": [], "config": "x", "round": 1 if n < 4 else 2, "alone": n >= 4}
+            for n in range(6)]
+    (tmp_path / "sweep.json").write_text(json.dumps({"format": 2, "study": "choose", "jobs": jobs, "rounds": 2}))
+    assert not runs_alone(tmp_path, [0, 1, 2, 3]) and runs_alone(tmp_path, [4, 5])
+    assert cut_arrays([4, 5], 1000, 1)[1] == 1
