@@ -180,13 +180,15 @@ def _load(folder: Path, name: str):
     if folder == PACKAGE:
         return importlib.import_module(f"{__package__}.{name}")
     module_name = f"{USER_PACKAGE}.{name}"
-    if module_name in sys.modules:
-        return sys.modules[module_name]
+    path = folder / name / "__init__.py"
+    cached = sys.modules.get(module_name)
+    if cached is not None and Path(getattr(cached, "__file__", "") or "") == path:
+        return cached  # the same folder's study again; another folder's study of that name is loaded afresh
     if USER_PACKAGE not in sys.modules:
         parent = importlib.util.module_from_spec(importlib.machinery.ModuleSpec(USER_PACKAGE, None, is_package=True))
         parent.__path__ = []
         sys.modules[USER_PACKAGE] = parent
-    spec = importlib.util.spec_from_file_location(module_name, folder / name / "__init__.py",
+    spec = importlib.util.spec_from_file_location(module_name, path,
                                                   submodule_search_locations=[str(folder / name)])
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module

@@ -102,3 +102,17 @@ def test_a_reports_page_finds_the_sweeps_study_once(tmp_path, monkeypatch):
     monkeypatch.setattr(registry, "_of_sweep", lambda *args: calls.append(1) or looked_up(*args))
     html.build_report(sweep)
     assert len(calls) == 1
+
+
+def test_two_folders_with_a_study_of_one_name_each_load_their_own_in_one_process(tmp_path):
+    """One process reading two sweeps (python -m harness.report A B, a warm worker, a test worker) whose user studies
+    share a name but not a folder: each sweep gets its own folder's study, never the one imported first."""
+    from harness.studies import registry
+
+    code = ("from harness.studies.study import Study\n\n\nclass Mine(Study):\n    name = 'twin'\n    priority = {}\n\n\n"
+            "STUDY = Mine()\n")
+    first = _conf(tmp_path / "a", "twin", code.format(7)) / "studies"
+    second = _conf(tmp_path / "b", "twin", code.format(8)) / "studies"
+    assert registry.find("twin", [first]).priority == 7
+    assert registry.find("twin", [second]).priority == 8
+    assert registry.find("twin", [first]).priority == 7  # the first folder's again, not re-imported
