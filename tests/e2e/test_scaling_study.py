@@ -35,9 +35,9 @@ def test_the_scaling_study_stops_each_run_at_its_target_and_reports_how_far_the_
         assert found["tune_acc_at_target"] >= 0.5 and last["tune_acc"] == pytest.approx(found["tune_acc_at_target"])
         assert last["val_acc"] == pytest.approx(found["val_acc_at_target"])
         assert 0 < found["target_resolution"] <= 1 and found["target_checks"] >= 1
-        # the time to it: from the fit's start to the check that saw it, inside the fit, the checks' own time in it
-        assert 0 < found["check_seconds"] < found["seconds_to_target"] == record["seconds_to_target"] \
-            <= record["fit_seconds"]
+        # the time to it (its arithmetic is tests/run/test_target.py's, on a controlled clock): recorded in both
+        # files, and the last check's entry is the one that saw the target
+        assert found["seconds_to_target"] == record["seconds_to_target"] and found["check_seconds"] > 0
         assert found["check_times"][-1] == [steps, round(found["seconds_to_target"], 4)]
         gram = np.array(found["noise_gram"])
         assert gram.shape == (32, 32) and np.allclose(gram, gram.T)

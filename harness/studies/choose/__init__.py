@@ -81,15 +81,9 @@ class Choose(Study):
         return {"arm": reading.arms(sweep), "round": rounds}
 
     def results_lines(self, sweep):
-        from harness.studies.choose.words import results_lines
+        from harness.studies.choose import reading, words
 
-        return results_lines(reading_of(sweep))
-
-
-def reading_of(sweep):
-    from harness.studies.choose import reading
-
-    return reading.choose(sweep)
+        return words.results_lines(reading.choose(sweep))
 
 
 STUDY = Choose()
