@@ -1,8 +1,15 @@
-"""Intervals and tests over seeds, for every verdict that claims a difference: Welch's unequal-variance interval
-and p-value for two groups of runs, and Student's t interval of one group's mean."""
+"""The statistics kit every study's comparison over seeds calls: intervals whose stated level is their coverage.
+Welch's unequal-variance interval and p-value for two groups of runs, Student's t interval of one group's mean
+(paired differences), Fieller's for a ratio of paired means, a ratio of paired times on the log scale, the median's
+order-statistic interval, and a percentile bootstrap that states a level only where the seeds are enough for it.
+Where the seeds are too few for a level, the interval is called the seeds' range; with one seed there is none.
+tests/assess/test_intervals.py simulates seeds from known distributions and checks each level."""
 from __future__ import annotations
 
+import functools
+import math
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
@@ -67,3 +74,118 @@ def seeds_to_show(values: np.ndarray, margin: float, level: float = 0.95, most: 
         if float(stats.t.ppf(0.5 + level / 2, n - 1)) * spread / np.sqrt(n) <= abs(margin - mean):
             return n
     return None
+
+
+# ---- the claims every study makes over seeds: an interval's stated level is its coverage ----------------------------
+
+LEVEL = 0.95
+BOOTSTRAP_UNITS = 8  # a percentile bootstrap over fewer seeds than this covers less than its level (77% at 3): a range
+
+
+@dataclass(frozen=True)
+class Interval:
+    """An interval over n seeds and the coverage its method holds at that n (`level`); None where no level holds (a
+    percentile bootstrap over few seeds: the seeds' range), and no interval at all with one seed."""
+
+    low: float
+    high: float
+    level: float | None
+    n: int
+    method: str  # "t", "log-ratio t", "order statistics", "bootstrap", "range"
+
+    @property
+    def claims(self) -> bool:
+        """Whether a claim may stand on it: two or more seeds and a stated level."""
+        return self.n >= 2 and self.level is not None
+
+    def above(self, value: float) -> bool:
+        """The whole interval lies above `value`, at its stated level."""
+        return self.claims and self.low > value
+
+    def below(self, value: float) -> bool:
+        return self.claims and self.high < value
+
+    @property
+    def label(self) -> str:
+        """What the interval is, in a few words: "95% interval", "75% interval (the 3 seeds' range)"."""
+        if self.n < 2:
+            return "one seed: no interval"
+        if self.level is None:
+            return f"the {self.n} seeds' bootstrap range, no stated level"
+        level = f"{100 * self.level:.0f}% interval"
+        return f"{level} (the {self.n} seeds' range)" if self.method == "range" else level
+
+    def as_json(self) -> dict:
+        return {"low": _finite(self.low), "high": _finite(self.high), "level": self.level, "n": self.n,
+                "method": self.method}
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if math.isfinite(value) else None
+
+
+def median_interval(values, level: float = LEVEL) -> Interval:
+    """The distribution-free interval for the median of `values` (times over seeds; an infinite one, a missed
+    target, is just the largest): order statistics x(j) and x(n+1-j), the innermost pair whose coverage,
+    1 - 2 P(Binomial(n, 1/2) < j), is at least `level`, and that coverage stated exactly. Below six seeds even the
+    extremes fall short of 95%: the interval is the seeds' range and its level what the range covers (75% at 3)."""
+    ordered = np.sort(np.asarray(values, dtype=float))
+    n = len(ordered)
+    if n < 2:
+        value = float(ordered[0]) if n else math.nan
+        return Interval(value, value, None, n, "none")
+    j, coverage = _order_statistic(n, level)
+    return Interval(float(ordered[j - 1]), float(ordered[n - j]), coverage, n,
+                    "order statistics" if coverage >= level - 1e-12 else "range")
+
+
+@functools.lru_cache(maxsize=None)
+def _order_statistic(n: int, level: float) -> tuple[int, float]:
+    """(j, the exact coverage of [x(j), x(n+1-j)] for the median): the largest j whose coverage reaches `level`, else
+    1 (the range)."""
+    coverage = [float(1 - 2 * stats.binom.cdf(j - 1, n, 0.5)) for j in range(1, n // 2 + 1)]
+    j = max((j for j, c in enumerate(coverage, start=1) if c >= level - 1e-12), default=1)
+    return j, coverage[j - 1]
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """How many times `top` the paired `bottom` is: the geometric mean of the per-seed ratios, a t-interval on their
+    logs (df = n - 1), and the seeds left out because `top` was infinite there (a slower side that never got there:
+    said, and the bound comes from the others)."""
+
+    value: float
+    interval: Interval
+    left_out: tuple[int, ...] = ()
+
+
+def paired_ratio(top, bottom, level: float = LEVEL) -> Ratio:
+    """top_i / bottom_i paired by seed (times to a target: b's over the answer's is the speed-up). A paired t-interval
+    on log(top_i / bottom_i) holds its level at 3 seeds under log-normal spread, where a bootstrap is the range. A
+    seed with `top` infinite is left out; `bottom` must be finite (a side that missed is disqualified before)."""
+    top, bottom = np.asarray(top, dtype=float), np.asarray(bottom, dtype=float)
+    if not np.isfinite(bottom).all():
+        raise ValueError("paired_ratio: every seed of the denominator must be finite")
+    kept = np.isfinite(top)
+    logs = np.log(top[kept] / bottom[kept])
+    left_out = tuple(int(i) for i in np.flatnonzero(~kept))
+    if len(logs) == 0:
+        return Ratio(math.inf, Interval(math.inf, math.inf, None, 0, "none"), left_out)
+    value = float(np.exp(logs.mean()))
+    if len(logs) < 2:
+        return Ratio(value, Interval(value, value, None, 1, "none"), left_out)
+    low, high = t_interval(logs, level)
+    return Ratio(value, Interval(float(np.exp(low)), float(np.exp(high)), level, len(logs), "log-ratio t"), left_out)
+
+
+def bootstrap_interval(draws, units: int, level: float = LEVEL) -> Interval:
+    """The percentile interval of bootstrap `draws` (a statistic recomputed on resampled seeds; infinite draws kept
+    as they are), its level stated only where `units`, the fewest seeds resampled, reach BOOTSTRAP_UNITS: below, it
+    is about the seeds' range and covers far less than its level (77% at 3 seeds), so it is called a range."""
+    draws = np.asarray(draws, dtype=float)
+    if len(draws) == 0:
+        return Interval(math.nan, math.nan, None, units, "none")
+    alpha = (1 - level) / 2
+    low, high = np.quantile(draws, [alpha, 1 - alpha], method="inverted_cdf")  # a draw itself, never inf - inf
+    stated = level if units >= BOOTSTRAP_UNITS else None
+    return Interval(float(low), float(high), stated, units, "bootstrap")

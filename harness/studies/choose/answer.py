@@ -1,8 +1,9 @@
 """+study=choose's answer, from a reading whose timing round has ended: at every batch size its best candidate's
 time to the target on each seed (timing.py: T = C + r x S, C and r measured alone on this machine), the batch size
-with the least median time whose every seed reached the target, its speed-up over b as the command sets it with a
-paired bootstrap interval, the batch sizes whose intervals overlap its (just as fast), the validation accuracy at
-the target beside b's, and what the rule of thumb "a batch of 32 or less" costs. Numbers only: words.py says them."""
+with the least median time whose every seed reached the target, its speed-up over b as the command sets it (the
+geometric mean of the per-seed ratios with a paired t-interval on their logs: harness.assess.intervals), the batch
+sizes not shown slower than it (just as fast), the validation accuracy at the target beside b's, and what the rule of
+thumb "a batch of 32 or less" costs. Numbers only: words.py says them."""
 from __future__ import annotations
 
 import math
@@ -10,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from harness.assess import intervals
 from harness.studies.choose import timing
 from harness.studies.choose.settings import AS_IS
 
@@ -24,7 +26,7 @@ class Timed:
     steps: np.ndarray              # by seed, the seeds in the sweep's order (inf: missed)
     times: np.ndarray              # T(steps) by seed
     median: float
-    interval: tuple[float, float]
+    interval: intervals.Interval   # the median's, over the seeds (order statistics: its level is its coverage)
     val_acc: float | None          # mean validation accuracy where its seeds reached the target
 
     @property
@@ -42,8 +44,8 @@ class Answer:
     timed: list[Timed]             # every batch size's best that was timed and b as it is, smallest batch first
     base: Timed                    # b as the command sets it
     best: Timed                    # the least median time among those that reached the target on every seed
-    speedup: tuple[float, float, float]   # median(base) / median(best), its 95% interval
-    just_as_fast: list[int] = field(default_factory=list)
+    speedup: intervals.Ratio       # base's time over best's, paired by seed (b's misses left out and said)
+    just_as_fast: list[int] = field(default_factory=list)   # not shown slower than the answer
     thumb: Timed | None = None     # the fastest of 32 or less that reached it on every seed
 
     @property
@@ -60,15 +62,16 @@ class Answer:
 
     @property
     def beats_base(self) -> bool:
-        """The answer is not b as it is, and its interval says it is faster."""
-        return self.best is not self.base and self.speedup[1] > 1
+        """The answer is not b as it is, and the speed-up's interval, at its stated level, lies above 1 (one seed:
+        no claim)."""
+        return self.best is not self.base and self.speedup.interval.above(1.0)
 
 
 def timed(size: int, candidate, rate: timing.Rate, seeds: list[int]) -> Timed:
     steps = np.array([candidate.steps.get(seed, math.nan) for seed in seeds], dtype=float)
     times = np.array([rate.predicted(s) for s in steps], dtype=float)
     reached = [v for seed, v in candidate.val_acc.items() if v is not None and candidate.reached_on(seed)]
-    return Timed(size, candidate, rate, steps, times, timing.median(times), timing.interval(times),
+    return Timed(size, candidate, rate, steps, times, timing.median(times), intervals.median_interval(times),
                  float(np.mean(reached)) if reached else None)
 
 
@@ -93,7 +96,8 @@ def of(found, rates: dict[tuple[int, str], timing.Rate]) -> Answer | None:
     if not qualified:
         return None
     best = min(qualified, key=lambda t: (t.median, t.size))
-    faster = [t.size for t in qualified if t is not best and t.interval[0] <= best.interval[1]]
+    faster = [t.size for t in qualified if t is not best and not intervals.paired_ratio(t.times, best.times)
+              .interval.above(1.0)]
     small = [t for t in qualified if t.size <= RULE_OF_THUMB]
-    return Answer(every, base, best, timing.speedup(base.times, best.times), faster,
+    return Answer(every, base, best, intervals.paired_ratio(base.times, best.times), faster,
                   min(small, key=lambda t: (t.median, t.size)) if small else None)

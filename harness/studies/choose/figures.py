@@ -1,5 +1,5 @@
 """The figure of the report's "Which batch size?" section (+study=choose): a pure function, a Choice in, a matplotlib
-Figure out. Left, each batch size's time to the target (its best, median over seeds, the bootstrap interval as a bar)
+Figure out. Left, each batch size's time to the target (its best, median over seeds, the median's interval as a bar)
 and b's as it is; middle, each one's throughput measured alone; right, its steps to the target with the
 perfect-scaling line through b as it is. Log axes, every batch size a tick, legends below."""
 from __future__ import annotations
@@ -19,8 +19,8 @@ def figures(a) -> list:
     if found is None or found.answer is None:
         return []
     return [("Time to the target, throughput and steps at every batch size", time_and_steps(found),
-             "Each batch size's best recipe, timed alone on this machine; bars: 95% bootstrap interval over seeds "
-             "(time) and the seeds' range (steps).")]
+             f"Each batch size's best recipe, timed alone on this machine; bars: the median's "
+             f"{found.answer.base.interval.label} over seeds (time) and the seeds' range (steps).")]
 
 
 def time_and_steps(found) -> Figure:
@@ -33,7 +33,7 @@ def time_and_steps(found) -> Figure:
     finite = [t for t in timed if np.isfinite(t.median)]
     x = np.array([t.size for t in finite], dtype=float)
     medians = np.array([t.median for t in finite])
-    spans = np.array([[t.median - t.interval[0], min(t.interval[1], 10 * t.median) - t.median] for t in finite]).T
+    spans = np.array([[t.median - t.interval.low, min(t.interval.high, 10 * t.median) - t.median] for t in finite]).T
     time_ax.errorbar(x, medians, yerr=spans, fmt="-o", color=BEST, capsize=3, lw=2)
     time_ax.plot([answer.base.size], [answer.base.median], "s", color=BASE, ms=8, mfc="none", mew=1.5)
     time_ax.plot([answer.size], [answer.best.median], "*", color=ANSWER, ms=14)

@@ -14,12 +14,13 @@ FIELDS = {
     "target_note": "how it was set", "machine": "where the batch sizes were timed (2 CPU cores, TensorFlow)",
     "headline": "the answer in words", "formula": "how a time to the target is predicted",
     "sizes": "[{batch, candidate, recipe, steps, seconds_per_step, one_time_seconds, throughput, times, median, "
-             "interval, reached_all, val_acc_at_target}]: each batch size's best, timed alone (steps and times by "
+             "interval {low, high, level, n, method}, reached_all, val_acc_at_target}]: each batch size's best, timed alone (steps and times by "
              "seed in `seeds`' order; null: a seed that missed the target)",
     "seeds": "the seeds, in the order of each size's steps and times",
-    "answer": "{batch, candidate, recipe, command, speedup {value, low, high}}: the least median time among the batch "
-              "sizes that reached the target on every seed, against b as it is (null before the timing)",
-    "just_as_fast": "the batch sizes whose interval overlaps the answer's",
+    "answer": "{batch, candidate, recipe, command, speedup {value, low, high, level, n, method, left_out}}: the least "
+              "median time among the batch sizes that reached the target on every seed, and b as it is's time over "
+              "its, paired by seed (left_out: seeds where b missed); null before the timing",
+    "just_as_fast": "the batch sizes not shown slower than the answer (the paired interval of their times reaches 1)",
     "rule_of_thumb": "{batch, candidate, median}: the fastest batch of 32 or less (null: none reached the target)",
     "checks": "[{batch, candidate, seed, steps, measured, predicted}]: reruns alone, measured beside predicted",
     "lines": "the rest of the reading in words",
@@ -48,13 +49,14 @@ def values(found) -> dict[str, Any]:
         {"batch": t.size, "candidate": t.candidate.name, "recipe": t.candidate.recipe,
          "steps": [_number(s) for s in t.steps], "seconds_per_step": t.rate.seconds_per_step,
          "one_time_seconds": t.rate.one_time, "throughput": t.throughput, "times": [_number(v) for v in t.times],
-         "median": _number(t.median), "interval": [_number(v) for v in t.interval], "reached_all": t.reached_all,
+         "median": _number(t.median), "interval": t.interval.as_json(), "reached_all": t.reached_all,
          "val_acc_at_target": t.val_acc} for t in a.timed]
     return {"target": found.target, "target_note": found.target_note, "machine": found.machine,
             "headline": words.headline(found), "formula": words.FORMULA, "sizes": sizes, "seeds": found.seeds,
             "answer": None if a is None else {
                 "batch": a.size, "candidate": a.name, "recipe": a.recipe, "command": found.command,
-                "speedup": dict(zip(("value", "low", "high"), a.speedup))},
+                "speedup": {"value": _number(a.speedup.value), **a.speedup.interval.as_json(),
+                            "left_out": [found.seeds[i] for i in a.speedup.left_out]}},
             "just_as_fast": [] if a is None else a.just_as_fast,
             "rule_of_thumb": None if a is None or a.thumb is None else {
                 "batch": a.thumb.size, "candidate": a.thumb.candidate.name, "median": _number(a.thumb.median)},

@@ -18,13 +18,14 @@ FOLDER = Path(__file__).resolve().parent
 def sections(a) -> list[Section]:
     found = a.reading
     context = {"choice": found, "headline": words.headline(found), "lines": words.answer_lines(found),
-               "formula": words.FORMULA, "timed": timed_rows(found), "rows": rows(found)}
+               "formula": words.FORMULA, "timed": timed_rows(found), "rows": rows(found),
+               "time_interval": "" if found.answer is None else found.answer.base.interval.label}
     return [Section("section.html.j2", FOLDER, context, figures.figures(a), place="verdict")]
 
 
 def timed_rows(found) -> list[list[str]]:
     """One row per batch size timed: its best, steps (median, range), seconds a step, throughput, one-time cost,
-    time to the target (median and interval) and validation at the target."""
+    time to the target (median and the median's interval over the seeds) and validation at the target."""
     if found.answer is None:
         return []
     out = []
@@ -35,7 +36,7 @@ def timed_rows(found) -> list[list[str]]:
         mark = " (the answer)" if t is found.answer.best else (" (as it is)" if t is found.answer.base else "")
         out.append([f"{t.size}{mark}", recipe_text(t.candidate.recipe), steps,
                     f"{1000 * t.rate.seconds_per_step:.3g} ms", f"{t.throughput:,.0f}", seconds(t.rate.one_time),
-                    f"{seconds(t.median)} [{seconds(t.interval[0])}, {seconds(t.interval[1])}]",
+                    f"{seconds(t.median)} [{seconds(t.interval.low)}, {seconds(t.interval.high)}]",
                     "–" if t.val_acc is None else f"{t.val_acc:.3f}"])
     return out
 

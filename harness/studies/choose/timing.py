@@ -6,18 +6,14 @@
 with r the seconds a step takes, its checks and each epoch's evaluation included (the slope after the first check,
 least squares), and C the one-time cost (the first call's compile, what the first check took beyond r). A batch
 size's time to the target on a seed is T of that seed's steps to it, infinite where the run missed it (MLPerf and
-AlgoPerf count a miss as never); over seeds, the median, with a percentile bootstrap over the seeds (paired where
-two batch sizes are compared). Pure numbers."""
+AlgoPerf count a miss as never); over seeds, the median (its interval and the paired speed-up come from
+harness.assess.intervals). Pure numbers."""
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
 import numpy as np
-
-BOOTSTRAP = 2000
-LEVEL = 0.95
-SEED = 0  # the bootstrap's generator: the same report from the same files
 
 
 @dataclass(frozen=True)
@@ -47,30 +43,3 @@ def rate(check_times: list[list[float]]) -> Rate | None:
 
 def median(times: np.ndarray) -> float:
     return float(np.median(times)) if len(times) else math.nan
-
-
-def interval(times: np.ndarray, replicates: int = BOOTSTRAP) -> tuple[float, float]:
-    """The median's percentile bootstrap interval over seeds (inf where the resamples' medians are)."""
-    rng = np.random.default_rng(SEED)
-    picks = rng.integers(0, len(times), size=(replicates, len(times)))
-    medians = np.median(times[picks], axis=1)
-    return _quantile(medians, (1 - LEVEL) / 2), _quantile(medians, (1 + LEVEL) / 2)
-
-
-def speedup(base: np.ndarray, other: np.ndarray, replicates: int = BOOTSTRAP) -> tuple[float, float, float]:
-    """(median(base) / median(other), its paired percentile bootstrap interval over the seeds): how many times
-    sooner `other` reaches the target; 0 where `other` never does."""
-    def ratio(b: np.ndarray, o: np.ndarray) -> np.ndarray:
-        top, bottom = np.median(b, axis=-1), np.median(o, axis=-1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(np.isinf(bottom), 0.0, top / bottom)
-
-    rng = np.random.default_rng(SEED)
-    picks = rng.integers(0, len(base), size=(replicates, len(base)))
-    resampled = ratio(base[picks], other[picks])
-    return float(ratio(base, other)), _quantile(resampled, (1 - LEVEL) / 2), _quantile(resampled, (1 + LEVEL) / 2)
-
-
-def _quantile(values: np.ndarray, q: float) -> float:
-    """A resampled value itself, never an interpolation (which an infinite time would make nan)."""
-    return float(np.quantile(values, q, method="inverted_cdf"))

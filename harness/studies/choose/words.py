@@ -64,11 +64,21 @@ def headline(found) -> str:
     if not a.beats_base and a.best is a.base:
         return (f"{where}, no batch size reaches tune_acc {found.target:g} sooner than batch {a.base.size} as it is "
                 f"({seconds(a.base.median)}, the median over {len(found.seeds)} seeds).")
-    value, low, high = a.speedup
-    claim = "" if a.beats_base else " (the interval does not show it faster)"
     return (f"{where}, {candidate_text(a.best)} reaches tune_acc {found.target:g} soonest: {seconds(a.best.median)} "
-            f"against {seconds(a.base.median)} for batch {a.base.size} as it is, {value:.2g}x [{low:.2g}, {high:.2g}] "
-            f"as fast{claim}.")
+            f"against {seconds(a.base.median)} for batch {a.base.size} as it is, {speedup_text(a)}.")
+
+
+def speedup_text(a) -> str:
+    """"3.4x as fast [3.2, 3.5] (95% interval, 3 seeds)", or why it is no claim."""
+    ratio = a.speedup
+    interval = ratio.interval
+    if math.isinf(ratio.value):
+        return "which never reached the target on any seed"
+    said = f"{ratio.value:.2g}x as fast"
+    if not interval.claims:
+        return f"{said} on one seed: no interval, so no claim that it is faster"
+    bounds = f"[{interval.low:.2g}, {interval.high:.2g}] ({interval.label}, {interval.n} seeds)"
+    return f"{said} {bounds}" + ("" if a.beats_base else ": the interval reaches 1, so it is not shown faster")
 
 
 def answer_lines(found) -> list[str]:
@@ -79,7 +89,12 @@ def answer_lines(found) -> list[str]:
         return []
     lines = []
     if a.just_as_fast:
-        lines.append(f"Just as fast within the intervals: batch {', '.join(map(str, a.just_as_fast))}.")
+        lines.append(f"Not shown slower than the answer (a paired interval of their times that reaches 1): batch "
+                     f"{', '.join(map(str, a.just_as_fast))}.")
+    if a.speedup.left_out:
+        seeds = [found.seeds[i] for i in a.speedup.left_out]
+        lines.append(f"Batch {a.base.size} as it is missed the target on seed {', '.join(map(str, seeds))}: the "
+                     "speed-up and its bound come from the other seeds.")
     missed = [t for t in a.timed if not t.reached_all]
     for t in missed:
         seeds = [seed for seed, s in zip(found.seeds, t.steps) if not math.isfinite(s)]

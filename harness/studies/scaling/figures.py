@@ -22,21 +22,25 @@ def _bands(ax, s: Scaling) -> tuple[list, list]:
     fit, noise = s.fit, s.noise
     low, high = ax.get_xlim()
     if fit is not None and fit.follows:
-        a, b = fit.b_crit_interval
-        ax.axvspan(max(a, low), min(b, high), color=FITTED, alpha=0.08)
+        band = fit.b_crit_interval
+        ax.axvspan(max(band.low, low), min(band.high, high), color=FITTED, alpha=0.08)
         ax.axvline(fit.b_crit, color=FITTED, ls="-.", lw=1.2)
         handles += [Line2D([], [], color=FITTED, ls="-.")]
-        labels += ["B_crit (fit) and its 95% interval"]
+        labels += [f"B_crit (fit) and its {_band(fit.b_crit_interval)}"]
     if noise.value is not None:
         if noise.interval is not None:
-            a, b = noise.interval
-            ax.axvspan(max(a, low), min(b, high), color=NOISE, alpha=0.10)
+            band = noise.interval
+            ax.axvspan(max(band.low, low), min(band.high, high), color=NOISE, alpha=0.10)
         if low <= noise.value <= high:
             ax.axvline(noise.value, color=NOISE, ls="--", lw=1.2)
         handles += [Line2D([], [], color=NOISE, ls="--")]
-        labels += ["B_simple at the target and its 95% interval"]
+        labels += ["B_simple at the target" + ("" if noise.interval is None else f" and its {_band(noise.interval)}")]
     ax.set_xlim(low, high)
     return handles, labels
+
+
+def _band(found) -> str:
+    return "bootstrap range" if found.level is None else f"{100 * found.level:.0f}% interval"
 
 
 def steps_and_samples(s: Scaling) -> Figure:

@@ -4,7 +4,8 @@ Numpy and SciPy on numbers; harness.studies.scaling.reading reads the runs and s
 
 The fit minimises relative errors, Σ((S_i − S_min − S_min·B_crit/B_i)/S_i)², with S_min and S_min·B_crit ≥ 0 (a
 linear least squares, scipy.optimize.nnls); its interval comes from BOOTSTRAP replicates that resample every
-(batch, learning rate) cell's seeds and choose the learning rates again.
+(batch, learning rate) cell's seeds and choose the learning rates again (harness.assess.intervals.bootstrap_interval:
+a level stated only where the cells hold enough seeds for one; below, the bootstrap's range).
 """
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from harness.assess.intervals import Interval, bootstrap_interval
 from harness.probes import noise_scale
 
 BOOTSTRAP = 1000
-LEVEL = 0.95
 FIT_TOLERANCE = 0.25  # the model follows the curve when every measured S lies within 25% of the fitted one
 SEED = 0              # the bootstrap's generator: the same report from the same files
 PERFECT = 0.2         # the regimes: "perfect scaling": S(2B) within 20% of S(B)/2
@@ -28,8 +29,8 @@ RESOLUTION = 0.1      # steps to target resolved to 10% of their value
 class Fit:
     s_min: float
     b_crit: float                 # inf when S_min is 0 (S fell as 1/B throughout)
-    s_min_interval: tuple[float, float]
-    b_crit_interval: tuple[float, float]
+    s_min_interval: Interval
+    b_crit_interval: Interval
     worst: tuple[int, float]      # the batch size furthest from the curve, and its relative deviation
     follows: bool                 # every batch size within FIT_TOLERANCE of the curve, both parameters > 0
     replicates: int               # bootstrap replicates with enough batch sizes to fit
@@ -41,7 +42,7 @@ class Fit:
 @dataclass
 class Noise:
     value: float | None           # B_simple pooled over the runs at the target; None when |G|² is not positive
-    interval: tuple[float, float] | None
+    interval: Interval | None
     runs: int
     non_positive: int = 0         # bootstrap replicates whose |G|² was not positive (counted as B = ∞)
 
@@ -57,12 +58,6 @@ def fit_curve(batches, steps) -> tuple[float, float]:
     if s_min <= 0:
         return 0.0, math.inf
     return float(s_min), float(product / s_min)
-
-
-def quantiles(values: np.ndarray) -> tuple[float, float]:
-    alpha = (1 - LEVEL) / 2
-    low, high = np.quantile(values, [alpha, 1 - alpha], method="inverted_cdf")
-    return float(low), float(high)
 
 
 def fit(cells: dict[int, dict[float, np.ndarray]], batches: list[int], steps: list[float],
@@ -83,6 +78,7 @@ def fit(cells: dict[int, dict[float, np.ndarray]], batches: list[int], steps: li
     deviations = np.asarray(steps, dtype=float) / fitted - 1
     worst = int(np.argmax(np.abs(deviations)))
     rng = np.random.default_rng(SEED)
+    units = min(len(steps) for by_lr in cells.values() for steps in by_lr.values())  # the fewest seeds resampled
     if max(len(steps) for by_lr in cells.values() for steps in by_lr.values()) < 2:
         replicates = 0  # one seed per cell: resampling it changes nothing, so there is no interval
     drawn_s, drawn_b = [], []
@@ -99,8 +95,7 @@ def fit(cells: dict[int, dict[float, np.ndarray]], batches: list[int], steps: li
             drawn_s.append(s)
             drawn_b.append(b)
     follows = bool(np.all(np.abs(deviations) <= FIT_TOLERANCE)) and s_min > 0 and 0 < b_crit < math.inf
-    return Fit(s_min, b_crit, quantiles(np.array(drawn_s)) if drawn_s else (math.nan, math.nan),
-               quantiles(np.array(drawn_b)) if drawn_b else (math.nan, math.nan),
+    return Fit(s_min, b_crit, bootstrap_interval(drawn_s, units), bootstrap_interval(drawn_b, units),
                (batches[worst], float(deviations[worst])), follows, len(drawn_b))
 
 
@@ -122,4 +117,4 @@ def noise_at_target(grams: list[np.ndarray], small: int, bootstrap: int = BOOTST
         g2_r, trace_r = noise_scale.resampled(estimates, rng)
         drawn.append(trace_r / g2_r if g2_r > 0 else math.inf)
     drawn = np.array(drawn)
-    return Noise(value, quantiles(drawn), len(grams), int(np.sum(~np.isfinite(drawn))))
+    return Noise(value, bootstrap_interval(drawn, len(grams)), len(grams), int(np.sum(~np.isfinite(drawn))))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from harness.studies.scaling.mccandlish import BOOTSTRAP, FIT_TOLERANCE, LEVEL, NO_GAIN, PERFECT, RESOLUTION, Fit
+from harness.studies.scaling.mccandlish import BOOTSTRAP, FIT_TOLERANCE, NO_GAIN, PERFECT, RESOLUTION, Fit
 
 
 def headline(s) -> str:
@@ -40,10 +40,19 @@ def fmt(value: float | None, digits: int = 3) -> str:
     return f"{value:.{digits}g}"
 
 
-def interval(bounds: tuple[float, float] | None) -> str:
-    if bounds is None or any(isinstance(b, float) and math.isnan(b) for b in bounds):
+def interval(found) -> str:
+    """"[40, 90]", its level said where the fit's sentence does not say it ("[no interval]" without one)."""
+    if found is None or math.isnan(found.low) or math.isnan(found.high):
         return "[no interval]"
-    return f"[{fmt(bounds[0])}, {fmt(bounds[1])}]"
+    return f"[{fmt(found.low)}, {fmt(found.high)}]"
+
+
+def bootstrap_label(found) -> str:
+    """"95% bootstrap interval", or at fewer seeds than a bootstrap's level holds at, "bootstrap range (3 seeds a
+    cell: no stated level)"."""
+    if found.level is not None:
+        return f"{100 * found.level:.0f}% bootstrap interval"
+    return f"bootstrap range ({found.n} seeds: too few for a stated level)"
 
 
 def lines(s) -> list[str]:
@@ -96,7 +105,8 @@ def _fit_lines(s) -> list[str]:
                  f"({why_not(fit)}), so no critical batch size is claimed from it. Its best fit, for reference: "
                  f"{shape} and B_crit = {fmt(fit.b_crit)} {interval(fit.b_crit_interval)}."]
     else:
-        how = (f"{LEVEL:.0%} bootstrap interval over seeds and the learning-rate choice, {fit.replicates} replicates"
+        how = (f"{bootstrap_label(fit.b_crit_interval)} over seeds and the learning-rate choice, {fit.replicates} "
+               "replicates"
                if fit.replicates else "no interval: one seed per learning rate, nothing to resample")
         lines = [f"Fit ({how}): {shape} and B_crit = {fmt(fit.b_crit)} {interval(fit.b_crit_interval)}; every "
                  f"batch size within {abs(deviation):.1%} of the curve, the largest at batch {batch} (the model is "
@@ -108,7 +118,8 @@ def _fit_lines(s) -> list[str]:
         return lines
     unbounded = f" ({noise.non_positive} of {BOOTSTRAP} replicates had |G|² ≤ 0)" if noise.non_positive else ""
     measured = (f"The gradient noise scale measured where the runs reached the target, pooled over {noise.runs} "
-                f"runs: B_simple = {fmt(noise.value)} {interval(noise.interval)}{unbounded}")
+                f"runs: B_simple = {fmt(noise.value)} {interval(noise.interval)}"
+                f"{'' if noise.interval is None else ' (' + bootstrap_label(noise.interval) + ' over runs)'}{unbounded}")
     if fit.follows:
         factor = max(noise.value / fit.b_crit, fit.b_crit / noise.value)
         lines.append(f"{measured} predicts B_crit = {fmt(fit.b_crit)} {interval(fit.b_crit_interval)} within "

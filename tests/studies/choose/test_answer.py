@@ -63,7 +63,9 @@ def test_the_answer_is_the_least_median_time_among_batch_sizes_that_reached_the_
     assert not large.reached_all and math.isinf(large.times[2]) and times[128] < times[32]
     assert a.size == 32 and times[32] == pytest.approx(1.0 + 0.02 * 120, rel=0.02)
     assert times[8] == pytest.approx(1.0 + 0.01 * 400, rel=0.02)
-    assert a.speedup[0] == pytest.approx(times[8] / times[32]) and a.speedup[1] > 1 and a.beats_base
+    per_seed = [(1.0 + 0.01 * s8) / (1.0 + 0.02 * s32) for s8, s32 in zip(STEPS[8], STEPS[32])]
+    assert a.speedup.value == pytest.approx(np.exp(np.mean(np.log(per_seed))), rel=0.02)
+    assert a.speedup.interval.low > 1 and a.speedup.interval.level == 0.95 and a.beats_base
     assert "missed the target on seed 2" in " ".join(choice.words.answer_lines(found))
     assert found.headline.startswith("On ") and "batch 32" in found.headline
 
