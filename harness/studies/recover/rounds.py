@@ -28,8 +28,9 @@ def next_jobs(content: dict[str, Any], reading: recovery.Recovery, round_: int,
     """Round `round_`'s jobs as (overrides, arm), [] for a round with none, None when the study is done: with
     recover.guided > 0, round 2 proposes the guided trials from round 1's (and writes the Optuna study to
     `sweep_dir`); the confirmation round then runs the best trials and every rule on the other seeds; after it,
-    unless the recipe recovered b's accuracy (or recover.budget=false), one length of the budget a round, until B
-    reaches b's tuning accuracy or (B/b)E."""
+    unless the recipe's recovery of b's accuracy is shown (or recover.budget=false), one length of the budget a round,
+    until B reaches b's tuning accuracy or (B/b)E: an undecided verdict, or a recovered one on one seed, still
+    measures what B would need."""
     record = content["recover"]
     jobs = {job["job"]: job["overrides"] for job in content["jobs"]}
     extra = recovery.guided_rounds(record)
@@ -53,7 +54,7 @@ def next_jobs(content: dict[str, Any], reading: recovery.Recovery, round_: int,
             recover.confirm_jobs(record, jobs, small, [t.recipe for t in reading.small_trials], small=True)
             if small else [])
     verdict = reading.verdict
-    if verdict is None or verdict.kind == RECOVERED or not settings.recorded(record).budget:
+    if verdict is None or (verdict.kind == RECOVERED and verdict.shown) or not settings.recorded(record).budget:
         return None
     lengths = recover.budget_lengths(record)
     index = round_ - 3 - extra

@@ -1,19 +1,21 @@
 """+study=recover's verdict, from per-seed numbers: does the recipe at B keep b's validation accuracy, and if not,
 how much of the drop does it recover (the budget, how many epochs B needs to reach b's tuning accuracy: budget.py).
 
-The verdict pairs seeds: v(b), v(B) as it is and v(recipe) of the same seed, and decides by one rule, on the mean of
-the gap v(b) - v(recipe) and its two-sided 95% t-interval against the tolerance:
+The verdict pairs seeds: v(b), v(B) as it is and v(recipe) of the same seed, and decides by one symmetric rule on
+the gap v(b) - v(recipe) and its two-sided 95% t-interval (harness.assess.intervals) against the tolerance:
 
-- mean within the tolerance: `recovered`, `shown` when the upper end is within it too (a one-sided 97.5%
-  non-inferiority bound), else not shown, with about how many seeds would show it;
-- mean above the tolerance, lower end within it: `undecided`, with about how many seeds would decide it (the
-  interval then clear of the tolerance on one side);
-- lower end above the tolerance: the recipe falls short. The share of the drop D = v(b) - v(B) it recovers,
-  mean(v(recipe) - v(B)) / mean(D), with Fieller's interval for a ratio of paired means: `partly` when that
-  interval lies above 0, `not_recovered` when it covers 0 (or is unbounded: the drop itself is not shown), or where
-  B as it is lost nothing to b (no share to recover).
+- the whole interval within the tolerance (its upper end at most it): `recovered`, and shown (a one-sided 97.5%
+  non-inferiority bound);
+- the interval straddles the tolerance, whichever side its mean lies on: `undecided`, with about how many seeds
+  would decide it (the interval then clear of the tolerance on the mean's side);
+- the whole interval above the tolerance: the recipe falls short. The share of the drop D = v(b) - v(B) it
+  recovers, mean(v(recipe) - v(B)) / mean(D), with Fieller's interval for a ratio of paired means: `partly` when
+  that interval lies above 0, `not_recovered` when it covers 0 (or is unbounded: the drop itself is not shown), or
+  where B as it is lost nothing to b (no share to recover).
 
-One seed: the same rules on the point values, indicative, no interval (never undecided: there is no interval).
+A mean within the tolerance is not enough for "recovered": a wide interval reads undecided, as a mean beyond it with
+an interval reaching back does. One seed: the same rules on the point values, indicative, never shown, no interval
+(never undecided: there is no interval).
 """
 from __future__ import annotations
 
@@ -65,19 +67,17 @@ def judge(small: np.ndarray, large: np.ndarray, recipe: np.ndarray, tolerance: f
     if len(small) > 1 and share is not None:
         bounds = intervals.ratio_interval(recipe - large, small - large)
         low, high = bounds if bounds is not None else (None, None)
-    shown = needed = None
-    if recovered <= tolerance:
-        kind = RECOVERED
-        shown = gap.high is not None and gap.high <= tolerance
-        if not shown and len(small) > 1:
-            needed = intervals.seeds_to_show(small - recipe, tolerance)
-    elif len(small) > 1 and gap.low is not None and gap.low <= tolerance:
+    shown, needed = False, None
+    if len(small) < 2 or gap.low is None:  # indicative: the point values, no interval to decide on
+        kind = RECOVERED if recovered <= tolerance else (PARTLY if share is not None and share > 0.0
+                                                         else NOT_RECOVERED)
+    elif gap.high <= tolerance:
+        kind, shown = RECOVERED, True
+    elif gap.low <= tolerance:
         kind, needed = UNDECIDED, intervals.seeds_to_show(small - recipe, tolerance)
-    elif len(small) > 1:
-        kind = PARTLY if low is not None and low > 0.0 else NOT_RECOVERED
     else:
-        kind = PARTLY if share is not None and share > 0.0 else NOT_RECOVERED
-    return Verdict(kind, bool(shown), gap, accuracy(small), accuracy(large), accuracy(recipe), drop, share, low,
+        kind = PARTLY if low is not None and low > 0.0 else NOT_RECOVERED
+    return Verdict(kind, shown, gap, accuracy(small), accuracy(large), accuracy(recipe), drop, share, low,
                    high, needed, tolerance, estimate(recipe - small))
 
 

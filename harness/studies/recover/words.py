@@ -115,6 +115,10 @@ def _opened(r, opening: str) -> str:
                 f"{v.small.value:.3f} ({seeds}){above}: recovered{_shown(v)}.")
     if v.kind == recovery_verdict.UNDECIDED:
         more = "" if v.seeds_needed is None else f"; about {v.seeds_needed} seeds would decide it"
+        if v.gap.value <= v.tolerance:  # within on average, but the interval reaches past it: no claim either way
+            return (f"{opening} keeps {_small(r, 'validation accuracy')} on average, a gap of {_signed(v.gap)} "
+                    f"({seeds}) against the tolerance {v.tolerance:g}, but its 95% interval reaches beyond the "
+                    f"tolerance: undecided at {v.gap.n} seeds{more}; {_budget_sentence(r)}.")
         return (f"{opening} falls short of {_small(r, 'validation accuracy')} by {_signed(v.gap)} ({seeds}), more "
                 f"than the tolerance {v.tolerance:g} on average while its 95% interval reaches within it: undecided "
                 f"at {v.gap.n} seeds{more}; {_budget_sentence(r)}.")
@@ -160,10 +164,7 @@ def _shown(v: Verdict) -> str:
     gap = f"a gap of {v.gap.value:+.3f} against the tolerance {v.tolerance:g}"
     if v.indicative:
         return f", {gap}; one seed cannot show it"
-    if v.shown:
-        return f", {gap}, its 95% upper bound {v.gap.high:+.3f} within it too: shown"
-    more = "" if v.seeds_needed is None else f"; about {v.seeds_needed} seeds would show it"
-    return f", {gap}, but its 95% upper bound {v.gap.high:+.3f} is not: not shown{more}"
+    return f", {gap}, its 95% upper bound {v.gap.high:+.3f} within it too: shown"
 
 
 def _budget_sentence(r) -> str:
