@@ -1,9 +1,11 @@
 """+study=choose's answer, from a reading whose timing round has ended: at every batch size its best candidate's
-time to the target on each seed (timing.py: T = C + r x S, C and r measured alone on this machine), the batch size
-with the least median time whose every seed reached the target, its speed-up over b as the command sets it (the
-geometric mean of the per-seed ratios with a paired t-interval on their logs: harness.assess.intervals), the batch
-sizes not shown slower than it (just as fast), the validation accuracy at the target beside b's, and what the rule of
-thumb "a batch of 32 or less" costs. Numbers only: words.py says them."""
+time to the target on each seed that judges (not the seed that chose it; timing.py: T = C + r x S, C and r
+measured alone on this machine), the batch size with the least median time whose every judging seed reached the
+target, its speed-up over b as the command sets it and over b at its own best (the geometric mean of the per-seed
+ratios with a paired t-interval on their logs: harness.assess.intervals), the batch sizes not shown slower than it
+(just as fast), the validation accuracy at the target beside b's, and what the rule of thumb "a batch of 32 or
+less" costs; every batch size left out with its reason, and a best at its grid's edge. Numbers only: words.py says
+them."""
 from __future__ import annotations
 
 import math
@@ -16,6 +18,9 @@ from harness.studies.choose import timing
 from harness.studies.choose.settings import AS_IS
 
 RULE_OF_THUMB = 32  # "if time allows, keep the batch size at 32 or below"
+TOO_FEW_CHECKS = "too few checks"  # a timed run that completed with fewer checks than a line needs
+NO_TARGET_FILE = "no target.json"  # a timed run that completed and left no readable target.json
+NOT_ENDED = ("not started", "running")  # a timed run's status while the timing round goes on
 
 
 @dataclass
@@ -47,6 +52,8 @@ class Answer:
     speedup: intervals.Ratio       # base's time over best's, paired by seed (b's misses left out and said)
     just_as_fast: list[int] = field(default_factory=list)   # not shown slower than the answer
     thumb: Timed | None = None     # the fastest of 32 or less that reached it on every seed
+    own: Timed | None = None       # b at its own best, where that is not b as it is
+    own_speedup: intervals.Ratio | None = None   # own's time over best's, paired by seed
 
     @property
     def size(self) -> int:
@@ -70,15 +77,17 @@ class Answer:
 def timed(size: int, candidate, rate: timing.Rate, seeds: list[int]) -> Timed:
     steps = np.array([candidate.steps.get(seed, math.nan) for seed in seeds], dtype=float)
     times = np.array([rate.predicted(s) for s in steps], dtype=float)
-    reached = [v for seed, v in candidate.val_acc.items() if v is not None and candidate.reached_on(seed)]
+    reached = [candidate.val_acc[seed] for seed in seeds
+               if candidate.val_acc.get(seed) is not None and candidate.reached_on(seed)]
     return Timed(size, candidate, rate, steps, times, timing.median(times), intervals.median_interval(times),
                  float(np.mean(reached)) if reached else None)
 
 
 def of(found, rates: dict[tuple[int, str], timing.Rate]) -> Answer | None:
     """The answer from a reading (`found`: reading.Choice) and the rates measured alone ((size, candidate) ->
-    Rate); None until b as it is and at least one best are timed on every seed."""
-    b, seeds = found.sizes[0], found.seeds
+    Rate), over the seeds that judge (found.judging: not the one that chose); None until b as it is and at least
+    one best are timed on every one of them."""
+    b, seeds = found.sizes[0], found.judging
     base_candidate = next((c for c in found.candidates.get(b, []) if c.name == AS_IS), None)
     if base_candidate is None or (b, AS_IS) not in rates or any(seed not in base_candidate.steps for seed in seeds):
         return None
@@ -99,5 +108,69 @@ def of(found, rates: dict[tuple[int, str], timing.Rate]) -> Answer | None:
     faster = [t.size for t in qualified if t is not best and not intervals.paired_ratio(t.times, best.times)
               .interval.above(1.0)]
     small = [t for t in qualified if t.size <= RULE_OF_THUMB]
+    own = next((t for t in every if t.size == b and t is not base), None)
     return Answer(every, base, best, intervals.paired_ratio(base.times, best.times), faster,
-                  min(small, key=lambda t: (t.median, t.size)) if small else None)
+                  min(small, key=lambda t: (t.median, t.size)) if small else None, own,
+                  None if own is None or best is own or not own.reached_all
+                  else intervals.paired_ratio(own.times, best.times))
+
+
+def edge(name: str, grid: tuple[float, ...]) -> float | None:
+    """The grid factor a best candidate's name ends at where it is the grid's edge (linear_x2 with a grid up to 2:
+    2; a step further was not tried), else None."""
+    base, _, factor = name.rpartition("_x")
+    if not base or not grid:
+        return None
+    try:
+        value = float(factor)
+    except ValueError:
+        return None
+    return value if (value > 1 and value >= max(grid)) or (value < 1 and value <= min(grid)) else None
+
+
+def left_out(found) -> dict[int, str]:
+    """Every batch size that is not a candidate for the answer, with its own reason: no run yet, no candidate
+    reaching the target on the seed that chooses (or its leader diverged or failed there), its timed run failed or
+    had too few checks to fit a time, or its best missed (diverged, failed) on a seed that judges."""
+    a, chooser = found.answer, found.choosing[0]
+    qualified = set() if a is None else {t.size for t in a.timed if t.reached_all}
+    out = {}
+    for size in found.sizes:
+        if size in qualified:
+            continue
+        leader = found.leader(size)
+        if leader is None:
+            failed = any(c.status.get(chooser) == "failed" for c in found.candidates.get(size, []))
+            out[size] = f"every candidate failed on seed {chooser}" if failed else "no run has ended yet"
+            continue
+        best = found.best(size)
+        if best is None:
+            how = {"diverged": "diverged", "failed": "failed"}.get(leader.status.get(chooser), "")
+            out[size] = (f"no candidate reached the target on seed {chooser}, the seed that chooses" +
+                         (f" (its closest, {leader.name}, {how})" if how else ""))
+            continue
+        missed = {}
+        for seed in found.judging:
+            status = best.status.get(seed)
+            if seed not in best.steps and status != "failed":
+                continue
+            if not best.reached_on(seed):
+                missed.setdefault({"diverged": "diverged", "failed": "failed"}.get(status, "missed the target"),
+                                  []).append(seed)
+        if missed:
+            out[size] = f"its best ({best.name}) " + " and ".join(
+                f"{how} on seed {', '.join(map(str, seeds))}" for how, seeds in missed.items())
+            continue
+        timing_status = found.timing.get((size, best.name))
+        if timing_status == TOO_FEW_CHECKS:
+            out[size] = (f"its timed run ({best.name}) reached the target within fewer than three checks: no time "
+                         "could be fitted")
+        elif timing_status == NO_TARGET_FILE:
+            out[size] = f"its timed run ({best.name}) completed but its target.json is missing or damaged"
+        elif timing_status in ("failed", "diverged", "interrupted"):
+            out[size] = f"its timed run ({best.name}) {timing_status}"
+        elif any(seed not in best.steps for seed in found.judging):
+            out[size] = "its best has not run on every seed that judges yet"
+        else:
+            out[size] = "not timed yet"
+    return out

@@ -14,12 +14,16 @@ FIELDS = {
     "target_note": "how it was set", "machine": "where the batch sizes were timed (2 CPU cores, TensorFlow)",
     "headline": "the answer in words", "formula": "how a time to the target is predicted",
     "sizes": "[{batch, candidate, recipe, steps, seconds_per_step, one_time_seconds, throughput, times, median, "
-             "interval {low, high, level, n, method}, reached_all, val_acc_at_target}]: each batch size's best, timed alone (steps and times by "
-             "seed in `seeds`' order; null: a seed that missed the target)",
-    "seeds": "the seeds, in the order of each size's steps and times",
-    "answer": "{batch, candidate, recipe, command, speedup {value, low, high, level, n, method, left_out}}: the least "
-              "median time among the batch sizes that reached the target on every seed, and b as it is's time over "
-              "its, paired by seed (left_out: seeds where b missed); null before the timing",
+             "interval {low, high, level, n, method}, reached_all, val_acc_at_target}]: each batch size's best, timed "
+             "alone (steps and times by seed in `seeds`' order; null: a seed that missed the target)",
+    "seeds": "the seeds that judged (every seed but the one that chose), in the order of each size's steps and times",
+    "chose": "the seed that chose each batch size's candidate (its steps and times are not in any comparison)",
+    "answer": "{batch, candidate, recipe, command, speedup {value, low, high, level, n, method, left_out}, "
+              "own_speedup {candidate, value, low, high, level, n, method}}: the least median time among the batch "
+              "sizes that reached the target on every judging seed; b as it is's time over its, paired by seed "
+              "(left_out: seeds where b missed), and b at its own best's (null where that is b as it is or the "
+              "answer); null before the timing",
+    "left_out": "{batch: why}: every batch size that is not a candidate for the answer, with its reason",
     "just_as_fast": "the batch sizes not shown slower than the answer (the paired interval of their times reaches 1)",
     "rule_of_thumb": "{batch, candidate, median}: the fastest batch of 32 or less (null: none reached the target)",
     "checks": "[{batch, candidate, seed, steps, measured, predicted}]: reruns alone, measured beside predicted",
@@ -43,6 +47,7 @@ def _number(value: float | None) -> float | None:
 def values(found) -> dict[str, Any]:
     """choice.json's content from a reading (harness.studies.choose.reading.Choice), FIELDS in order."""
     from harness.studies.choose import words
+    from harness.studies.choose.answer import left_out
 
     a = found.answer
     sizes = [] if a is None else [
@@ -52,11 +57,16 @@ def values(found) -> dict[str, Any]:
          "median": _number(t.median), "interval": t.interval.as_json(), "reached_all": t.reached_all,
          "val_acc_at_target": t.val_acc} for t in a.timed]
     return {"target": found.target, "target_note": found.target_note, "machine": found.machine,
-            "headline": words.headline(found), "formula": words.FORMULA, "sizes": sizes, "seeds": found.seeds,
+            "headline": words.headline(found), "formula": words.FORMULA, "sizes": sizes, "seeds": found.judging,
+            "chose": found.choosing,
             "answer": None if a is None else {
                 "batch": a.size, "candidate": a.name, "recipe": a.recipe, "command": found.command,
                 "speedup": {"value": _number(a.speedup.value), **a.speedup.interval.as_json(),
-                            "left_out": [found.seeds[i] for i in a.speedup.left_out]}},
+                            "left_out": [found.judging[i] for i in a.speedup.left_out]},
+                "own_speedup": None if a.own_speedup is None else {
+                    "candidate": a.own.candidate.name, "value": _number(a.own_speedup.value),
+                    **a.own_speedup.interval.as_json()}},
+            "left_out": {str(size): why for size, why in left_out(found).items()},
             "just_as_fast": [] if a is None else a.just_as_fast,
             "rule_of_thumb": None if a is None or a.thumb is None else {
                 "batch": a.thumb.size, "candidate": a.thumb.candidate.name, "median": _number(a.thumb.median)},

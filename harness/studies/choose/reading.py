@@ -1,8 +1,9 @@
 """+study=choose read from its files: the target (choose.target, or b's lowest final tune_acc over the baseline's
 seeds less choose.tolerance), and at every batch size each candidate's steps to it, seed by seed, counted as
 harness.assess.targets counts them (a run that missed it, or diverged, never reached it). The candidate a batch
-size goes on with is the one with the fewest steps on the first seed; validation plays no part in any choice.
-Files in, numbers and sentences out."""
+size goes on with is the one with the fewest steps on the first seed, the seed that chooses; the other seeds judge
+(the times, the speed-up and the check use only them, so the luck that picked a candidate does not count in its
+favour); validation plays no part in any choice. Files in, numbers and sentences out."""
 from __future__ import annotations
 
 import math
@@ -31,6 +32,7 @@ class Candidate:
     tune_acc: dict[int, float]  # seed -> the final tune_acc (where it stopped, or at the cap)
     val_acc: dict[int, float | None] = field(default_factory=dict)   # seed -> val_acc at the target
     seconds: dict[int, float | None] = field(default_factory=dict)   # seed -> seconds_to_target
+    status: dict[int, str] = field(default_factory=dict)             # seed -> its run's status
 
     @property
     def arm(self) -> str:
@@ -66,6 +68,20 @@ class Choice:
     checks: list[Check] = field(default_factory=list)
     answer: answer_of.Answer | None = None
     command: str | None = None   # the answer as a command line: its batch size and recipe on the user's command
+    lr_grid: tuple[float, ...] = ()   # choose.lr_grid: a best at its edge was tuned only partly
+    timing: dict[tuple[int, str], str] = field(default_factory=dict)  # (size, candidate) -> its timed run's status,
+    # or TOO_FEW_CHECKS where it completed with too few checks to fit a time
+
+    @property
+    def choosing(self) -> list[int]:
+        """The seed that chooses each batch size's candidate: the first."""
+        return self.seeds[:1]
+
+    @property
+    def judging(self) -> list[int]:
+        """The seeds that judge the chosen candidates: every other one (with one seed, that seed: no claim stands on
+        one seed)."""
+        return self.seeds[1:] or self.seeds[:1]
 
     @property
     def headline(self) -> str:
@@ -173,10 +189,17 @@ def choose(sweep: Sweep) -> Choice | None:
         c.tune_acc[seed] = float(tune) if tune is not None and not pd.isna(tune) else math.nan
         c.val_acc[seed] = None if row["val_acc"] is None or pd.isna(row["val_acc"]) else float(row["val_acc"])
         c.seconds[seed] = seconds.get(str(row["job"]))
+        c.status[seed] = str(row["status"])
+    for r in sweep.records:  # a failed run has no steps, but its candidate says it failed
+        size, name = _size_name(jobs.get(str(r["job"])))
+        recipe = None if size is None or r.get("status") != "failed" else _recipe(record, size, name)
+        if recipe is not None and (r.get("config") or {}).get("seed") is not None:
+            c = found.setdefault(size, {}).setdefault(name, Candidate(size, name, recipe, {}, {}))
+            c.status.setdefault(int(r["config"]["seed"]), "failed")
     sizes = [int(s) for s in record["sizes"]]
     found_choice = Choice(target, note, sizes, [int(s) for s in record["seeds"]],
                           {size: list(found.get(size, {}).values()) for size in sizes}, sweep.complete_rounds(),
-                          recorded(record).tolerance)
+                          recorded(record).tolerance, lr_grid=recorded(record).lr_grid)
     _timings(sweep, found_choice, jobs, timed)
     return found_choice
 
@@ -186,15 +209,23 @@ def _timings(sweep: Sweep, found: Choice, jobs: dict[str, str], timed: pd.DataFr
     and the check round's runs, measured beside predicted."""
     records = {str(r["job"]): r for r in sweep.records}
     for job, name in jobs.items():
-        if not name.startswith(TIME) or records.get(job, {}).get("status") != "completed":
+        if not name.startswith(TIME):
             continue
         size, candidate = _size_name(name[len(TIME):])
+        status = records.get(job, {}).get("status", "not started")
+        found.timing[(size, candidate)] = status
+        if status != "completed":
+            continue
         try:
             written = sweep.target(job) or {}
         except DamagedFile:
-            continue
+            written = {}
         found_rate = timing.rate(written.get("check_times") or [])
-        if size is not None and found_rate is not None:
+        if not written:
+            found.timing[(size, candidate)] = answer_of.NO_TARGET_FILE
+        elif found_rate is None:
+            found.timing[(size, candidate)] = answer_of.TOO_FEW_CHECKS
+        elif size is not None:
             found.rates[(size, candidate)] = found_rate
             found.machine = found.machine or machine(records[job])
     found.answer = answer_of.of(found, found.rates) if found.rates else None

@@ -54,57 +54,89 @@ def candidate_text(t) -> str:
 
 
 def headline(found) -> str:
-    """The answer in one sentence, naming the machine."""
+    """The answer in one sentence, naming the machine; without one, what happened to every batch size."""
+    from harness.studies.choose.answer import NOT_ENDED, left_out
+
     a = found.answer
     if a is None:
-        return found.target_note if found.target is None else (
-            f"Steps to tune_acc {found.target:g} so far at every batch size; no batch size has been timed on this "
-            "machine yet.")
+        if found.target is None:
+            return found.target_note
+        if not found.timing or any(status in NOT_ENDED for status in found.timing.values()):
+            return (f"Steps to tune_acc {found.target:g} so far at every batch size; no batch size has been timed on "
+                    "this machine yet.")
+        reasons = "; ".join(f"batch {size} {why}" for size, why in left_out(found).items())
+        return f"No batch size can be recommended for tune_acc {found.target:g}: {reasons}."
     where = f"On {found.machine}" if found.machine else "On this machine"
-    if not a.beats_base and a.best is a.base:
+    if a.best is a.base:
         return (f"{where}, no batch size reaches tune_acc {found.target:g} sooner than batch {a.base.size} as it is "
-                f"({seconds(a.base.median)}, the median over {len(found.seeds)} seeds).")
+                f"({seconds(a.base.median)}, the median over the {len(found.judging)} seeds that judge).")
+    own = "" if a.own_speedup is None else (
+        f"; against batch {a.own.size} at its own best ({candidate_text(a.own).split(' with ', 1)[-1]}, "
+        f"{seconds(a.own.median)}), {ratio_text(a.own_speedup)}" + _partly(found, a.own))
     return (f"{where}, {candidate_text(a.best)} reaches tune_acc {found.target:g} soonest: {seconds(a.best.median)} "
-            f"against {seconds(a.base.median)} for batch {a.base.size} as it is, {speedup_text(a)}.")
+            f"against {seconds(a.base.median)} for batch {a.base.size} as it is, {speedup_text(a)}{own}.")
+
+
+def _partly(found, t) -> str:
+    from harness.studies.choose.answer import edge
+
+    factor = edge(t.candidate.name, found.lr_grid)
+    return "" if factor is None else f" (tuned only partly: its best is its grid's edge, lr x{factor:g})"
 
 
 def speedup_text(a) -> str:
     """"3.4x as fast [3.2, 3.5] (95% interval, 3 seeds)", or why it is no claim."""
-    ratio = a.speedup
+    if math.isinf(a.speedup.value):
+        return "which never reached the target on a seed that judges"
+    return ratio_text(a.speedup)
+
+
+def ratio_text(ratio) -> str:
+    """A paired ratio of times as a speed-up with its interval, or why it is no claim."""
     interval = ratio.interval
-    if math.isinf(ratio.value):
-        return "which never reached the target on any seed"
     said = f"{ratio.value:.2g}x as fast"
     if not interval.claims:
         return f"{said} on one seed: no interval, so no claim that it is faster"
     bounds = f"[{interval.low:.2g}, {interval.high:.2g}] ({interval.label}, {interval.n} seeds)"
-    return f"{said} {bounds}" + ("" if a.beats_base else ": the interval reaches 1, so it is not shown faster")
+    return f"{said} {bounds}" + ("" if interval.above(1.0) else ": the interval reaches 1, so it is not shown faster")
+
+
+def seeds_line(found) -> str:
+    """Which seeds chose and which judged."""
+    chose, judged = found.choosing, found.judging
+    if judged == chose:
+        return (f"One seed ({chose[0]}) both chose each batch size's candidate and timed it: no interval, and no "
+                "claim stands on it; seed=0,1,2,3 gives three seeds that judge.")
+    return (f"Seed {chose[0]} chose each batch size's candidate; seed{'s' if len(judged) > 1 else ''} "
+            f"{', '.join(map(str, judged))} judged them (the times, the speed-ups and the check), so the luck that "
+            f"picked a candidate on seed {chose[0]} does not count in its favour.")
 
 
 def answer_lines(found) -> list[str]:
-    """What the section says under the headline: who is just as fast, who missed, validation, the rule of thumb,
-    the check."""
+    """What the section says under the headline: which seeds chose and judged, who is just as fast, every batch size
+    left out and why, a best at its grid's edge, validation, the rule of thumb, the check."""
+    from harness.studies.choose.answer import NOT_ENDED, left_out
+
     a = found.answer
-    if a is None:
+    if found.target is None or (a is None and (not found.timing or any(s in NOT_ENDED for s in found.timing.values()))):
         return []
-    lines = []
-    if a.just_as_fast:
+    lines = [seeds_line(found)]
+    if a is not None and a.just_as_fast:
         lines.append(f"Not shown slower than the answer (a paired interval of their times that reaches 1): batch "
                      f"{', '.join(map(str, a.just_as_fast))}.")
-    if a.speedup.left_out:
-        seeds = [found.seeds[i] for i in a.speedup.left_out]
+    if a is not None and a.speedup.left_out:
+        seeds = [found.judging[i] for i in a.speedup.left_out]
         lines.append(f"Batch {a.base.size} as it is missed the target on seed {', '.join(map(str, seeds))}: the "
                      "speed-up and its bound come from the other seeds.")
-    missed = [t for t in a.timed if not t.reached_all]
-    for t in missed:
-        seeds = [seed for seed, s in zip(found.seeds, t.steps) if not math.isfinite(s)]
-        lines.append(f"{candidate_text(t)[0].upper()}{candidate_text(t)[1:]} missed the target on seed "
-                     f"{', '.join(map(str, seeds))}: it is not a candidate for the answer, whatever its other seeds "
-                     "took.")
-    untimed = [size for size in found.sizes if size not in {t.size for t in a.timed}]
-    if untimed:
-        lines.append(f"Batch {', '.join(map(str, untimed))}: no candidate reached the target on seed "
-                     f"{found.seeds[0]}, so none was confirmed or timed.")
+    for size, why in left_out(found).items():
+        lines.append(f"Batch {size}: {why}; not a candidate for the answer.")
+    for t in [] if a is None else a.timed:
+        partly = _partly(found, t)
+        if partly and t is not a.base:
+            lines.append(f"{candidate_text(t)[0].upper()}{candidate_text(t)[1:]}: {partly.strip(' ()')}; a step "
+                         "further was not tried, so its time may be an overestimate.")
+    if a is None:
+        return lines
     largest = max(found.sizes)
     if a.size != largest:
         lines.append(f"The answer is not the largest batch size ({largest}): every larger one took longer to the "
