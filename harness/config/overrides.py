@@ -10,4 +10,5 @@ def with_recipe(job: list[str], recipe: dict[str, Any]) -> list[str]:
     the recipe sets optimizer=adamw, say); a null value keeps the command's own."""
     keys = {key for key, value in recipe.items() if value is not None}
     return [o for o in job if o.lstrip("+~").split("=", 1)[0] not in keys] + \
-        [f"{key}={value}" for key, value in recipe.items() if value is not None]
+        [f"{key}={str(value).lower() if isinstance(value, bool) else value}" for key, value in recipe.items()
+         if value is not None]

@@ -49,6 +49,8 @@ class TrainConfig:
     lr_factor: float = 1.0        # the learning rate is lr x lr_factor (before lr_scaling): +study=tuned sweeps it
     tune_fraction: float = 0.0    # a stratified slice of the training split held out to choose the learning rate
     target_tune_acc: float | None = None  # stop once the tuning slice's accuracy reaches this (checked within epochs)
+    target_check: str = "steps"   # where target_tune_acc is checked: steps (geometrically within epochs, calls of a
+    # few steps: steps to the target finely resolved) or epoch (at each epoch's end, a whole epoch a call: a user's run)
     momentum: float | None = None  # the first-moment coefficient; None: the optimizer's own (MOMENTUM_KEYWORD)
     nesterov: bool = False        # Nesterov momentum, for SGD
     weight_decay: float | None = None  # Keras's decoupled decay (lr x wd a step); None: the optimizer's own
@@ -58,6 +60,11 @@ class TrainConfig:
     epsilon: float | None = None  # the denominator's floor; None: the optimizer's own (EPSILON_KEYWORD)
     precise_bn: int | None = None  # batch-norm statistics recomputed on this many training samples before each
     # evaluation, and kept (harness.run.precise_bn); None: the moving averages as trained
+
+    @property
+    def checks_within_epochs(self) -> bool:
+        """target_tune_acc checked between compiled calls of a few steps (config.batching.TARGET_CHUNK)."""
+        return self.target_tune_acc is not None and self.target_check == "steps"
 
 
 @dataclass(frozen=True)
@@ -89,8 +96,9 @@ class RunConfig:
         return {**flat, **self.data.flat(), **self.model.flat()}
 
     def identity(self) -> dict[str, Any]:
-        """flat() less the recipe's keys at their defaults: what run.json's config records and a resume compares."""
-        defaults = recipe.RECIPE_DEFAULTS
+        """flat() less the recipe's keys (and target_check) at their defaults: what run.json's config records and a
+        resume compares, so a run made before such a key existed is the same run."""
+        defaults = UNRECORDED_AT_DEFAULT
         return {k: v for k, v in self.flat().items() if k not in defaults or v != defaults[k]}
 
 
@@ -98,9 +106,11 @@ TOP_KEYS = {
     "batch_size", "per_replica_batch", "gpus", "devices", "simulate_devices", "shuffle", "imbalance",
     "epochs", "lr", "optimizer", "seed", "dataset", "model", "steps_per_execution", "train_fraction",
     "preprocess_mismatch", "budget", "budget_steps", "lr_scaling", "base_batch_size", "warmup_epochs",
-    "target_train_loss", "probes", "probe_samples", "lr_factor", "tune_fraction", "target_tune_acc", "backend",
-    *recipe.RECIPE_DEFAULTS,
+    "target_train_loss", "probes", "probe_samples", "lr_factor", "tune_fraction", "target_tune_acc", "target_check",
+    "backend", *recipe.RECIPE_DEFAULTS,
 }
+TARGET_CHECKS = ("steps", "epoch")
+UNRECORDED_AT_DEFAULT = {**recipe.RECIPE_DEFAULTS, "target_check": "steps"}
 DATA_KEYS = datasets.ALL_KEYS
 MODEL_KEYS = models.ALL_KEYS
 
@@ -158,6 +168,10 @@ def _study_keys(cfg: dict) -> dict[str, Any]:
         if target is not None:
             raise ConfigError("target_tune_acc", tune_target, f"null when target_train_loss={target} is set (one "
                               "target per run)")
+    check = choice(cfg, "target_check", TARGET_CHECKS)
+    if check != "steps" and tune_target is None:
+        raise ConfigError("target_check", check, "steps unless target_tune_acc is set (it says where that target is "
+                          "checked)")
     return {
         "train_fraction": fraction,
         "preprocess_mismatch": choice(cfg, "preprocess_mismatch", PREPROCESS_MISMATCHES),
@@ -170,6 +184,7 @@ def _study_keys(cfg: dict) -> dict[str, Any]:
         "lr_factor": float(cfg["lr_factor"]),
         "tune_fraction": tune,
         "target_tune_acc": None if tune_target is None else float(tune_target),
+        "target_check": check,
     }
 
 
@@ -221,7 +236,7 @@ def from_dict(cfg: dict[str, Any]) -> RunConfig:
         return run
     # the planner a run uses raises the same one-line error, naming the key, now instead of at run time
     plan = batching.plan_batches(train.batch_size, train.per_replica_batch, max(device.gpus, 1), train_size,
-                                 train.steps_per_execution, check_target=train.target_tune_acc is not None,
+                                 train.steps_per_execution, check_target=train.checks_within_epochs,
                                  backend=device.backend, host_devices=device.jax_host_devices)
     batching.plan_schedule(plan, train)
     models.check_replicas(model, plan.replicas, plan.per_replica_batch_size, device.backend)

@@ -186,7 +186,7 @@ def _plan(run: _Run, placement, data_in: Arrays) -> tuple[BatchPlan, Schedule]:
     keras.backend.clear_session()  # jobs of an in-process multirun start from a clean slate
     ops.seed(cfg.train.seed)
     plan = plan_batches(cfg.train.batch_size, cfg.train.per_replica_batch, placement.replicas, len(data_in.y_train),
-                        cfg.train.steps_per_execution, check_target=cfg.train.target_tune_acc is not None,
+                        cfg.train.steps_per_execution, check_target=cfg.train.checks_within_epochs,
                         backend=cfg.device.backend, host_devices=cfg.device.jax_host_devices)
     schedule = plan_schedule(plan, cfg.train)
     _log_plan(run.run_id, plan, schedule, run.resume_epoch)

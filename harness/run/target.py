@@ -9,6 +9,12 @@ measures the gradient noise scale on NOISE_BATCHES fresh small batches, kept as 
 study can bootstrap it (harness.probes.noise_scale.from_gram). The time to the target is the wall time from the
 fit's start, its first compiled call included, to the end of the check that saw it (of this attempt: a resumed run
 counts from its resume), with each check's step and time beside it: what a study that times batch sizes reads.
+Beside it, the seconds the harness spent between epochs (its per-epoch measurement passes, the row, the checkpoint,
+the trackers: everything from an epoch's end after its check to the next epoch's start), which a user's own
+training would not spend: a study takes them out of the time.
+
+With target_check=epoch the target is checked once, at each epoch's end, and every compiled call is a whole epoch:
+the shape of a user's run, whose time to the target is what +study=choose predicts and checks.
 """
 from __future__ import annotations
 
@@ -37,21 +43,35 @@ class TargetMonitor(keras.callbacks.Callback):
     (the key precise_bn: the batch-norm statistics recomputed and kept), or None."""
 
     def __init__(self, target: float, tune, plan: BatchPlan, at_target: Callable[[], dict],
-                 forward: Callable[[Any], np.ndarray], before: Callable[[], None] | None = None):
+                 forward: Callable[[Any], np.ndarray], before: Callable[[], None] | None = None,
+                 per_epoch: bool = False):
         super().__init__()
         self.target, self.plan, self.at_target, self.forward = target, plan, at_target, forward
-        self.before = before
+        self.before, self.per_epoch = before, per_epoch
         self.batches = [(ops.as_tensor(x), np.asarray(y)) for x, y in tune]  # tune: (x, y) batches
         self.last_checked = 0
         self.checks = 0
         self.found: dict | None = None
         self.started = time.perf_counter()
         self.check_seconds = 0.0
-        self.check_times: list[list[float]] = []  # [step, seconds since the fit began] after each check
+        # [step, seconds since the fit began, seconds spent between epochs so far] after each check
+        self.check_times: list[list[float]] = []
+        self.between = 0.0       # seconds from each epoch's end (after its check) to the next epoch's start
+        self.epoch_ended: float | None = None
 
     def on_train_begin(self, logs=None):
         self.last_checked = int(self.model.optimizer.iterations.numpy())  # a resumed run checks from where it is
         self.started = time.perf_counter()  # the compile of the first call counts: it is part of the time to target
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if self.epoch_ended is not None:
+            self.between += time.perf_counter() - self.epoch_ended
+            self.epoch_ended = None
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.per_epoch and self.found is None:
+            self._check(int(self.model.optimizer.iterations.numpy()))
+        self.epoch_ended = time.perf_counter()  # first of the epoch's end callbacks: the harness's own work follows
 
     def tune_acc(self) -> float:
         if self.before is not None:
@@ -60,22 +80,29 @@ class TargetMonitor(keras.callbacks.Callback):
         return right / sum(len(y) for _, y in self.batches)
 
     def on_train_batch_end(self, batch, logs=None):
-        step = int(self.model.optimizer.iterations.numpy())
-        if self.found is not None or step - self.last_checked < max(1.0, CHECK_SPACING * step):
+        if self.per_epoch or self.found is not None:
             return
+        step = int(self.model.optimizer.iterations.numpy())
+        if step - self.last_checked >= max(1.0, CHECK_SPACING * step):
+            self._check(step)
+
+    def _check(self, step: int) -> None:
         checked = time.perf_counter()
         accuracy = self.tune_acc()
         now = time.perf_counter()
         self.checks, self.check_seconds = self.checks + 1, self.check_seconds + now - checked
-        self.check_times.append([step, round(now - self.started, 4)])
+        self.check_times.append([step, round(now - self.started, 4), round(self.between, 4)])
         before, self.last_checked = self.last_checked, step
         if accuracy < self.target:
             return
         self.found = {"target_tune_acc": self.target, "steps_to_target": step,
                       "samples_to_target": samples_seen(self.plan, step),
                       "target_resolution": (step - before) / step, "target_checks": self.checks,
-                      "seconds_to_target": now - self.started, "check_seconds": self.check_seconds,
-                      "check_times": self.check_times, "tune_acc_at_target": accuracy, **self.at_target()}
+                      "seconds_to_target": now - self.started, "between_epochs_seconds": self.between,
+                      "check_seconds": self.check_seconds, "check_times": self.check_times,
+                      "target_check": "epoch" if self.per_epoch else "steps",
+                      "steps_per_epoch": self.plan.steps_per_epoch, "tune_acc_at_target": accuracy,
+                      **self.at_target()}
         self.model.stop_training = True
         log.info("tune_acc %.4f reached the target %.4f at step %d (%d samples; checked %d steps before): stopping",
                  accuracy, self.target, step, self.found["samples_to_target"], step - before)
@@ -86,7 +113,9 @@ class TargetMonitor(keras.callbacks.Callback):
             return self.found
         return {"target_tune_acc": self.target, "steps_to_target": None, "samples_to_target": None,
                 "target_resolution": None, "target_checks": self.checks, "seconds_to_target": None,
-                "check_seconds": self.check_seconds, "check_times": self.check_times}
+                "between_epochs_seconds": self.between, "check_seconds": self.check_seconds,
+                "check_times": self.check_times, "target_check": "epoch" if self.per_epoch else "steps",
+                "steps_per_epoch": self.plan.steps_per_epoch}
 
 
 def measure_at_target(model, val_metrics: Callable[[], dict], x: np.ndarray, y: np.ndarray,
@@ -122,7 +151,7 @@ def monitor(cfg, model, infer, data_in, decode, plan: BatchPlan, tune_eval, val_
                                   data_in.x_train, data_in.y_train, decode, cfg.train.seed)
     forward = infer if plan.replicas == 1 else ops.inference(model)  # checked often: one call, no dataset
     return TargetMonitor(cfg.train.target_tune_acc, tune_eval, plan, at_target, forward,
-                         None if kept is None else kept.keep)
+                         None if kept is None else kept.keep, per_epoch=cfg.train.target_check == "epoch")
 
 
 def write(run_dir: Path, monitor: TargetMonitor) -> dict:

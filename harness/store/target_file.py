@@ -18,8 +18,14 @@ FIELDS = {
     "seconds_to_target": "wall seconds from the fit's start (its first compiled call included) to the end of the "
                          "check that saw the target, of this attempt (a resumed run counts from its resume; null: "
                          "never)",
+    "between_epochs_seconds": "of seconds_to_target, those the harness spent between epochs (its per-epoch "
+                              "measurements, the row, the checkpoint, the trackers), which a run of one's own would "
+                              "not spend",
     "check_seconds": "seconds of those checks (or of every check, when the target was not reached)",
-    "check_times": "[step, seconds since the fit's start] after each check",
+    "check_times": "[step, seconds since the fit's start, between_epochs_seconds so far] after each check (older "
+                   "files: [step, seconds])",
+    "target_check": "where the target was checked: steps (within epochs) or epoch (at each epoch's end)",
+    "steps_per_epoch": "the run's steps per epoch",
     "tune_acc_at_target": "the tuning slice's accuracy then", "val_acc_at_target": "the validation accuracy then",
     "val_loss_at_target": "the validation loss then",
     "noise_batch": "samples per small batch of the noise scale there",
@@ -29,7 +35,8 @@ FIELDS = {
 }
 RUN_FIELDS = ("steps_to_target", "samples_to_target", "seconds_to_target")  # also in run.json
 # the scalars a run's row in harness.results adds (the target itself is a config column already)
-COLUMNS = tuple(k for k in FIELDS if k not in ("noise_gram", "check_times", "target_tune_acc"))
+COLUMNS = tuple(k for k in FIELDS if k not in ("noise_gram", "check_times", "target_tune_acc", "target_check",
+                                               "steps_per_epoch", "between_epochs_seconds"))
 
 
 def write(run_dir: Path, values: dict[str, Any]) -> None:

@@ -69,6 +69,8 @@ BAD = [
     (["target_tune_acc=1.5", "tune_fraction=0.1"], "target_tune_acc=1.5", "(0, 1]"),
     (["target_tune_acc=0.8", "tune_fraction=0.1", "target_train_loss=0.1"], "target_tune_acc=0.8",
      "null when target_train_loss=0.1"),
+    (["target_check=epoch"], "target_check='epoch'", "steps unless target_tune_acc is set"),
+    (["target_check=call", "target_tune_acc=0.8", "tune_fraction=0.1"], "target_check='call'", "steps, epoch"),
     (["backend=torch"], "backend='torch'", "tensorflow, jax"),
     (["backend=jax", "gpus=2"], "gpus=2", "simulate_devices=true"),
     (["backend=jax", "gpus=2", "simulate_devices=true", "model.batch_norm=true", "model.ghost_batch_size=12"],

@@ -16,15 +16,16 @@ def _three_classes(n, seed):
     return x, y
 
 
-def _fit_to(goal: float, epochs: int = 6, tune_labels=None):
-    """A softmax regression on 3 classes, batch 4 (25 steps an epoch, calls of 5), checked against `goal`."""
+def _fit_to(goal: float, epochs: int = 6, tune_labels=None, per_epoch: bool = False, after=()):
+    """A softmax regression on 3 classes, batch 4 (25 steps an epoch, calls of 5; with `per_epoch`, checked at each
+    epoch's end with a whole epoch a call), checked against `goal`; `after`: callbacks after the monitor."""
     x, y = _three_classes(100, 0)
     x_tune, y_tune = _three_classes(60, 1)
     if tune_labels is not None:
         y_tune = tune_labels
     keras.utils.set_random_seed(0)
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, activation="softmax")])
-    plan = plan_batches(4, False, 1, len(x), check_target=True)
+    plan = plan_batches(4, False, 1, len(x), check_target=not per_epoch)
     train.compile_model(model, keras.optimizers.SGD(0.3), plan.steps_per_execution)
     seen = []
 
@@ -33,9 +34,9 @@ def _fit_to(goal: float, epochs: int = 6, tune_labels=None):
         return {"val_acc_at_target": 0.5, "val_loss_at_target": 1.0}
 
     monitor = target.TargetMonitor(goal, pipelines.evaluation_dataset(x_tune, y_tune), plan, at_target,
-                                   measures.inference(model))
+                                   measures.inference(model), per_epoch=per_epoch)
     batches = pipelines.training_dataset(x, y, plan.global_batch_size, plan.steps_per_epoch, True, 0, epochs)
-    train.fit(model, batches, plan, epochs, [monitor])
+    train.fit(model, batches, plan, epochs, [monitor, *after])
     return monitor, model, plan, seen, (x_tune, y_tune)
 
 
@@ -71,8 +72,8 @@ def test_the_time_to_target_runs_from_the_fit_s_start_to_the_check_that_saw_it(m
     found = monitor.record()
     checks = found["target_checks"]
     assert found["seconds_to_target"] == 2 * checks and found["check_seconds"] == checks
-    assert found["check_times"][-1] == [found["steps_to_target"], 2 * checks]
-    assert [t for _, t in found["check_times"]] == [2 * k for k in range(1, checks + 1)]
+    assert found["check_times"][-1] == [found["steps_to_target"], 2 * checks, 0]  # in the first epoch
+    assert [t for _, t, _ in found["check_times"]] == [2 * k for k in range(1, checks + 1)]
 
 
 def test_a_run_that_misses_has_no_time_to_target_but_its_checks_times():
@@ -81,3 +82,35 @@ def test_a_run_that_misses_has_no_time_to_target_but_its_checks_times():
     found = monitor.record()
     assert found["seconds_to_target"] is None and len(found["check_times"]) == found["target_checks"]
     assert found["check_seconds"] > 0
+
+
+_NEVER = np.zeros(60, dtype=np.int64) + 2 * (np.arange(60) % 2)  # half the slice labelled 0, half 2: never 0.99
+
+
+def test_with_target_check_epoch_the_target_is_checked_once_an_epoch_a_whole_epoch_a_call():
+    """A user's run's shape: one compiled call an epoch and the target checked at its end, never within it."""
+    monitor, model, plan, seen, _ = _fit_to(0.75, per_epoch=True)
+    found = monitor.record()
+    assert plan.steps_per_execution == plan.steps_per_epoch == 25 and found["target_check"] == "epoch"
+    assert found["steps_to_target"] % 25 == 0 and [s for s, *_ in found["check_times"]] == list(
+        range(25, found["steps_to_target"] + 1, 25))
+    missed, _, _, _, _ = _fit_to(0.99, epochs=3, tune_labels=_NEVER, per_epoch=True)
+    assert missed.record()["target_checks"] == 3 and missed.record()["steps_per_epoch"] == 25
+
+
+def test_the_seconds_between_epochs_are_counted_apart_from_the_time_to_the_target(monkeypatch):
+    """A clock that ticks one second at each reading, and a callback after the monitor that reads it ten times at
+    each epoch's end (the harness's measurements, row and checkpoint): each gap between two epochs counts 11
+    seconds (those ten and the next epoch's start), recorded beside every check and in all."""
+    clock = iter(range(1, 10_000))
+    monkeypatch.setattr(target.time, "perf_counter", lambda: float(next(clock)))
+
+    class Measures(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            for _ in range(10):
+                target.time.perf_counter()
+
+    monitor, _, _, _, _ = _fit_to(0.99, epochs=3, tune_labels=_NEVER, per_epoch=True, after=[Measures()])
+    found = monitor.record()
+    assert [between for _, _, between in found["check_times"]] == [0, 11, 22]
+    assert found["between_epochs_seconds"] == 22  # after the last epoch no training follows: nothing to take out

@@ -27,12 +27,13 @@ NOT_ENDED = ("not started", "running")  # a timed run's status while the timing 
 class Timed:
     size: int
     candidate: object              # reading.Candidate: its best (b's as it is for `base`)
-    rate: timing.Rate
+    rate: timing.Rate              # its timed runs' rates averaged (r and C): what the table shows
     steps: np.ndarray              # by seed, the seeds in the sweep's order (inf: missed)
     times: np.ndarray              # T(steps) by seed
     median: float
     interval: intervals.Interval   # the median's, over the seeds (order statistics: its level is its coverage)
     val_acc: float | None          # mean validation accuracy where its seeds reached the target
+    runs: int = 1                  # the timed runs its times come from
 
     @property
     def reached_all(self) -> bool:
@@ -50,7 +51,7 @@ class Answer:
     base: Timed                    # b as the command sets it
     best: Timed                    # the least median time among those that reached the target on every seed
     speedup: intervals.Ratio       # base's time over best's, paired by seed (b's misses left out and said)
-    just_as_fast: list[int] = field(default_factory=list)   # not shown slower than the answer
+    just_as_fast: list[Timed] = field(default_factory=list)   # not shown slower than the answer
     thumb: Timed | None = None     # the fastest of 32 or less that reached it on every seed
     own: Timed | None = None       # b at its own best, where that is not b as it is
     own_speedup: intervals.Ratio | None = None   # own's time over best's, paired by seed
@@ -74,18 +75,20 @@ class Answer:
         return self.best is not self.base and self.speedup.interval.above(1.0)
 
 
-def timed(size: int, candidate, rate: timing.Rate, seeds: list[int]) -> Timed:
+def timed(size: int, candidate, rates: list[timing.Rate], seeds: list[int]) -> Timed:
+    """A best's time on each seed: T of the seed's steps, the timed runs' rates taken in turn over the seeds (so the
+    machine's spread between runs is in the seeds' spread, and in every interval over them)."""
     steps = np.array([candidate.steps.get(seed, math.nan) for seed in seeds], dtype=float)
-    times = np.array([rate.predicted(s) for s in steps], dtype=float)
+    times = np.array([rates[i % len(rates)].predicted(s) for i, s in enumerate(steps)], dtype=float)
     reached = [candidate.val_acc[seed] for seed in seeds
                if candidate.val_acc.get(seed) is not None and candidate.reached_on(seed)]
-    return Timed(size, candidate, rate, steps, times, timing.median(times), intervals.median_interval(times),
-                 float(np.mean(reached)) if reached else None)
+    return Timed(size, candidate, timing.mean(rates), steps, times, timing.median(times),
+                 intervals.median_interval(times), float(np.mean(reached)) if reached else None, len(rates))
 
 
-def of(found, rates: dict[tuple[int, str], timing.Rate]) -> Answer | None:
+def of(found, rates: dict[tuple[int, str], list[timing.Rate]]) -> Answer | None:
     """The answer from a reading (`found`: reading.Choice) and the rates measured alone ((size, candidate) ->
-    Rate), over the seeds that judge (found.judging: not the one that chose); None until b as it is and at least
+    each timed run's Rate), over the seeds that judge (found.judging: not the one that chose); None until b as it is and at least
     one best are timed on every one of them."""
     b, seeds = found.sizes[0], found.judging
     base_candidate = next((c for c in found.candidates.get(b, []) if c.name == AS_IS), None)
@@ -105,7 +108,7 @@ def of(found, rates: dict[tuple[int, str], timing.Rate]) -> Answer | None:
     if not qualified:
         return None
     best = min(qualified, key=lambda t: (t.median, t.size))
-    faster = [t.size for t in qualified if t is not best and not intervals.paired_ratio(t.times, best.times)
+    faster = [t for t in qualified if t is not best and not intervals.paired_ratio(t.times, best.times)
               .interval.above(1.0)]
     small = [t for t in qualified if t.size <= RULE_OF_THUMB]
     own = next((t for t in every if t.size == b and t is not base), None)

@@ -24,9 +24,14 @@ FIELDS = {
               "(left_out: seeds where b missed), and b at its own best's (null where that is b as it is or the "
               "answer); null before the timing",
     "left_out": "{batch: why}: every batch size that is not a candidate for the answer, with its reason",
-    "just_as_fast": "the batch sizes not shown slower than the answer (the paired interval of their times reaches 1)",
+    "just_as_fast": "[{batch, candidate}]: the timed bests not shown slower than the answer (the paired interval of "
+                    "their times reaches 1)",
     "rule_of_thumb": "{batch, candidate, median}: the fastest batch of 32 or less (null: none reached the target)",
-    "checks": "[{batch, candidate, seed, steps, measured, predicted}]: reruns alone, measured beside predicted",
+    "checks": "[{batch, candidate, seed, steps, measured, predicted, within}]: the printed command rerun alone on a "
+              "seed that judges (measured: its seconds to the target less those between epochs), beside the time "
+              "predicted from its target run's steps; within: inside check_tolerance",
+    "check_tolerance": "how far (relative) a check may lie from its prediction (choose.check_tolerance)",
+    "uncertain": "a check fell outside check_tolerance: the headline says the time is uncertain on this machine",
     "lines": "the rest of the reading in words",
 }
 
@@ -67,9 +72,13 @@ def values(found) -> dict[str, Any]:
                     "candidate": a.own.candidate.name, "value": _number(a.own_speedup.value),
                     **a.own_speedup.interval.as_json()}},
             "left_out": {str(size): why for size, why in left_out(found).items()},
-            "just_as_fast": [] if a is None else a.just_as_fast,
+            "just_as_fast": [] if a is None else [{"batch": t.size, "candidate": t.candidate.name}
+                                                  for t in a.just_as_fast],
             "rule_of_thumb": None if a is None or a.thumb is None else {
                 "batch": a.thumb.size, "candidate": a.thumb.candidate.name, "median": _number(a.thumb.median)},
             "checks": [{"batch": c.size, "candidate": c.name, "seed": c.seed, "steps": _number(c.steps),
-                        "measured": c.measured, "predicted": _number(c.predicted)} for c in found.checks],
+                        "measured": c.measured, "predicted": _number(c.predicted), "within": c.within}
+                       for c in found.checks],
+            "check_tolerance": found.check_tolerance,
+            "uncertain": any(c.within is False for c in found.checks),
             "lines": words.answer_lines(found)}

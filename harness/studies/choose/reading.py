@@ -7,7 +7,6 @@ favour); validation plays no part in any choice. Files in, numbers and sentences
 from __future__ import annotations
 
 import math
-import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,12 +14,10 @@ import pandas as pd
 
 from harness.assess import targets
 from harness.assess.sweep import Sweep
-from harness.config.overrides import with_recipe
-from harness.store.files import DamagedFile
-from harness.studies.choose import files, words
 from harness.studies.choose import answer as answer_of
-from harness.studies.choose import timing
-from harness.studies.choose.settings import BASELINE, CHECK, TIME, arm, point_jobs, recorded
+from harness.studies.choose import files, timed_runs, timing, words
+from harness.studies.choose.settings import BASELINE, arm, recorded, size_name
+from harness.studies.choose.timed_runs import Check
 
 
 @dataclass
@@ -43,18 +40,6 @@ class Candidate:
 
 
 @dataclass
-class Check:
-    """A run of the check round: a batch size's candidate rerun alone on a seed, its measured time to the target
-    beside the one its steps predict (timing.py)."""
-    size: int
-    name: str
-    seed: int
-    steps: float                 # inf: it missed the target
-    measured: float | None
-    predicted: float
-
-
-@dataclass
 class Choice:
     target: float | None         # None: not known yet (the baseline has not ended), or cannot be (target_note)
     target_note: str
@@ -63,12 +48,14 @@ class Choice:
     candidates: dict[int, list[Candidate]]
     rounds: int                  # rounds whose every job has ended
     tolerance: float = 0.01      # choose.tolerance
-    rates: dict[tuple[int, str], timing.Rate] = field(default_factory=dict)  # (size, candidate): timed alone
+    rates: dict[tuple[int, str], list[timing.Rate]] = field(default_factory=dict)  # (size, candidate): each timed
+    # run's, alone, in the seeds' order
     machine: str = ""            # where the timing ran: "2 CPU cores, TensorFlow"
     checks: list[Check] = field(default_factory=list)
     answer: answer_of.Answer | None = None
     command: str | None = None   # the answer as a command line: its batch size and recipe on the user's command
     lr_grid: tuple[float, ...] = ()   # choose.lr_grid: a best at its edge was tuned only partly
+    check_tolerance: float = 0.25     # choose.check_tolerance
     timing: dict[tuple[int, str], str] = field(default_factory=dict)  # (size, candidate) -> its timed run's status,
     # or TOO_FEW_CHECKS where it completed with too few checks to fit a time
 
@@ -178,7 +165,7 @@ def choose(sweep: Sweep) -> Choice | None:
     seconds = {str(r["job"]): r.get("seconds_to_target") for r in sweep.records}
     found: dict[int, dict[str, Candidate]] = {}
     for row in timed.to_dict("records"):
-        size, name = _size_name(row["arm"])
+        size, name = size_name(row["arm"])
         recipe = None if size is None else _recipe(record, size, name)
         if recipe is None:
             continue
@@ -191,7 +178,7 @@ def choose(sweep: Sweep) -> Choice | None:
         c.seconds[seed] = seconds.get(str(row["job"]))
         c.status[seed] = str(row["status"])
     for r in sweep.records:  # a failed run has no steps, but its candidate says it failed
-        size, name = _size_name(jobs.get(str(r["job"])))
+        size, name = size_name(jobs.get(str(r["job"])))
         recipe = None if size is None or r.get("status") != "failed" else _recipe(record, size, name)
         if recipe is not None and (r.get("config") or {}).get("seed") is not None:
             c = found.setdefault(size, {}).setdefault(name, Candidate(size, name, recipe, {}, {}))
@@ -200,69 +187,5 @@ def choose(sweep: Sweep) -> Choice | None:
     found_choice = Choice(target, note, sizes, [int(s) for s in record["seeds"]],
                           {size: list(found.get(size, {}).values()) for size in sizes}, sweep.complete_rounds(),
                           recorded(record).tolerance, lr_grid=recorded(record).lr_grid)
-    _timings(sweep, found_choice, jobs, timed)
+    timed_runs.read(sweep, found_choice, jobs, timed)
     return found_choice
-
-
-def _timings(sweep: Sweep, found: Choice, jobs: dict[str, str], timed: pd.DataFrame) -> None:
-    """The timing round's rates (each run alone: timing.rate of its checks), where it ran, the answer they give,
-    and the check round's runs, measured beside predicted."""
-    records = {str(r["job"]): r for r in sweep.records}
-    for job, name in jobs.items():
-        if not name.startswith(TIME):
-            continue
-        size, candidate = _size_name(name[len(TIME):])
-        status = records.get(job, {}).get("status", "not started")
-        found.timing[(size, candidate)] = status
-        if status != "completed":
-            continue
-        try:
-            written = sweep.target(job) or {}
-        except DamagedFile:
-            written = {}
-        found_rate = timing.rate(written.get("check_times") or [])
-        if not written:
-            found.timing[(size, candidate)] = answer_of.NO_TARGET_FILE
-        elif found_rate is None:
-            found.timing[(size, candidate)] = answer_of.TOO_FEW_CHECKS
-        elif size is not None:
-            found.rates[(size, candidate)] = found_rate
-            found.machine = found.machine or machine(records[job])
-    found.answer = answer_of.of(found, found.rates) if found.rates else None
-    if found.answer is not None:
-        job = with_recipe(point_jobs(read_plan(sweep))[(found.answer.size, found.seeds[0])], found.answer.recipe)
-        kept = [o for o in job if not o.lstrip("+~").startswith(("study=", "seed=", "hydra.", "choose."))]
-        found.command = "python -m harness " + " ".join(shlex.quote(o) for o in kept)
-    for row in timed.to_dict("records"):
-        name = jobs.get(str(row["job"]), "")
-        if not name.startswith(CHECK):
-            continue
-        size, candidate = _size_name(name[len(CHECK):])
-        rate = found.rates.get((size, candidate))
-        if rate is None:
-            continue
-        steps = math.inf if row["steps"] is None or pd.isna(row["steps"]) else float(row["steps"])
-        measured = records.get(str(row["job"]), {}).get("seconds_to_target")
-        found.checks.append(Check(size, candidate, int(row["seed"]), steps, measured, rate.predicted(steps)))
-
-
-def machine(record: dict[str, Any]) -> str:
-    """Where a run trained, in a few words: "2 CPU cores, TensorFlow", "1 NVIDIA H100 80GB HBM3, JAX"."""
-    environment = record.get("environment", {})
-    hardware, backend = environment.get("hardware", {}), environment.get("backend", "tensorflow")
-    framework = {"tensorflow": "TensorFlow", "jax": "JAX"}.get(backend, backend)
-    gpus = hardware.get("gpus") or []
-    if gpus:
-        kinds = sorted(set(gpus))
-        return f"{len(gpus)} {' + '.join(kinds)}, {framework}" if len(kinds) == 1 else f"{len(gpus)} GPUs, {framework}"
-    cores = hardware.get("cpus_usable")
-    return f"{cores} CPU cores, {framework}" if cores else f"a CPU, {framework}"
-
-
-def _size_name(name: Any) -> tuple[int | None, str]:
-    """bs128_linear_x2 -> (128, "linear_x2")."""
-    if not isinstance(name, str) or not name.startswith("bs"):
-        return None, ""
-    size, _, rest = name[2:].partition("_")
-    return (int(size), rest) if size.isdigit() else (None, "")
-

@@ -1,8 +1,9 @@
 """+study=choose's later rounds, planned from the rounds before (harness.launch.rounds runs the mechanics): after the
 baseline, the candidates at every batch size; then the learning-rate grid around each batch size's leader; then the
-confirmation of each batch size's best on the other seeds, beside b as it is; then the timing, each of them again
-on the first seed alone; then the check, the answer and b as it is alone on another seed (plan.py says what each
-holds)."""
+confirmation of each batch size's best on the seeds that judge, beside b as it is; then the timing, each of them in
+the printed command's shape (its target checked once an epoch, a whole epoch a call), alone, on TIMED_RUNS seeds
+that judge; then the check, the answer and b as it is as printed, alone, on a seed that judges and was not timed
+(plan.py says what each holds)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,7 +12,16 @@ from typing import Any
 from harness.assess import sweep as sweep_files
 from harness.studies.choose import plan as choice_plan
 from harness.studies.choose import reading as choice
-from harness.studies.choose.settings import AS_IS, CHECK, TIME, point_jobs, recorded, stages
+from harness.studies.choose.settings import (
+    AS_IS,
+    CHECK,
+    COMMAND_SHAPE,
+    TIME,
+    TIMED_RUNS,
+    point_jobs,
+    recorded,
+    stages,
+)
 from harness.studies.study import NOT_ENDED, Round
 
 
@@ -43,21 +53,33 @@ def next_jobs(record: dict[str, Any], found: choice.Choice, round_: int) -> list
             for factor in recorded(record).lr_grid:
                 recipe = {**leader.recipe, "lr_factor": choice.grid_lr(leader.recipe, record, factor)}
                 picked.append((size, f"{leader.name}_x{factor:g}", recipe, seeds[:1]))
-    elif stage == "confirm":  # each batch size's best on the other seeds, and b as it is (the speed-up's base)
+    elif stage == "confirm":  # each batch size's best on the seeds that judge, and b as it is (the speed-up's base)
         picked = _bests(found, b, seeds[1:])
-    elif stage == "time":  # each of them again on the first seed, alone: its seconds per step on this machine
-        return Round(choice_plan.target_jobs(record, point_jobs(record), found.target,
-                                             _bests(found, b, seeds[:1]), TIME), alone=True)
-    else:  # check: the answer and b as it is, alone, on a seed the timing did not run: measured against predicted
+    elif stage == "time":  # each of them as printed, alone, on seeds that judge: its seconds on this machine
+        picked = [(size, name, {**recipe, **COMMAND_SHAPE}, timed)
+                  for size, name, recipe, timed in _bests(found, b, timing_seeds(found))]
+        return Round(choice_plan.target_jobs(record, point_jobs(record), found.target, picked, TIME), alone=True)
+    else:  # check: the answer and b as it is, as printed, alone, on a seed not timed: measured against predicted
         answer = found.answer
         if answer is None:
             return None
-        seed = seeds[1:2] or seeds[:1]
-        picked = [(answer.size, answer.name, answer.recipe, seed)] + (
-            [] if answer.size == b and answer.name == AS_IS else [(b, AS_IS, {}, seed)])
+        seed = check_seeds(found)
+        picked = [(answer.size, answer.name, {**answer.recipe, **COMMAND_SHAPE}, seed)] + (
+            [] if answer.size == b and answer.name == AS_IS else [(b, AS_IS, dict(COMMAND_SHAPE), seed)])
         return Round(choice_plan.target_jobs(record, point_jobs(record), found.target, picked, CHECK),
                      alone=True)
     return choice_plan.target_jobs(record, point_jobs(record), found.target, picked)
+
+
+def timing_seeds(found: choice.Choice) -> list[int]:
+    """The seeds the timing round runs each best on: the first TIMED_RUNS that judge."""
+    return found.judging[:TIMED_RUNS]
+
+
+def check_seeds(found: choice.Choice) -> list[int]:
+    """The seed the check runs on: the first that judges and was not timed (with too few seeds, the last that
+    judges)."""
+    return [seed for seed in found.judging if seed not in timing_seeds(found)][:1] or found.judging[-1:]
 
 
 def _bests(found: choice.Choice, b: int, seeds: list[int]) -> list[tuple[int, str, dict[str, Any], list[int]]]:

@@ -18,11 +18,21 @@ BASELINE = "baseline"
 STAGES = (BASELINE, "candidates", "grid", "confirm", "time", "check")
 ALONE = ("time", "check")  # stages whose runs run alone: a time measured on this machine
 TIME, CHECK = "time_", "check_"  # the arms of those runs: time_bs128_linear, check_bs8_as_is
+TIMED_RUNS = 2  # the timing round runs each best in the printed command's shape on this many seeds that judge
+COMMAND_SHAPE = {"target_check": "epoch"}  # what a timed run sets beside its recipe: checked once an epoch
 
 
 def arm(size: int, name: str) -> str:
     """A candidate's arm: `bs<size>_<name>` (bs128_linear; its grid's bs128_linear_x2)."""
     return f"bs{size}_{name}"
+
+
+def size_name(name: Any) -> tuple[int | None, str]:
+    """An arm's batch size and candidate, the inverse of `arm`: bs128_linear_x2 -> (128, "linear_x2")."""
+    if not isinstance(name, str) or not name.startswith("bs"):
+        return None, ""
+    size, _, rest = name[2:].partition("_")
+    return (int(size), rest) if size.isdigit() else (None, "")
 
 
 def stages(record: dict[str, Any]) -> tuple[str, ...]:
@@ -43,6 +53,7 @@ class Settings:
     rules: tuple[str, ...] = RULES   # the published rules, each batch size's first candidates beside the command
     lr_grid: tuple[float, ...] = (0.5, 2.0)  # x the best candidate's learning rate, at every batch size
     check: bool = True            # rerun the answer and b as it is, alone, and compare their times with the predicted
+    check_tolerance: float = 0.25  # a check further than this from its prediction (relative) makes the time uncertain
 
     def cap(self, epochs: int) -> int:
         """The epochs every target run may take at most (the command's `epochs` E)."""
@@ -82,6 +93,10 @@ def from_dict(node: dict[str, Any]) -> Settings:
                           "candidate's learning rate; [] for none)")
     if not isinstance(node.get("check", True), bool):
         raise ConfigError("choose.check", node["check"], "true or false")
+    allowed = node.get("check_tolerance", 0.25)
+    if not _number(allowed) or not 0 < allowed < 1:
+        raise ConfigError("choose.check_tolerance", allowed, "a number in (0, 1): how far (relative) a rerun's time "
+                          "may lie from its prediction before the page calls the time uncertain")
     return Settings(**{**node, "rules": tuple(named), "lr_grid": tuple(float(f) for f in grid)})
 
 

@@ -29,10 +29,13 @@ def recipe_text(recipe: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in recipe.items()) or "the command as it is"
 
 
-FORMULA = ("time to the target = C + r x S: S a seed's steps to the target, r the seconds a step takes and C the "
-           "one-time cost (the first compiled call), both measured with the batch size's recipe running alone on "
-           "this machine, its checks and each epoch's evaluation in r; a seed that missed the target never reaches "
-           "it (infinite), and a batch size's time is its median over the seeds")
+FORMULA = ("time to the target = C + r x S: S a judging seed's steps to the target (from its target run, rounded up "
+           "to the end of the epoch in which it crossed: the printed command checks its target once an epoch), r "
+           "the seconds a step takes and C the one-time cost (the first compiled call), both measured by running the "
+           "printed command alone on this machine (on two seeds that judge, taken in turn over the seeds, so the "
+           "machine's spread between runs is in the interval), with the seconds the harness spends between epochs "
+           "(its per-epoch measurements, the row, the checkpoint) taken out; a seed that missed the target never "
+           "reaches it (infinite), and a batch size's time is its median over the seeds that judge")
 
 
 def seconds(value: float) -> str:
@@ -74,7 +77,21 @@ def headline(found) -> str:
         f"; against batch {a.own.size} at its own best ({candidate_text(a.own).split(' with ', 1)[-1]}, "
         f"{seconds(a.own.median)}), {ratio_text(a.own_speedup)}" + _partly(found, a.own))
     return (f"{where}, {candidate_text(a.best)} reaches tune_acc {found.target:g} soonest: {seconds(a.best.median)} "
-            f"against {seconds(a.base.median)} for batch {a.base.size} as it is, {speedup_text(a)}{own}.")
+            f"against {seconds(a.base.median)} for batch {a.base.size} as it is, {speedup_text(a)}{own}."
+            + uncertain_text(found))
+
+
+def uncertain_text(found) -> str:
+    """" The rerun of the printed command took 49% longer than predicted: ..." where a check fell outside
+    choose.check_tolerance, else ""."""
+    off = [c for c in found.checks if c.within is False]
+    if not off:
+        return ""
+    worst = max(off, key=lambda c: abs(c.measured / c.predicted - 1))
+    change = worst.measured / worst.predicted - 1
+    how = f"{abs(change):.0%} {'longer' if change > 0 else 'less'} than predicted"
+    return (f" The rerun of the printed command at batch {worst.size} took {how} (more than the "
+            f"{found.check_tolerance:.0%} the check allows): the time is uncertain on this machine.")
 
 
 def _partly(found, t) -> str:
@@ -122,8 +139,8 @@ def answer_lines(found) -> list[str]:
         return []
     lines = [seeds_line(found)]
     if a is not None and a.just_as_fast:
-        lines.append(f"Not shown slower than the answer (a paired interval of their times that reaches 1): batch "
-                     f"{', '.join(map(str, a.just_as_fast))}.")
+        lines.append("Not shown slower than the answer (a paired interval of their times that reaches 1): "
+                     f"{'; '.join(candidate_text(t) for t in a.just_as_fast)}.")
     if a is not None and a.speedup.left_out:
         seeds = [found.judging[i] for i in a.speedup.left_out]
         lines.append(f"Batch {a.base.size} as it is missed the target on seed {', '.join(map(str, seeds))}: the "
@@ -141,7 +158,7 @@ def answer_lines(found) -> list[str]:
     if a.size != largest:
         lines.append(f"The answer is not the largest batch size ({largest}): every larger one took longer to the "
                      "target on this machine, or missed it.")
-    if a.best.val_acc is not None and a.base.val_acc is not None:
+    if a.best is not a.base and a.best.val_acc is not None and a.base.val_acc is not None:
         drop = a.base.val_acc - a.best.val_acc
         tolerance = found.tolerance
         said = (f"Validation accuracy where the target was reached: {a.best.val_acc:.3f} at batch {a.size} against "
@@ -153,9 +170,18 @@ def answer_lines(found) -> list[str]:
                      f"{seconds(a.thumb.median)}" + ("." if a.thumb is a.best else
                                                      f", {a.thumb.median / a.best.median:.2g}x the answer's time."))
     for check in found.checks:
-        lines.append(f"Rerun alone on seed {check.seed}, batch {check.size} ({check.name.replace('_', ' ')}) took "
-                     f"{seconds(check.measured) if check.measured is not None else 'no time (it missed)'} to the "
-                     f"target, predicted {seconds(check.predicted)}" + (
-                         f" ({check.measured / check.predicted - 1:+.0%})." if check.measured and
-                         math.isfinite(check.predicted) else "."))
+        lines.append(check_text(check, found.check_tolerance))
     return lines
+
+
+def check_text(check, tolerance: float) -> str:
+    """One check in words: the printed command rerun alone, measured beside predicted, within the tolerance or not."""
+    what = f"batch {check.size} ({check.name.replace('_', ' ')})"
+    if check.measured is None:
+        return f"Rerun alone on seed {check.seed} as printed, {what} missed the target: no time to compare."
+    said = (f"Rerun alone on seed {check.seed} as printed, {what} took {seconds(check.measured)} to the target, "
+            f"predicted {seconds(check.predicted)}")
+    if not math.isfinite(check.predicted) or check.within is None:
+        return said + "."
+    change = check.measured / check.predicted - 1
+    return said + f" ({change:+.0%}: {'within' if check.within else 'outside'} the {tolerance:.0%} the check allows)."

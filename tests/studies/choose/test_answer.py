@@ -21,14 +21,24 @@ RATE = {8: (0.010, 1.0), 32: (0.020, 1.0), 128: (0.070, 1.0)}
 STEPS = {8: [400, 420, 380, 400], 32: [120, 110, 130, 120], 128: [20, 22, 21, None]}  # 128: fastest, seed 3 missed
 
 
-def _write(sweep, job, steps, size, val_acc=0.5, rate=RATE):
+def _write(sweep, job, steps, size, val_acc=0.5, rate=RATE, per_epoch=None, between=0.0, slow=1.0):
+    """A target run's target.json, its checks on a clock of `rate` (x `slow`); `per_epoch` steps an epoch: checked
+    once an epoch, the harness spending `between` seconds between epochs (counted beside each check)."""
     per_step, one_time = rate[size]
     last = steps if steps is not None else 200
-    checks = [[int(s), round(one_time + per_step * int(s), 4)] for s in np.linspace(5, last, 12).round()]
+    if per_epoch:
+        ends = range(per_epoch, math.ceil(last / per_epoch) * per_epoch + 1, per_epoch)
+        checks = [[s, round(slow * (one_time + per_step * s) + between * k, 4), between * k]
+                  for k, s in enumerate(ends)]
+    else:
+        checks = [[int(s), round(slow * (one_time + per_step * int(s)), 4)] for s in np.linspace(5, last, 12).round()]
     (sweep / job / "target.json").write_text(json.dumps({
-        "target_tune_acc": 0.5, "steps_to_target": steps, "samples_to_target": None, "target_resolution": 0.05,
-        "target_checks": len(checks), "seconds_to_target": None if steps is None else checks[-1][1],
-        "check_seconds": 0.1, "check_times": checks, "val_acc_at_target": None if steps is None else val_acc}))
+        "target_tune_acc": 0.5, "steps_to_target": None if steps is None else checks[-1][0],
+        "samples_to_target": None, "target_resolution": 0.05, "target_checks": len(checks),
+        "seconds_to_target": None if steps is None else checks[-1][1], "check_seconds": 0.1, "check_times": checks,
+        "between_epochs_seconds": checks[-1][2] if per_epoch else 0.0,
+        "target_check": "epoch" if per_epoch else "steps", "steps_per_epoch": per_epoch or 100,
+        "val_acc_at_target": None if steps is None else val_acc}))
 
 
 def _steps(steps, arm: str, seed: int):
@@ -38,7 +48,10 @@ def _steps(steps, arm: str, seed: int):
     return size, (steps[name] if name in steps else steps[size])[seed]
 
 
-def _sweep(tmp_path, steps=STEPS, val=None, timed=True, command=COMMAND, rate=RATE):
+def _sweep(tmp_path, steps=STEPS, val=None, timed=True, command=COMMAND, rate=RATE, per_epoch=None, between=0.0,
+           slow_check=1.0):
+    """The study's rounds with made-up target runs; `per_epoch` ({size: steps an epoch}): the timed and checked runs
+    as printed (checked once an epoch, `between` seconds between epochs), the check's clock x `slow_check`."""
     sweep = study_sweep(tmp_path / "s", *command)
     rounds = [job for job in sweep_files.read(sweep).plan["jobs"]]
     arms = sweep_files.read(sweep).plan["choose"]["arms"]
@@ -54,7 +67,9 @@ def _sweep(tmp_path, steps=STEPS, val=None, timed=True, command=COMMAND, rate=RA
             break
         for job in jobs:
             size, found = _steps(steps, job.arm, int(job.overrides[0].split("=")[1]))
-            _write(sweep, job.job, found, size, (val or {}).get(size, 0.5), rate=rate)
+            shape = {} if not (per_epoch and job.alone) else {"per_epoch": per_epoch[size], "between": between,
+                                                              "slow": slow_check if job.arm.startswith("check_") else 1}
+            _write(sweep, job.job, found, size, (val or {}).get(size, 0.5), rate=rate, **shape)
     return sweep
 
 
@@ -146,3 +161,30 @@ def test_the_speed_up_against_b_at_its_own_best_and_a_best_at_its_grids_edge(tmp
     assert "; against batch 8 at its own best (your command, its learning rate x2" in found.headline
     assert "(tuned only partly: its best is its grid's edge, lr x2)" in found.headline
     assert found.as_json()["answer"]["own_speedup"]["candidate"] == "as_is_x2"
+
+
+PER_EPOCH = {8: 100, 32: 25, 128: 7}
+CHECKED = tuple(c.replace("choose.check=false", "choose.check=true") for c in COMMAND)
+
+
+def test_the_time_is_the_printed_commands_and_its_check_can_fail(tmp_path):
+    """Timed as printed (its target checked once an epoch, 5 s between epochs for the harness's measurements): r and C
+    leave those seconds out, a seed's steps round up to its epoch's end, and the command printed is the one timed.
+    A rerun 50% slower than its prediction makes the headline say the time is uncertain; one as predicted does not."""
+    found = choice.choose(sweep_files.read(_sweep(tmp_path / "a", command=CHECKED, per_epoch=PER_EPOCH, between=5.0,
+                                                  slow_check=1.5)))
+    a = found.answer
+    assert a.size == 32 and a.best.runs == 2
+    assert a.best.rate.seconds_per_step == pytest.approx(0.02) and a.best.rate.one_time == pytest.approx(1.0)
+    assert a.best.times.tolist() == pytest.approx([1.0 + 0.02 * 125, 1.0 + 0.02 * 150, 1.0 + 0.02 * 125])  # 110 -> 125
+    for key in ("target_check=epoch", "target_tune_acc=0.5", "tune_fraction=0.1", "probes=false", "batch_size=32"):
+        assert key in found.command.split()
+    assert not any(word in found.command for word in ("study=", "seed=", "choose.", "hydra."))
+    assert [(c.size, c.seed, c.within) for c in found.checks] == [(32, 3, False), (8, 3, False)]
+    assert found.headline.endswith("took 50% longer than predicted (more than the 25% the check allows): the time "
+                                   "is uncertain on this machine.")
+    assert found.as_json()["uncertain"] is True
+    steady = choice.choose(sweep_files.read(_sweep(tmp_path / "b", command=CHECKED, per_epoch=PER_EPOCH,
+                                                   between=5.0)))
+    assert all(c.within for c in steady.checks) and "uncertain" not in steady.headline
+    assert "(+0%: within the 25% the check allows)" in " ".join(choice.words.answer_lines(steady))

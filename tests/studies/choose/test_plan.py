@@ -82,9 +82,12 @@ def test_the_rounds_go_from_the_baseline_to_the_confirmation_of_each_batch_size_
     best = found.leader(64)
     assert best.name == "linear_x2" and best.steps == {0: 30.0, 1: float("inf")}  # the miss stays a miss
     assert recorded(sweep_files.read(sweep).plan["choose"]).lr_grid == (0.5, 2.0)
-    timed = next_round(sweep, 4)  # each best again on the first seed, and b as it is, each alone
-    assert [(job.arm, job.alone, "seed=0" in job.overrides) for job in timed] == [
-        ("time_bs8_as_is_x2", True, True), ("time_bs64_linear_x2", True, True), ("time_bs8_as_is", True, True)]
+    # each best again as the printed command runs (its target checked once an epoch), and b as it is, each alone,
+    # on a seed that judges (seed 0 chose)
+    timed = next_round(sweep, 4)
+    assert [(job.arm, job.alone, "seed=1" in job.overrides, "target_check=epoch" in job.overrides)
+            for job in timed] == [("time_bs8_as_is_x2", True, True, True), ("time_bs64_linear_x2", True, True, True),
+                                  ("time_bs8_as_is", True, True, True)]
 
 
 def test_a_batch_size_whose_candidates_all_missed_is_not_confirmed(tmp_path):

@@ -1,0 +1,133 @@
+"""+study=choose's timed runs read from their files: the timing round's rates (each run of the printed command alone,
+timing.rate of its checks, by seed), where they ran, the answer they give (answer.py), the command they timed, and
+the check round's reruns of that command, measured beside predicted. Files in, numbers out."""
+from __future__ import annotations
+
+import math
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from harness.assess.sweep import Sweep
+from harness.config.overrides import with_recipe
+from harness.store.files import DamagedFile
+from harness.studies.choose import answer as answer_of
+from harness.studies.choose import timing
+from harness.studies.choose.settings import CHECK, TIME, arm, point_jobs, recorded, size_name
+
+
+@dataclass
+class Check:
+    """A run of the check round: a batch size's candidate rerun alone on a seed, its measured time to the target
+    beside the one its steps predict (timing.py)."""
+    size: int
+    name: str
+    seed: int
+    steps: float                 # inf: it missed the target
+    measured: float | None       # the printed command's seconds to the target, the time between epochs taken out
+    predicted: float
+    within: bool | None = None   # within choose.check_tolerance of the prediction (None: nothing to compare)
+
+
+def read(sweep: Sweep, found, jobs: dict[str, str], timed: pd.DataFrame) -> None:
+    """The timing round's rates (each run alone: timing.rate of its checks, by seed), where it ran, the answer they
+    give, the command they timed, and the check round's runs, measured beside predicted."""
+    records = {str(r["job"]): r for r in sweep.records}
+    by_seed: dict[tuple[int, str], list[tuple[int, timing.Rate]]] = {}
+    for job, name in jobs.items():
+        if not name.startswith(TIME):
+            continue
+        size, candidate = size_name(name[len(TIME):])
+        status = records.get(job, {}).get("status", "not started")
+        found.timing.setdefault((size, candidate), status)
+        if status != "completed":
+            found.timing[(size, candidate)] = status
+            continue
+        written = _target(sweep, job)
+        found_rate = timing.rate(written.get("check_times") or [], _per_epoch(written))
+        if not written:
+            found.timing[(size, candidate)] = answer_of.NO_TARGET_FILE
+        elif found_rate is None:
+            found.timing[(size, candidate)] = answer_of.TOO_FEW_CHECKS
+        elif size is not None:
+            seed = (records[job].get("config") or {}).get("seed", 0)
+            by_seed.setdefault((size, candidate), []).append((int(seed), found_rate))
+            found.machine = found.machine or machine(records[job])
+    found.rates = {key: [r for _, r in sorted(pairs, key=lambda p: p[0])] for key, pairs in by_seed.items()}
+    found.answer = answer_of.of(found, found.rates) if found.rates else None
+    if found.answer is not None:
+        found.command = printed(sweep, jobs, found)
+    settings = recorded((sweep.plan or {})["choose"])
+    for row in timed.to_dict("records"):
+        name = jobs.get(str(row["job"]), "")
+        if not name.startswith(CHECK):
+            continue
+        size, candidate = size_name(name[len(CHECK):])
+        rates = found.rates.get((size, candidate))
+        if not rates:
+            continue
+        rate, seed = timing.mean(rates), int(row["seed"])
+        own = math.inf if row["steps"] is None or pd.isna(row["steps"]) else float(row["steps"])
+        written = _target(sweep, str(row["job"]))
+        if rate.steps_per_epoch:  # the printed command's shape: its target run on this seed predicts it
+            best = next((c for c in found.candidates.get(size, []) if c.name == candidate), None)
+            steps = best.steps.get(seed, own) if best is not None else own
+            measured = _net(written)
+        else:  # an older sweep's check: timed as its target runs were
+            steps, measured = own, records.get(str(row["job"]), {}).get("seconds_to_target")
+        predicted = rate.predicted(steps)
+        within = None if measured is None or not math.isfinite(predicted) else \
+            abs(measured / predicted - 1) <= settings.check_tolerance
+        found.checks.append(Check(size, candidate, seed, steps, measured, predicted, within))
+    found.check_tolerance = settings.check_tolerance
+
+
+def _target(sweep: Sweep, job: str) -> dict[str, Any]:
+    try:
+        return sweep.target(job) or {}
+    except DamagedFile:
+        return {}
+
+
+def _per_epoch(written: dict[str, Any]) -> int | None:
+    """The steps an epoch where the run checked its target once an epoch (its steps round up to them), else None."""
+    return written.get("steps_per_epoch") if written.get("target_check") == "epoch" else None
+
+
+def _net(written: dict[str, Any]) -> float | None:
+    """A run's seconds to the target less the time the harness spent between its epochs (None: it missed)."""
+    seconds = written.get("seconds_to_target")
+    return None if seconds is None else float(seconds) - float(written.get("between_epochs_seconds") or 0.0)
+
+
+NOT_PRINTED = ("study=", "seed=", "hydra.", "choose.")  # the study's own overrides: not the user's command
+
+
+def printed(sweep: Sweep, jobs: dict[str, str], found) -> str:
+    """The answer as a command line: the overrides its timed run ran with, less the study's own, and what the
+    study's config set for every run (the tuning slice the target is read on, probes off)."""
+    answer = found.answer
+    wanted = TIME + arm(answer.size, answer.name)
+    job = next((job for job, name in jobs.items() if name == wanted), None)
+    overrides = next((list(r.get("overrides") or []) for r in sweep.records if str(r["job"]) == job), None)
+    if overrides is None:  # not run yet: as the plan would run it
+        overrides = with_recipe(point_jobs((sweep.plan or {})["choose"])[(answer.size, found.judging[0])], answer.recipe)
+    kept = [o for o in overrides if not o.lstrip("+~").startswith(NOT_PRINTED)]
+    config = (sweep.records[0].get("config") or {}) if sweep.records else {}
+    study_set = with_recipe(kept, {"tune_fraction": config.get("tune_fraction"), "probes": "false"})
+    return "python -m harness " + " ".join(shlex.quote(o) for o in study_set)
+
+
+def machine(record: dict[str, Any]) -> str:
+    """Where a run trained, in a few words: "2 CPU cores, TensorFlow", "1 NVIDIA H100 80GB HBM3, JAX"."""
+    environment = record.get("environment", {})
+    hardware, backend = environment.get("hardware", {}), environment.get("backend", "tensorflow")
+    framework = {"tensorflow": "TensorFlow", "jax": "JAX"}.get(backend, backend)
+    gpus = hardware.get("gpus") or []
+    if gpus:
+        kinds = sorted(set(gpus))
+        return f"{len(gpus)} {' + '.join(kinds)}, {framework}" if len(kinds) == 1 else f"{len(gpus)} GPUs, {framework}"
+    cores = hardware.get("cpus_usable")
+    return f"{cores} CPU cores, {framework}" if cores else f"a CPU, {framework}"
