@@ -11,8 +11,10 @@ from harness.studies.recover import choice
 from harness.studies.recover import reading as recovery
 from tests.helpers.sweeps import _command_plan, next_round, set_final, study_sweep
 
+# recover.judge=0 here: the verdict pairs the seeds that chose (the rounds' mechanics these tests were built on);
+# the judging round on fresh seeds has tests of its own
 COMMAND = ("+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=4", "seed=0,1,2", "recover.rules=[]",
-           "recover.guided=0")
+           "recover.guided=0", "recover.judge=0")
 TRIALS = {6: 0.70, 7: 0.90, 8: 0.60, 9: 0.80}  # round 1's trial runs (jobs 6-9: trials 0-3) and their tune_acc
 
 
@@ -147,7 +149,7 @@ def test_the_budget_doubles_the_epochs_until_b_is_reached_and_a_recovered_recipe
 
 def test_with_one_seed_round_two_is_passed_over_and_the_verdict_is_indicative(tmp_path):
     sweep = study_sweep(tmp_path / "s", "+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=2",
-                        "seed=0", "recover.rules=[]", "recover.guided=0")
+                        "seed=0", "recover.rules=[]", "recover.guided=0", "recover.judge=0")
     set_final(sweep, 3, val_acc=0.1)  # trial 1 (job 3): far below b
     jobs = next_round(sweep, 1)
     assert {j.round for j in jobs} == {3} and {j.arm for j in jobs} == {"budget_4"} and len(jobs) == 1
@@ -165,7 +167,7 @@ def test_tune_small_gives_b_the_same_search_and_b_with_its_recipe_is_what_b_is_c
     other seeds as B's are; the verdict compares B's recipe with b's recipe, not with b as it is."""
     sweep = study_sweep(tmp_path / "s", "+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=4",
                         "seed=0,1", "recover.tune_small=true", "recover.budget=false", "recover.rules=[]",
-                        "recover.guided=0")
+                        "recover.guided=0", "recover.judge=0")
     record = json.loads((sweep / "sweep.json").read_text())["recover"]
     arms = record["arms"]
     assert list(arms.values()) == ["as_is"] * 4 + [f"trial_{k}" for k in range(4)] + [
@@ -265,7 +267,7 @@ def test_every_rule_is_confirmed_and_the_simplest_recipe_within_the_tolerance_is
     (0.01) of the best, a searched trial's: the rule is the recipe, and the headline says the search found nothing
     better; 0.02 below it, the searched trial is."""
     command = ("+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=4", "seed=0,1", "recover.budget=false",
-               "recover.guided=0")
+               "recover.guided=0", "recover.judge=0")
     sweep = study_sweep(tmp_path / "s", *command)
     for job, tune in zip(range(4, 11), (0.70, 0.95, 0.60, 0.80, 0.94, 0.50, 0.65)):
         set_final(sweep, job, tune_acc=tune)
@@ -304,7 +306,7 @@ def test_the_simplest_candidate_a_rule_then_fewer_keys_then_the_best_mean():
 
 
 GUIDED = ("+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=4", "seed=0,1", "recover.guided=3",
-          "recover.budget=false", "recover.rules=[linear]")
+          "recover.budget=false", "recover.rules=[linear]", "recover.judge=0")
 
 
 def test_the_guided_round_is_proposed_from_round_one_and_planned_the_same_after_a_kill(tmp_path):
@@ -353,7 +355,7 @@ def test_the_budget_runs_the_best_rule_beside_a_searched_recipe_and_names_the_on
     both on every seed, and where only the rule reaches b's tuning accuracy the reading says so: true of the rule,
     where the recipe alone would have read as 'not reached'. A recipe that is a rule gets nothing beside it."""
     sweep = study_sweep(tmp_path / "s", "+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=2", "seed=0,1",
-                        "recover.rules=[linear]", "recover.guided=0")
+                        "recover.rules=[linear]", "recover.guided=0", "recover.judge=0")
     for job, tune in ((4, 0.95), (5, 0.60), (6, 0.80)):  # trials 0, 1 and the linear rule at seed 0
         set_final(sweep, job, tune_acc=tune)
     confirm = {j.arm: j.job for j in next_round(sweep, 1)}
@@ -391,3 +393,46 @@ def test_a_round_timed_alone_is_one_slurm_task_at_a_time(tmp_path):
     (tmp_path / "sweep.json").write_text(json.dumps({"format": 2, "study": "choose", "jobs": jobs, "rounds": 2}))
     assert not runs_alone(tmp_path, [0, 1, 2, 3]) and runs_alone(tmp_path, [4, 5])
     assert cut_arrays([4, 5], 1000, 1)[1] == 1
+
+
+JUDGED = tuple(c for c in COMMAND if c != "recover.judge=0")  # recover.judge: 3 fresh seeds, as configured
+
+
+def test_the_recipe_is_judged_on_fresh_seeds_that_did_not_choose_it(tmp_path):
+    """Trial 1 is chosen on seeds 0-2 (the search and the confirmation), where it matches b on validation; the round
+    after runs b and B as they are and the recipe on seeds 3-5, where it falls 0.05 short. The verdict pairs those
+    fresh seeds only: partly recovered, where the seeds that chose it would have read recovered (the winner's curse);
+    a judging run's tune_acc, however low, never changes the recipe."""
+    from harness.studies.recover.verdict import judge
+
+    sweep = study_sweep(tmp_path / "s", *JUDGED)
+    for job, tune in TRIALS.items():
+        set_final(sweep, job, tune_acc=tune)
+    next_round(sweep, 1)
+    for job, tune in ((10, 0.95), (11, 0.95), (12, 0.5), (13, 0.5), (14, 0.5), (15, 0.5)):
+        set_final(sweep, job, tune_acc=tune)
+    judging = next_round(sweep, 2)
+    seed_of = {j.job: int(next(o for o in j.overrides if o.startswith("seed=")).split("=")[1]) for j in judging}
+    size_of = {j.job: int(next(o for o in j.overrides if o.startswith("batch_size=")).split("=")[1]) for j in judging}
+    assert [(j.arm, size_of[j.job], seed_of[j.job]) for j in judging] == [
+        (arm, size, seed) for seed in (3, 4, 5) for arm, size in (("as_is", 8), ("as_is", 64), ("trial_1", 64))]
+    chose = {"b": [0.90, 0.92, 0.91], "B": [0.80, 0.83, 0.79], "recipe": [0.902, 0.919, 0.911]}
+    for seed in range(3):
+        set_final(sweep, 2 * seed, val_acc=chose["b"][seed])
+        set_final(sweep, 2 * seed + 1, val_acc=chose["B"][seed])
+    for job, value in zip((7, 10, 11), chose["recipe"]):  # trial 1 at seeds 0, 1, 2
+        set_final(sweep, job, val_acc=value)
+    judged = {"b": [0.91, 0.90, 0.92], "B": [0.80, 0.81, 0.80], "recipe": [0.86, 0.85, 0.871]}
+    for job in judging:
+        side = {"as_is": "b" if size_of[job.job] == 8 else "B", "trial_1": "recipe"}[job.arm]
+        set_final(sweep, job.job, val_acc=judged[side][seed_of[job.job] - 3], tune_acc=0.1)
+    r = recovery.recover(sweep_files.read(sweep))
+    assert r.recipe == 1 and r.seeds == [0, 1, 2] and r.judged == [3, 4, 5]
+    v = r.verdict
+    assert v.gap.n == 3 and v.gap.value == pytest.approx(0.05, abs=1e-3) and v.kind == "partly"
+    assert judge(*(chose[k] for k in ("b", "B", "recipe")), 0.01).kind == "recovered"  # had the choosers judged
+    assert any("Seeds 0, 1, 2 chose the recipe (the search on seed 0, the confirmation on the others); seeds 3, 4, 5, "
+               "run for the purpose, judged it" in note for note in r.notes)
+    assert r.as_json()["judged"] == [3, 4, 5] and r.as_json()["chose"] == [0, 1, 2]
+    budget = next_round(sweep, 3)  # not shown recovered: the budget round follows the judging
+    assert {j.arm for j in budget} == {"budget_4"} and {j.round for j in budget} == {4}

@@ -5,9 +5,9 @@ seed against b, and the budget B needs when nothing recovers it.
     plan.py        round 1 from the command (config): the reference, the Sobol search over space.py's keys and
                    the published rules (harness.config.rules), with the model's batch norm (batch_norm.py); later rounds' jobs
     rounds.py      which later round comes next, from the rounds before (harness.launch.rounds runs it): the
-                   guided round (guided.py, Optuna's TPE), the confirmation, the budget
-    reading.py     the sweep read round by round (assess), with choice.py, verdict.py, budget.py, words.py,
-                   importance.py and commands.py (the command lines it offers)
+                   guided round (guided.py, Optuna's TPE), the confirmation, the judging on fresh seeds, the budget
+    reading.py     the sweep read round by round (assess), with choice.py, verdict.py, budget.py, words.py (the
+                   headline), notes.py, importance.py and commands.py (the command lines it offers)
     section.py     the report's Recovery section: its tables, figures.py and section.html.j2
     files.py       recovery.json
 """

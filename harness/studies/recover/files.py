@@ -11,8 +11,12 @@ RECOVERY_FILE = "recovery.json"  # in the sweep folder
 FIELDS = {
     "small_batch": "b, the smallest global batch of the command", "large_batch": "B, the largest",
     "epochs": "E, the command's epochs: every trial trains within them",
-    "rounds": "the rounds read, every job of each ended: 1, the reference and the search; 2, the confirmation and "
-              "the verdict; 3 on, the budget",
+    "rounds": "the rounds read, every job of each ended: 1, the reference and the search; 2, the guided round "
+              "(recover.guided > 0); then the confirmation; then the judging on fresh seeds (recover.judge > 0) and "
+              "the verdict; then the budget",
+    "chose": "the seeds that chose the recipe: the search's (the first) and the confirmation's",
+    "judged": "the seeds the verdict pairs: recover.judge fresh ones, run for the purpose (an older sweep's: those "
+              "that chose)",
     "headline": "the reading in words",
     "drop": "{value, low, high}: v(b) - v(B) as they are on validation, mean over paired seeds, 95% interval",
     "reference": "{b, B}: tune_acc of b and of B as they are, at the search's seed",
@@ -26,16 +30,17 @@ FIELDS = {
                           "it is",
     "recipe_trial": "the confirmed trial with the best mean tune_acc: the recipe (null before round 2)",
     "recipe": "its recipe {key: value}",
-    "verdict": "recovered, undecided, partly or not_recovered (null before round 2): by the mean of v(b) - v(recipe) "
-               "and its 95% interval against the tolerance (harness.studies.recover.verdict)",
-    "shown": "recovered, and the 95% upper bound of v(b) - v(recipe) is within the tolerance too",
+    "verdict": "recovered, undecided, partly or not_recovered (null until judged): by the 95% interval of v(b) - "
+               "v(recipe) on the judging seeds against the tolerance (harness.studies.recover.verdict)",
+    "shown": "recovered: the whole 95% interval of v(b) - v(recipe) within the tolerance (one seed: false)",
     "gap": "{value, low, high, tolerance}: v(b) - v(recipe) on validation over paired seeds, 95% interval",
     "gain": "{value, low, high}: v(recipe) - v(b) on validation over paired seeds, 95% interval: how far the recipe "
             "lies above b (below it where negative)",
     "recovered": "{value, low, high}: the share of the drop the recipe recovers, Fieller's 95% interval (null: "
                  "unbounded, or one seed)",
-    "seeds_needed": "recovered but not shown, or undecided: about how many seeds would show or decide it",
-    "more_seeds": "undecided: the command that runs the study on the seeds that would decide it (null otherwise)",
+    "seeds_needed": "undecided: about how many judging seeds would decide it",
+    "more_seeds": "undecided: the command that runs the study with the judging seeds that would decide it (null "
+                  "otherwise)",
     "budget": "{asked, small_tune_acc, reached_at_epochs, lengths [{epochs, multiple, tune_acc, runs, reached, "
               "wall_ratio}], rule_trial, rule_lengths}: the recipe at longer runs against b's tuning accuracy, and "
               "beside a recipe that is not a rule the best confirmed rule (rule_trial, its lengths alike; null, [])",
@@ -65,7 +70,8 @@ def values(r) -> dict[str, Any]:
                                              "low": None if drop is None else drop.low,
                                              "high": None if drop is None else drop.high},
             "reference": r.reference, "trials": trials,
-            "best": r.best, "command": r.command, "notes": r.notes, "rounds": r.rounds,
+            "best": r.best, "command": r.command, "notes": r.notes, "rounds": r.rounds, "chose": r.seeds,
+            "judged": r.judged,
             "confirmed": [{"trial": k, "tune_acc": tune, "seeds": n} for k, tune, n in r.confirmed],
             "small_trials": [{"trial": t.number, "recipe": t.recipe, "status": t.status, "tune_acc": t.tune_acc}
                              for t in r.small_trials],

@@ -31,7 +31,7 @@ from harness.config.schema import RunConfig
 from harness.data import registry as datasets
 from harness.fields import ConfigError
 from harness.studies.recover import batch_norm
-from harness.studies.recover.settings import Settings
+from harness.studies.recover.settings import Settings, judging_seeds
 from harness.studies.recover.space import CHOICES, LOG, OVERRIDE
 
 AS_IS = "as_is"
@@ -123,6 +123,20 @@ def guided_jobs(record: dict[str, Any], jobs: dict[str, list[str]],
     after round 1's trials."""
     first, base = len(record["trials"]), jobs[record["reference"]["B"][str(record["seeds"][0])]]
     return [(with_recipe(base, found), f"trial_{first + i}") for i, found in enumerate(recipes)]
+
+
+def judge_jobs(record: dict[str, Any], jobs: dict[str, list[str]], trial: int, recipe: dict[str, Any],
+               small: tuple[int, dict[str, Any]] | None = None) -> list[tuple[list[str], str]]:
+    """The judging round, as (overrides, arm): on each judging seed, b as it is (or with its own recipe `small`,
+    recover.tune_small), B as it is and the recipe (trial `trial`) at B: the verdict's pairs, on seeds that chose
+    nothing."""
+    first = str(record["seeds"][0])
+    at_b, at_big = jobs[record["reference"]["b"][first]], jobs[record["reference"]["B"][first]]
+    small_side = (AS_IS, {}) if small is None else (f"{SMALL}trial_{small[0]}", small[1])
+    return [job for seed in judging_seeds(record) for job in (
+        (with_recipe(at_b, {**small_side[1], "seed": seed}), small_side[0]),
+        (with_recipe(at_big, {"seed": seed}), AS_IS),
+        (with_recipe(at_big, {**recipe, "seed": seed}), f"trial_{trial}"))]
 
 
 def budget_lengths(record: dict[str, Any]) -> list[int]:

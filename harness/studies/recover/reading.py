@@ -21,6 +21,7 @@ from harness.assess.paired import Estimate, estimate
 from harness.assess.sweep import Sweep
 from harness.studies.recover import budget, choice, commands, settings
 from harness.studies.recover import verdict as recovery_verdict
+from harness.studies.recover import notes as recovery_notes
 from harness.studies.recover import words as recovery_words
 from harness.studies.recover.importance import Importances, importances
 from harness.studies.recover.space import recipe_of_job
@@ -78,6 +79,8 @@ class Recovery:
     small_recipe: int | None = None              # b's confirmed recipe: what B is compared with
     chance: float | None = None                  # 1 / the number of classes
     more_seeds: str | None = None                # undecided: the command that runs the study on the seeds it needs
+    judged: list[int] = field(default_factory=list)  # the seeds the verdict pairs: fresh ones (recover.judge), never
+    # one that chose the recipe; an older sweep's, the seeds that chose
 
     @property
     def small_arm(self) -> str | None:
@@ -98,6 +101,12 @@ class Recovery:
         from harness.studies.recover.files import values
 
         return values(self)
+
+
+def judging_rounds(plan: dict[str, Any]) -> int:
+    """1 where the recipe is judged on fresh seeds (recover.judge > 0), in the round after the confirmation; 0 in an
+    older sweep, whose verdict paired the seeds that chose (the budget's first round comes this much later)."""
+    return 1 if settings.recorded(plan).judge else 0
 
 
 def guided_rounds(plan: dict[str, Any]) -> int:
@@ -168,28 +177,40 @@ def recover(sweep: Sweep) -> Recovery | None:
         confirming = [job["arm"] for job in later if job.get("round") == 2 + extra]
         seeds = len(plan["seeds"])
         tolerance = settings.recorded(plan).tolerance
-        found.confirmed, found.recipe = _confirmed(chosen, confirming, "", trials, seeds, tolerance)
+        choosing = chosen[chosen["seed"].isin(plan["seeds"])]  # the judging seeds' runs never choose
+        found.confirmed, found.recipe = _confirmed(choosing, confirming, "", trials, seeds, tolerance)
         if small_trials:  # b's own recipe, confirmed the same way: what B is compared with
-            found.small_confirmed, found.small_recipe = _confirmed(chosen, confirming, SMALL, small_trials, seeds,
+            found.small_confirmed, found.small_recipe = _confirmed(choosing, confirming, SMALL, small_trials, seeds,
                                                                    tolerance)
-            found.small_tune = _with_failures(chosen.loc[chosen["arm"] == found.small_arm, "tune_acc"].dropna(),
+            found.small_tune = _with_failures(choosing.loc[choosing["arm"] == found.small_arm, "tune_acc"].dropna(),
                                               seeds)
-        found.verdict = _verdict(found, _val_finals(df), plan)
-        if found.verdict is not None and found.verdict.kind == recovery_verdict.UNDECIDED:
-            found.more_seeds = commands.more_seeds(sweep, plan["seeds"], found.verdict.seeds_needed)
-        done = {job["job"] for job in (sweep.plan or {}).get("jobs", []) if job.get("round", 1) <= found.rounds}
-        found.budget_rule_trial = budget.best_rule(found)
-        ended, speeds = {j: a for j, a in arm_of.items() if j in done}, budget.speeds(_done(df))
-        small = speeds.loc[speeds["arm"] == found.small_arm, "speed"] if found.small_arm else \
-            speeds.loc[(speeds["arm"] == AS_IS) & (speeds["batch"] == b), "speed"]
-        at_b = _number(small.mean()) if len(small) else None
-        found.budget = budget.lengths(found, chosen, speeds, plan, ended, at_b)
-        if found.budget_rule_trial is not None:
-            found.budget_rule = budget.lengths(found, chosen, speeds, plan, ended, at_b,
-                                               f"_trial_{found.budget_rule_trial}")
+        judging = judging_rounds(plan)
+        found.judged = settings.judging_seeds(plan) if judging else list(plan["seeds"])
+        if found.rounds >= 2 + extra + judging:
+            _judge(sweep, found, df, chosen, plan, arm_of)
     found.command = commands.recipe_command(sweep, plan, found.recipe if found.recipe is not None else best)
-    found.headline, found.notes = recovery_words.headline(found), recovery_words.notes(found, plan)
+    found.headline, found.notes = recovery_words.headline(found), recovery_notes.notes(found, plan)
     return found
+
+
+def _judge(sweep: Sweep, found: Recovery, df: pd.DataFrame, chosen: pd.DataFrame, plan: dict[str, Any],
+           arm_of: dict[str, str]) -> None:
+    """The verdict on the judging seeds, the seeds that would decide an undecided one, and the budget so far."""
+    b = found.small_batch
+    found.verdict = _verdict(found, _val_finals(df), plan)
+    if found.verdict is not None and found.verdict.kind == recovery_verdict.UNDECIDED:
+        found.more_seeds = commands.more_seeds(sweep, plan["seeds"], found.verdict.seeds_needed,
+                                               judged=bool(judging_rounds(plan)))
+    done = {job["job"] for job in (sweep.plan or {}).get("jobs", []) if job.get("round", 1) <= found.rounds}
+    found.budget_rule_trial = budget.best_rule(found)
+    ended, speeds = {j: a for j, a in arm_of.items() if j in done}, budget.speeds(_done(df))
+    small = speeds.loc[speeds["arm"] == found.small_arm, "speed"] if found.small_arm else \
+        speeds.loc[(speeds["arm"] == AS_IS) & (speeds["batch"] == b), "speed"]
+    at_b = _number(small.mean()) if len(small) else None
+    found.budget = budget.lengths(found, chosen, speeds, plan, ended, at_b)
+    if found.budget_rule_trial is not None:
+        found.budget_rule = budget.lengths(found, chosen, speeds, plan, ended, at_b,
+                                           f"_trial_{found.budget_rule_trial}")
 
 
 def _search(recipes: list[dict[str, Any]], prefix: str, status: dict[str, str], tune: dict[str, float],
@@ -224,8 +245,9 @@ def _confirmed(chosen: pd.DataFrame, confirming: list[str], prefix: str, trials:
 
 
 def _verdict(r: Recovery, finals: pd.DataFrame, plan: dict[str, Any]) -> Verdict | None:
-    """The verdict on validation over the seeds where b, B as it is and the recipe all finished."""
+    """The verdict on validation over the judging seeds (r.judged) where b, B as it is and the recipe all finished."""
     arm = f"trial_{r.recipe}"
+    finals = finals[finals["seed"].isin(r.judged)]
     small = r.small_arm or str(r.small_batch)  # b's own recipe where b got the search, else b as it is
     rows = finals[finals["arm"].isin([arm, r.small_arm]) | ((finals["arm"] == AS_IS) & finals[BATCH].isin(
         [r.small_batch, r.large_batch]))]

@@ -1,6 +1,6 @@
 """+study=recover's later rounds, planned from the rounds before (harness.launch.rounds runs the mechanics): round 2
 the guided trials (recover.guided > 0), then the confirmation of the best trials and the rules on the other seeds,
-then the budget, one length a round."""
+then the judging of the chosen recipe on fresh seeds (recover.judge > 0), then the budget, one length a round."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -53,11 +53,18 @@ def next_jobs(content: dict[str, Any], reading: recovery.Recovery, round_: int,
         return recover.confirm_jobs(record, jobs, ranked, recipes) + (
             recover.confirm_jobs(record, jobs, small, [t.recipe for t in reading.small_trials], small=True)
             if small else [])
+    judging = recovery.judging_rounds(record)
+    if judging and round_ == 3 + extra:  # the recipe chosen: judged on seeds that did not choose it
+        if reading.recipe is None:
+            return None
+        small = None if reading.small_recipe is None else (
+            reading.small_recipe, reading.small_trials[reading.small_recipe].recipe)
+        return recover.judge_jobs(record, jobs, reading.recipe, reading.trials[reading.recipe].recipe, small)
     verdict = reading.verdict
     if verdict is None or (verdict.kind == RECOVERED and verdict.shown) or not settings.recorded(record).budget:
         return None
     lengths = recover.budget_lengths(record)
-    index = round_ - 3 - extra
+    index = round_ - 3 - extra - judging
     before = lengths[:index]  # the rounds before this one: a resumed sweep's reading holds later ones too
     if index >= len(lengths) or any(length.reached for length in [*reading.budget, *reading.budget_rule]
                                     if length.epochs in before):

@@ -12,8 +12,9 @@ from harness.fields import ConfigError, check_keys
 from harness.studies.recover.space import CHOICES, LOG, RANGES
 
 RULES = ("linear", "sqrt", "adam_sde", "precise_bn")  # the published rules (harness.config.rules)
-# what a key an older sweep.json lacks meant: no guided round and no rules before they existed
-BEFORE = {"guided": 0, "rules": ()}
+# what a key an older sweep.json lacks meant: no guided round, no rules and no judging seeds before they existed
+# (the verdict then paired the seeds that chose the recipe)
+BEFORE = {"guided": 0, "rules": (), "judge": 0}
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,7 @@ class Settings:
     tune_fraction: float = 0.1
     rules: tuple[str, ...] = RULES
     guided: int = 8
+    judge: int = 3    # fresh seeds, after the command's, on which the chosen recipe is judged (0: the choosing seeds)
     space: dict[str, list] = field(default_factory=dict)
 
 
@@ -38,7 +40,7 @@ def from_dict(node: dict[str, Any]) -> Settings:
     trials = node.get("trials", 16)
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 2 or trials & (trials - 1):
         raise ConfigError("recover.trials", trials, "a power of two >= 2 (as Sobol points want): 8, 16, 32, ...")
-    for key in ("seed", "confirm", "guided"):
+    for key in ("seed", "confirm", "guided", "judge"):
         value = node.get(key, 0)
         if isinstance(value, bool) or not isinstance(value, int) or value < (1 if key == "confirm" else 0):
             raise ConfigError(f"recover.{key}", value, "an integer >= 1" if key == "confirm" else "an integer >= 0")
@@ -86,3 +88,11 @@ def recorded(record: dict[str, Any]) -> Settings:
     known = Settings.__dataclass_fields__
     values = {**BEFORE, **{key: value for key, value in saved.items() if key in known and key != "space"}}
     return Settings(**{**values, "rules": tuple(values["rules"]), "space": dict(record.get("space", {}))})
+
+
+def judging_seeds(record: dict[str, Any]) -> list[int]:
+    """The fresh seeds the chosen recipe is judged on: recover.judge of them after the command's highest, so that
+    no seed that chose the recipe (the search's, the confirmation's) judges it ([]: an older sweep, judged on
+    those)."""
+    top = max(record["seeds"])
+    return list(range(top + 1, top + 1 + recorded(record).judge))

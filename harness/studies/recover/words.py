@@ -1,5 +1,6 @@
-"""+study=recover's sentences: the headline and notes of a reading (harness.studies.recover.reading.Recovery), whatever
-round it has reached. Numbers in, words out: each sentence claims only what the rounds that ended show."""
+"""+study=recover's headline and the words it is made of (a recipe, a share, the budget), for a reading
+(harness.studies.recover.reading.Recovery) whatever round it has reached; notes.py says the rest under it. Numbers
+in, words out: each sentence claims only what the rounds that ended show."""
 from __future__ import annotations
 
 from typing import Any
@@ -38,7 +39,7 @@ def _recipe_parts(recipe: dict[str, Any], peak_lr: float | None = None, first_mo
     return ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + (parts[-1] if parts else "")
 
 
-def _recipe_words(recipe: dict[str, Any], peak_lr: float | None = None) -> str:
+def recipe_words(recipe: dict[str, Any], peak_lr: float | None = None) -> str:
     """A searched recipe as a researcher says it: "adamw with a cosine schedule, peak lr 0.028 (27.9x your lr),
     ..." (_recipe_parts)."""
     get = recipe.get
@@ -55,7 +56,7 @@ def described(trial) -> str:
         first = "beta_1" if trial.rule == "adam_sde" else "momentum"
         parts = _recipe_parts(trial.recipe, trial.peak_lr, first, lr_first=True)
         return f"the {trial.rule} rule ({parts}; trial {trial.number})"
-    return f"{_recipe_words(trial.recipe, trial.peak_lr)} (trial {trial.number})"
+    return f"{recipe_words(trial.recipe, trial.peak_lr)} (trial {trial.number})"
 
 
 
@@ -180,12 +181,12 @@ def _budget_sentence(r) -> str:
         wall = ("" if length.wall_ratio is None
                 else f", {length.wall_ratio:.1f}x batch {b}'s wall time on this machine")
         return (f"batch {big} reaches {_small(r, 'tuning accuracy')} with {length.multiple:g}x the epochs "
-                f"({length.epochs}){'' if by is None else ' with ' + _rule_words(r, by)}{wall}")
+                f"({length.epochs}){'' if by is None else ' with ' + rule_words(r, by)}{wall}")
     if not r.budget:
         return f"the epochs batch {big} would need are not measured yet"
     last = r.budget[-1]
     longest = round(big / b * r.epochs)
-    tried_by = "" if rule is None else f" with the recipe or with {_rule_words(r, rule)}"
+    tried_by = "" if rule is None else f" with the recipe or with {rule_words(r, rule)}"
     if last.epochs >= longest:
         return (f"batch {big} did not reach {_small(r, 'tuning accuracy')}{tried_by} within {last.multiple:g}x the "
                 f"epochs ({last.epochs}: as many updates as batch {b} makes in {r.epochs})")
@@ -193,95 +194,5 @@ def _budget_sentence(r) -> str:
             "longer runs next")
 
 
-def _rule_words(r, number: int) -> str:
+def rule_words(r, number: int) -> str:
     return f"the {r.trials[number].rule} rule (trial {number})"
-
-
-def notes(r, plan: dict[str, Any]) -> list[str]:
-    b, big = r.small_batch, r.large_batch
-    notes = [f"Every trial is ranked by its final tune_acc on the held-out tuning slice (the same samples in every "
-             f"run); the validation set, on which batch {b} and batch {big} are compared, plays no part in the "
-             "ranking or in choosing the recipe."]
-    if r.verdict is None and r.small_trials and r.rounds >= 1 and all(t.tune_acc is None for t in r.small_trials):
-        notes.append(f"Batch {b}'s own search (recover.tune_small) has no finished trial: there is nothing to compare "
-                     f"batch {big}'s recipe with, so no later round runs.")
-    elif r.verdict is None:
-        notes.append(f"One seed per trial: a trial's rank carries its seed's noise. The next rounds confirm the best "
-                     f"on the other seeds, paired with batch {b}'s, and measure the epochs batch {big} needs when "
-                     "none recovers its accuracy; they have not run yet.")
-    else:
-        v = r.verdict
-        total = len(r.seeds)
-        confirmed = ", ".join(f"trial {k} ({_rule_of(r, k)}{'–' if tune is None else f'{tune:.3f}'} over {total} "
-                              "seeds" + ("" if n == total else f", {total - n} failed or diverged, counted as 0")
-                              + ")" for k, tune, n in r.confirmed)
-        notes.append(f"Confirmed on every seed: {confirmed}; {_chosen(r, r.confirmed)}." if r.confirmed else
-                     f"One seed: trial {r.recipe} is the recipe unconfirmed ({_chosen(r, [])}), and the verdict is "
-                     "indicative.")
-        if r.more_seeds is not None:
-            notes.append(f"To decide it, the same study on {v.seeds_needed} seeds (a sweep of its own: the search runs "
-                         f"again, and the verdict reads every seed): {r.more_seeds}")
-        if not v.drop_shown:
-            notes.append(f"As they are, no drop of batch {big} against batch {b} was shown over these seeds; the "
-                         f"recipe is still compared with batch {b}.")
-        if r.small_recipe is None:
-            notes.append(f"Batch {b} ran as the command set it (recover.tune_small=false): a recipe searched for "
-                         f"batch {big} only, against batch {b} untuned.")
-        else:
-            small = r.small_trials[r.small_recipe]
-            notes.append(f"Batch {b} got the same search (recover.tune_small=true): its own best confirmed recipe, "
-                         f"trial {r.small_recipe} ({_recipe_words(small.recipe, small.peak_lr)}), is what batch "
-                         f"{big}'s is compared with, on validation and in the budget; the drop above is between the "
-                         "two as they are.")
-    if r.drop is not None and r.drop.value is not None:
-        d = r.drop
-        interval = ("" if d.low is None else " (identical at every seed)" if d.identical
-                    else f" [{d.low:+.3f}, {d.high:+.3f}] (95% interval)")
-        notes.insert(0, f"As they are, batch {big} lost {d.value:+.3f}{interval} of val_acc to batch {b}, paired "
-                        f"over {d.n} seed(s).")
-    notes += _batch_norm_notes(r, plan)
-    notes += [f"{key}: not searched, since it applies to {why}." for key, why in plan.get("left_out", {}).items()]
-    notes += [f"The {t.rule} rule's values were clipped: {'; '.join(t.clipped)}." for t in r.trials if t.clipped]
-    notes += [f"The {name} rule was not run: it applies to {why}." for name, why in
-              plan.get("rules_left_out", {}).items()]
-    return notes
-
-
-def _batch_norm_notes(r, plan: dict[str, Any]) -> list[str]:
-    """What the plan found of the model's batch norm, and the EMA rule's momentum the rules took from it."""
-    found = plan.get("batch_norm")
-    if not found or not found.get("rho"):
-        return []
-    rho, k = found["rho"], r.large_batch / r.small_batch
-    layers = f"{found['layers']} batch-norm layer{'' if found['layers'] == 1 else 's'}"
-    source = "the command's model.bn_momentum" if found.get("given") else (
-        "their momentum" if len(found["momenta"]) == 1 else "the largest of their momenta " + ", ".join(
-            f"{m:g}" for m in found["momenta"]))
-    rules = [t for t in r.trials if t.source == "rule" and t.recipe.get("model.bn_momentum") is not None]
-    others = "other " if any(t.rule == "precise_bn" for t in r.trials) else ""
-    used = rules[0].recipe["model.bn_momentum"] if rules else None
-    clipped = plan["sources"][rules[0].number].get("clipped", []) if rules else []  # as the plan recorded the rule
-    floored = any("batch-norm momentum" in c for c in clipped)
-    scaled = "" if not rules else (
-        f" Every {others}rule sets the batch-norm momentum by the EMA rule (Busbridge et al. 2023): the moving "
-        f"statistics average over steps, and batch {r.large_batch} takes {k:g}x fewer, so rho_b^{k:g} = {rho ** k:.4g}"
-        + (f" would keep their horizon in samples; it is kept at the floor {used:g}, an average over about "
-           f"{1 / (1 - used):.2g} steps." if floored else " keeps their horizon in samples."))
-    return [f"The model has {layers}; rho_b = {rho:g} ({source}).{scaled}"]
-
-
-def _rule_of(r, number: int) -> str:
-    trial = r.trials[number]
-    return f"the {trial.rule} rule, " if trial.source == "rule" else ""
-
-
-def _chosen(r, confirmed: list[tuple[int, float | None, int]]) -> str:
-    """Why trial r.recipe is the recipe: the best mean tune_acc, or the simplest within recover.tolerance of it."""
-    means = {k: tune for k, tune, _ in confirmed if tune is not None} or \
-        {t.number: t.tune_acc for t in r.trials if t.tune_acc is not None}
-    best = max(means, key=lambda k: (means[k], -k))
-    if best == r.recipe or means.get(best) == means.get(r.recipe):
-        return f"trial {r.recipe} has the best {'mean ' if confirmed else ''}tune_acc and is the recipe"
-    simpler = "a rule" if r.trials[r.recipe].source == "rule" else "fewer keys set"
-    return (f"trial {r.recipe} is within recover.tolerance ({r.verdict.tolerance:g}) of the best, trial {best}'s "
-            f"{means[best]:.3f}, and simpler ({simpler}): the recipe")

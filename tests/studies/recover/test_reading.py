@@ -96,6 +96,7 @@ def test_after_round_two_the_section_shows_the_verdict_its_table_and_the_figures
     sweep = study_sweep(tmp_path / "s", "+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=8",
                         "seed=0,1", "recover.budget=false", "recover.guided=0")
     next_round(sweep, 1)
+    next_round(sweep, 2)  # the recipe judged on seeds 2, 3, 4
     a = assess(sweep)
     assert a.reading.verdict is not None and a.reading.importance is not None
     html.write_report(sweep, tmp_path / "reports")
@@ -209,6 +210,9 @@ def test_one_decision_rule_recovered_undecided_or_short_by_the_gaps_interval_aga
     sweep = sweep_files.Sweep(folder, [], pd.DataFrame(), None)
     assert commands.more_seeds(sweep, [0, 1], 5) == ("python -m harness +study=recover batch_size=16,256 "
                                                       "seed=0,1,2,3,4 -m")
+    # judged on fresh seeds: the same seeds choose, and the seeds that would decide it judge
+    assert commands.more_seeds(sweep, [0, 1], 5, judged=True) == ("python -m harness +study=recover "
+                                                                   "batch_size=16,256 seed=0,1 recover.judge=5 -m")
 
 
 def test_a_mean_within_the_tolerance_with_a_wide_interval_is_undecided_not_recovered(monkeypatch):
