@@ -189,3 +189,17 @@ def bootstrap_interval(draws, units: int, level: float = LEVEL) -> Interval:
     low, high = np.quantile(draws, [alpha, 1 - alpha], method="inverted_cdf")  # a draw itself, never inf - inf
     stated = level if units >= BOOTSTRAP_UNITS else None
     return Interval(float(low), float(high), stated, units, "bootstrap")
+
+
+def prediction_interval(pair_log_differences, center: float, level: float = LEVEL) -> Interval:
+    """Where one new run's time should fall, around `center` (the prediction from the mean of two timed runs of its
+    command), from pairs of timed runs of the same commands: each pair's difference of log times has variance 2σ²
+    (σ the spread of one run on this machine), pooled over the pairs (df = their number); a new run's log deviation
+    from its two runs' mean then has variance σ²(1 + 1/2): a t prediction interval on the log scale. None of a level
+    without a pair."""
+    d = np.asarray(pair_log_differences, dtype=float)
+    if len(d) == 0 or not math.isfinite(center):
+        return Interval(center, center, None, len(d), "none")
+    sigma = math.sqrt(float(np.mean(d ** 2)) / 2)
+    half = float(stats.t.ppf(0.5 + level / 2, len(d))) * sigma * math.sqrt(1.5)
+    return Interval(center * math.exp(-half), center * math.exp(half), level, len(d), "prediction t")

@@ -83,6 +83,22 @@ def test_fiellers_ratio_interval_holds_95_percent(n):
     _assert_holds(coverage, levels)
 
 
+@pytest.mark.parametrize("n", SEEDS)
+def test_a_reruns_prediction_interval_from_pairs_of_timed_runs_holds_95_percent(n):
+    """n commands timed twice each on a machine whose runs spread log-normally (each command its own true time): the
+    interval around one command's two-run mean holds a third run of it 95% of the time."""
+    def make(rng, k):
+        truth = np.exp(rng.normal(0, 1, k))                        # each command's own time
+        runs = truth[:, None] * np.exp(rng.normal(0, 0.1, (k, 2)))  # timed twice
+        center = float(np.exp(np.log(runs[0]).mean()))
+        found = intervals.prediction_interval(np.log(runs[:, 0] / runs[:, 1]), center)
+        rerun = truth[0] * np.exp(rng.normal(0, 0.1))
+        return intervals.Interval(found.low / rerun, found.high / rerun, found.level, found.n, found.method)
+
+    coverage, levels = _coverage(make, 1.0, n)  # the rerun inside: low / rerun <= 1 <= high / rerun
+    _assert_holds(coverage, levels)
+
+
 def _bootstrap_median(rng, k, replicates=400):
     times = 10 * np.exp(rng.normal(0, 0.3, k))
     picks = rng.integers(0, k, size=(replicates, k))

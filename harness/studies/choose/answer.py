@@ -88,8 +88,8 @@ def timed(size: int, candidate, rates: list[timing.Rate], seeds: list[int]) -> T
 
 def of(found, rates: dict[tuple[int, str], list[timing.Rate]]) -> Answer | None:
     """The answer from a reading (`found`: reading.Choice) and the rates measured alone ((size, candidate) ->
-    each timed run's Rate), over the seeds that judge (found.judging: not the one that chose); None until b as it is and at least
-    one best are timed on every one of them."""
+    each timed run's Rate), over the seeds that judge (found.judging: not the one that chose); None until b as it
+    is and at least one best are timed on every one of them."""
     b, seeds = found.sizes[0], found.judging
     base_candidate = next((c for c in found.candidates.get(b, []) if c.name == AS_IS), None)
     if base_candidate is None or (b, AS_IS) not in rates or any(seed not in base_candidate.steps for seed in seeds):

@@ -27,9 +27,10 @@ FIELDS = {
     "just_as_fast": "[{batch, candidate}]: the timed bests not shown slower than the answer (the paired interval of "
                     "their times reaches 1)",
     "rule_of_thumb": "{batch, candidate, median}: the fastest batch of 32 or less (null: none reached the target)",
-    "checks": "[{batch, candidate, seed, steps, measured, predicted, within}]: the printed command rerun alone on a "
-              "seed that judges (measured: its seconds to the target less those between epochs), beside the time "
-              "predicted from its target run's steps; within: inside check_tolerance",
+    "checks": "[{batch, candidate, seed, steps, measured, predicted, within, interval {low, high, level, n, method}, "
+              "inside}]: the printed command rerun alone on a seed that judges (measured: its seconds to the target "
+              "less those between epochs), beside the time predicted from its target run's steps; within: inside "
+              "check_tolerance; interval: where a rerun should fall, from the timed runs' spread; inside: it did",
     "check_tolerance": "how far (relative) a check may lie from its prediction (choose.check_tolerance)",
     "uncertain": "a check fell outside check_tolerance: the headline says the time is uncertain on this machine",
     "lines": "the rest of the reading in words",
@@ -77,7 +78,8 @@ def values(found) -> dict[str, Any]:
             "rule_of_thumb": None if a is None or a.thumb is None else {
                 "batch": a.thumb.size, "candidate": a.thumb.candidate.name, "median": _number(a.thumb.median)},
             "checks": [{"batch": c.size, "candidate": c.name, "seed": c.seed, "steps": _number(c.steps),
-                        "measured": c.measured, "predicted": _number(c.predicted), "within": c.within}
+                        "measured": c.measured, "predicted": _number(c.predicted), "within": c.within,
+                        "interval": None if c.interval is None else c.interval.as_json(), "inside": c.inside}
                        for c in found.checks],
             "check_tolerance": found.check_tolerance,
             "uncertain": any(c.within is False for c in found.checks),

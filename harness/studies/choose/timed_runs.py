@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from harness.assess import intervals
 from harness.assess.sweep import Sweep
 from harness.config.overrides import with_recipe
 from harness.store.files import DamagedFile
@@ -29,6 +30,14 @@ class Check:
     measured: float | None       # the printed command's seconds to the target, the time between epochs taken out
     predicted: float
     within: bool | None = None   # within choose.check_tolerance of the prediction (None: nothing to compare)
+    interval: intervals.Interval | None = None  # where a rerun should fall: the timed runs' spread (prediction t)
+
+    @property
+    def inside(self) -> bool | None:
+        """The measured time lies inside the prediction interval (None: no interval, or nothing measured)."""
+        if self.interval is None or not self.interval.claims or self.measured is None:
+            return None
+        return self.interval.low <= self.measured <= self.interval.high
 
 
 def read(sweep: Sweep, found, jobs: dict[str, str], timed: pd.DataFrame) -> None:
@@ -60,6 +69,7 @@ def read(sweep: Sweep, found, jobs: dict[str, str], timed: pd.DataFrame) -> None
     if found.answer is not None:
         found.command = printed(sweep, jobs, found)
     settings = recorded((sweep.plan or {})["choose"])
+    pairs = run_spread(found.rates)
     for row in timed.to_dict("records"):
         name = jobs.get(str(row["job"]), "")
         if not name.startswith(CHECK):
@@ -80,8 +90,16 @@ def read(sweep: Sweep, found, jobs: dict[str, str], timed: pd.DataFrame) -> None
         predicted = rate.predicted(steps)
         within = None if measured is None or not math.isfinite(predicted) else \
             abs(measured / predicted - 1) <= settings.check_tolerance
-        found.checks.append(Check(size, candidate, seed, steps, measured, predicted, within))
+        found.checks.append(Check(size, candidate, seed, steps, measured, predicted, within,
+                                  intervals.prediction_interval(pairs, predicted)))
     found.check_tolerance = settings.check_tolerance
+
+
+def run_spread(rates: dict[tuple[int, str], list[timing.Rate]]) -> list[float]:
+    """The log differences between a command's first two timed runs, at the first one's steps, over every command
+    timed twice: the machine's spread from one run to the next, which a check's prediction interval holds."""
+    return [math.log(runs[0].predicted(runs[0].steps) / runs[1].predicted(runs[0].steps))
+            for runs in rates.values() if len(runs) >= 2]
 
 
 def _target(sweep: Sweep, job: str) -> dict[str, Any]:
@@ -113,7 +131,8 @@ def printed(sweep: Sweep, jobs: dict[str, str], found) -> str:
     job = next((job for job, name in jobs.items() if name == wanted), None)
     overrides = next((list(r.get("overrides") or []) for r in sweep.records if str(r["job"]) == job), None)
     if overrides is None:  # not run yet: as the plan would run it
-        overrides = with_recipe(point_jobs((sweep.plan or {})["choose"])[(answer.size, found.judging[0])], answer.recipe)
+        point = point_jobs((sweep.plan or {})["choose"])[(answer.size, found.judging[0])]
+        overrides = with_recipe(point, answer.recipe)
     kept = [o for o in overrides if not o.lstrip("+~").startswith(NOT_PRINTED)]
     config = (sweep.records[0].get("config") or {}) if sweep.records else {}
     study_set = with_recipe(kept, {"tune_fraction": config.get("tune_fraction"), "probes": "false"})

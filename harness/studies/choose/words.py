@@ -183,5 +183,10 @@ def check_text(check, tolerance: float) -> str:
             f"predicted {seconds(check.predicted)}")
     if not math.isfinite(check.predicted) or check.within is None:
         return said + "."
-    change = check.measured / check.predicted - 1
-    return said + f" ({change:+.0%}: {'within' if check.within else 'outside'} the {tolerance:.0%} the check allows)."
+    change = round(check.measured / check.predicted - 1, 2) + 0.0  # never "-0%"
+    band = "" if check.inside is None else (
+        f"; {'inside' if check.inside else 'outside'} its "
+        f"{check.interval.label.replace('interval', 'prediction interval')} [{seconds(check.interval.low)}, "
+        f"{seconds(check.interval.high)}] from the timed runs' spread")
+    allowed = f"{'within' if check.within else 'outside'} the {tolerance:.0%} the check allows"
+    return said + f" ({change:+.0%}: {allowed}{band})."

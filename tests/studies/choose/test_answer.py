@@ -49,9 +49,10 @@ def _steps(steps, arm: str, seed: int):
 
 
 def _sweep(tmp_path, steps=STEPS, val=None, timed=True, command=COMMAND, rate=RATE, per_epoch=None, between=0.0,
-           slow_check=1.0):
+           slow_check=1.0, slow_timed=None):
     """The study's rounds with made-up target runs; `per_epoch` ({size: steps an epoch}): the timed and checked runs
-    as printed (checked once an epoch, `between` seconds between epochs), the check's clock x `slow_check`."""
+    as printed (checked once an epoch, `between` seconds between epochs), the check's clock x `slow_check`, a timed
+    run's x `slow_timed[seed]`."""
     sweep = study_sweep(tmp_path / "s", *command)
     rounds = [job for job in sweep_files.read(sweep).plan["jobs"]]
     arms = sweep_files.read(sweep).plan["choose"]["arms"]
@@ -66,9 +67,11 @@ def _sweep(tmp_path, steps=STEPS, val=None, timed=True, command=COMMAND, rate=RA
                 shutil.rmtree(sweep / job.job)
             break
         for job in jobs:
-            size, found = _steps(steps, job.arm, int(job.overrides[0].split("=")[1]))
+            seed = int(job.overrides[0].split("=")[1])
+            size, found = _steps(steps, job.arm, seed)
+            slow = slow_check if job.arm.startswith("check_") else (slow_timed or {}).get(seed, 1.0)
             shape = {} if not (per_epoch and job.alone) else {"per_epoch": per_epoch[size], "between": between,
-                                                              "slow": slow_check if job.arm.startswith("check_") else 1}
+                                                              "slow": slow}
             _write(sweep, job.job, found, size, (val or {}).get(size, 0.5), rate=rate, **shape)
     return sweep
 
@@ -185,6 +188,12 @@ def test_the_time_is_the_printed_commands_and_its_check_can_fail(tmp_path):
                                    "is uncertain on this machine.")
     assert found.as_json()["uncertain"] is True
     steady = choice.choose(sweep_files.read(_sweep(tmp_path / "b", command=CHECKED, per_epoch=PER_EPOCH,
-                                                   between=5.0)))
+                                                   between=5.0, slow_timed={1: 0.95, 2: 1.05})))
     assert all(c.within for c in steady.checks) and "uncertain" not in steady.headline
-    assert "(+0%: within the 25% the check allows)" in " ".join(choice.words.answer_lines(steady))
+    # the timed runs spread 10% apart on every command: a rerun at their mean falls inside its prediction interval
+    check = steady.checks[0]
+    assert check.interval.level == 0.95 and check.interval.n == 3 and check.inside  # 8, 32 and 128 timed twice
+    assert check.interval.low < 0.9 * check.predicted and check.interval.high > 1.1 * check.predicted
+    assert "(+0%: within the 25% the check allows; inside its 95% prediction interval [" in " ".join(
+        choice.words.answer_lines(steady))
+    assert not found.checks[0].inside  # 50% slower: outside it too
