@@ -76,7 +76,9 @@ class HarnessLauncher(Launcher):
             f"hydra.run.dir={quote_override(str(run_dir))}",
             "hydra.job_logging.root.handlers=[console]",  # the console is the run's train.log
         ]
-        warm = self.reuse_processes and planned.gpus == 0 and not planned.simulate_devices
+        # a run timed alone starts in a process of its own, cold, as the command a study prints for it would: a warm
+        # worker's earlier runs leave its first compiled call cheaper (measured: 0.37 s against 0.46 s at batch 128)
+        warm = self.reuse_processes and planned.gpus == 0 and not planned.simulate_devices and not planned.alone
         return Job(num=planned.num, overrides=list(planned.overrides), run_dir=run_dir,
                    command=[sys.executable, "-m", "harness", *args], gpus=planned.gpus,
                    devices=None if planned.devices is None else tuple(planned.devices), epochs=planned.epochs,

@@ -39,6 +39,9 @@ def test_a_choice_runs_its_rounds_times_each_batch_size_alone_and_answers(tmp_pa
     spans = sorted((json.loads((sweep / job / "run.json").read_text())["started_at"],
                     json.loads((sweep / job / "run.json").read_text())["finished_at"]) for job in alone)
     assert all(before[1] <= after[0] for before, after in zip(spans, spans[1:]))
+    # each in a process of its own, cold, as the printed command starts
+    assert all(json.loads((sweep / job / "run.json").read_text())["environment"]["earlier_runs_in_process"] == 0
+               for job in alone)
     chosen = json.loads((sweep / "choice.json").read_text())
     assert chosen["answer"]["batch"] in (16, 64) and chosen["machine"].endswith("CPU cores, TensorFlow")
     answer = chosen["answer"]
