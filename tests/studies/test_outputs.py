@@ -13,7 +13,8 @@ rule_lengths [] in an old sweep); issue 73 names the studies a report's measured
 their next steps (the studies that offer one), not from names typed into the page's template; issue 74's time to a
 target adds target.json's seconds_to_target and check_seconds to the results table (empty here: no run had a
 target), and the main job's verdict names +study=choose's command beside diagnose's and recover's; issue 78 adds
-recovery.json's chose and judged (an old sweep's verdict paired the seeds that chose: both [0, 1])."""
+recovery.json's chose and judged (an old sweep's verdict paired the seeds that chose: both [0, 1]) and states the
+symmetric verdict's rule under the recovery's table, over the seeds that judged."""
 import io
 import json
 import shutil
