@@ -56,6 +56,7 @@ class TargetMonitor(keras.callbacks.Callback):
         self.check_seconds = 0.0
         # [step, seconds since the fit began, seconds spent between epochs so far] after each check
         self.check_times: list[list[float]] = []
+        self.check_tune_acc: list[float] = []  # the tuning slice's accuracy at each check, in check_times' order
         self.between = 0.0       # seconds from each epoch's end (after its check) to the next epoch's start
         self.epoch_ended: float | None = None
 
@@ -92,6 +93,7 @@ class TargetMonitor(keras.callbacks.Callback):
         now = time.perf_counter()
         self.checks, self.check_seconds = self.checks + 1, self.check_seconds + now - checked
         self.check_times.append([step, round(now - self.started, 4), round(self.between, 4)])
+        self.check_tune_acc.append(round(accuracy, 6))
         before, self.last_checked = self.last_checked, step
         if accuracy < self.target:
             return
@@ -100,7 +102,7 @@ class TargetMonitor(keras.callbacks.Callback):
                       "target_resolution": (step - before) / step, "target_checks": self.checks,
                       "seconds_to_target": now - self.started, "between_epochs_seconds": self.between,
                       "check_seconds": self.check_seconds, "check_times": self.check_times,
-                      "target_check": "epoch" if self.per_epoch else "steps",
+                      "check_tune_acc": self.check_tune_acc, "target_check": "epoch" if self.per_epoch else "steps",
                       "steps_per_epoch": self.plan.steps_per_epoch, "tune_acc_at_target": accuracy,
                       **self.at_target()}
         self.model.stop_training = True
@@ -114,7 +116,8 @@ class TargetMonitor(keras.callbacks.Callback):
         return {"target_tune_acc": self.target, "steps_to_target": None, "samples_to_target": None,
                 "target_resolution": None, "target_checks": self.checks, "seconds_to_target": None,
                 "between_epochs_seconds": self.between, "check_seconds": self.check_seconds,
-                "check_times": self.check_times, "target_check": "epoch" if self.per_epoch else "steps",
+                "check_times": self.check_times, "check_tune_acc": self.check_tune_acc,
+                "target_check": "epoch" if self.per_epoch else "steps",
                 "steps_per_epoch": self.plan.steps_per_epoch}
 
 

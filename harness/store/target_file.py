@@ -24,6 +24,8 @@ FIELDS = {
     "check_seconds": "seconds of those checks (or of every check, when the target was not reached)",
     "check_times": "[step, seconds since the fit's start, between_epochs_seconds so far] after each check (older "
                    "files: [step, seconds])",
+    "check_tune_acc": "the tuning slice's accuracy at each check, in check_times' order: the curve a study reads the "
+                      "time from one accuracy to the next from",
     "target_check": "where the target was checked: steps (within epochs) or epoch (at each epoch's end)",
     "steps_per_epoch": "the run's steps per epoch",
     "tune_acc_at_target": "the tuning slice's accuracy then", "val_acc_at_target": "the validation accuracy then",
@@ -35,8 +37,8 @@ FIELDS = {
 }
 RUN_FIELDS = ("steps_to_target", "samples_to_target", "seconds_to_target")  # also in run.json
 # the scalars a run's row in harness.results adds (the target itself is a config column already)
-COLUMNS = tuple(k for k in FIELDS if k not in ("noise_gram", "check_times", "target_tune_acc", "target_check",
-                                               "steps_per_epoch", "between_epochs_seconds"))
+COLUMNS = tuple(k for k in FIELDS if k not in ("noise_gram", "check_times", "check_tune_acc", "target_tune_acc",
+                                               "target_check", "steps_per_epoch", "between_epochs_seconds"))
 
 
 def write(run_dir: Path, values: dict[str, Any]) -> None:

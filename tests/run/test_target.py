@@ -50,6 +50,10 @@ def test_the_run_stops_within_its_epoch_at_the_first_check_that_reaches_the_targ
     accuracy = float(np.mean(np.argmax(model.predict(x_tune, verbose=0), axis=1) == y_tune))
     assert found["tune_acc_at_target"] == pytest.approx(accuracy) and accuracy >= 0.75
     assert 0 < found["target_resolution"] <= 1 and found["val_acc_at_target"] == 0.5
+    # the accuracy at every check beside its step: below the target until the last, which is the one that saw it
+    curve = found["check_tune_acc"]
+    assert len(curve) == len(found["check_times"]) == found["target_checks"]
+    assert all(a < 0.75 for a in curve[:-1]) and curve[-1] == pytest.approx(found["tune_acc_at_target"], abs=1e-6)
 
 
 def test_checks_are_spaced_geometrically_not_at_every_call():
