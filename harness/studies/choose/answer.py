@@ -21,6 +21,7 @@ RULE_OF_THUMB = 32  # "if time allows, keep the batch size at 32 or below"
 TOO_FEW_CHECKS = "too few checks"  # a timed run that completed with fewer checks than a line needs
 NO_TARGET_FILE = "no target.json"  # a timed run that completed and left no readable target.json
 NOT_ENDED = ("not started", "running")  # a timed run's status while the timing round goes on
+FAULTS = ("diverged", "failed")  # a run's status that says why it did not reach the target
 
 
 @dataclass
@@ -148,7 +149,7 @@ def left_out(found) -> dict[int, str]:
             continue
         best = found.best(size)
         if best is None:
-            how = {"diverged": "diverged", "failed": "failed"}.get(leader.status.get(chooser), "")
+            how = leader.status.get(chooser) if leader.status.get(chooser) in FAULTS else ""
             out[size] = (f"no candidate reached the target on seed {chooser}, the seed that chooses" +
                          (f" (its closest, {leader.name}, {how})" if how else ""))
             continue
@@ -158,16 +159,14 @@ def left_out(found) -> dict[int, str]:
             if seed not in best.steps and status != "failed":
                 continue
             if not best.reached_on(seed):
-                missed.setdefault({"diverged": "diverged", "failed": "failed"}.get(status, "missed the target"),
-                                  []).append(seed)
+                missed.setdefault(status if status in FAULTS else "missed the target", []).append(seed)
         if missed:
             out[size] = f"its best ({best.name}) " + " and ".join(
                 f"{how} on seed {', '.join(map(str, seeds))}" for how, seeds in missed.items())
             continue
         timing_status = found.timing.get((size, best.name))
         if timing_status == TOO_FEW_CHECKS:
-            out[size] = (f"its timed run ({best.name}) reached the target within fewer than three checks: no time "
-                         "could be fitted")
+            out[size] = f"its timed run ({best.name}) had too few checks of the target to fit a time"
         elif timing_status == NO_TARGET_FILE:
             out[size] = f"its timed run ({best.name}) completed but its target.json is missing or damaged"
         elif timing_status in ("failed", "diverged", "interrupted"):

@@ -50,10 +50,10 @@ def read(sweep: Sweep, found, jobs: dict[str, str], timed: pd.DataFrame) -> None
             continue
         size, candidate = size_name(name[len(TIME):])
         status = records.get(job, {}).get("status", "not started")
-        found.timing.setdefault((size, candidate), status)
-        if status != "completed":
+        if status != "completed":  # a run still to come, or one that failed, is what the key says
             found.timing[(size, candidate)] = status
             continue
+        found.timing.setdefault((size, candidate), status)
         written = _target(sweep, job)
         found_rate = timing.rate(written.get("check_times") or [], _per_epoch(written))
         if not written:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import math
 
+from harness.studies.choose.answer import NOT_ENDED, edge, left_out
+
 
 def results_lines(found) -> list[str]:
     """The target and, at every batch size, the candidate it goes on with and its steps to the target per seed."""
@@ -58,8 +60,6 @@ def candidate_text(t) -> str:
 
 def headline(found) -> str:
     """The answer in one sentence, naming the machine; without one, what happened to every batch size."""
-    from harness.studies.choose.answer import NOT_ENDED, left_out
-
     a = found.answer
     if a is None:
         if found.target is None:
@@ -95,8 +95,6 @@ def uncertain_text(found) -> str:
 
 
 def _partly(found, t) -> str:
-    from harness.studies.choose.answer import edge
-
     factor = edge(t.candidate.name, found.lr_grid)
     return "" if factor is None else f" (tuned only partly: its best is its grid's edge, lr x{factor:g})"
 
@@ -132,8 +130,6 @@ def seeds_line(found) -> str:
 def answer_lines(found) -> list[str]:
     """What the section says under the headline: which seeds chose and judged, who is just as fast, every batch size
     left out and why, a best at its grid's edge, validation, the rule of thumb, the check."""
-    from harness.studies.choose.answer import NOT_ENDED, left_out
-
     a = found.answer
     if found.target is None or (a is None and (not found.timing or any(s in NOT_ENDED for s in found.timing.values()))):
         return []
