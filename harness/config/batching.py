@@ -142,3 +142,17 @@ def plan_schedule(plan: BatchPlan, train) -> Schedule:
         steps = train.budget_steps or math.ceil(plan.train_size / train.base_batch_size) * train.epochs
         return Schedule(peak_lr, warmup_steps, math.ceil(steps / plan.steps_per_epoch), steps, shape, steps)
     return Schedule(peak_lr, warmup_steps, train.epochs, None, shape, train.epochs * plan.steps_per_epoch)
+
+
+# the EMA rule's lowest batch-norm momentum (and recover's search's default low end): an average over about
+# 1 / (1 - 0.5) = 2 steps; below it the moving statistics are little more than the last batch's
+BN_MOMENTUM_FLOOR = 0.5
+
+
+def ema_momentum(rho: float, ratio: float) -> tuple[float, list[str]]:
+    """The EMA rule: the batch-norm momentum at a batch `ratio` times larger, rho^ratio, kept at or above
+    BN_MOMENTUM_FLOOR; (momentum, what was clipped in words)."""
+    wanted = rho ** ratio
+    if wanted >= BN_MOMENTUM_FLOOR:
+        return float(f"{wanted:.4g}"), []
+    return BN_MOMENTUM_FLOOR, [f"batch-norm momentum {rho:g}^{ratio:g} = {wanted:.4g} clipped to {BN_MOMENTUM_FLOOR:g}"]

@@ -18,6 +18,7 @@ from hydra.errors import MissingConfigException, OverrideParseException
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
 from harness.config import hydra_internals, recipe, schema
+from harness.config.overrides import check_batch_size
 from harness.store import layout
 
 # installed with the package; the repository links conf/ to it
@@ -95,8 +96,8 @@ def recorded_run_config(run_dir: Path) -> schema.RunConfig:
     with open_dict(cfg):
         if "backend" not in cfg:
             cfg.backend = "tensorflow"
-        for key, default in recipe.RECIPE_DEFAULTS.items():  # a run recorded before the key: its default
-            if key not in cfg:
+        for key, default in {**recipe.RECIPE_DEFAULTS, "batch_schedule": None}.items():  # a run recorded before
+            if key not in cfg:                                                         # the key: its default
                 cfg[key] = default
     hydra_file = hydra_dir / "hydra.yaml"
     study = OmegaConf.select(OmegaConf.load(hydra_file), "hydra.runtime.choices.study", default=None) \
@@ -202,6 +203,8 @@ def compose_jobs(overrides: list[str], multirun: bool, config_name: str = CONFIG
         hydra_overrides = [o.input_line for o in parsed if o.is_hydra_override()]  # e.g. where configs are found
         composed = job_composer(config_name, hydra_overrides)
         run_configs = [to_run_config(composed(job), name) for job in jobs]
+        for job, run_config in zip(jobs, run_configs):
+            check_batch_size(job, run_config.train.batch_schedule)
         planned: dict[str, Any] = {}
         given = {o.key_or_group: o.input_line for o in parsed if not o.is_hydra_override()}
         study = find_study(name)

@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.config.batching import LR_FACTORS
+from harness.config.batching import BN_MOMENTUM_FLOOR, LR_FACTORS, ema_momentum
 from harness.config.pairs import global_batch
 from harness.config.schema import RunConfig
 
@@ -39,9 +39,6 @@ ADAM_FAMILY = ("adam", "adamw", "nadam", "lamb")
 ADAM_DEFAULTS = {"beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7}
 MAX_BETA = 0.999
 BETA_2_FLOOR = 0.95
-# the EMA rule's lowest batch-norm momentum (and recover's search's default low end): an average over about
-# 1 / (1 - 0.5) = 2 steps; below it the moving statistics are little more than the last batch's
-BN_MOMENTUM_FLOOR = 0.5
 # precise BN's training samples in the precise_bn rule: the recomputed-statistics columns' own subset
 # (harness.run.precise_bn.SUBSET; tests/studies/recover/test_plan.py checks they agree)
 PRECISE_BN_SAMPLES = 1024
@@ -84,15 +81,6 @@ def applies(name: str, large: RunConfig, batch_norm=None) -> str | None:
     if name == "precise_bn" and (batch_norm is None or not batch_norm.layers):
         return UNKNOWN if batch_norm is None else NO_BATCH_NORM
     return None
-
-
-def ema_momentum(rho: float, ratio: float) -> tuple[float, list[str]]:
-    """The EMA rule: the batch-norm momentum at a batch `ratio` times larger, rho^ratio, kept at or above
-    BN_MOMENTUM_FLOOR; (momentum, what was clipped in words)."""
-    wanted = rho ** ratio
-    if wanted >= BN_MOMENTUM_FLOOR:
-        return _round(wanted), []
-    return BN_MOMENTUM_FLOOR, [f"batch-norm momentum {rho:g}^{ratio:g} = {wanted:.4g} clipped to {BN_MOMENTUM_FLOOR:g}"]
 
 
 def rule(name: str, small: RunConfig, large: RunConfig, ghost: int | None, rho: float | None = None) -> Rule:

@@ -11,7 +11,7 @@ import importlib.util
 from dataclasses import dataclass
 from typing import Any
 
-from harness.config import batching, recipe
+from harness.config import ramp, recipe
 from harness.data import registry as datasets
 from harness.data import transforms
 from harness.data.registry import DataConfig
@@ -60,6 +60,8 @@ class TrainConfig:
     epsilon: float | None = None  # the denominator's floor; None: the optimizer's own (EPSILON_KEYWORD)
     precise_bn: int | None = None  # batch-norm statistics recomputed on this many training samples before each
     # evaluation, and kept (harness.run.precise_bn); None: the moving averages as trained
+    batch_schedule: tuple[tuple[int, int], ...] | None = None  # ((start_epoch, batch), ...): the batch grows at
+    # these epochs (harness.config.ramp); batch_size is then the first phase's
 
     @property
     def checks_within_epochs(self) -> bool:
@@ -93,11 +95,13 @@ class RunConfig:
         for group in (self.train, self.device):
             flat.update(dataclasses.asdict(group))
         flat["devices"] = None if self.device.devices is None else list(self.device.devices)
+        schedule = self.train.batch_schedule
+        flat["batch_schedule"] = None if schedule is None else [list(phase) for phase in schedule]
         return {**flat, **self.data.flat(), **self.model.flat()}
 
     def identity(self) -> dict[str, Any]:
-        """flat() less the recipe's keys (and target_check) at their defaults: what run.json's config records and a
-        resume compares, so a run made before such a key existed is the same run."""
+        """flat() less the recipe's keys (and target_check, batch_schedule) at their defaults: what run.json's config
+        records and a resume compares, so a run made before such a key existed is the same run."""
         defaults = UNRECORDED_AT_DEFAULT
         return {k: v for k, v in self.flat().items() if k not in defaults or v != defaults[k]}
 
@@ -107,10 +111,10 @@ TOP_KEYS = {
     "epochs", "lr", "optimizer", "seed", "dataset", "model", "steps_per_execution", "train_fraction",
     "preprocess_mismatch", "budget", "budget_steps", "lr_scaling", "base_batch_size", "warmup_epochs",
     "target_train_loss", "probes", "probe_samples", "lr_factor", "tune_fraction", "target_tune_acc", "target_check",
-    "backend", *recipe.RECIPE_DEFAULTS,
+    "backend", "batch_schedule", *recipe.RECIPE_DEFAULTS,
 }
 TARGET_CHECKS = ("steps", "epoch")
-UNRECORDED_AT_DEFAULT = {**recipe.RECIPE_DEFAULTS, "target_check": "steps"}
+UNRECORDED_AT_DEFAULT = {**recipe.RECIPE_DEFAULTS, "target_check": "steps", "batch_schedule": None}
 DATA_KEYS = datasets.ALL_KEYS
 MODEL_KEYS = models.ALL_KEYS
 
@@ -205,12 +209,15 @@ def from_dict(cfg: dict[str, Any]) -> RunConfig:
     if lr <= 0:
         raise ConfigError("lr", cfg["lr"], "a number > 0")
     study = _study_keys(cfg)
+    epochs = int_value(cfg, "epochs", low=1)
+    schedule = ramp.parse(cfg["batch_schedule"], epochs, study["budget"])
     train = TrainConfig(
         **study,
         **recipe.from_dict(cfg, optimizer),
-        batch_size=int_value(cfg, "batch_size", low=1),
+        batch_schedule=schedule,
+        batch_size=int_value(cfg, "batch_size", low=1) if schedule is None else schedule[0][1],
         per_replica_batch=bool_value(cfg, "per_replica_batch"),
-        epochs=int_value(cfg, "epochs", low=1),
+        epochs=epochs,
         lr=lr,
         optimizer=optimizer,
         seed=int_value(cfg, "seed", low=0),
@@ -235,9 +242,21 @@ def from_dict(cfg: dict[str, Any]) -> RunConfig:
     if train_size is None:  # known only once loaded (TFDS): the run's own planner checks it
         return run
     # the planner a run uses raises the same one-line error, naming the key, now instead of at run time
-    plan = batching.plan_batches(train.batch_size, train.per_replica_batch, max(device.gpus, 1), train_size,
-                                 train.steps_per_execution, check_target=train.checks_within_epochs,
-                                 backend=device.backend, host_devices=device.jax_host_devices)
-    batching.plan_schedule(plan, train)
-    models.check_replicas(model, plan.replicas, plan.per_replica_batch_size, device.backend)
+    planned = ramp.plan_run(train, max(device.gpus, 1), train_size, device.backend, device.jax_host_devices)
+    check_phases(model, planned, device.backend)
     return run
+
+
+def check_phases(model: ModelConfig, planned: ramp.RunPlan, backend: str) -> None:
+    """Every phase's batch fits the model on its devices; a ramp where the model's own batch-norm chunk would change
+    with the batch (a built-in model's per-replica statistics on several JAX devices) is refused."""
+    for phase in planned.phases:
+        models.check_replicas(model, phase.plan.replicas, phase.plan.per_replica_batch_size, backend)
+    built = [models.replica_model(model, p.plan.replicas, p.plan.per_replica_batch_size, backend)
+             for p in planned.phases]
+    if any(one != built[0] for one in built):
+        raise ConfigError(ramp.KEY, [[p.start_epoch, p.plan.batch_size] for p in planned.phases], f"null with "
+                          f"backend={backend} "
+                          f"gpus={planned.first.replicas} and a built-in model with per-replica batch norm (its ghost "
+                          "batch, the per-replica batch, is built into the model); or model.sync_batchnorm=true, or "
+                          "a model.ghost_batch_size that divides every phase's per-replica batch")

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from harness import backend
-from harness.config.batching import BatchPlan, Schedule, plan_batches, plan_schedule
+from harness.config.ramp import RunPlan, plan_run
 from harness.config.recipe import RECIPE_DEFAULTS
-from harness.config.schema import RunConfig
+from harness.config.schema import RunConfig, check_phases
 from harness.data import registry as data
 from harness.data.transforms import Arrays
 from harness.models import batch_norm
@@ -116,34 +116,41 @@ def _train(run: _Run, board: RunBoard, tracker: RunTracker, hooks: Sequence[Call
     row goes, fit, the end-of-run files. Returns (the final val_acc, whether it diverged)."""
     placement = devices.place(run.cfg, run.record)  # the backend loads from here on
     from harness.data.decode import decoder
-    from harness.run import measures, precise_bn, target, train
+    from harness.run import measures, phases, precise_bn, target, train
     from harness.run.measures import inference
 
     data_in = _data(run, hooks)
     decode = decoder(data_in.decode)  # image files to inputs (None for arrays), for every measurement
-    plan, schedule = _plan(run, placement, data_in)
-    model_cfg, model = _model(run, placement, data_in, plan, schedule)
-    train_eval, val_inputs, batches, tune_eval = training_inputs(run.cfg, data_in, plan, schedule, run.resume_epoch)
+    planned = _plan(run, placement, data_in)
+    model_cfg, model = _model(run, placement, data_in, planned)
+    train_eval, val_inputs, phase_batches, tune_eval = training_inputs(run.cfg, data_in, placement.replicas)
     infer = inference(model, placement.replicas)  # one compiled function for every inference-mode pass
-    kept = _kept_statistics(run, model_cfg, model, data_in, decode, placement.replicas, infer)  # precise_bn
+    settings = phases.PhaseSettings(model, planned, lambda phase: on_phase(phase))  # what each phase changes
+    kept = settings.track(_kept_statistics(run, model_cfg, model, data_in, decode, placement.replicas, infer))
     table = MetricsTable(run.run_dir, keep_epochs=run.resume_epoch)
     recorder = train.EpochRecorder(
-        _columns(run, plan, schedule, data_in), _sinks(run, table, board, tracker),
+        _columns(run, planned, data_in), _sinks(run, table, board, tracker),
         measures.of_run(run.cfg, run.run_dir, run.resume_epoch, model, data_in, decode, infer, train_eval,
-                        val_inputs, tune_eval,
-                        lambda: precise_bn.of_run(model_cfg, model, data_in, decode, placement.replicas, infer), kept),
-        len(data_in.y_train), plan.global_batch_size, rows=table.rows)
+                        val_inputs, tune_eval, lambda: settings.track(precise_bn.of_run(
+                            model_cfg, model, data_in, decode, placement.replicas, infer)), kept),
+        len(data_in.y_train), planned.first.global_batch_size, rows=table.rows)
     divergence = train.StopOnDivergence(recorder.rows)
     at_loss = None if run.cfg.train.target_train_loss is None else train.StopAtTrainLoss(
         run.cfg.train.target_train_loss, recorder.rows)
-    monitor = target.monitor(run.cfg, model, infer, data_in, decode, plan, tune_eval, val_inputs, kept)
+    monitor = target.monitor(run.cfg, model, infer, data_in, decode, planned, tune_eval, val_inputs, kept)
     step_sync = train.StepSync() if run.cfg.device.jax_host_devices else None  # one step in flight (config.batching)
+
+    def on_phase(phase) -> None:
+        recorder.enter_phase({"peak_lr": phase.peak_lr, **phase.plan.as_columns()}, phase.plan.global_batch_size)
+        if monitor is not None:
+            monitor.plan = phase.plan
+
     fit_started = time.perf_counter()
     with placement.training():  # callbacks in order: the row, then what stops on it, then the checkpoint
-        train.fit(model, batches, plan, schedule.epochs,
-                  [c for c in (step_sync, monitor, recorder, divergence, at_loss) if c is not None]
-                  + [checkpoint.callback(run.run_dir, model, then=lambda: (tracker.flush(), stop.check()))],
-                  initial_epoch=run.resume_epoch)
+        phases.fit_phases(model, planned, phase_batches, settings,
+                          [c for c in (step_sync, monitor, recorder, divergence, at_loss) if c is not None]
+                          + [checkpoint.callback(run.run_dir, model, then=lambda: (tracker.flush(), stop.check()))],
+                          run.resume_epoch)
     run.record.update(fit_seconds=time.perf_counter() - fit_started,
                       target_reached_at_epoch=None if at_loss is None else at_loss.reached_at)
     run.timings.update(recorder.seconds)
@@ -177,34 +184,35 @@ def _data(run: _Run, hooks: Sequence[Callable]) -> Arrays:
     return data_in
 
 
-def _plan(run: _Run, placement, data_in: Arrays) -> tuple[BatchPlan, Schedule]:
-    """The batch plan (global and per-replica batch, steps) and the schedule (epochs, learning rate, warm-up), the
-    run's seed set (after loading: generating MNIST-1D reseeds the global numpy and python generators)."""
+def _plan(run: _Run, placement, data_in: Arrays) -> RunPlan:
+    """The batch plan of each phase (global and per-replica batch, steps) and the schedule (epochs, learning rate,
+    warm-up), the run's seed set (after loading: generating MNIST-1D reseeds the global numpy and python
+    generators)."""
     from harness.backend import keras, ops
 
     cfg = run.cfg
     keras.backend.clear_session()  # jobs of an in-process multirun start from a clean slate
     ops.seed(cfg.train.seed)
-    plan = plan_batches(cfg.train.batch_size, cfg.train.per_replica_batch, placement.replicas, len(data_in.y_train),
-                        cfg.train.steps_per_execution, check_target=cfg.train.checks_within_epochs,
-                        backend=cfg.device.backend, host_devices=cfg.device.jax_host_devices)
-    schedule = plan_schedule(plan, cfg.train)
-    _log_plan(run.run_id, plan, schedule, run.resume_epoch)
-    return plan, schedule
+    planned = plan_run(cfg.train, placement.replicas, len(data_in.y_train), cfg.device.backend,
+                       cfg.device.jax_host_devices)
+    check_phases(cfg.model, planned, cfg.device.backend)  # data known only once loaded (TFDS) are checked here
+    _log_plan(run.run_id, planned, run.resume_epoch)
+    return planned
 
 
-def _model(run: _Run, placement, data_in: Arrays, plan: BatchPlan, schedule: Schedule):
+def _model(run: _Run, placement, data_in: Arrays, planned: RunPlan):
     """(the model's config for its replicas, the model built and compiled in the placement's scope, its checkpoint
     restored on a resume)."""
     from harness.models import registry as models
     from harness.run import train
 
-    cfg = run.cfg
-    models.check_replicas(cfg.model, plan.replicas, plan.per_replica_batch_size, cfg.device.backend)
+    from harness.run.learning_rate import learning_rate
+
+    cfg, plan = run.cfg, planned.first
     model_cfg = models.replica_model(cfg.model, plan.replicas, plan.per_replica_batch_size, cfg.device.backend)
     with placement.scope():
         model = models.build(model_cfg, data_in.input_shape, data_in.num_classes)
-        optimizer = train.make_optimizer(cfg.train, train.learning_rate(schedule), model)
+        optimizer = train.make_optimizer(cfg.train, learning_rate(planned.schedule, planned), model)
         train.compile_model(model, optimizer, plan.steps_per_execution, cfg.train.label_smoothing,
                             data_in.num_classes)
         if run.resume_epoch:
@@ -216,10 +224,11 @@ def _model(run: _Run, placement, data_in: Arrays, plan: BatchPlan, schedule: Sch
     return model_cfg, model
 
 
-def _columns(run: _Run, plan: BatchPlan, schedule: Schedule, data_in: Arrays) -> dict:
-    """What every metrics row of the run holds besides its measurements: its config, plan and data's sizes."""
-    columns = {"run_id": run.run_id, **config_columns(run.cfg.flat()), "peak_lr": schedule.peak_lr,
-               **plan.as_columns(), "num_classes": data_in.num_classes}
+def _columns(run: _Run, planned: RunPlan, data_in: Arrays) -> dict:
+    """What every metrics row of the run holds besides its measurements: its config, plan (its first phase's: each
+    phase sets its own) and data's sizes."""
+    columns = {"run_id": run.run_id, **config_columns(run.cfg.flat()), "peak_lr": planned.schedule.peak_lr,
+               **planned.first.as_columns(), "num_classes": data_in.num_classes}
     if data_in.y_tune is not None:
         columns["tune_size"] = len(data_in.y_tune)
     return columns
@@ -252,8 +261,11 @@ def _kept_statistics(run: _Run, model_cfg, model, data_in: Arrays, decode, repli
     return kept
 
 
-def _log_plan(run_id: str, plan: BatchPlan, schedule: Schedule, resume_epoch: int) -> None:
-    log.info("run %s: %s; lr %.3g%s, %d epochs%s%s", run_id, plan.describe(), schedule.peak_lr,
+def _log_plan(run_id: str, planned: RunPlan, resume_epoch: int) -> None:
+    schedule, plan = planned.schedule, planned.first
+    later = ", ".join(f"{p.plan.global_batch_size} from epoch {p.start_epoch + 1}" for p in planned.phases[1:])
+    log.info("run %s: %s%s; lr %.3g%s, %d epochs%s%s", run_id, plan.describe(), f"; then global batch {later}"
+             if later else "", schedule.peak_lr,
              f" after {schedule.warmup_steps} warm-up steps" if schedule.warmup_steps else "", schedule.epochs,
              f" ({schedule.total_steps} steps)" if schedule.total_steps else "",
              f"; resuming after epoch {resume_epoch}" if resume_epoch else "")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 from harness import backend
-from harness.config.batching import BatchPlan, Schedule
+from harness.config.batching import BatchPlan
 from harness.config.schema import RunConfig
 from harness.data import registry as data
 from harness.data import transforms
@@ -29,12 +29,15 @@ def prepare_data(cfg: RunConfig) -> Arrays:
     return dataclasses.replace(arrays, x_train=x_train, y_train=y_train, x_tune=x_tune, y_tune=y_tune)
 
 
-def training_inputs(cfg: RunConfig, data_in: Arrays, plan: BatchPlan, schedule: Schedule, resume_epoch: int):
-    """(training data to evaluate, validation inputs, training batches, tuning slice to evaluate or None): image
-    files are decoded per batch, and a preprocessing mismatch is applied to the validation inputs only."""
+def training_inputs(cfg: RunConfig, data_in: Arrays, replicas: int):
+    """(training data to evaluate, validation inputs, `phase_batches(plan, epochs, initial_epoch, total_steps)`: the
+    training batches of epochs [initial_epoch, epochs) at a phase's plan, tuning slice to evaluate or None): image
+    files are decoded per batch, and a preprocessing mismatch is applied to the validation inputs only. Every epoch's
+    sample order depends on the seed and the epoch alone, so a phase sees the samples a fixed batch would, batched
+    at its own size."""
     from harness.data.decode import decoder
 
-    train_eval, val_inputs = evaluation_inputs(cfg, data_in, plan.replicas)
+    train_eval, val_inputs = evaluation_inputs(cfg, data_in, replicas)
     decode = decoder(data_in.decode)
     if backend.name() == "tensorflow":
         from harness.data.pipelines import evaluation_dataset, training_dataset
@@ -44,11 +47,14 @@ def training_inputs(cfg: RunConfig, data_in: Arrays, plan: BatchPlan, schedule: 
         from harness.data.batches import training_batches
 
         make_batches, evaluated = training_batches, _evaluated_arrays
-    batches = make_batches(data_in.x_train, data_in.y_train, plan.global_batch_size, plan.steps_per_epoch,
-                           cfg.train.shuffle, cfg.train.seed, schedule.epochs, initial_epoch=resume_epoch,
-                           total_steps=schedule.total_steps, decode=decode)
-    tune_eval = None if data_in.x_tune is None else evaluated(data_in.x_tune, data_in.y_tune, decode, plan.replicas)
-    return train_eval, val_inputs, batches, tune_eval
+
+    def phase_batches(plan: BatchPlan, epochs: int, initial_epoch: int, total_steps: int | None = None):
+        return make_batches(data_in.x_train, data_in.y_train, plan.global_batch_size, plan.steps_per_epoch,
+                            cfg.train.shuffle, cfg.train.seed, epochs, initial_epoch=initial_epoch,
+                            total_steps=total_steps, decode=decode)
+
+    tune_eval = None if data_in.x_tune is None else evaluated(data_in.x_tune, data_in.y_tune, decode, replicas)
+    return train_eval, val_inputs, phase_batches, tune_eval
 
 
 def evaluation_inputs(cfg: RunConfig, data_in: Arrays, replicas: int = 1):

@@ -44,9 +44,12 @@ class TargetMonitor(keras.callbacks.Callback):
 
     def __init__(self, target: float, tune, plan: BatchPlan, at_target: Callable[[], dict],
                  forward: Callable[[Any], np.ndarray], before: Callable[[], None] | None = None,
-                 per_epoch: bool = False):
+                 per_epoch: bool = False, samples: Callable[[int], int] | None = None):
         super().__init__()
         self.target, self.plan, self.at_target, self.forward = target, plan, at_target, forward
+        # training samples in a number of updates: across every phase of a ramp (harness.config.ramp.RunPlan)
+        self.samples = samples or (lambda step: samples_seen(self.plan, step))
+        self.begun = False
         self.before, self.per_epoch = before, per_epoch
         self.batches = [(ops.as_tensor(x), np.asarray(y)) for x, y in tune]  # tune: (x, y) batches
         self.last_checked = 0
@@ -61,6 +64,10 @@ class TargetMonitor(keras.callbacks.Callback):
         self.epoch_ended: float | None = None
 
     def on_train_begin(self, logs=None):
+        """The first fit of this attempt starts the clock (a ramp's later phases fit again and keep it)."""
+        if self.begun:
+            return
+        self.begun = True
         self.last_checked = int(self.model.optimizer.iterations.numpy())  # a resumed run checks from where it is
         self.started = time.perf_counter()  # the compile of the first call counts: it is part of the time to target
 
@@ -98,7 +105,7 @@ class TargetMonitor(keras.callbacks.Callback):
         if accuracy < self.target:
             return
         self.found = {"target_tune_acc": self.target, "steps_to_target": step,
-                      "samples_to_target": samples_seen(self.plan, step),
+                      "samples_to_target": self.samples(step),
                       "target_resolution": (step - before) / step, "target_checks": self.checks,
                       "seconds_to_target": now - self.started, "between_epochs_seconds": self.between,
                       "check_seconds": self.check_seconds, "check_times": self.check_times,
@@ -143,18 +150,20 @@ def measure_at_target(model, val_metrics: Callable[[], dict], x: np.ndarray, y: 
     return measure
 
 
-def monitor(cfg, model, infer, data_in, decode, plan: BatchPlan, tune_eval, val_inputs,
+def monitor(cfg, model, infer, data_in, decode, planned, tune_eval, val_inputs,
             kept=None) -> TargetMonitor | None:
-    """The within-epoch check of the run's target_tune_acc, or None without a target."""
+    """The within-epoch check of the run's target_tune_acc, or None without a target (`planned`: the run's
+    harness.config.ramp.RunPlan; its phases set the monitor's `plan` in turn)."""
     if cfg.train.target_tune_acc is None:
         return None
     from harness.run.measures import validation_metrics
 
     at_target = measure_at_target(model, lambda: validation_metrics(infer, val_inputs, data_in.y_val),
                                   data_in.x_train, data_in.y_train, decode, cfg.train.seed)
-    forward = infer if plan.replicas == 1 else ops.inference(model)  # checked often: one call, no dataset
-    return TargetMonitor(cfg.train.target_tune_acc, tune_eval, plan, at_target, forward,
-                         None if kept is None else kept.keep, per_epoch=cfg.train.target_check == "epoch")
+    forward = infer if planned.first.replicas == 1 else ops.inference(model)  # checked often: one call, no dataset
+    return TargetMonitor(cfg.train.target_tune_acc, tune_eval, planned.first, at_target, forward,
+                         None if kept is None else kept.keep, per_epoch=cfg.train.target_check == "epoch",
+                         samples=planned.samples_seen)
 
 
 def write(run_dir: Path, monitor: TargetMonitor) -> dict:

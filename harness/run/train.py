@@ -9,51 +9,12 @@ import time
 from typing import Any, Callable
 
 from harness.backend import keras
-from harness.config.batching import BatchPlan, Schedule
+from harness.config.batching import BatchPlan
 from harness.config.recipe import BETA_2_KEYWORD, EPSILON_KEYWORD, MOMENTUM_KEYWORD, OPTIMIZERS
 from harness.config.schema import TrainConfig
 from harness.run.measures import Measure
 
 log = logging.getLogger(__name__)
-
-
-class RecipeSchedule(keras.optimizers.schedules.LearningRateSchedule):
-    """Linear warm-up from 0 to `peak` over `warmup_steps` updates (Goyal et al. 2017: (step + 1) / W, the same for
-    every shape), then `shape`: constant; cosine or linear decay to 0 at the last of `planned_steps`; step, a
-    tenfold fall at half and at three quarters of them. harness.config.batching.Schedule.lr_at is the same rule in
-    Python, for one step."""
-
-    def __init__(self, peak: float, warmup_steps: int, shape: str = "constant", planned_steps: int = 0):
-        self.peak, self.warmup_steps = float(peak), int(warmup_steps)
-        self.shape, self.planned_steps = shape, int(planned_steps)
-
-    def __call__(self, step):
-        ops = keras.ops
-        step = ops.cast(step, "float32")
-        warm = self.warmup_steps
-        rate = ops.convert_to_tensor(self.peak, "float32")
-        if self.shape in ("cosine", "linear"):
-            progress = ops.clip((step - warm) / float(max(1, self.planned_steps - 1 - warm)), 0.0, 1.0)
-            factor = 0.5 * (1.0 + ops.cos(math.pi * progress)) if self.shape == "cosine" else 1.0 - progress
-            rate = rate * factor
-        elif self.shape == "step":
-            half, three_quarters = self.planned_steps // 2, (3 * self.planned_steps) // 4
-            falls = ops.cast(step >= half, "float32") + ops.cast(step >= three_quarters, "float32")
-            rate = rate * ops.power(0.1, falls)
-        if warm > 0:
-            rate = ops.where(step < warm, self.peak * ops.minimum(1.0, (step + 1.0) / float(warm)), rate)
-        return rate
-
-    def get_config(self):
-        return {"peak": self.peak, "warmup_steps": self.warmup_steps, "shape": self.shape,
-                "planned_steps": self.planned_steps}
-
-
-def learning_rate(schedule: Schedule):
-    """A float (constant, no warm-up: as every run before the schedules), or the run's RecipeSchedule."""
-    if schedule.shape == "constant" and schedule.warmup_steps == 0:
-        return schedule.peak_lr
-    return RecipeSchedule(schedule.peak_lr, schedule.warmup_steps, schedule.shape, schedule.planned_steps)
 
 
 def make_optimizer(train: TrainConfig, lr, model: keras.Model) -> keras.optimizers.Optimizer:
@@ -163,6 +124,11 @@ class EpochRecorder(keras.callbacks.Callback):
         self.train_size, self.global_batch_size = train_size, global_batch_size
         self.rows: list[dict[str, Any]] = list(rows or [])
         self.seconds: dict[str, float] = {"training": 0.0, "evaluation": 0.0}
+
+    def enter_phase(self, columns: dict[str, Any], global_batch_size: int) -> None:
+        """A ramp's next phase: its batch plan's columns (and peak learning rate) in the rows from now on."""
+        self.columns = {**self.columns, **columns}
+        self.global_batch_size = global_batch_size
 
     def _measure(self, measure: Measure, epoch: int, step: int) -> dict[str, Any]:
         started = time.perf_counter()

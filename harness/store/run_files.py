@@ -52,8 +52,12 @@ def record_config(record: dict[str, Any]) -> dict[str, Any]:
 
 def config_columns(flat_config: dict[str, Any]) -> dict[str, Any]:
     """A run's flat config as metrics columns: `lr` is `base_lr` there (the `lr` column is the learning rate in
-    effect at each epoch) and a list (`devices`, `dataset.image_size`) a string like '0,2' (a column of one type)."""
-    columns = {k: ",".join(map(str, v)) if isinstance(v, (list, tuple)) else v  # one type per column
+    effect at each epoch) and a list (`devices`, `dataset.image_size`) a string like '0,2' (a column of one type),
+    a list of pairs (`batch_schedule`) one like '0:32,2:128'."""
+    def text(value) -> str:
+        return ",".join(":".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v) for v in value)
+
+    columns = {k: text(v) if isinstance(v, (list, tuple)) else v  # one type per column
                for k, v in flat_config.items() if k != "lr"}
     if "lr" in flat_config:
         columns["base_lr"] = flat_config["lr"]

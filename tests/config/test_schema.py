@@ -111,6 +111,26 @@ BAD = [
     (["model.batch_norm=true", "model.ghost_batch_size=abc"], "model.ghost_batch_size='abc'", "an integer >= 2"),
     (["model.batch_norm=true", "model.ghost_batch_size=32", "model.sync_batchnorm=true"], "model.ghost_batch_size=32",
      "null when model.sync_batchnorm=true"),
+    # batch_schedule (harness.config.ramp): every bad phase names the key, before anything runs
+    (["batch_schedule=[[1,32],[3,128]]"], "batch_schedule=[[1, 32], [3, 128]]", "first starts at epoch 0"),
+    (["batch_schedule=[[0,32],[3,128],[3,256]]"], "batch_schedule=", "start epochs increase"),
+    (["batch_schedule=[[0,32],[5,128],[3,256]]"], "batch_schedule=", "start epochs increase"),
+    (["batch_schedule=[[0,32],[2.5,128]]"], "batch_schedule=[[0, 32], [2.5, 128]]", "pairs of whole numbers"),
+    (["batch_schedule=[32,128]"], "batch_schedule=[32, 128]", "a list of [start_epoch, batch] pairs"),
+    (["batch_schedule=[[0,32]]"], "batch_schedule=[[0, 32]]", "two or more phases"),
+    (["epochs=4", "batch_schedule=[[0,32],[4,128]]"], "batch_schedule=", "a start from 0 to 3"),
+    (["budget=steps", "batch_schedule=[[0,32],[2,128]]"], "batch_schedule=", "null with budget=steps"),
+    (["batch_schedule=[[0,32],[2,5000]]"], "batch_schedule=", "phase 2's batch 5000 fails batch_size's rule: an "
+     "integer from 1 to 4000: the training-set size 4000"),
+    (["gpus=2", "simulate_devices=true", "batch_schedule=[[0,32],[2,33]]"], "batch_schedule=",
+     "phase 2's batch 33 fails batch_size's rule: a multiple of gpus=2"),
+    (["steps_per_execution=25", "batch_schedule=[[0,32],[2,100]]"], "batch_schedule=", "phase 2's batch 100 fails "
+     "steps_per_execution's rule: 0 (a whole epoch per call) or a divisor of the 40 steps per epoch"),
+    (["backend=jax", "gpus=2", "simulate_devices=true", "model.batch_norm=true", "batch_schedule=[[0,32],[2,64]]"],
+     "batch_schedule=", "null with backend=jax gpus=2 and a built-in model with per-replica batch norm"),
+    (["warmup_epochs=3", "batch_schedule=[[0,32],[2,128]]"], "batch_schedule=", "a first phase that holds the "
+     "warm-up (warmup_epochs=3 runs past its 2 epochs)"),
+    (["batch_size=64", "batch_schedule=[[0,32],[2,128]]"], "batch_size=64", "left out, or 32: batch_schedule="),
 ]
 
 

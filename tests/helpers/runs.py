@@ -80,3 +80,45 @@ def wait_for_signal(pid: int, signum: int, timeout: float = 120) -> None:
             return
         time.sleep(0.05)
     raise AssertionError(f"process {pid} was never sent {signal.Signals(signum).name}")
+
+
+def cut_and_resumed(cfg, folder: Path, after: int = 2) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the metrics of `cfg` interrupted after epoch `after`'s row, before its checkpoint, then resumed; the same
+    run trained whole), less timing. The interrupted attempt's record and its partial writes (as a kill -9 leaves
+    them) are checked on the way. Patches the epoch recorder within; no pytest fixture, so a subprocess with
+    devices of its own (gpus=2) can call it."""
+    from harness.run import checkpoint, train
+    from harness.run.experiment import run_experiment
+    from harness.store import layout
+
+    folder = Path(folder)
+    run_experiment(cfg, folder / "whole", run_id="s/0")
+    assert not (folder / "whole" / layout.CHECKPOINT).exists()  # removed once the run is done
+    original = train.EpochRecorder.on_epoch_end
+
+    def interrupt(self, epoch, logs=None):
+        original(self, epoch, logs)
+        if epoch == after - 1:
+            raise KeyboardInterrupt  # after the epoch's row, before its checkpoint
+
+    train.EpochRecorder.on_epoch_end = interrupt
+    try:
+        run_experiment(cfg, folder / "cut", run_id="s/0")
+        raise AssertionError("the run was not interrupted")
+    except KeyboardInterrupt:
+        pass
+    finally:
+        train.EpochRecorder.on_epoch_end = original
+    cut = record(folder / "cut")
+    assert cut["status"] == "interrupted" and cut["epochs_completed"] == after
+    assert checkpoint.saved_epoch(folder / "cut") == after - 1
+    partial = [".metrics.parquet.x1.tmp", ".run.json.x2.tmp", ".checkpoint.npz.x3.tmp"]  # as a kill -9 leaves them
+    for name in partial:
+        (folder / "cut" / name).write_bytes(b"cut short")
+    run_experiment(cfg, folder / "cut", run_id="s/0")
+    done = record(folder / "cut")
+    assert done["status"] == "completed" and done["resumed_from_epoch"] == after - 1
+    assert not any((folder / "cut" / name).exists() for name in partial)
+    timing = ["epoch_seconds", "samples_per_second"]
+    return (pd.read_parquet(folder / "cut" / "metrics.parquet").drop(columns=timing),
+            pd.read_parquet(folder / "whole" / "metrics.parquet").drop(columns=timing))

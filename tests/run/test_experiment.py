@@ -9,6 +9,7 @@ import pytest
 from harness.run.experiment import run_experiment
 from harness.store import layout
 from tests.conftest import TINY
+from tests.helpers.runs import cut_and_resumed
 
 METRIC_COLUMNS = {
     "run_id", "epoch", "step", "train_loss", "train_acc", "train_eval_acc", "val_loss", "val_acc", "lr",
@@ -139,46 +140,11 @@ def test_a_failing_run_is_recorded_then_raised(compose, tmp_path, monkeypatch):
     assert not (tmp_path / "f" / "metrics.parquet").exists()
 
 
-def _cut_and_resumed(cfg, tmp_path, monkeypatch) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(the metrics of `cfg` run whole, the same run interrupted after its second epoch and resumed), less timing."""
-    from harness.run import checkpoint, train
-
-    run_experiment(cfg, tmp_path / "whole", run_id="s/0")
-    assert not (tmp_path / "whole" / layout.CHECKPOINT).exists()  # removed once the run is done
-
-    original = train.EpochRecorder.on_epoch_end
-
-    def interrupt_after_second_epoch(self, epoch, logs=None):
-        original(self, epoch, logs)
-        if epoch == 1:
-            raise KeyboardInterrupt  # after epoch 2's row, before its checkpoint
-
-    monkeypatch.setattr(train.EpochRecorder, "on_epoch_end", interrupt_after_second_epoch)
-    with pytest.raises(KeyboardInterrupt):
-        run_experiment(cfg, tmp_path / "cut", run_id="s/0")
-    record = json.loads((tmp_path / "cut" / "run.json").read_text())
-    assert record["status"] == "interrupted" and record["epochs_completed"] == 2
-    assert checkpoint.saved_epoch(tmp_path / "cut") == 1
-    monkeypatch.setattr(train.EpochRecorder, "on_epoch_end", original)
-    partial = [".metrics.parquet.x1.tmp", ".run.json.x2.tmp", ".checkpoint.npz.x3.tmp"]  # as a kill -9 leaves them
-    for name in partial:
-        (tmp_path / "cut" / name).write_bytes(b"cut short")
-
-    run_experiment(cfg, tmp_path / "cut", run_id="s/0")
-    record = json.loads((tmp_path / "cut" / "run.json").read_text())
-    assert record["status"] == "completed" and record["resumed_from_epoch"] == 1
-    assert not any((tmp_path / "cut" / name).exists() for name in partial)
-    resumed = pd.read_parquet(tmp_path / "cut" / "metrics.parquet").drop(columns=TIMING)
-    whole = pd.read_parquet(tmp_path / "whole" / "metrics.parquet").drop(columns=TIMING)
-    return resumed, whole
-
-
-def test_an_interrupted_run_resumes_from_its_checkpoint_with_identical_metrics(compose, tmp_path, monkeypatch,
-                                                                               backend):
+def test_an_interrupted_run_resumes_from_its_checkpoint_with_identical_metrics(compose, tmp_path, backend):
     """On each backend: the checkpoint holds the weights and the optimizer's state, and the resumed epochs see the
     batches an uninterrupted run would (the stateless per-epoch order)."""
     cfg = compose(*TINY, "epochs=3", "batch_size=32", f"backend={backend}")
-    pd.testing.assert_frame_equal(*_cut_and_resumed(cfg, tmp_path, monkeypatch), check_exact=True)
+    pd.testing.assert_frame_equal(*cut_and_resumed(cfg, tmp_path), check_exact=True)
 
 
 @pytest.mark.parametrize("recipe", [
@@ -186,11 +152,11 @@ def test_an_interrupted_run_resumes_from_its_checkpoint_with_identical_metrics(c
     ("lr_schedule=linear", "optimizer=lamb", "weight_decay=0.01"),
     ("lr_schedule=step", "optimizer=momentum", "nesterov=true", "momentum=0.8"),
 ], ids=["cosine", "linear", "step"])
-def test_a_run_with_a_schedule_resumes_as_an_uninterrupted_one(compose, tmp_path, monkeypatch, recipe):
+def test_a_run_with_a_schedule_resumes_as_an_uninterrupted_one(compose, tmp_path, recipe):
     """The schedule is a function of the optimizer's step count, which the checkpoint holds with its moments and
     decay: the resumed epochs' learning rates and metrics are the uninterrupted run's."""
     cfg = compose(*TINY, "epochs=4", "batch_size=32", *recipe)
-    resumed, whole = _cut_and_resumed(cfg, tmp_path, monkeypatch)
+    resumed, whole = cut_and_resumed(cfg, tmp_path)
     pd.testing.assert_frame_equal(resumed, whole, check_exact=True)
     assert whole["lr"].nunique() > 1 and whole["lr_schedule"].tolist() == [cfg.train.lr_schedule] * 4
 

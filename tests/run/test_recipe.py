@@ -11,6 +11,7 @@ from harness.config.batching import plan_batches, plan_schedule
 from harness.config.recipe import OPTIMIZERS
 from harness.config.rules import ADAM_DEFAULTS, ADAM_FAMILY
 from harness.run import measures, train
+from harness.run.learning_rate import learning_rate
 from tests.helpers import backends
 
 
@@ -142,7 +143,7 @@ def test_the_schedule_on_each_backend_is_the_plans(backend, default_train, shape
         return
     recipe = _recipe(default_train, lr=0.01, lr_schedule=shape, warmup_epochs=1.0, epochs=4)
     schedule = plan_schedule(plan_batches(8, False, 1, 400), recipe)  # 50 steps an epoch, 200 planned
-    keras_schedule = train.learning_rate(schedule)
+    keras_schedule = learning_rate(schedule)
     for step in (0, 49, 50, 99, 100, 149, 150, 199):
         assert float(keras.ops.convert_to_numpy(keras_schedule(step))) == pytest.approx(schedule.lr_at(step),
                                                                                        rel=1e-5, abs=1e-9)

@@ -10,6 +10,7 @@ from harness.config.batching import plan_batches, plan_schedule
 from harness.data import pipelines
 from harness.run import measures as run_measures
 from harness.run import train
+from harness.run.learning_rate import RecipeSchedule, learning_rate
 
 
 def _data(n=100):
@@ -27,18 +28,18 @@ def test_warmup_rises_linearly_to_the_peak_then_holds(compose):
                                  warmup_epochs=2.0)
     schedule = plan_schedule(plan, config)
     assert schedule.warmup_steps == 1000 and schedule.peak_lr == pytest.approx(0.001)
-    warmup = train.learning_rate(schedule)
+    warmup = learning_rate(schedule)
     values = [float(warmup(step)) for step in (0, 499, 999, 1000, 5000)]
     assert values == pytest.approx([0.001 / 1000, 0.001 * 500 / 1000, 0.001, 0.001, 0.001])
-    assert train.RecipeSchedule.from_config(warmup.get_config()).get_config() == {
+    assert RecipeSchedule.from_config(warmup.get_config()).get_config() == {
         "peak": 0.001, "warmup_steps": 1000, "shape": "constant", "planned_steps": 15 * 500}
 
 
 def test_learning_rate_is_a_plain_number_without_warmup_or_decay(compose):
     plan = plan_batches(8, False, 1, 4000)
-    assert train.learning_rate(plan_schedule(plan, compose().train)) == 0.001  # every run before the schedules
-    cosine = train.learning_rate(plan_schedule(plan, dataclasses.replace(compose().train, lr_schedule="cosine")))
-    assert isinstance(cosine, train.RecipeSchedule) and cosine.shape == "cosine"
+    assert learning_rate(plan_schedule(plan, compose().train)) == 0.001  # every run before the schedules
+    cosine = learning_rate(plan_schedule(plan, dataclasses.replace(compose().train, lr_schedule="cosine")))
+    assert isinstance(cosine, RecipeSchedule) and cosine.shape == "cosine"
 
 
 def _shape(compose, shape, warmup_epochs=0.0, epochs=4):
@@ -46,7 +47,7 @@ def _shape(compose, shape, warmup_epochs=0.0, epochs=4):
     config = dataclasses.replace(compose().train, lr=0.01, lr_schedule=shape, warmup_epochs=warmup_epochs,
                                  epochs=epochs)
     schedule = plan_schedule(plan_batches(8, False, 1, 400), config)
-    return schedule, train.learning_rate(schedule)
+    return schedule, learning_rate(schedule)
 
 
 @pytest.mark.parametrize("shape", ["constant", "cosine", "linear", "step"])
