@@ -15,6 +15,7 @@ from benchmarks import (
     bench_plan,
     bench_precise_bn,
     bench_probes,
+    bench_ramp,
     bench_recipes,
     bench_report,
     bench_speed,
@@ -24,7 +25,7 @@ from benchmarks import (
 )
 
 SCRIPTS = ["bench_backends", "bench_data_checks", "bench_floor", "bench_gpu_share", "bench_plan", "bench_precise_bn",
-           "bench_probes", "bench_recipes",
+           "bench_probes", "bench_ramp", "bench_recipes",
            "bench_report",
            "bench_speed", "bench_sweep", "bench_tracking", "diagnose_matrix", "recover_matrix"]
 
@@ -321,3 +322,14 @@ def test_floor_table_gives_medians_spreads_and_ratios_to_the_floor_and_to_probes
     assert bench_floor.probes_share(walls, phases, bench_floor.TF_ON).startswith(
         "harness, TensorFlow, default probes: the end-of-run probes (23 Hessian-vector products a run and the two "
         "sharpness searches) alone are 4.4 slot-seconds")
+
+
+def test_ramp_table_sets_the_ramps_median_against_the_sum_of_its_phases_medians():
+    names = list(bench_ramp.variants())
+    assert names == ["ramp", "batch 32 alone, 2 epochs", "batch 128 alone, 2 epochs", "batch 512 alone, 2 epochs"]
+    seconds = {"ramp": [3.0, 2.9, 9.0], names[1]: [1.5, 1.4, 1.6], names[2]: [0.6, 0.7, 0.5], names[3]: [0.3, 0.2, 5.0]}
+    text = bench_ramp.table(seconds, {name: 1 for name in names[1:]} | {"ramp": 3}, repeats=3)
+    assert "| batch 32 alone, 2 epochs | 1.50 s | 1 |" in text
+    assert "| the phases together | 2.40 s | 3 |" in text  # 1.5 + 0.6 + 0.3, not the means' sum
+    assert "| the ramp, one fit per phase | 3.00 s | 3 |" in text
+    assert "| ramp ÷ its phases | 1.250x | |" in text
