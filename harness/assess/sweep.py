@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.config import ramp
 from harness.store import layout, probes_file, sweep_file, target_file
 from harness.store.files import DamagedFile
 
@@ -201,6 +202,18 @@ def load_epochs(sweep_dir: Path, records: list[dict]) -> pd.DataFrame:
     if BATCH not in df.columns:
         df[BATCH] = df["batch_size"]
     df[BATCH] = df[BATCH].fillna(df["batch_size"]).astype(int)
+    return _ramps_apart(df)
+
+
+def _ramps_apart(df: pd.DataFrame) -> pd.DataFrame:
+    """A batch_schedule is not a batch size: where a sweep holds one, its runs are read under the schedule's label
+    (`batch_schedule` 32→128 (epoch 2), the fixed batches' `none`), a facet of their own, and every row of a ramp
+    stands at its first phase's batch on the batch axis (metrics.parquet keeps each epoch's own)."""
+    if "batch_schedule" not in df.columns or not df["batch_schedule"].notna().any():
+        return df
+    ramps = df["batch_schedule"].notna()
+    df.loc[ramps, BATCH] = df[ramps].groupby("run_id", sort=False)[BATCH].transform("first")
+    df["batch_schedule"] = df["batch_schedule"].map(ramp.column_label, na_action="ignore").fillna("none")
     return df
 
 

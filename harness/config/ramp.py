@@ -56,6 +56,14 @@ def label(phases) -> str:
     return "→".join(str(batch) for _, batch in phases)
 
 
+def column_label(text: str) -> str:
+    """A metrics column's schedule ('0:32,2:128', harness.store.run_files.config_columns) as readings name it,
+    with its switch epochs: 32→128 (epoch 2)."""
+    phases = [tuple(int(v) for v in pair.split(":")) for pair in str(text).split(",")]
+    starts = [str(start) for start, _ in phases[1:]]
+    return f"{label(phases)} (epoch{'s' if len(starts) > 1 else ''} {', '.join(starts)})"
+
+
 @dataclass(frozen=True)
 class Phase:
     start_epoch: int

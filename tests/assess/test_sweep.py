@@ -106,3 +106,26 @@ def test_the_outcome_of_a_single_run_is_what_its_run_json_says(tmp_path, status,
 
 def test_a_single_run_without_run_json_failed(tmp_path):
     assert sweep_files.run_outcome(tmp_path / "never") == ([str(tmp_path / "never")], [])
+
+
+def test_a_ramp_is_read_under_its_schedule_apart_from_the_fixed_batches(tmp_path):
+    """A batch_schedule is not a batch size: its runs are a facet of their own, named by the schedule, each at its
+    first phase's batch on the batch axis; the fixed batches' facet is `none`, not a missing value that a grouping
+    drops."""
+    import pandas as pd
+
+    sweep = tmp_path / "sweep"
+    make_run(sweep, 0, batch_size=32)
+    make_run(sweep, 1, batch_size=128)
+    make_run(sweep, 2, batch_size=32, seed=1)
+    path = sweep / "2" / "metrics.parquet"
+    frame = pd.read_parquet(path)
+    frame["batch_schedule"], frame["global_batch_size"] = "0:32,1:128,2:512", [32, 128, 512]
+    frame.to_parquet(path)
+    read = sweep_files.read(sweep)
+    df = read.epochs
+    assert df.loc[df["run_id"] == "sweep/2", "global_batch_size"].tolist() == [32, 32, 32]
+    assert df.drop_duplicates("run_id")["batch_schedule"].tolist() == ["none", "none", "32→128→512 (epochs 1, 2)"]
+    assert analysis.facet_keys(df, read.keys) == ["batch_schedule"]
+    assert [label for label, _ in analysis.groups(df, ["batch_schedule"])] == [
+        "batch_schedule=none", "batch_schedule=32→128→512 (epochs 1, 2)"]
