@@ -23,27 +23,42 @@ KEY = "batch_schedule"
 EXAMPLE = "[[0,32],[2,128]]"
 
 
-def parse(value: Any, epochs: int, budget: str) -> tuple[tuple[int, int], ...] | None:
-    """`batch_schedule` as ((start_epoch, batch), ...), checked against the run's epochs; None when null."""
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _phase(value: Any) -> bool:
+    """[start_epoch, batch] of whole numbers, or [start_epoch, batch, lr_factor] with a factor > 0."""
+    if not isinstance(value, (list, tuple)) or len(value) not in (2, 3) or not all(map(_whole, value[:2])):
+        return False
+    return len(value) == 2 or (isinstance(value[2], (int, float)) and not isinstance(value[2], bool)
+                               and math.isfinite(value[2]) and value[2] > 0)
+
+
+def parse(value: Any, epochs: int, budget: str) -> tuple[tuple, ...] | None:
+    """`batch_schedule` as ((start_epoch, batch[, lr_factor]), ...), checked against the run's epochs; None when
+    null. A phase's lr_factor gives it the peak a fixed run at its batch with that lr_factor has (each batch size's
+    own best learning rate, +study=choose's proposal); without one the peak follows lr_scaling from the first
+    phase's."""
     if value is None:
         return None
     pairs = value if isinstance(value, (list, tuple)) else None
-    if pairs is None or not all(isinstance(p, (list, tuple)) and len(p) == 2 and all(
-            isinstance(v, int) and not isinstance(v, bool) for v in p) for p in pairs):
-        raise ConfigError(KEY, value, f"null or a list of [start_epoch, batch] pairs of whole numbers, e.g. {EXAMPLE}")
-    phases = tuple((int(start), int(batch)) for start, batch in pairs)
+    if pairs is None or not all(map(_phase, pairs)):
+        raise ConfigError(KEY, value, f"null or a list of [start_epoch, batch] pairs of whole numbers (or [start_epoch, "
+                          f"batch, lr_factor] with a factor > 0), e.g. {EXAMPLE}")
+    phases = tuple((int(p[0]), int(p[1]), *([float(p[2])] if len(p) == 3 else [])) for p in pairs)
     if len(phases) < 2:
         raise ConfigError(KEY, value, "two or more phases (one batch for the whole run is batch_size="
                           f"{phases[0][1] if phases else 32})")
     if phases[0][0] != 0:
         raise ConfigError(KEY, value, f"phases whose first starts at epoch 0, e.g. {EXAMPLE}")
-    starts = [start for start, _ in phases]
+    starts = [phase[0] for phase in phases]
     if any(later <= earlier for earlier, later in zip(starts, starts[1:])):
         raise ConfigError(KEY, value, f"phases whose start epochs increase, e.g. {EXAMPLE}")
     if starts[-1] >= epochs:
         raise ConfigError(KEY, value, f"phases that start before the run's last epoch (epochs={epochs}: a start "
                           f"from 0 to {epochs - 1})")
-    if any(batch < 1 for _, batch in phases):
+    if any(phase[1] < 1 for phase in phases):
         raise ConfigError(KEY, value, "batches of 1 or more samples")
     if budget == "steps":
         raise ConfigError(KEY, value, "null with budget=steps (a step budget fixes one batch's updates; a schedule "
@@ -53,14 +68,14 @@ def parse(value: Any, epochs: int, budget: str) -> tuple[tuple[int, int], ...] |
 
 def label(phases) -> str:
     """A schedule as readings name it: its batches in order, e.g. 32→128→512."""
-    return "→".join(str(batch) for _, batch in phases)
+    return "→".join(f"{phase[1]:g}" for phase in phases)
 
 
 def column_label(text: str) -> str:
     """A metrics column's schedule ('0:32,2:128', harness.store.run_files.config_columns) as readings name it,
     with its switch epochs: 32→128 (epoch 2)."""
-    phases = [tuple(int(v) for v in pair.split(":")) for pair in str(text).split(",")]
-    starts = [str(start) for start, _ in phases[1:]]
+    phases = [tuple(float(v) for v in pair.split(":")) for pair in str(text).split(",")]
+    starts = [f"{phase[0]:g}" for phase in phases[1:]]
     return f"{label(phases)} (epoch{'s' if len(starts) > 1 else ''} {', '.join(starts)})"
 
 
@@ -155,18 +170,23 @@ def plan_run(train, replicas: int, train_size: int, backend: str = "tensorflow",
         schedule = plan_schedule(first, train)
         return RunPlan((Phase(0, schedule.epochs, first, schedule.peak_lr, 0, 0),), schedule)
     plans = []
-    for number, (_, batch) in enumerate(train.batch_schedule, start=1):
+    for number, (_, batch, *_) in enumerate(train.batch_schedule, start=1):
         try:
             plans.append(plan(batch))
         except ConfigError as err:
             raise ConfigError(KEY, [list(p) for p in train.batch_schedule], f"phase {number}'s batch {batch} "
                               f"fails {err.key}'s rule: {err.allowed}") from None
     first, schedule = plans[0], plan_schedule(plans[0], train)
+    if len(train.batch_schedule[0]) == 3:  # the first phase's own lr_factor: the warm-up rises to its peak
+        schedule = plan_schedule(first, replace(train, lr_factor=train.batch_schedule[0][2]))
     phases, step, samples = [], 0, 0
-    ends = [start for start, _ in train.batch_schedule[1:]] + [train.epochs]
-    for (start, _), end, plan in zip(train.batch_schedule, ends, plans):
-        ratio = plan.global_batch_size / first.global_batch_size
-        phases.append(Phase(start, end, plan, schedule.peak_lr * LR_FACTORS[train.lr_scaling](ratio), step, samples))
+    ends = [phase[0] for phase in train.batch_schedule[1:]] + [train.epochs]
+    for (start, _, *factor), end, plan in zip(train.batch_schedule, ends, plans):
+        if factor:  # as a fixed run at this batch with this lr_factor
+            peak = plan_schedule(plan, replace(train, lr_factor=factor[0])).peak_lr
+        else:
+            peak = schedule.peak_lr * LR_FACTORS[train.lr_scaling](plan.global_batch_size / first.global_batch_size)
+        phases.append(Phase(start, end, plan, peak, step, samples))
         step, samples = step + (end - start) * plan.steps_per_epoch, samples + (end - start) * train_size
     if schedule.warmup_steps > phases[0].steps:
         raise ConfigError(KEY, [list(p) for p in train.batch_schedule], f"a first phase that holds the warm-up "

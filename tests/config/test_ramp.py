@@ -1,5 +1,7 @@
 """A run's phases (harness.config.ramp): each phase's batch plan, its learning rate by the run's lr_scaling from the
 first phase's batch, samples and steps counted across phases, the decay planned over samples, the EMA rule."""
+import dataclasses
+
 import pytest
 
 from harness.config import ramp
@@ -73,3 +75,22 @@ def test_a_fixed_batch_is_one_phase_with_its_own_schedule(compose):
     planned = _planned(compose, "epochs=3", "lr_schedule=cosine", "batch_size=64")
     assert not planned.ramp and len(planned.phases) == 1 and planned.phases[0].end_epoch == 3
     assert [planned.lr_at(s) for s in (0, 100, 187)] == [planned.schedule.lr_at(s) for s in (0, 100, 187)]
+
+
+def test_a_phase_with_its_own_lr_factor_has_the_peak_a_fixed_run_at_its_batch_with_that_factor_has(compose):
+    """[start, batch, lr_factor]: each batch size's own best learning rate in its phase (+study=choose's proposal),
+    whatever lr_scaling gives; the warm-up rises to the first phase's."""
+    from harness.config.batching import plan_batches, plan_schedule
+
+    train = compose("epochs=4", "lr=0.01", "lr_scaling=linear", "warmup_epochs=1",
+                    "batch_schedule=[[0,32,0.5],[2,128,3]]").train
+    planned = ramp.plan_run(train, 1, 4000)
+    fixed = [plan_schedule(plan_batches(b, False, 1, 4000), dataclasses.replace(train, batch_schedule=None,
+                                                                                 batch_size=b, lr_factor=f)).peak_lr
+             for b, f in ((32, 0.5), (128, 3.0))]
+    assert [p.peak_lr for p in planned.phases] == pytest.approx(fixed)
+    assert fixed == pytest.approx([0.005, 0.12])
+    assert planned.lr_at(124) == pytest.approx(0.005)  # the warm-up's end: the first phase's own peak
+    assert ramp.column_label("0:32:0.5,2:128:3.0") == "32→128 (epoch 2)"
+    with pytest.raises(ConfigError, match=r"\[start_epoch, batch, lr_factor\] with a factor > 0"):
+        compose("epochs=4", "batch_schedule=[[0,32,0],[2,128]]")
