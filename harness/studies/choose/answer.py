@@ -15,7 +15,7 @@ import numpy as np
 
 from harness.assess import intervals
 from harness.studies.choose import timing
-from harness.studies.choose.settings import AS_IS
+from harness.studies.choose.settings import AS_IS, RAMPS
 
 RULE_OF_THUMB = 32  # "if time allows, keep the batch size at 32 or below"
 TOO_FEW_CHECKS = "too few checks"  # a timed run that completed with fewer checks than a line needs
@@ -41,6 +41,11 @@ class Timed:
         return bool(np.isfinite(self.steps).all())
 
     @property
+    def ramp(self) -> bool:
+        """A batch schedule (settings.RAMPS), not one batch size: `size` is its first phase's."""
+        return self.candidate.name in RAMPS
+
+    @property
     def throughput(self) -> float:
         """Training samples a second in steady state (its checks and evaluations included)."""
         return self.size / self.rate.seconds_per_step
@@ -56,6 +61,9 @@ class Answer:
     thumb: Timed | None = None     # the fastest of 32 or less that reached it on every seed
     own: Timed | None = None       # b at its own best, where that is not b as it is
     own_speedup: intervals.Ratio | None = None   # own's time over best's, paired by seed
+    fixed: Timed | None = None     # the fastest single batch size (the answer unless a ramp beat it)
+    ramps: list[tuple[Timed, intervals.Ratio | None]] = field(default_factory=list)  # each ramp timed, and the
+    # fastest fixed batch's time over its, paired by seed (None where it missed on a seed that judges)
 
     @property
     def size(self) -> int:
@@ -104,19 +112,24 @@ def of(found, rates: dict[tuple[int, str], list[timing.Rate]]) -> Answer | None:
         every.append(base if best is base_candidate else timed(size, best, rates[(size, best.name)], seeds))
     if base not in every:
         every.append(base)  # b as the command sets it is an answer too: "no batch size beats it"
-    every.sort(key=lambda t: (t.size, t is not base))
+    every += [timed(c.size, c, rates[(c.size, c.name)], seeds) for c in found.ramps
+              if (c.size, c.name) in rates and all(seed in c.steps for seed in seeds)]
+    every.sort(key=lambda t: (t.ramp, t.size, t is not base))
     qualified = [t for t in every if t.reached_all]
     if not qualified:
         return None
-    best = min(qualified, key=lambda t: (t.median, t.size))
+    best = min(qualified, key=lambda t: (t.median, t.ramp, t.size))
     faster = [t for t in qualified if t is not best and not intervals.paired_ratio(t.times, best.times)
               .interval.above(1.0)]
-    small = [t for t in qualified if t.size <= RULE_OF_THUMB]
-    own = next((t for t in every if t.size == b and t is not base), None)
+    small = [t for t in qualified if t.size <= RULE_OF_THUMB and not t.ramp]
+    own = next((t for t in every if t.size == b and t is not base and not t.ramp), None)
+    fixed = min((t for t in qualified if not t.ramp), key=lambda t: (t.median, t.size), default=None)
     return Answer(every, base, best, intervals.paired_ratio(base.times, best.times), faster,
                   min(small, key=lambda t: (t.median, t.size)) if small else None, own,
                   None if own is None or best is own or not own.reached_all
-                  else intervals.paired_ratio(own.times, best.times))
+                  else intervals.paired_ratio(own.times, best.times), fixed,
+                  [(t, intervals.paired_ratio(fixed.times, t.times) if fixed is not None and t.reached_all else None)
+                   for t in every if t.ramp])
 
 
 def edge(name: str, grid: tuple[float, ...]) -> float | None:

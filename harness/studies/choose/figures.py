@@ -1,7 +1,8 @@
 """The figure of the report's "Which batch size?" section (+study=choose): a pure function, a Choice in, a matplotlib
 Figure out. Left, each batch size's time to the target (its best, median over seeds, the median's interval as a bar)
-and b's as it is; middle, each one's throughput measured alone; right, its steps to the target with the
-perfect-scaling line through b as it is. Log axes, every batch size a tick, legends below."""
+and b's as it is, and each ramp's time as a level (a schedule has no one batch size); middle, each one's throughput
+measured alone; right, its steps to the target with the perfect-scaling line through b as it is. Log axes, every
+batch size a tick, legends below."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,9 +10,10 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from harness.render.plots.style import LEGEND_ROW, legend_below, log2_axis
+from harness.render.plots.style import LEGEND_ROW, legend_below, legend_rows, log2_axis
+from harness.studies.choose.words import candidate_text
 
-BEST, BASE, ANSWER = "#1565c0", "#1f1f1f", "#d62728"
+BEST, BASE, ANSWER, RAMP = "#1565c0", "#1f1f1f", "#d62728", "#2e7d32"
 
 
 def figures(a) -> list:
@@ -25,10 +27,12 @@ def figures(a) -> list:
 
 def time_and_steps(found) -> Figure:
     answer = found.answer
-    fig = Figure(figsize=(12, 3.8 + LEGEND_ROW), layout="constrained")
+    ramps = [t for t in answer.timed if t.ramp and np.isfinite(t.median)]  # a schedule: a level, not a point
+    fig = Figure(figsize=(12, 3.8 + LEGEND_ROW * legend_rows(4 + len(ramps))), layout="constrained")
     time_ax, speed_ax, steps_ax = fig.subplots(1, 3)
     base = answer.base  # a point of its own where b's best is another recipe
-    timed = [t for t in answer.timed if t is not base or not any(o.size == t.size and o is not t for o in answer.timed)]
+    fixed = [t for t in answer.timed if not t.ramp]
+    timed = [t for t in fixed if t is not base or not any(o.size == t.size and o is not t for o in fixed)]
     sizes = [t.size for t in timed]
     finite = [t for t in timed if np.isfinite(t.median)]
     x = np.array([t.size for t in finite], dtype=float)
@@ -36,7 +40,10 @@ def time_and_steps(found) -> Figure:
     spans = np.array([[t.median - t.interval.low, min(t.interval.high, 10 * t.median) - t.median] for t in finite]).T
     time_ax.errorbar(x, medians, yerr=spans, fmt="-o", color=BEST, capsize=3, lw=2)
     time_ax.plot([answer.base.size], [answer.base.median], "s", color=BASE, ms=8, mfc="none", mew=1.5)
-    time_ax.plot([answer.size], [answer.best.median], "*", color=ANSWER, ms=14)
+    for t in ramps:
+        time_ax.axhline(t.median, color=RAMP, ls="--", lw=1.5)
+    if not answer.best.ramp:
+        time_ax.plot([answer.size], [answer.best.median], "*", color=ANSWER, ms=14)
     time_ax.set(xscale="log", yscale="log", xlabel="batch size", ylabel="seconds to the target",
                 title="time to the target")
     time_ax.margins(y=0.12)  # b as it is often sits at the top
@@ -60,7 +67,9 @@ def time_and_steps(found) -> Figure:
         ax.grid(True, which="major", alpha=0.3)
     legend_below(fig, [Line2D([], [], color=BEST, marker="o", lw=2), Line2D([], [], color=BASE, marker="s",
                                                                           mfc="none", ls=""),
-                       Line2D([], [], color=ANSWER, marker="*", ms=12, ls=""), Line2D([], [], color=BASE, ls=":")],
+                       Line2D([], [], color=ANSWER, marker="*", ms=12, ls=""), Line2D([], [], color=BASE, ls=":")]
+                 + [Line2D([], [], color=RAMP, ls="--", lw=1.5) for _ in ramps],
                  ["each batch size's best recipe", f"batch {answer.base.size} as it is", "the answer",
-                  f"perfect scaling from batch {answer.base.size}"])
+                  f"perfect scaling from batch {answer.base.size}"]
+                 + [f"{'the answer, ' if t is answer.best else ''}{candidate_text(t)}: its time" for t in ramps])
     return fig

@@ -33,6 +33,11 @@ FIELDS = {
               "check_tolerance; interval: where a rerun should fall, from the timed runs' spread; inside: it did",
     "check_tolerance": "how far (relative) a check may lie from its prediction (choose.check_tolerance)",
     "uncertain": "a check fell outside check_tolerance: the headline says the time is uncertain on this machine",
+    "ramps": "{proposed {phases [[start_epoch, batch]], switches, predicted, fixed {batch, predicted}} or null, "
+             "why_not_proposed, smith_why_not, timed [{candidate, batch_schedule, median, speedup_over_fixed {value, "
+             "low, high, level, n, method} or null}]}: the ramp proposed from the choosing seed's curves (predicted "
+             "from them) and Smith's rule's, and each ramp timed against the fastest single batch size, paired by "
+             "seed",
     "lines": "the rest of the reading in words",
 }
 
@@ -83,4 +88,18 @@ def values(found) -> dict[str, Any]:
                        for c in found.checks],
             "check_tolerance": found.check_tolerance,
             "uncertain": any(c.within is False for c in found.checks),
+            "ramps": _ramps(found),
             "lines": words.answer_lines(found)}
+
+
+def _ramps(found) -> dict[str, Any]:
+    made, a = found.proposal, found.answer
+    return {"proposed": None if made is None or not made.phases else {
+                "phases": [list(phase) for phase in made.phases], "switches": made.switches,
+                "predicted": _number(made.predicted), "fixed": {"batch": made.fixed[0],
+                                                                "predicted": _number(made.fixed[1])}},
+            "why_not_proposed": found.ramp_note or None, "smith_why_not": found.smith_note or None,
+            "timed": [] if a is None else [
+                {"candidate": t.candidate.name, "batch_schedule": t.candidate.recipe.get("batch_schedule"),
+                 "median": _number(t.median), "speedup_over_fixed": None if ratio is None else {
+                     "value": _number(ratio.value), **ratio.interval.as_json()}} for t, ratio in a.ramps]}

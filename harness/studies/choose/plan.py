@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.config import batch_norm as command_batch_norm
-from harness.config import pairs, rules
+from harness.config import pairs, rules, smith
 from harness.config.overrides import with_recipe
 from harness.config.schema import RunConfig
 from harness.data import registry as datasets
@@ -69,6 +69,16 @@ def candidates(kit: pairs.Pairs, settings: Settings) -> tuple[dict[str, list[dic
     return out, left_out, found
 
 
+def ramp_start(small: RunConfig) -> dict[str, Any]:
+    """What the ramps need from the command: its training-set size (a proposal's phases in epochs) and Smith's recipe
+    from b, or why there is none (harness.config.smith)."""
+    train = small.train
+    size = datasets.expected_train_size(small.data, train.imbalance, train.train_fraction, train.tune_fraction)
+    recipe, why = (None, "a training set whose size is known before the first run") if size is None else \
+        smith.recipe(small, size)
+    return {"train_size": size, "smith": {"recipe": recipe, "why_not": why}}
+
+
 def target_jobs(record: dict[str, Any], jobs: dict[tuple[int, int], list[str]], target: float,
                 picked: list[tuple[int, str, dict[str, Any], list[int]]], prefix: str = "") -> list[tuple[list[str], str]]:
     """Target runs as (overrides, arm): each (size, name, recipe, seeds) at its point's job of every seed given,
@@ -92,6 +102,8 @@ def plan(jobs: list[list[str]], run_configs: list[RunConfig], settings: Settings
               "max_epochs": settings.cap(epochs), "target": settings.target, "candidates": listed,
               "rules_left_out": left_out, "batch_norm": None if found is None else found.as_json(),
               "settings": {**vars(settings), "rules": list(settings.rules), "lr_grid": list(settings.lr_grid)}}
+    if settings.ramp:
+        record.update(ramp_start(kit.small()))
     points = {(size, seed): kit.job(size, seed) for size in kit.sizes for seed in seeds}
     record["points"] = {str(size): {str(seed): points[(size, seed)] for seed in seeds} for size in kit.sizes}
     if settings.target is None:  # the baseline: b as the command sets it, on every seed, E epochs

@@ -61,6 +61,8 @@ class Proposal:
     fixed: tuple[int, float]             # the fastest single batch size and its predicted seconds
     why_not: str | None = None           # why no ramp is proposed
     switches: list[float] = field(default_factory=list)  # the accuracy at each switch
+    unswitched: tuple[list[int], float, float] | None = None  # where the switches cost more than they save: the
+    # sizes of the fastest path without their cost, its seconds, and what its switches cost
 
     @property
     def saving(self) -> float:
@@ -102,8 +104,13 @@ def propose(curves: list[Curve], target: float, train_size: int) -> Proposal:
     levels = _levels(target)
     seconds, path = _path(curves, levels, switch_costs=True)
     if len(set(path)) == 1:
-        free = _path(curves, levels, switch_costs=False)[1]
-        return Proposal([], math.inf, fixed, ONE_BATCH if len(set(free)) == 1 else SWITCH_COST)
+        free_seconds, free = _path(curves, levels, switch_costs=False)
+        if len(set(free)) == 1:
+            return Proposal([], math.inf, fixed, ONE_BATCH)
+        order = [k for i, k in enumerate(free) if i == 0 or free[i - 1] != k]
+        cost = sum(curves[k].one_time for k in order)  # the first batch's start and each switch
+        return Proposal([], math.inf, fixed, SWITCH_COST,
+                        unswitched=([curves[k].size for k in order], free_seconds, cost))
     phases, switches, epoch = [], [], 0.0
     runs = [(k, i) for i, k in enumerate(path) if i == 0 or path[i - 1] != k]  # (curve, first level step)
     for n, (k, first) in enumerate(runs):

@@ -15,8 +15,8 @@ import pandas as pd
 from harness.assess import targets
 from harness.assess.sweep import Sweep
 from harness.studies.choose import answer as answer_of
-from harness.studies.choose import files, timed_runs, timing, words
-from harness.studies.choose.settings import BASELINE, arm, recorded, size_name
+from harness.studies.choose import files, ramps, timed_runs, timing, words
+from harness.studies.choose.settings import BASELINE, RAMPS, arm, recorded, size_name
 from harness.studies.choose.timed_runs import Check
 
 
@@ -30,6 +30,7 @@ class Candidate:
     val_acc: dict[int, float | None] = field(default_factory=dict)   # seed -> val_acc at the target
     seconds: dict[int, float | None] = field(default_factory=dict)   # seed -> seconds_to_target
     status: dict[int, str] = field(default_factory=dict)             # seed -> its run's status
+    jobs: dict[int, str] = field(default_factory=dict)               # seed -> its run's job
 
     @property
     def arm(self) -> str:
@@ -58,6 +59,16 @@ class Choice:
     check_tolerance: float = 0.25     # choose.check_tolerance
     timing: dict[tuple[int, str], str] = field(default_factory=dict)  # (size, candidate) -> its timed run's status,
     # or TOO_FEW_CHECKS where it completed with too few checks to fit a time
+    proposal: Any = None         # the ramp proposed from the curves (proposal.Proposal), once they are known
+    ramp_note: str = ""          # why no ramp is proposed
+    smith_note: str = ""         # why Smith's rule gives no ramp
+    ramp_recipes: dict[str, tuple[int, dict[str, Any]]] = field(default_factory=dict)  # name -> (its first phase's
+    # batch, its recipe): the ramps to confirm and time
+
+    @property
+    def ramps(self) -> list[Candidate]:
+        """The candidates whose batch grows (settings.RAMPS), at their first phase's batch."""
+        return [c for size in self.sizes for c in self.candidates.get(size, []) if c.name in RAMPS]
 
     @property
     def choosing(self) -> list[int]:
@@ -82,7 +93,7 @@ class Choice:
         """The candidate `size` goes on with: the fewest steps to the target on the first seed; where none reached
         it, the highest final tune_acc there (the grid then looks around the closest); None without runs."""
         seed = self.seeds[0]
-        ran = [c for c in self.candidates.get(size, []) if seed in c.steps]
+        ran = [c for c in self.candidates.get(size, []) if seed in c.steps and c.name not in RAMPS]
         if not ran:
             return None
         reached = [c for c in ran if c.reached_on(seed)]
@@ -164,28 +175,48 @@ def choose(sweep: Sweep) -> Choice | None:
     finals = _finals(df, [job for job, name in jobs.items() if name != BASELINE])
     seconds = {str(r["job"]): r.get("seconds_to_target") for r in sweep.records}
     found: dict[int, dict[str, Candidate]] = {}
-    for row in timed.to_dict("records"):
-        size, name = size_name(row["arm"])
-        recipe = None if size is None else _recipe(record, size, name)
-        if recipe is None:
-            continue
-        seed = int(row["seed"])
-        c = found.setdefault(size, {}).setdefault(name, Candidate(size, name, recipe, {}, {}))
-        c.steps[seed] = math.inf if row["steps"] is None or pd.isna(row["steps"]) else float(row["steps"])
-        tune = finals["tune_acc"].get(str(row["job"])) if "tune_acc" in finals else None
-        c.tune_acc[seed] = float(tune) if tune is not None and not pd.isna(tune) else math.nan
-        c.val_acc[seed] = None if row["val_acc"] is None or pd.isna(row["val_acc"]) else float(row["val_acc"])
-        c.seconds[seed] = seconds.get(str(row["job"]))
-        c.status[seed] = str(row["status"])
-    for r in sweep.records:  # a failed run has no steps, but its candidate says it failed
-        size, name = size_name(jobs.get(str(r["job"])))
-        recipe = None if size is None or r.get("status") != "failed" else _recipe(record, size, name)
-        if recipe is not None and (r.get("config") or {}).get("seed") is not None:
-            c = found.setdefault(size, {}).setdefault(name, Candidate(size, name, recipe, {}, {}))
-            c.status.setdefault(int(r["config"]["seed"]), "failed")
     sizes = [int(s) for s in record["sizes"]]
-    found_choice = Choice(target, note, sizes, [int(s) for s in record["seeds"]],
-                          {size: list(found.get(size, {}).values()) for size in sizes}, sweep.complete_rounds(),
+    found_choice = Choice(target, note, sizes, [int(s) for s in record["seeds"]], {}, sweep.complete_rounds(),
                           recorded(record).tolerance, lr_grid=recorded(record).lr_grid)
+    ramp_recipes: dict[str, dict[str, Any] | None] = {}
+    for ramps_too in (False, True):  # the ramps' recipes come from the other candidates' runs
+        if ramps_too:
+            found_choice.candidates = {size: list(found.get(size, {}).values()) for size in sizes}
+            found_choice.proposal, ramp_recipes["ramp"], found_choice.ramp_note = ramps.propose(
+                sweep, found_choice, record)
+            ramp_recipes["smith"], found_choice.smith_note = ramps.smith_recipe(record)
+            found_choice.ramp_recipes = {name: (int(record["small_batch"]) if name == "smith" else
+                                                found_choice.proposal.phases[0][1], recipe)
+                                         for name, recipe in ramp_recipes.items() if recipe is not None}
+        for row in timed.to_dict("records"):
+            size, name = size_name(row["arm"])
+            if size is None or (name in RAMPS) != ramps_too:
+                continue
+            recipe = ramp_recipes.get(name) if ramps_too else _recipe(record, size, name)
+            if recipe is not None:
+                _add_run(found.setdefault(size, {}), size, name, recipe, row, finals, seconds)
+        for r in sweep.records:  # a failed run has no steps, but its candidate says it failed
+            size, name = size_name(jobs.get(str(r["job"])))
+            if size is None or (name in RAMPS) != ramps_too or r.get("status") != "failed":
+                continue
+            recipe = ramp_recipes.get(name) if ramps_too else _recipe(record, size, name)
+            if recipe is not None and (r.get("config") or {}).get("seed") is not None:
+                c = found.setdefault(size, {}).setdefault(name, Candidate(size, name, recipe, {}, {}))
+                c.status.setdefault(int(r["config"]["seed"]), "failed")
+    found_choice.candidates = {size: list(found.get(size, {}).values()) for size in sizes}
     timed_runs.read(sweep, found_choice, jobs, timed)
     return found_choice
+
+
+def _add_run(found: dict[str, Candidate], size: int, name: str, recipe: dict[str, Any], row: dict, finals, seconds):
+    """A target run of candidate `name` at `size`: its steps, final tune_acc, val_acc at the target, seconds,
+    status and job on its seed."""
+    seed = int(row["seed"])
+    c = found.setdefault(name, Candidate(size, name, recipe, {}, {}))
+    c.steps[seed] = math.inf if row["steps"] is None or pd.isna(row["steps"]) else float(row["steps"])
+    tune = finals["tune_acc"].get(str(row["job"])) if "tune_acc" in finals else None
+    c.tune_acc[seed] = float(tune) if tune is not None and not pd.isna(tune) else math.nan
+    c.val_acc[seed] = None if row["val_acc"] is None or pd.isna(row["val_acc"]) else float(row["val_acc"])
+    c.seconds[seed] = seconds.get(str(row["job"]))
+    c.status[seed] = str(row["status"])
+    c.jobs[seed] = str(row["job"])

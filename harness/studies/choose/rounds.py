@@ -83,8 +83,9 @@ def check_seeds(found: choice.Choice) -> list[int]:
 
 
 def _bests(found: choice.Choice, b: int, seeds: list[int]) -> list[tuple[int, str, dict[str, Any], list[int]]]:
-    """Each batch size's best (none where every candidate missed on the first seed), and b as it is beside them."""
+    """Each batch size's best (none where every candidate missed on the first seed), b as it is beside them, and the
+    ramps (the proposal from the curves, Smith's rule), each at its first phase's batch."""
     picked = [(size, best.name, best.recipe, seeds) for size in found.sizes if (best := found.best(size)) is not None]
     if not any(size == b and name == AS_IS for size, name, _, _ in picked):
         picked.append((b, AS_IS, {}, seeds))
-    return picked
+    return picked + [(size, name, recipe, seeds) for name, (size, recipe) in found.ramp_recipes.items()]

@@ -34,7 +34,8 @@ def timed_rows(found) -> list[list[str]]:
         steps = "never" if not reached else f"{float(np.median(reached)):.0f} ({min(reached):.0f}–" \
                                             f"{max(reached):.0f})" + ("" if t.reached_all else ", a seed missed")
         mark = " (the answer)" if t is found.answer.best else (" (as it is)" if t is found.answer.base else "")
-        out.append([f"{t.size}{mark}", recipe_text(t.candidate.recipe), steps,
+        batch = words.schedule_text(t.candidate.recipe).split(" (")[0] if t.ramp else str(t.size)
+        out.append([f"{batch}{mark}", recipe_text(t.candidate.recipe), steps,
                     f"{1000 * t.rate.seconds_per_step:.3g} ms", f"{t.throughput:,.0f}", seconds(t.rate.one_time),
                     f"{seconds(t.median)} [{seconds(t.interval.low)}, {seconds(t.interval.high)}]",
                     "–" if t.val_acc is None else f"{t.val_acc:.3f}"])

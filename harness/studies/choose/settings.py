@@ -11,13 +11,15 @@ from harness.fields import ConfigError, check_keys
 
 RULES = ("linear", "sqrt", "adam_sde", "precise_bn")  # the published rules (harness.config.rules)
 CAP = 3  # max_epochs null: this many times the command's epochs
-BEFORE: dict[str, Any] = {}  # what a key an older sweep.json lacks meant (none yet: every key is as old as the study)
+BEFORE: dict[str, Any] = {"ramp": False}  # what a key an older sweep.json lacks meant: no ramp candidates
 # the arms: b as the command sets it (the baseline), and each candidate at each batch size
 AS_IS = "as_is"
 BASELINE = "baseline"
 STAGES = (BASELINE, "candidates", "grid", "confirm", "time", "check")
 ALONE = ("time", "check")  # stages whose runs run alone: a time measured on this machine
 TIME, CHECK = "time_", "check_"  # the arms of those runs: time_bs128_linear, check_bs8_as_is
+RAMPS = ("ramp", "smith")  # candidates whose batch grows: the proposal from the curves, Smith's rule; each its own
+# arm at its first phase's batch (bs8_ramp), never a batch size's best
 TIMED_RUNS = 2  # the timing round runs each best in the printed command's shape on this many seeds that judge
 COMMAND_SHAPE = {"target_check": "epoch"}  # what a timed run sets beside its recipe: checked once an epoch
 
@@ -54,6 +56,7 @@ class Settings:
     lr_grid: tuple[float, ...] = (0.5, 2.0)  # x the best candidate's learning rate, at every batch size
     check: bool = True            # rerun the answer and b as it is, alone, and compare their times with the predicted
     check_tolerance: float = 0.25  # a check further than this from its prediction (relative) makes the time uncertain
+    ramp: bool = True             # also confirm and time a batch schedule: the ramp proposed from the curves, Smith's
 
     def cap(self, epochs: int) -> int:
         """The epochs every target run may take at most (the command's `epochs` E)."""
@@ -97,6 +100,8 @@ def from_dict(node: dict[str, Any]) -> Settings:
     if not _number(allowed) or not 0 < allowed < 1:
         raise ConfigError("choose.check_tolerance", allowed, "a number in (0, 1): how far (relative) a rerun's time "
                           "may lie from its prediction before the page calls the time uncertain")
+    if not isinstance(node.get("ramp", True), bool):
+        raise ConfigError("choose.ramp", node["ramp"], "true or false")
     return Settings(**{**node, "rules": tuple(named), "lr_grid": tuple(float(f) for f in grid)})
 
 

@@ -16,7 +16,7 @@ from harness.config.overrides import with_recipe
 from harness.store.files import DamagedFile
 from harness.studies.choose import answer as answer_of
 from harness.studies.choose import timing
-from harness.studies.choose.settings import CHECK, TIME, arm, point_jobs, recorded, size_name
+from harness.studies.choose.settings import CHECK, RAMPS, TIME, arm, point_jobs, recorded, size_name
 
 
 @dataclass
@@ -55,7 +55,8 @@ def read(sweep: Sweep, found, jobs: dict[str, str], timed: pd.DataFrame) -> None
             continue
         found.timing.setdefault((size, candidate), status)
         written = _target(sweep, job)
-        found_rate = timing.rate(written.get("check_times") or [], _per_epoch(written))
+        found_rate = (timing.curve(written.get("check_times") or []) if candidate in RAMPS else
+                      timing.rate(written.get("check_times") or [], _per_epoch(written)))
         if not written:
             found.timing[(size, candidate)] = answer_of.NO_TARGET_FILE
         elif found_rate is None:
@@ -81,7 +82,7 @@ def read(sweep: Sweep, found, jobs: dict[str, str], timed: pd.DataFrame) -> None
         rate, seed = timing.mean(rates), int(row["seed"])
         own = math.inf if row["steps"] is None or pd.isna(row["steps"]) else float(row["steps"])
         written = _target(sweep, str(row["job"]))
-        if rate.steps_per_epoch:  # the printed command's shape: its target run on this seed predicts it
+        if rate.steps_per_epoch:  # the printed command's shape (a ramp's too): its target run on this seed predicts it
             best = next((c for c in found.candidates.get(size, []) if c.name == candidate), None)
             steps = best.steps.get(seed, own) if best is not None else own
             measured = _net(written)

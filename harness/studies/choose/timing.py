@@ -60,10 +60,73 @@ def rate(check_times: list[list[float]], steps_per_epoch: int | None = None) -> 
     return Rate(slope, max(0.0, float(first_time - slope * first_step)), last_step, last_time, steps_per_epoch)
 
 
-def mean(rates: list[Rate]) -> Rate:
-    """The rates of several timed runs of one command, averaged (r and C): the prediction a check is held to."""
+def mean(rates: list) -> "Rate | Curve":
+    """The rates of several timed runs of one command, averaged (r and C; a ramp's times at each check): the
+    prediction a check is held to."""
+    if isinstance(rates[0], Curve):
+        shortest = min(len(r.steps_at) for r in rates)
+        return Curve(rates[0].steps_at[:shortest],
+                     tuple(float(np.mean([r.seconds_at[i] for r in rates])) for i in range(shortest)))
     return Rate(float(np.mean([r.seconds_per_step for r in rates])), float(np.mean([r.one_time for r in rates])),
                 rates[-1].steps, rates[-1].seconds, rates[0].steps_per_epoch)
+
+
+@dataclass(frozen=True)
+class Curve:
+    """A ramp's time to the target, run alone in the printed command's shape (its target checked once an epoch):
+    a ramp's seconds a step change with its phases, each phase pays its compile, so no one line fits its checks;
+    its measured seconds at each check (the time between epochs taken out) are the time of any seed that crosses
+    the target within that epoch, its last phase's seconds an epoch carried on past the last. The same interface as
+    Rate: `seconds_per_step` and `one_time` are its last phase's slope and what the line through it leaves at 0."""
+    steps_at: tuple[int, ...]      # the step at each check (an epoch's end)
+    seconds_at: tuple[float, ...]  # the seconds to it
+
+    @property
+    def steps(self) -> int:
+        return self.steps_at[-1]
+
+    @property
+    def seconds(self) -> float:
+        return self.seconds_at[-1]
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return self.steps_at[-1] - (self.steps_at[-2] if len(self.steps_at) > 1 else 0)
+
+    @property
+    def seconds_per_step(self) -> float:
+        before = (self.steps_at[-2], self.seconds_at[-2]) if len(self.steps_at) > 1 else (0, 0.0)
+        return (self.seconds_at[-1] - before[1]) / max(1, self.steps_at[-1] - before[0])
+
+    @property
+    def one_time(self) -> float:
+        return max(0.0, self.seconds_at[0] - self.seconds_per_step * self.steps_at[0]) if len(self.steps_at) == 1 \
+            else max(0.0, self.seconds - self.seconds_per_step * self.steps)
+
+    def at_check(self, steps: float) -> float:
+        if not math.isfinite(steps):
+            return steps
+        later = [s for s in self.steps_at if s >= steps - 1e-9]
+        if later:
+            return float(later[0])
+        return self.steps + math.ceil((steps - self.steps) / self.steps_per_epoch - 1e-9) * self.steps_per_epoch
+
+    def predicted(self, steps: float) -> float:
+        """The seconds at the check that sees `steps`: measured up to the last check, the last epoch's rate after."""
+        if not math.isfinite(steps):
+            return math.inf
+        at = self.at_check(steps)
+        if at <= self.steps:
+            return self.seconds_at[self.steps_at.index(int(at))]
+        return self.seconds + self.seconds_per_step * (at - self.steps)
+
+
+def curve(check_times: list[list[float]]) -> Curve | None:
+    """A ramp's timed run as a Curve (None without a check)."""
+    if not check_times:
+        return None
+    return Curve(tuple(int(c[0]) for c in check_times),
+                 tuple(float(c[1] - (c[2] if len(c) > 2 else 0.0)) for c in check_times))
 
 
 def median(times: np.ndarray) -> float:

@@ -1,9 +1,12 @@
 """+study=choose in words: what the results table prints under a choice's runs."""
 from __future__ import annotations
 
+import json
 import math
 
+from harness.config.ramp import label
 from harness.studies.choose.answer import NOT_ENDED, edge, left_out
+from harness.studies.choose.settings import RAMPS
 
 
 def results_lines(found) -> list[str]:
@@ -46,9 +49,20 @@ def seconds(value: float) -> str:
     return f"{value:.3g} s" if value < 100 else f"{value:,.0f} s"
 
 
+def schedule_text(recipe: dict) -> str:
+    """A ramp's batch_schedule in words: "32→512 (from epoch 3)"."""
+    phases = json.loads(str(recipe.get("batch_schedule", "[]")))
+    starts = [str(phase[0]) for phase in phases[1:]]
+    return f"{label(phases)} (from epoch{'s' if len(starts) > 1 else ''} {', '.join(starts)})"
+
+
 def candidate_text(t) -> str:
-    """"batch 128 with the linear rule", "batch 8 as it is", "batch 8 with lr x2"."""
+    """"batch 128 with the linear rule", "batch 8 as it is", "batch 8 with lr x2", "the proposed ramp 8→128 (from
+    epoch 3)"."""
     name = t.candidate.name
+    if name in RAMPS:
+        return f"{'the proposed ramp' if name == 'ramp' else 'Smith' + chr(39) + 's ramp'} " \
+               f"{schedule_text(t.candidate.recipe)}"
     if name == "as_is":
         return f"batch {t.size} as it is"
     base, _, factor = name.rpartition("_x")
@@ -113,6 +127,8 @@ def ratio_text(ratio) -> str:
     if not interval.claims:
         return f"{said} on one seed: no interval, so no claim that it is faster"
     bounds = f"[{interval.low:.2g}, {interval.high:.2g}] ({interval.label}, {interval.n} seeds)"
+    if interval.below(1.0):
+        return f"{said} {bounds}: the interval lies below 1, so it is shown slower"
     return f"{said} {bounds}" + ("" if interval.above(1.0) else ": the interval reaches 1, so it is not shown faster")
 
 
@@ -165,8 +181,46 @@ def answer_lines(found) -> list[str]:
         lines.append(f"The rule of thumb (a batch of {32} or less): {candidate_text(a.thumb)}, "
                      f"{seconds(a.thumb.median)}" + ("." if a.thumb is a.best else
                                                      f", {a.thumb.median / a.best.median:.2g}x the answer's time."))
+    lines += ramp_lines(found)
     for check in found.checks:
         lines.append(check_text(check, found.check_tolerance))
+    return lines
+
+
+def _unswitched(made) -> str:
+    """Where the switches cost more than they save, by how much."""
+    if made is None or made.unswitched is None:
+        return ""
+    sizes, free, cost = made.unswitched
+    return (f" (the fastest path through the accuracy levels, {'→'.join(map(str, sizes))}, would take "
+            f"{seconds(free)} without its starts and switches, which cost {seconds(cost)} (each batch's compile and "
+            f"start, from its own run), against {seconds(made.fixed[1])} for batch {made.fixed[0]} alone)")
+
+
+def ramp_lines(found) -> list[str]:
+    """What became of the ramps: the one proposed from the curves (or why none), Smith's (or why none), and each
+    timed ramp against the fastest single batch size, paired by seed."""
+    lines, made, a = [], found.proposal, found.answer
+    if made is not None and made.phases:
+        switches = ", ".join(f"{level:.3g}" for level in made.switches)
+        lines.append(f"The ramp proposed from seed {found.choosing[0]}'s curves (each batch size's best: the time from "
+                     f"one tuning accuracy to the next) switches at tune_acc {switches}; from them it would take "
+                     f"{seconds(made.predicted)} against {seconds(made.fixed[1])} for batch {made.fixed[0]}, the "
+                     "fastest single batch size there (assuming each batch size goes on from an accuracy as its own "
+                     "run did: its own runs are what count).")
+    elif found.ramp_note:
+        lines.append(f"No ramp was proposed: {found.ramp_note}{_unswitched(made)}.")
+    if found.smith_note:
+        lines.append(f"Smith's rule gives no ramp here: it needs {found.smith_note}.")
+    for t, ratio in [] if a is None else a.ramps:
+        text = f"{candidate_text(t)[0].upper()}{candidate_text(t)[1:]}"
+        if ratio is None or a.fixed is None:
+            lines.append(f"{text} missed the target on a seed that judges: not a candidate for the answer.")
+            continue
+        beat = "beat" if ratio.interval.above(1.0) else "did not beat"
+        lines.append(f"{text} took {seconds(t.median)} against {seconds(a.fixed.median)} for "
+                     f"{candidate_text(a.fixed)}, the fastest single batch size: it {beat} it, "
+                     f"{ratio_text(ratio)}.")
     return lines
 
 

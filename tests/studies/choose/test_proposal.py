@@ -52,3 +52,9 @@ def test_a_switch_that_costs_more_than_it_saves_proposes_none():
 def test_a_phase_shorter_than_an_epoch_proposes_none():
     found = proposal.propose([small(), large()], TARGET, train_size=400_000)  # every phase a fraction of an epoch
     assert found.phases == [] and found.why_not == proposal.SHORT
+
+
+def test_where_the_switches_cost_more_the_proposal_says_by_how_much():
+    found = proposal.propose([small(), large(one_time=5.0)], TARGET, TRAIN)
+    sizes, free, cost = found.unswitched
+    assert sizes == [32, 512] and cost == 5.0 and free < found.fixed[1] < free + cost

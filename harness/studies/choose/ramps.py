@@ -1,0 +1,71 @@
+"""+study=choose's ramps, read from its files: the ramp proposed from each batch size's best on the seed that chose
+it (its target run's checks: steps, tuning accuracy and seconds, harness.studies.choose.proposal), as a recipe on
+the command, and Smith's rule's recipe, which the plan recorded. Each is a candidate of its own, at its first
+phase's batch (settings.RAMPS), confirmed and timed like every batch size's best. Files in, recipes out."""
+from __future__ import annotations
+
+from typing import Any
+
+from harness.store.files import DamagedFile
+from harness.studies.choose import proposal, timing
+from harness.studies.choose.settings import recorded
+
+NO_CURVES = "the best runs' target.json hold no tuning accuracy at their checks (a sweep made before they did)"
+NO_SIZE = "a training set whose size is known before the first run"
+
+
+def curves(sweep, found) -> list[proposal.Curve]:
+    """Each batch size's best on the seed that chose it, as a proposal.Curve (a size whose run left no accuracy at
+    its checks, or too few checks to give its seconds a step, is left out)."""
+    out, seed = [], found.choosing[0]
+    for size in found.sizes:
+        best = found.best(size)
+        job = None if best is None else best.jobs.get(seed)
+        try:
+            written = (sweep.target(job) or {}) if job is not None else {}
+        except DamagedFile:
+            written = {}
+        times, accuracy = written.get("check_times") or [], written.get("check_tune_acc") or []
+        rate = timing.rate(times)
+        if rate is None or len(accuracy) != len(times):
+            continue
+        out.append(proposal.Curve(size, tuple(int(c[0]) for c in times), tuple(float(a) for a in accuracy),
+                                  rate.seconds_per_step, rate.one_time))
+    return out
+
+
+def propose(sweep, found, record: dict[str, Any]) -> tuple[proposal.Proposal | None, dict[str, Any] | None, str]:
+    """(the proposal, its recipe on the command or None, why there is none or "") once every batch size's candidates
+    and grid have ended; (None, None, "") before, or in a sweep planned without ramps."""
+    if not recorded(record).ramp or found.target is None or found.rounds < 2 + (record["target"] is None):
+        return None, None, ""
+    if record.get("train_size") is None:
+        return None, None, f"a proposal needs {NO_SIZE}"
+    found_curves = curves(sweep, found)
+    if len(found_curves) < 2:
+        return None, None, NO_CURVES if len(found_curves) < len([s for s in found.sizes if found.best(s)]) else \
+            "fewer than two batch sizes reached the target on the seed that chose"
+    made = proposal.propose(found_curves, found.target, record["train_size"])
+    if not made.phases:
+        return made, None, made.why_not or ""
+    return made, recipe(found, record, made), ""
+
+
+def recipe(found, record: dict[str, Any], made: proposal.Proposal) -> dict[str, Any]:
+    """The proposal as a recipe on the command: the first phase's best recipe (its warm-up kept within the first
+    phase), and a batch_schedule whose every phase runs at its batch size's best learning rate ([start, batch,
+    lr_factor]), its starts inside the cap."""
+    first = found.best(made.phases[0][1])
+    phases = [[start, size, float(found.best(size).recipe.get("lr_factor", record["lr_factor"]))]
+              for start, size in made.phases if start < record["max_epochs"]]
+    out = {k: v for k, v in first.recipe.items() if k != "lr_factor"}
+    if len(phases) > 1 and out.get("warmup_epochs"):
+        out["warmup_epochs"] = min(float(out["warmup_epochs"]), float(phases[1][0]))
+    out["batch_schedule"] = "[" + ",".join(f"[{s},{b},{f:g}]" for s, b, f in phases) + "]"
+    return out
+
+
+def smith_recipe(record: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    """Smith's recipe as the plan recorded it, or (None, why not; "" for a sweep planned without ramps)."""
+    found = record.get("smith") or {}
+    return found.get("recipe"), found.get("why_not") or ""

@@ -1,0 +1,136 @@
+"""+study=choose's ramps from constructed runs whose target.json holds each check's step, seconds and tuning
+accuracy: the ramp proposed from the seed that chose's curves is confirmed on the seeds that judge and timed alone,
+its time read from its own checks (a ramp's seconds a step change with its phases), and it may be the answer; where
+one batch is fastest throughout none is proposed, and the page says why. Smith's rule is a ramp of the command's
+step schedule, and where the command decays smoothly the page says why not."""
+import json
+import math
+
+import numpy as np
+import pytest
+
+from harness.assess import sweep as sweep_files
+from harness.studies.choose import reading as choice
+from harness.studies.choose import words
+from tests.helpers.sweeps import next_round, study_sweep
+
+COMMAND = ("+study=choose", "batch_size=8,128", "dataset.num_samples=1000", "epochs=2", "seed=0,1,2,3",
+           "choose.target=0.5", "choose.rules=[linear]", "choose.lr_grid=[]", "choose.check=false")
+# batch 8: 1 ms a step, slowing as the accuracy rises (1000 a / (1 - a) steps to a); batch 128: 4 ms a step, 500 a
+# steps to a: each alone reaches 0.5 in about 1 s, a ramp switching at a = 0.29 in about 0.83 s
+CURVES = {8: (0.001, lambda a: 1000 * a / (1 - a)), 128: (0.004, lambda a: 500 * a)}
+FAST_128 = {8: CURVES[8], 128: (0.001, lambda a: 500 * a)}  # batch 128 the fastest at every accuracy
+ONE_TIME = 0.05
+
+
+def _checks(size: int, curves, arm: str = "", reach: float = 0.5):
+    """A target run's checks (step, seconds) and tuning accuracy at 30 levels up to `reach`; the linear rule's
+    takes 10% fewer steps (it is batch 128's best)."""
+    per_step, steps_to = curves[size]
+    levels = np.linspace(0.02, reach, 30)
+    steps = [max(1, int(round(steps_to(a) * (0.9 if arm.endswith("linear") else 1.0)))) for a in levels]
+    return [[s, round(ONE_TIME + per_step * s, 5)] for s in steps], [float(a) for a in levels]
+
+
+def _ramp_checks(phases, train_size: int, epochs: int):
+    """A ramp timed in the printed command's shape: checks at each epoch's end, each phase at its batch's seconds a
+    step, its first epoch paying its compile."""
+    checks, step, seconds, accuracy = [], 0, 0.0, []
+    for epoch in range(epochs):
+        size = [b for start, b, *_ in phases if start <= epoch][-1]
+        per_epoch = math.ceil(train_size / size)
+        first = any(start == epoch for start, *_ in phases)
+        per_step = CURVES[size][0] if size in CURVES else 0.004  # Smith's larger batches: batch 128's
+        step, seconds = step + per_epoch, seconds + per_epoch * per_step + (ONE_TIME if first else 0.0)
+        checks.append([step, round(seconds, 5), 0.0])
+        accuracy.append(0.5 * (epoch + 1) / epochs)
+    return checks, accuracy
+
+
+def _write(sweep, job: str, checks, accuracy, per_epoch=None):
+    steps, seconds = checks[-1][0], checks[-1][1]
+    (sweep / job / "target.json").write_text(json.dumps({
+        "target_tune_acc": 0.5, "steps_to_target": steps, "samples_to_target": None, "target_resolution": 0.05,
+        "target_checks": len(checks), "seconds_to_target": seconds, "check_seconds": 0.01, "check_times": checks,
+        "check_tune_acc": accuracy, "between_epochs_seconds": 0.0,
+        "target_check": "epoch" if per_epoch else "steps", "steps_per_epoch": per_epoch or 10,
+        "val_acc_at_target": 0.5}))
+
+
+def _sweep(tmp_path, curves=CURVES, command=COMMAND):
+    sweep = study_sweep(tmp_path / "s", *command)
+    plan = sweep_files.read(sweep).plan
+    train_size = plan["choose"]["train_size"]
+    for job in plan["jobs"]:
+        size = int(plan["choose"]["arms"][job["job"]].split("_")[0][2:])
+        _write(sweep, job["job"], *_checks(size, curves, plan["choose"]["arms"][job["job"]]))
+    done = 1
+    while jobs := next_round(sweep, done):
+        done = jobs[0].round
+        for job in jobs:
+            name = job.arm.removeprefix("time_").removeprefix("check_")
+            size = int(name.split("_")[0][2:])
+            schedule = next((o.split("=", 1)[1] for o in job.overrides if o.startswith("batch_schedule=")), None)
+            if schedule is not None and job.alone:
+                _write(sweep, job.job, *_ramp_checks(json.loads(schedule), train_size, 12), per_epoch=True)
+            elif schedule is not None:  # its target run: the steps the timed curve reaches the target at
+                _write(sweep, job.job, *_ramp_checks(json.loads(schedule), train_size, 12))
+            elif job.alone:
+                per_step, steps_to = curves[size]
+                epoch = math.ceil(train_size / size)
+                ends = range(epoch, math.ceil(steps_to(0.5) / epoch) * epoch + 1, epoch)
+                _write(sweep, job.job, [[s, round(ONE_TIME + per_step * s, 5), 0.0] for s in ends],
+                       [0.5] * len(ends), per_epoch=epoch)
+            else:
+                _write(sweep, job.job, *_checks(size, curves, name))
+    return sweep
+
+
+def test_a_ramp_proposed_from_the_curves_is_confirmed_timed_alone_and_can_be_the_answer(tmp_path):
+    sweep = _sweep(tmp_path)
+    read = sweep_files.read(sweep)
+    found = choice.choose(read)
+    train_size = read.plan["choose"]["train_size"]
+    made = found.proposal
+    # batch 128's best (linear) takes 1.8 s per unit of accuracy: batch 8's 1 / (1 - a)^2 reaches it at
+    # a = 1 - 1/sqrt 1.8, after 1000 a / (1 - a) steps of 8 samples
+    crossing = 1 - 1 / math.sqrt(1.8)
+    switch = round(1000 * crossing / (1 - crossing) * 8 / train_size)
+    assert made.phases == [(0, 8), (switch, 128)] and made.switches[0] == pytest.approx(crossing, abs=0.5 / 24)
+    arms = {job["job"]: job.get("arm") for job in read.plan["jobs"]}
+    ramp_jobs = [job for job in read.plan["jobs"] if arms[job["job"]] in ("bs8_ramp", "time_bs8_ramp")]
+    assert sorted(arms[j["job"]] for j in ramp_jobs) == ["bs8_ramp"] * 3 + ["time_bs8_ramp"] * 2  # seeds that judge
+    linear = next(c for c in found.candidates[128] if c.name == "linear").recipe["lr_factor"]
+    assert found.best(128).name == "linear" and f"batch_schedule=[[0,8,1],[{switch},128,{linear:g}]]" in ramp_jobs[0]["overrides"]
+    assert all(job.get("alone") for job in ramp_jobs if arms[job["job"]].startswith("time_"))
+    a = found.answer
+    ramp, ratio = a.ramps[0]
+    assert a.best is ramp and a.fixed is not None and not a.fixed.ramp
+    assert ratio.value == pytest.approx(a.fixed.median / ramp.median) and ratio.value > 1
+    assert words.headline(found).split(": ")[0].endswith(f"the proposed ramp 8→128 (from epoch {switch}) reaches "
+                                                          "tune_acc 0.5 soonest")
+    lines = " ".join(words.answer_lines(found))
+    assert "The ramp proposed from seed 0's curves" in lines and "it beat it" in lines
+    assert "Smith's rule gives no ramp here: it needs a step schedule (lr_schedule=step)" in lines
+    out = found.as_json()
+    assert out["ramps"]["proposed"]["phases"] == [[0, 8], [switch, 128]] and out["ramps"]["timed"][0][
+        "candidate"] == "ramp"
+
+
+def test_where_one_batch_is_fastest_throughout_no_ramp_is_proposed_and_the_page_says_why(tmp_path):
+    sweep = _sweep(tmp_path, FAST_128)
+    found = choice.choose(sweep_files.read(sweep))
+    assert found.proposal.phases == [] and not found.ramps and found.answer.ramps == []
+    assert "No ramp was proposed: one batch size is the fastest at every accuracy level." in words.answer_lines(found)
+    assert not any("bs8_ramp" in str(job.get("arm")) for job in sweep_files.read(sweep).plan["jobs"])
+
+
+def test_smiths_ramp_of_a_step_schedule_is_confirmed_and_timed_beside_the_bests(tmp_path):
+    sweep = _sweep(tmp_path, command=(*COMMAND, "lr_schedule=step", "epochs=8"))
+    read = sweep_files.read(sweep)
+    assert read.plan["choose"]["smith"]["recipe"]["batch_schedule"] == "[[0,8],[4,80],[6,720]]"
+    arms = [job.get("arm") for job in read.plan["jobs"]]
+    assert arms.count("bs8_smith") == 3 and arms.count("time_bs8_smith") == 2
+    found = choice.choose(read)
+    assert any(t.candidate.name == "smith" for t, _ in found.answer.ramps)
+    assert any(line.startswith("Smith's ramp 8→80→720 (from epochs 4, 6) took ") for line in words.answer_lines(found))
