@@ -207,7 +207,7 @@ def load_epochs(sweep_dir: Path, records: list[dict]) -> pd.DataFrame:
 
 def _ramps_apart(df: pd.DataFrame) -> pd.DataFrame:
     """A batch_schedule is not a batch size: where a sweep holds one, its runs are read under the schedule's label
-    (`batch_schedule` 32→128 (epoch 2), the fixed batches' `none`), a facet of their own, and every row of a ramp
+    (`batch_schedule` 32→128 (after epoch 2), the fixed batches' `none`), a facet of their own, and every row of a ramp
     stands at its first phase's batch on the batch axis (metrics.parquet keeps each epoch's own)."""
     if "batch_schedule" not in df.columns or not df["batch_schedule"].notna().any():
         return df

@@ -73,10 +73,10 @@ def label(phases) -> str:
 
 def column_label(text: str) -> str:
     """A metrics column's schedule ('0:32,2:128', harness.store.run_files.config_columns) as readings name it,
-    with its switch epochs: 32→128 (epoch 2)."""
+    with the epochs after which it grows: 32→128 (after epoch 2)."""
     phases = [tuple(float(v) for v in pair.split(":")) for pair in str(text).split(",")]
     starts = [f"{phase[0]:g}" for phase in phases[1:]]
-    return f"{label(phases)} (epoch{'s' if len(starts) > 1 else ''} {', '.join(starts)})"
+    return f"{label(phases)} (after epoch{'s' if len(starts) > 1 else ''} {', '.join(starts)})"
 
 
 @dataclass(frozen=True)

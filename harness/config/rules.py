@@ -10,6 +10,11 @@ overrides: +study=recover's candidates of round 1 (`recover.rules`), and every b
   the learning rate x sqrt(k), 1 - beta_1 and 1 - beta_2 each x k, epsilon / sqrt(k); beta_1 kept within
   [0, 0.999] and beta_2 within [0.95, 0.999] (Malladi et al.'s floor), each clipping recorded.
 
+- `ramp` (+study=recover): a batch schedule from b to B, b for the first tenth of the epochs (at least one), then B
+  at the sqrt rule's learning rate: b's accuracy at mostly B's speed (the critical batch size is small early,
+  Merrill et al. 2025); `smith` (Smith et al. 2018), for a command with lr_schedule=step: each tenfold fall of its
+  learning rate a tenfold batch instead, capped at B, b's rate held (harness.config.smith). Both run from b's job.
+
 - `precise_bn` (Wu & Johnson 2021, "Rethinking 'Batch' in BatchNorm"), for a model with batch norm: the linear
   rule, and before each evaluation every batch-norm layer's statistics recomputed for the current weights on
   PRECISE_BN_SAMPLES training samples and kept (the run key `precise_bn`): the statistics no longer lag at all.
@@ -31,7 +36,9 @@ from typing import Any
 
 from harness.config.batching import BN_MOMENTUM_FLOOR, LR_FACTORS, ema_momentum
 from harness.config.pairs import global_batch
+from harness.config import smith
 from harness.config.schema import RunConfig
+from harness.data import registry as datasets
 
 # the Adam family, whose coefficients' defaults (Keras's, the same in each class: tests/run/test_recipe.py checks
 # them) the adam_sde rule scales
@@ -39,6 +46,8 @@ ADAM_FAMILY = ("adam", "adamw", "nadam", "lamb")
 ADAM_DEFAULTS = {"beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7}
 MAX_BETA = 0.999
 BETA_2_FLOOR = 0.95
+RAMP_RULES = ("ramp", "smith")  # a batch schedule from b to B, run from b's job
+RAMP_SHARE = 10  # the ramp rule's first phase: this share of the epochs (at least one) at b
 # precise BN's training samples in the precise_bn rule: the recomputed-statistics columns' own subset
 # (harness.run.precise_bn.SUBSET; tests/studies/recover/test_plan.py checks they agree)
 PRECISE_BN_SAMPLES = 1024
@@ -73,20 +82,65 @@ def _round(value: float) -> float:
     return float(f"{value:.4g}")
 
 
-def applies(name: str, large: RunConfig, batch_norm=None) -> str | None:
+def applies(name: str, large: RunConfig, batch_norm=None, small: RunConfig | None = None) -> str | None:
     """Why rule `name` does not apply to this command (None: it does); `batch_norm`: the model's
-    (harness.models.batch_norm.BatchNorm, None where unknown)."""
+    (harness.models.batch_norm.BatchNorm, None where unknown); `small`: b's config (the ramps start from it)."""
     if name == "adam_sde" and large.train.optimizer not in ADAM_FAMILY:
         return f"the Adam family only ({', '.join(sorted(ADAM_FAMILY))}), not optimizer={large.train.optimizer}"
     if name == "precise_bn" and (batch_norm is None or not batch_norm.layers):
         return UNKNOWN if batch_norm is None else NO_BATCH_NORM
+    if name in RAMP_RULES:
+        return _ramp_applies(name, small or large, large)
     return None
+
+
+def _ramp_applies(name: str, small: RunConfig, large: RunConfig) -> str | None:
+    train = large.train
+    if train.budget == "steps":
+        return "an epoch budget (budget=epochs): a batch schedule runs whole epochs"
+    if train.batch_schedule is not None:
+        return "a fixed batch to start from; the command has a batch_schedule already"
+    if large.device.backend == "jax" and max(large.device.gpus, 1) > 1 and large.model.batch_norm \
+            and not large.model.sync_batchnorm and large.model.ghost_batch_size is None:
+        return "not a built-in model with per-replica batch norm on several JAX devices (its ghost batch is built in)"
+    if name == "ramp":
+        return None if train.epochs >= 2 else "two epochs or more (a first one at b, then B)"
+    size = _train_size(small)
+    return "a training set whose size is known before its first run" if size is None else \
+        smith.recipe(small, size, cap=large.train.batch_size)[1]
+
+
+def _train_size(cfg: RunConfig) -> int | None:
+    train = cfg.train
+    return datasets.expected_train_size(cfg.data, train.imbalance, train.train_fraction, train.tune_fraction)
+
+
+def ramp_rule(name: str, small: RunConfig, large: RunConfig) -> Rule:
+    """A ramp from b to B, run from b's job: `ramp` (b for the first tenth of the epochs, at least one, then B at
+    the sqrt rule's learning rate, the batch-norm momentum by the EMA rule at the switch: the critical batch size is
+    small early, Merrill et al. 2025) or `smith` (the command's step schedule's falls as tenfold batches, capped at
+    B, b's rate held: harness.config.smith)."""
+    b = small.train.batch_size
+    if name == "smith":
+        recipe, _ = smith.recipe(small, _train_size(small), cap=large.train.batch_size)
+        return Rule(name, {"batch_size": b, **recipe})
+    epochs = large.train.epochs
+    switch = max(1, math.ceil(epochs / RAMP_SHARE))
+    phases = [[0, b, small.train.lr_factor], [switch, large.train.batch_size,
+                                                _lr_factor(small, large, math.sqrt(global_batch(large) /
+                                                                                   global_batch(small)))]]
+    recipe = {"batch_size": b, "batch_schedule": "[" + ",".join(f"[{s},{n},{f:g}]" for s, n, f in phases) + "]"}
+    if small.train.warmup_epochs > switch:
+        recipe["warmup_epochs"] = float(switch)
+    return Rule(name, recipe)
 
 
 def rule(name: str, small: RunConfig, large: RunConfig, ghost: int | None, rho: float | None = None) -> Rule:
     """Rule `name`'s recipe at B (`ghost`: b's batch-norm chunk for a built-in model with batch norm, else None;
     `rho`: b's batch-norm momentum for a model with batch norm, which every rule scales by the EMA rule, else None)."""
     ratio, epochs = global_batch(large) / global_batch(small), large.train.epochs
+    if name in RAMP_RULES:  # the EMA rule at each phase is the run's own (harness.config.ramp)
+        return ramp_rule(name, small, large)
     if name == "precise_bn":  # the statistics recomputed before each evaluation: their momentum no longer matters
         return Rule(name, {"lr_factor": _lr_factor(small, large, ratio), "warmup_epochs": warmup_epochs(epochs),
                            "precise_bn": PRECISE_BN_SAMPLES})

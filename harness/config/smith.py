@@ -34,22 +34,26 @@ def why_not(small: RunConfig) -> str | None:
     return None
 
 
-def recipe(small: RunConfig, train_size: int) -> tuple[dict[str, Any] | None, str | None]:
-    """(Smith's recipe from the command `small`, keyed as overrides, or None; why not, or None)."""
+def recipe(small: RunConfig, train_size: int, cap: int | None = None) -> tuple[dict[str, Any] | None, str | None]:
+    """(Smith's recipe from the command `small`, keyed as overrides, or None; why not, or None); `cap`: the largest
+    batch (as configured) the ramp may reach, besides the training set (+study=recover's B)."""
     reason = why_not(small)
     if reason is not None:
         return None, reason
     train, replicas = small.train, max(small.device.gpus, 1)
     epochs, b = train.epochs, train.batch_size
     limit = train_size // replicas if train.per_replica_batch else train_size // replicas * replicas
+    limit = limit if cap is None else min(limit, cap)
     phases = [[0, b]]
     for start in (round(epochs / 2), round(3 * epochs / 4)):
         batch = min(phases[-1][1] * FACTOR, limit)
         if 0 < start < epochs and start > phases[-1][0] and batch > phases[-1][1]:
             phases.append([start, batch])
     if len(phases) < 2:
-        return None, (f"room for a larger batch: batch {b} x {FACTOR} is capped by the {train_size} training samples"
-                      if b * FACTOR > limit else f"a fall at a whole epoch inside epochs={epochs}")
+        if b >= limit:
+            what = f"batch {cap}" if cap is not None and cap < train_size else f"the {train_size} training samples"
+            return None, f"room for a larger batch: batch {b} is at its cap already, {what}"
+        return None, f"a fall at a whole epoch inside epochs={epochs}"
     if train.warmup_epochs > phases[1][0]:
         return None, f"a warm-up (warmup_epochs={train.warmup_epochs:g}) within the first {phases[1][0]} epochs"
     global_b = b * replicas if train.per_replica_batch else b

@@ -125,7 +125,7 @@ def test_a_ramp_is_read_under_its_schedule_apart_from_the_fixed_batches(tmp_path
     read = sweep_files.read(sweep)
     df = read.epochs
     assert df.loc[df["run_id"] == "sweep/2", "global_batch_size"].tolist() == [32, 32, 32]
-    assert df.drop_duplicates("run_id")["batch_schedule"].tolist() == ["none", "none", "32→128→512 (epochs 1, 2)"]
+    assert df.drop_duplicates("run_id")["batch_schedule"].tolist() == ["none", "none", "32→128→512 (after epochs 1, 2)"]
     assert analysis.facet_keys(df, read.keys) == ["batch_schedule"]
     assert [label for label, _ in analysis.groups(df, ["batch_schedule"])] == [
-        "batch_schedule=none", "batch_schedule=32→128→512 (epochs 1, 2)"]
+        "batch_schedule=none", "batch_schedule=32→128→512 (after epochs 1, 2)"]

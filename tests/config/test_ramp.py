@@ -91,6 +91,6 @@ def test_a_phase_with_its_own_lr_factor_has_the_peak_a_fixed_run_at_its_batch_wi
     assert [p.peak_lr for p in planned.phases] == pytest.approx(fixed)
     assert fixed == pytest.approx([0.005, 0.12])
     assert planned.lr_at(124) == pytest.approx(0.005)  # the warm-up's end: the first phase's own peak
-    assert ramp.column_label("0:32:0.5,2:128:3.0") == "32→128 (epoch 2)"
+    assert ramp.column_label("0:32:0.5,2:128:3.0") == "32→128 (after epoch 2)"
     with pytest.raises(ConfigError, match=r"\[start_epoch, batch, lr_factor\] with a factor > 0"):
         compose("epochs=4", "batch_schedule=[[0,32,0],[2,128]]")

@@ -31,7 +31,9 @@ def test_a_batch_the_training_set_caps_drops_the_phase_that_cannot_grow(compose)
     found, _ = smith.recipe(compose("epochs=8", "lr_schedule=step", "batch_size=512"), 4000)
     assert found["batch_schedule"] == "[[0,512],[4,4000]]"
     none, why = smith.recipe(compose("epochs=8", "lr_schedule=step", "batch_size=4000"), 4000)
-    assert none is None and "capped by the 4000 training samples" in why
+    assert none is None and why == "room for a larger batch: batch 4000 is at its cap already, the 4000 training samples"
+    capped, _ = smith.recipe(compose("epochs=8", "lr_schedule=step", "batch_size=32"), 4000, cap=128)
+    assert capped["batch_schedule"] == "[[0,32],[4,128]]"  # +study=recover's B caps it
 
 
 @pytest.mark.parametrize("shape,said", [("cosine", "decays smoothly, with no fall to turn into a batch"),

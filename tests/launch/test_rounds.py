@@ -267,7 +267,7 @@ def test_every_rule_is_confirmed_and_the_simplest_recipe_within_the_tolerance_is
     (0.01) of the best, a searched trial's: the rule is the recipe, and the headline says the search found nothing
     better; 0.02 below it, the searched trial is."""
     command = ("+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=4", "seed=0,1", "recover.budget=false",
-               "recover.guided=0", "recover.judge=0")
+               "recover.guided=0", "recover.judge=0", "recover.rules=[linear,sqrt,adam_sde]")
     sweep = study_sweep(tmp_path / "s", *command)
     for job, tune in zip(range(4, 11), (0.70, 0.95, 0.60, 0.80, 0.94, 0.50, 0.65)):
         set_final(sweep, job, tune_acc=tune)

@@ -50,15 +50,15 @@ def seconds(value: float) -> str:
 
 
 def schedule_text(recipe: dict) -> str:
-    """A ramp's batch_schedule in words: "32→512 (from epoch 3)"."""
+    """A ramp's batch_schedule in words: "32→512 (growing after epoch 3)"."""
     phases = json.loads(str(recipe.get("batch_schedule", "[]")))
     starts = [str(phase[0]) for phase in phases[1:]]
-    return f"{label(phases)} (from epoch{'s' if len(starts) > 1 else ''} {', '.join(starts)})"
+    return f"{label(phases)} (growing after epoch{'s' if len(starts) > 1 else ''} {', '.join(starts)})"
 
 
 def candidate_text(t) -> str:
-    """"batch 128 with the linear rule", "batch 8 as it is", "batch 8 with lr x2", "the proposed ramp 8→128 (from
-    epoch 3)"."""
+    """"batch 128 with the linear rule", "batch 8 as it is", "batch 8 with lr x2", "the proposed ramp 8→128 (growing
+    after epoch 3)"."""
     name = t.candidate.name
     if name in RAMPS:
         return f"{'the proposed ramp' if name == 'ramp' else 'Smith' + chr(39) + 's ramp'} " \

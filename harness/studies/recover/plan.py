@@ -189,7 +189,7 @@ def plan(jobs: list[list[str]], run_configs: list[RunConfig], settings: Settings
     trials = [recipe(point, space, small, large, decay_unit, ghost, rho) for point in drawn]
     sources, rules_left_out = [{"source": SOBOL} for _ in trials], {}
     for name in settings.rules:  # after the Sobol points: trial k is the k-th Sobol point, as before the rules
-        why = rules.applies(name, large, norms.found)
+        why = rules.applies(name, large, norms.found, small)
         if why is not None:
             rules_left_out[name] = why
             continue

@@ -107,7 +107,7 @@ def test_a_ramp_proposed_from_the_curves_is_confirmed_timed_alone_and_can_be_the
     ramp, ratio = a.ramps[0]
     assert a.best is ramp and a.fixed is not None and not a.fixed.ramp
     assert ratio.value == pytest.approx(a.fixed.median / ramp.median) and ratio.value > 1
-    assert words.headline(found).split(": ")[0].endswith(f"the proposed ramp 8→128 (from epoch {switch}) reaches "
+    assert words.headline(found).split(": ")[0].endswith(f"the proposed ramp 8→128 (growing after epoch {switch}) reaches "
                                                           "tune_acc 0.5 soonest")
     lines = " ".join(words.answer_lines(found))
     assert "The ramp proposed from seed 0's curves" in lines and "it beat it" in lines
@@ -133,4 +133,4 @@ def test_smiths_ramp_of_a_step_schedule_is_confirmed_and_timed_beside_the_bests(
     assert arms.count("bs8_smith") == 3 and arms.count("time_bs8_smith") == 2
     found = choice.choose(read)
     assert any(t.candidate.name == "smith" for t, _ in found.answer.ramps)
-    assert any(line.startswith("Smith's ramp 8→80→720 (from epochs 4, 6) took ") for line in words.answer_lines(found))
+    assert any(line.startswith("Smith's ramp 8→80→720 (growing after epochs 4, 6) took ") for line in words.answer_lines(found))

@@ -15,9 +15,10 @@ def test_the_reference_and_the_sobol_search_come_from_the_command():
     plan = _plan("batch_size=8,128", "epochs=5", "seed=0,1")
     record = plan.study["recover"]
     arms = [record["arms"][str(num)] for num in range(len(plan.jobs))]
-    assert arms == ["as_is"] * 4 + [f"trial_{k}" for k in range(16 + 3)]  # the Sobol points, then the three rules
+    assert arms == ["as_is"] * 4 + [f"trial_{k}" for k in range(16 + 4)]  # the Sobol points, then the four rules
     assert [(c.train.batch_size, c.train.seed) for c in plan.run_configs[:4]] == [(8, 0), (128, 0), (8, 1), (128, 1)]
-    assert [s.get("rule") or s["source"] for s in record["sources"]] == ["sobol"] * 16 + ["linear", "sqrt", "adam_sde"]
+    assert [s.get("rule") or s["source"] for s in record["sources"]] == ["sobol"] * 16 + ["linear", "sqrt", "adam_sde",
+                                                                                         "ramp"]
     trials = plan.run_configs[4:20]
     assert all(c.train.batch_size == 128 and c.train.seed == 0 and c.train.epochs == 5 for c in trials)
     assert all(c.train.tune_fraction == 0.1 for c in plan.run_configs)
@@ -30,7 +31,7 @@ def test_the_reference_and_the_sobol_search_come_from_the_command():
         assert 1e-3 * 0.99 <= 0.001 * cfg.train.lr_factor * cfg.train.weight_decay * steps <= 1.01
     assert {r["optimizer"] for r in record["trials"][:16]} == {None, "adamw", "lamb"}  # the space's choices all drawn
     assert set(record["left_out"]) == {"bn_momentum", "ghost_batch_size", "precise_bn"}  # no batch norm here
-    assert record["rules_left_out"] == {"precise_bn": "a model with batch norm, and this one has none"}
+    assert record["rules_left_out"] == {"precise_bn": "a model with batch norm, and this one has none", "smith": "a step schedule (lr_schedule=step); lr_schedule=constant has no fall to turn into a batch"}
 
 
 def test_the_published_rules_are_candidates_with_their_values_at_the_runs_own_keys():
@@ -41,12 +42,28 @@ def test_the_published_rules_are_candidates_with_their_values_at_the_runs_own_ke
     record = plan.study["recover"]
     assert record["trials"][2:] == [{"lr_factor": 16.0, "warmup_epochs": 1.0},
                                     {"lr_factor": 4.0, "warmup_epochs": 1.0},
-                                    {"lr_factor": 4.0, "momentum": 0.0, "beta_2": 0.984, "epsilon": 2.5e-08}]
+                                    {"lr_factor": 4.0, "momentum": 0.0, "beta_2": 0.984, "epsilon": 2.5e-08},
+                                    {"batch_size": 8, "batch_schedule": "[[0,8,1],[1,128,4]]"}]
     assert record["sources"][4] == {"source": "rule", "rule": "adam_sde", "clipped": ["beta_1 -0.6 clipped to 0"]}
-    linear, sqrt, sde = (cfg.train for cfg in plan.run_configs[4:])
+    linear, sqrt, sde, ramp = (cfg.train for cfg in plan.run_configs[4:])
     assert (linear.lr_factor, linear.warmup_epochs, linear.batch_size) == (16.0, 1.0, 128)
     assert (sqrt.lr_factor, sqrt.warmup_epochs, sqrt.lr_schedule) == (4.0, 1.0, "constant")
     assert (sde.lr_factor, sde.momentum, sde.beta_2, sde.epsilon, sde.warmup_epochs) == (4.0, 0.0, 0.984, 2.5e-8, 0)
+    # the ramp runs from B's job as b for the first tenth of the epochs (one), then B at the sqrt rule's rate
+    assert (ramp.batch_size, ramp.batch_schedule, ramp.epochs, ramp.seed) == (8, ((0, 8, 1.0), (1, 128, 4.0)), 5, 0)
+
+
+def test_a_step_schedule_gets_smiths_ramp_from_b_capped_at_b_large():
+    """lr_schedule=step epochs=8 (the key taken out of the search's space to be given): its falls at epochs 4 and 6
+    become batches 80 and 800, capped at B = 128, b's rate held; run from B's job as a ramp from b."""
+    plan = _plan("batch_size=8,128", "epochs=8", "seed=0", "recover.trials=2", "lr_schedule=step",
+                 "~recover.space.lr_schedule", "recover.rules=[ramp,smith]")
+    record = plan.study["recover"]
+    assert record["trials"][3] == {"batch_size": 8, "batch_schedule": "[[0,8],[4,80],[6,128]]",
+                                   "lr_schedule": "constant", "lr_scaling": "none", "lr_factor": 1.0}
+    smith = plan.run_configs[-1].train
+    assert (smith.batch_schedule, smith.lr_schedule) == (((0, 8), (4, 80), (6, 128)), "constant")
+    assert [s.get("rule") for s in record["sources"][2:]] == ["ramp", "smith"] and record["rules_left_out"] == {}
 
 
 def test_the_rules_start_from_bs_effective_learning_rate_and_sqrt_brings_ghost_batch_norm():
@@ -92,7 +109,7 @@ def test_a_narrowed_space_and_a_batch_norm_model_change_the_search():
                  "recover.space.bn_momentum=[0.9,0.95]", "recover.trials=8")
     record = plan.study["recover"]
     searched = record["trials"][:8]  # the rules after them
-    assert len(record["trials"]) == 8 + 4 and {r["optimizer"] for r in searched} == {"adamw"}
+    assert len(record["trials"]) == 8 + 5 and {r["optimizer"] for r in searched} == {"adamw"}
     assert {r["precise_bn"] for r in searched} == {None, 1024}
     assert {r["model.ghost_batch_size"] for r in searched} == {None, 8} and not record["left_out"]
     assert all(0.9 <= r["model.bn_momentum"] <= 0.95 for r in searched)
@@ -106,7 +123,8 @@ def test_the_rules_scale_the_batch_norm_momentum_by_the_ema_rule_and_the_search_
     plan = _plan("batch_size=8,128", "epochs=5", "seed=0", "model.batch_norm=true", "recover.trials=16")
     record = plan.study["recover"]
     assert record["batch_norm"] == {"layers": 3, "momenta": [0.99], "rho": 0.99, "given": False}
-    assert [t.get("model.bn_momentum") for t in record["trials"][16:]] == [0.8515] * 3 + [None]
+    assert [t.get("model.bn_momentum") for t in record["trials"][16:]] == [0.8515] * 3 + [None, None]  # precise_bn,
+    # and the ramp, whose phases follow the EMA rule from b's own
     assert [c.model.bn_momentum for c in plan.run_configs[18:21]] == [0.8515] * 3  # the rules' runs get it
     assert record["trials"][19] == {"lr_factor": 16.0, "warmup_epochs": 1.0, "precise_bn": 1024}  # linear + precise
     assert plan.run_configs[21].train.precise_bn == 1024 and plan.run_configs[21].model.bn_momentum is None
@@ -160,7 +178,7 @@ def test_a_users_model_is_built_to_find_its_batch_norm_and_the_rules_follow_it(t
                  "recover.trials=2")
     record = plan.study["recover"]
     assert record["batch_norm"] == {"layers": 2, "momenta": [0.99, 0.999], "rho": 0.999, "given": False}
-    assert [t.get("model.bn_momentum") for t in record["trials"][2:]] == [0.9841] * 3 + [None]
+    assert [t.get("model.bn_momentum") for t in record["trials"][2:]] == [0.9841] * 3 + [None, None]
     assert record["trials"][5]["precise_bn"] == 1024 and record["sources"][5]["rule"] == "precise_bn"
     assert all(0.5 <= t["model.bn_momentum"] <= 0.999 for t in record["trials"][:2])
     assert list(record["left_out"]) == ["ghost_batch_size"]
@@ -183,8 +201,8 @@ def test_the_weight_decay_range_is_at_the_runs_own_peak_learning_rate_and_the_op
     assert {c.train.optimizer for c in plan.run_configs[2:]} == {"sgd", "adamw", "lamb"}
     assert plan.study["recover"]["rules_left_out"] == {
         "adam_sde": "the Adam family only (adam, adamw, lamb, nadam), not optimizer=sgd",
-        "precise_bn": "a model with batch norm, and this one has none"}
-    assert [s.get("rule") for s in plan.study["recover"]["sources"][16:]] == ["linear", "sqrt"]
+        "precise_bn": "a model with batch norm, and this one has none", "smith": "a step schedule (lr_schedule=step); lr_schedule=constant has no fall to turn into a batch"}
+    assert [s.get("rule") for s in plan.study["recover"]["sources"][16:]] == ["linear", "sqrt", "ramp"]
 
 
 def test_a_key_taken_out_of_the_space_may_be_given():
@@ -194,7 +212,8 @@ def test_a_key_taken_out_of_the_space_may_be_given():
                  "~recover.space.bn_momentum", "recover.trials=2")
     assert all(cfg.model.bn_momentum == 0.95 for cfg in plan.run_configs[:4])
     assert "model.bn_momentum" not in plan.study["recover"]["trials"][0]
-    assert [cfg.model.bn_momentum for cfg in plan.run_configs[4:]] == [0.6634] * 3 + [0.95]  # precise_bn: no EMA
+    assert [cfg.model.bn_momentum for cfg in plan.run_configs[4:]] == [0.6634] * 3 + [0.95] * 2  # precise_bn: no
+    # EMA; the ramp: its own at each phase
 
 
 BAD = [
