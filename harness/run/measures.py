@@ -36,15 +36,18 @@ class Measure(Protocol):
 def of_run(cfg, run_dir: Path, resume_epoch: int, model, data_in, decode, infer: Infer, train_eval, val_inputs,
            tune_eval, precise: Callable, kept=None) -> list[Measure]:
     """What a run measures after each epoch, in its metrics' column order: the training data and validation, the
-    tuning slice (tune_fraction > 0), the recomputed batch-norm statistics (`precise()`: a model with batch norm's
+    tuning slice (tune_fraction > 0), the recomputed batch-norm statistics (`precise(kept)`: a model with batch norm's
     harness.run.precise_bn.PreciseBatchNorm, else None) and the per-epoch probes (probes on); `kept`, the key
     precise_bn's PreciseBatchNorm, recomputes and keeps the statistics before all of them."""
     epoch_probes = _epoch_probes(cfg, run_dir, resume_epoch, model, data_in, decode) if cfg.train.probes else None
-    precise = precise()  # after the probes: traced first
+    # after the probes: traced first. The key precise_bn on the columns' own subset already keeps those statistics
+    # before the evaluations: the columns read them as kept, with no second recomputation (nor a second twin)
+    fresh = kept is not None and kept.on_columns_subset
+    precise = kept if fresh else precise(kept)
     found = [KeepPreciseStatistics(kept)] if kept is not None else []
     found += [Evaluation(infer, train_eval), Validation(infer, val_inputs, data_in.y_val)]
     found += [Evaluation(infer, tune_eval, "tune")] if tune_eval is not None else []
-    found += [PreciseStatistics(precise, val_inputs, data_in.y_val)] if precise is not None else []
+    found += [PreciseStatistics(precise, val_inputs, data_in.y_val, fresh)] if precise is not None else []
     return found + ([Probes(epoch_probes)] if epoch_probes is not None else [])
 
 
@@ -135,11 +138,12 @@ class PreciseStatistics:
     the training subset and on validation, and bn_initial_weight; for a model with batch norm."""
     needs_finite_loss = True
 
-    def __init__(self, precise, val_inputs, val_labels: np.ndarray):
+    def __init__(self, precise, val_inputs, val_labels: np.ndarray, fresh: bool = False):
         self.precise, self.val_inputs, self.val_labels = precise, val_inputs, val_labels
+        self.fresh = fresh  # the statistics were recomputed on this subset and kept this epoch already
 
     def __call__(self, epoch: int, step: int) -> dict[str, float]:
-        return self.precise.columns(step, self.val_inputs, self.val_labels)
+        return self.precise.columns(step, self.val_inputs, self.val_labels, recompute=not self.fresh)
 
 
 class KeepPreciseStatistics:

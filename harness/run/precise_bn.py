@@ -28,7 +28,7 @@ parallelism it runs on a single-device copy of the model. The compiled passes ar
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Callable
 
 import numpy as np
@@ -64,7 +64,7 @@ class PreciseBatchNorm:
 
     def __init__(self, model, x: np.ndarray, y: np.ndarray, decode: Callable | None = None, twin=None,
                  infer: Callable | None = None, samples: int = SUBSET):
-        self.model, self.twin = model, twin
+        self.model, self.twin, self.samples = model, twin, samples
         self.in_memory = decode is None  # samples, not files: validation's batches are kept after the first epoch
         self._val: list | None = None
         self.layers = batch_norm_layers(model)
@@ -77,14 +77,21 @@ class PreciseBatchNorm:
         self._moments: dict[int, Callable] = {}
         self._infer: dict[int, Callable] = {} if infer is None else {id(model): infer}
 
-    def columns(self, steps: int, val_inputs, val_labels: np.ndarray) -> dict[str, float]:
+    @property
+    def on_columns_subset(self) -> bool:
+        """Recomputed on the *_precise_bn columns' own SUBSET: kept statistics are theirs already."""
+        return self.samples == SUBSET
+
+    def columns(self, steps: int, val_inputs, val_labels: np.ndarray, recompute: bool = True) -> dict[str, float]:
         """The epoch's columns: loss and accuracy on the training subset and on validation with the statistics
-        recomputed, and bn_initial_weight after `steps` updates. `val_inputs`: batches of validation inputs."""
+        recomputed, and bn_initial_weight after `steps` updates. `val_inputs`: batches of validation inputs.
+        `recompute` false: the statistics were recomputed on this subset and kept this epoch (keep), read as they
+        are."""
         from harness.run.measures import classification_metrics
 
         if self.in_memory and self._val is None:
             self._val = [np.asarray(batch) for batch in val_inputs]  # a few small arrays, kept
-        with self.recomputed() as model:
+        with (self.recomputed() if recompute else nullcontext(self._target())) as model:
             train_loss, train_acc = classification_metrics(self._predict(model, self.batches), self.labels)
             val_loss, val_acc = classification_metrics(self._predict(model, self._val or val_inputs), val_labels)
         return {"train_eval_loss_precise_bn": train_loss, "train_eval_acc_precise_bn": train_acc,
@@ -170,14 +177,15 @@ class PreciseBatchNorm:
         return self._moments[id(model)]
 
 
-def of_run(model_cfg, model, data_in, decode, replicas: int, infer, samples: int | None = None):
+def of_run(model_cfg, model, data_in, decode, replicas: int, infer, samples: int | None = None, beside=None):
     """The run's recomputed batch-norm statistics, on `samples` training samples (None: the fixed SUBSET), for a model
-    with batch norm (under data parallelism on its single-device twin); None for a model without, which pays
-    nothing."""
+    with batch norm (under data parallelism on its single-device twin, `beside`'s where another PreciseBatchNorm has
+    one: it is built once); None for a model without, which pays nothing."""
     from harness.run import devices
 
     if not batch_norm_layers(model):
         return None
-    twin = devices.single_device(model_cfg, model, data_in, replicas) if replicas >= 2 else None
+    twin = None if replicas < 2 else (beside.twin if beside is not None and beside.twin is not None else
+                                      devices.single_device(model_cfg, model, data_in, replicas))
     return PreciseBatchNorm(model, data_in.x_train, data_in.y_train, decode, twin=twin,
                             infer=None if twin is not None else infer, samples=samples or SUBSET)

@@ -130,7 +130,7 @@ def test_a_run_with_batch_norm_records_recomputed_accuracies_and_trains_exactly_
     same = ["train_loss", "train_acc", "train_eval_acc_precise_bn", "val_acc_precise_bn", "val_loss_precise_bn"]
     pd.testing.assert_frame_equal(other[same], measured[same], check_exact=True)
     assert (other["val_acc"] > measured["val_acc"]).all()  # 0.9^25 of the start left, not 0.99^25
-    monkeypatch.setattr(precise_bn, "of_run", lambda *args: None)
+    monkeypatch.setattr(precise_bn, "of_run", lambda *args, **kwargs: None)
     run_experiment(cfg, tmp_path / "without", run_id="s/0")
     plain = pd.read_parquet(tmp_path / "without" / "metrics.parquet")
     assert not PRECISE_COLUMNS & set(plain.columns)
@@ -176,15 +176,22 @@ def _kept_against_measured(kept: pd.DataFrame, plain: pd.DataFrame) -> None:
     assert (kept["val_acc"] > plain["val_acc"]).all()  # 16 steps an epoch: the moving averages lag
 
 
-def test_precise_bn_keeps_the_recomputed_statistics_before_every_evaluation(compose, tmp_path, backend):
-    """On each backend: batch 32 for 2 epochs (32 steps, 0.99^32 = 0.72 of the start left in the averages)."""
-    runs = {}
+def test_precise_bn_keeps_the_recomputed_statistics_before_every_evaluation(compose, tmp_path, backend, monkeypatch):
+    """On each backend: batch 32 for 2 epochs (32 steps, 0.99^32 = 0.72 of the start left in the averages). Kept on
+    the columns' own subset, the statistics are recomputed once an epoch, not again for the columns."""
+    runs, recomputed = {}, []
+    real = precise_bn.PreciseBatchNorm._recompute
+    monkeypatch.setattr(precise_bn.PreciseBatchNorm, "_recompute",
+                        lambda self, *args: recomputed.append(1) or real(self, *args))
     for name, precise in (("plain", "null"), ("kept", str(precise_bn.SUBSET))):
+        recomputed.clear()
         cfg = compose(*TINY, "model.batch_norm=true", "batch_size=32", "lr=0.003", f"precise_bn={precise}",
                       f"backend={backend}")
         run_experiment(cfg, tmp_path / name, run_id="s/0")
         runs[name] = pd.read_parquet(tmp_path / name / "metrics.parquet")
+        assert len(recomputed) == 2, name  # once an epoch: for the columns, or kept and read by them
     _kept_against_measured(runs["kept"], runs["plain"])
+    assert runs["kept"]["val_acc_precise_bn"].tolist() == runs["kept"]["val_acc"].tolist()
     record = __import__("json").loads((tmp_path / "kept" / "run.json").read_text())
     assert record["recipe"]["precise_bn"] == precise_bn.SUBSET and record["timings"]["precise_bn"] > 0
 
