@@ -90,6 +90,16 @@ def build_report(sweep_dir: Path) -> str:
     return _built(sweep_dir)[0]
 
 
+def added_note(addition: dict) -> str:
+    """What the page says of seeds added after a look (python -m harness.resume --add-seeds)."""
+    seeds = addition.get("seeds", [])
+    return (f"Seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))} "
+            f"{'were' if len(seeds) > 1 else 'was'} added to this sweep after a look at its results "
+            f"(python -m harness.resume --add-seeds {len(seeds)}, {str(addition.get('at', ''))[:10]}): every verdict "
+            "is read over all its seeds, and the stated levels do not account for the look (optional stopping: "
+            "adding seeds until a result shows makes a false one likelier than the level says).")
+
+
 def _built(sweep_dir: Path):
     """(the report's HTML, the assessment it shows, its study or None), from one reading of the runs' files."""
     sweep_dir = Path(sweep_dir)
@@ -114,6 +124,7 @@ def _built(sweep_dir: Path):
         notes.append(DAMAGED_NOTE.format(n=status_counts[analysis.DAMAGED]))
     notes += [f"A run whose files cannot be read at all, left out: {line}" for line in a.df.attrs.get("unreadable", [])]
     notes += sorted({f"Inputs: {r['inputs']}" for r in sweep.records if r.get("inputs")})
+    notes += [added_note(addition) for addition in (sweep.plan or {}).get("added_seeds", [])]
     template = pages.template("report.html.j2", TEMPLATES)
     one_change = registry.offering_next_steps(registry.recorded_paths(sweep.plan), one_change=True)
     generated_at = datetime.now(timezone.utc).isoformat(timespec="seconds")

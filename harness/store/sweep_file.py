@@ -12,6 +12,7 @@ by the report (which runs have not started).
                "gpus": 0, "devices": null, "simulate_devices": false, "backend": "tensorflow",
                "epochs": 5},                            # what its launcher needs, so nothing composes a job again
               ...],
+     "added_seeds": [{"seeds": [2], "jobs": ["8", ...], "at": "..."}],  # python -m harness.resume --add-seeds
      "diagnose": {...},                                 # what the study planned beside the jobs (its own key)
      "study_paths": ["/home/me/conf/studies"]}          # a user's own study: the folders it is found in (else none)
 
@@ -48,6 +49,7 @@ class PlannedJob:
     steps: int | None = None              # optimizer steps it will take (None: unknown before its data load)
     arm: str | None = None                # a later round's job: what it is to the study's plan
     alone: bool = False                   # runs with no other run of the sweep beside it (a time measured alone)
+    added: bool = False                   # a seed added after the command (python -m harness.resume --add-seeds)
 
     @property
     def num(self) -> int:
@@ -65,17 +67,20 @@ def record(jobs: list[PlannedJob], study: str | None, planned: dict[str, Any]) -
 
 
 def keep_later_rounds(content: dict[str, Any], earlier: dict[str, Any] | None) -> dict[str, Any]:
-    """`content` (a command's round 1) with the later rounds' jobs of the `earlier` sweep.json of its folder, where
-    that planned the same round 1 (the same jobs and fingerprints): what a resume writes."""
+    """`content` (a command's round 1) with the later rounds' jobs and the added seeds' jobs of the `earlier`
+    sweep.json of its folder, where that planned the same round 1 (the same jobs and fingerprints): what a resume
+    writes."""
     if not earlier or earlier.get("format", 1) < FORMAT:
         return content
     first = [(job["job"], job["overrides"], job["config"]) for job in content["jobs"]]
-    before = [(job["job"], job["overrides"], job["config"]) for job in earlier["jobs"] if job.get("round", 1) == 1]
-    later = [job for job in earlier["jobs"] if job.get("round", 1) > 1]
+    before = [(job["job"], job["overrides"], job["config"]) for job in earlier["jobs"]
+              if job.get("round", 1) == 1 and not job.get("added")]
+    later = [job for job in earlier["jobs"] if job.get("round", 1) > 1 or job.get("added")]
     if first != before or not later:
         return content
-    rounds = max(int(earlier.get("rounds", 1)), *(job["round"] for job in later))
-    return {**content, "jobs": [*content["jobs"], *later], "rounds": rounds}
+    rounds = max(int(earlier.get("rounds", 1)), *(job.get("round", 1) for job in later))
+    added = {"added_seeds": earlier["added_seeds"]} if earlier.get("added_seeds") else {}
+    return {**content, "jobs": [*content["jobs"], *later], "rounds": rounds, **added}
 
 
 def more_rounds(content: dict[str, Any] | None) -> bool:

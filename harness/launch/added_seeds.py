@@ -1,0 +1,76 @@
+"""`python -m harness.resume SWEEP --add-seeds N`: more seeds in the same sweep folder, as jobs of its own.
+
+Resume runs the recorded command again, so changing its seeds would change its round 1 and shift the job numbers.
+Instead the added runs are new jobs, numbered after every job and run folder there is (sweep_file.next_number),
+appended to sweep.json with `added` set, and kept by every later resume (sweep_file.keep_later_rounds). For the
+main job every arm runs on each new seed: each distinct job of the command, its seed replaced by one after the
+sweep's highest. sweep.json's `added_seeds` records each addition (its seeds and when), which the report says:
+seeds added after a look at the results are optional stopping, and the stated levels do not account for it. A
+study's sweep is refused in one line for now: which of its runs a new seed needs is the study's to say.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Callable
+
+from harness.config.schema import RunConfig
+from harness.store import sweep_file
+from harness.store.run_files import now_iso
+
+SEED = "seed="
+
+
+class CannotAdd(ValueError):
+    """Seeds that cannot be added to this sweep, and why (one line)."""
+
+
+def seeds_of(jobs: list[dict]) -> list[int]:
+    """The seeds the jobs set on their command lines, in order of first appearance."""
+    found: list[int] = []
+    for job in jobs:
+        for override in job["overrides"]:
+            if override.startswith(SEED) and override[len(SEED):].isdigit() and int(override[len(SEED):]) not in found:
+                found.append(int(override[len(SEED):]))
+    return found
+
+
+def new_jobs(content: dict, count: int) -> list[tuple[list[str], int]]:
+    """(overrides, seed) of each job to add: every distinct job of the sweep on `count` new seeds after its highest,
+    its seed in the place it had."""
+    if content.get("study"):
+        raise CannotAdd(f"the main job's sweep so far (this one is +study={content['study']}'s: which of its runs a "
+                        "new seed needs is the study's to say)")
+    jobs = content["jobs"]
+    seeds = seeds_of(jobs)
+    if not seeds:
+        raise CannotAdd("a sweep whose jobs set seed= (this one's run the config's seed only)")
+    arms: list[list[str]] = []
+    for job in jobs:
+        arm = [o if not o.startswith(SEED) else SEED for o in job["overrides"]]
+        if arm not in arms:
+            arms.append(arm)
+    return [([o if o != SEED else f"{SEED}{seed}" for o in arm], seed)
+            for seed in range(max(seeds) + 1, max(seeds) + 1 + count) for arm in arms]
+
+
+def add(sweep_dir: Path, count: int, compose: Callable[[list[str]], RunConfig]) -> list[sweep_file.PlannedJob]:
+    """Plan `count` new seeds into the sweep folder's sweep.json (`compose`: a job's overrides to its RunConfig);
+    returns the jobs added. Raises CannotAdd."""
+    from harness.launch.plan import planned_job
+
+    if count < 1:
+        raise CannotAdd(f"--add-seeds {count}: a number of seeds >= 1")
+    content = sweep_file.read(sweep_dir)
+    if content is None or content.get("format", 1) < sweep_file.FORMAT:
+        raise CannotAdd("a sweep with a readable sweep.json of format 2 (made since 2026-12)")
+    if sweep_file.more_rounds(content):
+        raise CannotAdd("a sweep whose study has planned all its rounds; resume it first")
+    planned = new_jobs(content, count)
+    first = sweep_file.next_number(sweep_dir, content)
+    added = [dataclasses.replace(planned_job(first + i, overrides, compose(overrides)), added=True)
+             for i, (overrides, _) in enumerate(planned)]
+    record = {"seeds": sorted({seed for _, seed in planned}), "jobs": [job.job for job in added], "at": now_iso()}
+    sweep_file.write(sweep_dir, {**content, "jobs": [*content["jobs"], *map(sweep_file.as_record, added)],
+                                 "added_seeds": [*content.get("added_seeds", []), record]})
+    return added

@@ -1,0 +1,83 @@
+"""python -m harness.resume SWEEP --add-seeds N (harness.launch.added_seeds): every arm of the main job on new seeds,
+as new jobs numbered after the sweep's, kept by later resumes; a study's sweep, one without seeds or a bad N is
+refused in one line; and the real thing, on a tiny main job: 8 runs, 4 added, 12 in one report."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from harness.launch import added_seeds
+from harness.store import sweep_file
+from tests.conftest import run_harness
+
+TINY = ["dataset.num_samples=600", "epochs=2", "probes=false"]
+
+
+def _content(sizes=(8, 32), seeds=(0, 1), study=None):
+    jobs = [{"job": str(n), "round": 1, "overrides": [f"batch_size={b}", f"seed={s}", "epochs=2"], "config": "c"}
+            for n, (b, s) in enumerate((b, s) for b in sizes for s in seeds)]
+    return {"format": 2, "study": study, "jobs": jobs, "rounds": 1}
+
+
+def test_every_arm_runs_on_each_new_seed_after_the_highest_its_seed_where_it_was():
+    assert added_seeds.new_jobs(_content(), 2) == [
+        (["batch_size=8", "seed=2", "epochs=2"], 2), (["batch_size=32", "seed=2", "epochs=2"], 2),
+        (["batch_size=8", "seed=3", "epochs=2"], 3), (["batch_size=32", "seed=3", "epochs=2"], 3)]
+
+
+@pytest.mark.parametrize("content,why", [
+    (_content(study="recover"), "the main job's sweep so far (this one is +study=recover's"),
+    ({"format": 2, "study": None, "jobs": [{"job": "0", "overrides": ["batch_size=8"], "config": "c"}]},
+     "a sweep whose jobs set seed="),
+])
+def test_a_sweep_it_cannot_add_to_is_refused_with_why(content, why):
+    with pytest.raises(added_seeds.CannotAdd, match=why.replace("+", r"\+").replace("(", r"\(")):
+        added_seeds.new_jobs(content, 1)
+
+
+def test_a_resume_of_the_same_command_keeps_the_added_jobs_and_says_they_were_added():
+    earlier = _content()
+    added = {"job": "4", "round": 1, "overrides": ["batch_size=8", "seed=2", "epochs=2"], "config": "c", "added": True}
+    earlier = {**earlier, "jobs": [*earlier["jobs"], added], "added_seeds": [{"seeds": [2], "jobs": ["4"]}]}
+    again = sweep_file.keep_later_rounds(_content(), earlier)
+    assert again["jobs"][-1] == added and again["added_seeds"] == earlier["added_seeds"]
+    assert sweep_file.keep_later_rounds(_content(sizes=(8, 64)), earlier)["jobs"] == _content(sizes=(8, 64))["jobs"]
+
+
+def test_a_bad_count_or_a_study_is_one_line_exit_2(tmp_path):
+    sweep = tmp_path / "s"
+    sweep.mkdir()
+    (sweep / "sweep.json").write_text(json.dumps(_content(study="choose")))
+    (sweep / "command.json").write_text(json.dumps({"argv": ["-m"], "cwd": str(tmp_path), "multirun": True,
+                                                    "harness_version": None, "keras_version": None}))
+    for count, said in (("0", "--add-seeds=0 is not allowed: --add-seeds 0: a number of seeds >= 1"),
+                        ("1", "--add-seeds=1 is not allowed: the main job's sweep so far")):
+        proc = subprocess.run([sys.executable, "-m", "harness.resume", str(sweep), "--add-seeds", count],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2 and said in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, \
+            proc.stderr
+    assert json.loads((sweep / "sweep.json").read_text()) == _content(study="choose")  # nothing written
+
+
+@pytest.mark.slow
+def test_the_main_job_at_two_seeds_gets_a_third_in_the_same_folder_and_one_report(tmp_path):
+    """The main job (4 batch sizes) at seed=0,1, then --add-seeds 1: jobs 8-11 run the 4 arms on seed 2, the other
+    runs are left alone, and the report reads all 12 and says the seed was added after a look."""
+    sweep = tmp_path / "sweep"
+    first = run_harness("batch_size=8,32,64,128", "seed=0,1", *TINY, f"hydra.sweep.dir={sweep}", "-m", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    finished = {n: (sweep / str(n) / "run.json").stat().st_mtime_ns for n in range(8)}
+    proc = subprocess.run([sys.executable, "-m", "harness.resume", str(sweep), "--add-seeds", "1"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "4 runs added (jobs 8-11)" in proc.stderr
+    plan = json.loads((sweep / "sweep.json").read_text())
+    assert len(plan["jobs"]) == 12 and [j["added"] for j in plan["jobs"]] == [False] * 8 + [True] * 4
+    assert plan["added_seeds"][0]["seeds"] == [2] and plan["added_seeds"][0]["jobs"] == ["8", "9", "10", "11"]
+    for n in range(8, 12):
+        record = json.loads((sweep / str(n) / "run.json").read_text())
+        assert record["status"] == "completed" and record["config"]["seed"] == 2
+    assert {n: (sweep / str(n) / "run.json").stat().st_mtime_ns for n in range(8)} == finished  # left alone
+    report = (tmp_path / proc.stdout.strip().splitlines()[-1]).read_text()
+    assert "12 run(s): 12 completed" in report and "Seed 2 was added to this sweep after a look" in report
