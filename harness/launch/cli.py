@@ -225,7 +225,7 @@ def _run(args, output_dir: Path, run_hydra: Callable[[], None], tracker=None) ->
         code, name = signals.exit_code(err)
         print(f"harness: interrupted ({name}); resume with: {resume_line}", file=sys.stderr)
         if args.multirun and output_dir.exists():
-            sweep_end.close(output_dir, tracker, interrupted=True)
+            return _ended(lambda: sweep_end.close(output_dir, tracker, interrupted=True), output_dir, code)
         return code
     if args.multirun:
         failed, unfinished = sweep_files.failed_runs(output_dir), sweep_files.unfinished_runs(output_dir)
@@ -238,9 +238,22 @@ def _run(args, output_dir: Path, run_hydra: Callable[[], None], tracker=None) ->
     if failed or unfinished:
         print(f"harness: {'run them again' if failed and not unfinished else 'resume'} with: {resume_line}",
               file=sys.stderr)
+    code = EXIT_FAILED_RUNS if failed or unfinished else EXIT_OK
     if args.multirun:
         print(f"sweep: {output_dir}")
-        sweep_end.close(output_dir, tracker, interrupted=False)
-    else:
-        print(f"run: {output_dir}")
-    return EXIT_FAILED_RUNS if failed or unfinished else EXIT_OK
+        return _ended(lambda: sweep_end.close(output_dir, tracker, interrupted=False), output_dir, code)
+    print(f"run: {output_dir}")
+    return code
+
+
+def _ended(close: Callable[[], None], output_dir: Path, code: int) -> int:
+    """The sweep's end (its report), which a signal may interrupt too: then one line, the signal's exit code and no
+    traceback; the runs' files are all written, and the report is built from them."""
+    try:
+        close()
+    except KeyboardInterrupt as err:
+        signalled, name = signals.exit_code(err)
+        print(f"harness: interrupted ({name}) while writing the report; the runs' files are complete: build it with "
+              f"python -m harness.report {output_dir}", file=sys.stderr)
+        return signalled
+    return code

@@ -96,6 +96,10 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
         raise
     except BaseException as err:
         error = err
+        if stop.requested is not None:  # a signal that a library turned into another exception on its way here
+            status = "interrupted"  # (SIGINT during TensorFlow's import: ImportError "initialization failed")
+            record.data.setdefault("notes", []).append(stop.reached_as(err))
+            raise stop.interruption() from err  # what the worker and the launcher stop on
         hint = devices.out_of_memory_hint(err)
         if hint:  # a shared GPU's memory ran out: the setting to lower, in the record and the log line
             record.data.setdefault("notes", []).append(hint)

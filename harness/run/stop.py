@@ -37,3 +37,19 @@ def check() -> None:
         raise KeyboardInterrupt
     if signum is not None:
         raise Interrupted(signum)
+
+
+def reached_as(err: BaseException) -> str:
+    """The note of a run interrupted by the signal asked for, which reached it as another exception (a library it
+    passed through wrapped it)."""
+    name = "SIGINT" if requested == signal.SIGINT else signal.Signals(requested).name
+    said = str(err).splitlines()[0][:200] if str(err) else ""
+    return f"interrupted by {name}, which reached the run as {type(err).__name__}: {said}"
+
+
+def interruption() -> KeyboardInterrupt:
+    """The signal asked for as the exception every `except KeyboardInterrupt` path stops on (Ctrl-C's own, the
+    others Interrupted); cleared."""
+    signum = requested
+    clear()
+    return KeyboardInterrupt() if signum in (None, signal.SIGINT) else Interrupted(signum)

@@ -209,3 +209,32 @@ def test_a_machine_without_the_reports_libraries_ends_its_sweep_with_one_warning
     assert proc.stderr.strip() == (f"harness: warning: no report here: it needs jinja2, which is not installed; "
                                    f"build it where it is with: python -m harness.report {sweep}")
     assert not (tmp_path / "reports").exists()
+
+
+@pytest.mark.parametrize("interrupted", [False, True])
+def test_a_signal_while_the_report_is_written_exits_with_the_signals_code_in_one_line(interrupted, capsys, tmp_path,
+                                                                                      monkeypatch):
+    """SIGTERM once the runs have ended (the report's imports, its figures) left a traceback and exit code 1; after
+    an interrupt, a second signal did the same. Now: one line naming the signal and how to build the report, exit
+    143, whether the runs ended or were interrupted."""
+    import signal
+    from types import SimpleNamespace
+
+    from harness.launch import sweep_end
+    from harness.run.stop import Interrupted
+
+    def sigterm(*args, **kwargs):
+        raise Interrupted(signal.SIGTERM)
+
+    def run_hydra():
+        if interrupted:
+            raise KeyboardInterrupt
+    monkeypatch.setattr(sweep_end, "close", sigterm)
+    monkeypatch.setattr(cli.sweep_files, "failed_runs", lambda folder: [])
+    monkeypatch.setattr(cli.sweep_files, "unfinished_runs", lambda folder: [])
+    (tmp_path / "sweep").mkdir()
+    code = cli._run(SimpleNamespace(multirun=True), tmp_path / "sweep", run_hydra)
+    err = capsys.readouterr().err
+    assert code == 143 and "Traceback" not in err
+    assert err.strip().splitlines()[-1] == ("harness: interrupted (SIGTERM) while writing the report; the runs' files "
+                                            f"are complete: build it with python -m harness.report {tmp_path / 'sweep'}")

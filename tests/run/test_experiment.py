@@ -370,3 +370,29 @@ def test_a_signal_whose_exception_a_library_swallowed_stops_the_run_once_its_nex
     run_experiment(cfg, tmp_path / "r", run_id="s/0")  # acted on once: the same run resumes and completes
     record = json.loads((tmp_path / "r" / "run.json").read_text())
     assert record["status"] == "completed" and record["resumed_from_epoch"] == 1
+
+
+def test_a_signal_that_a_library_turned_into_another_exception_records_interrupted_not_failed(compose, tmp_path,
+                                                                                              monkeypatch):
+    """SIGINT (the launcher forwards SIGTERM as it) while TensorFlow was being imported reached the run as
+    ImportError("initialization failed"), and the run was recorded failed, its worker left waiting. The signal asked
+    for decides: interrupted, a note naming what it reached the run as, and the interruption raised for the worker;
+    the same error with no signal asked for is a failure."""
+    import signal
+
+    from harness.run import devices, stop
+
+    def importing(*args):
+        stop.ask(signal.SIGINT)
+        raise ImportError("initialization failed")
+
+    monkeypatch.setattr(devices, "place", importing)
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(compose(*TINY), tmp_path / "cut", run_id="s/0")
+    record = json.loads((tmp_path / "cut" / "run.json").read_text())
+    assert record["status"] == "interrupted" and stop.requested is None
+    assert record["notes"] == ["interrupted by SIGINT, which reached the run as ImportError: initialization failed"]
+    monkeypatch.setattr(devices, "place", lambda *args: (_ for _ in ()).throw(ImportError("initialization failed")))
+    with pytest.raises(ImportError):
+        run_experiment(compose(*TINY), tmp_path / "broken", run_id="s/0")
+    assert json.loads((tmp_path / "broken" / "run.json").read_text())["status"] == "failed"
