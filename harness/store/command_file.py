@@ -88,8 +88,12 @@ def read(folder: Path) -> Command | None:
         return None
     if data is None or not isinstance(data.get("argv"), list) or not isinstance(data.get("cwd"), str):
         return None
+    if not isinstance(data.get("multirun"), bool):
+        return None
     fields = Command.__dataclass_fields__
-    return Command(**{key: value for key, value in data.items() if key in fields})
+    # versions it lacks were not recorded: a resume cannot compare them (version_changes), and goes on
+    return Command(**{"harness_version": None, "keras_version": None,
+                      **{key: value for key, value in data.items() if key in fields}})
 
 
 def resume_line(folder: Path) -> str:
