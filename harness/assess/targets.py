@@ -1,7 +1,9 @@
 """Steps to a target on the tuning slice, read from each run's target.json (harness.run.target), counted as MLPerf
 and AlgoPerf count time to a result: a run that missed the target, or diverged, never reached it (inf steps), so a
 candidate (a learning rate, a recipe) is chosen only where every one of its seeds reached it, and a mean never
-averages a miss away. The tuning slice decides; validation is only reported where the runs reached it."""
+averages a miss away. The tuning slice decides; validation is only reported where the runs reached it. A run
+stopped short (target_max_samples: a study's race or cap) has no steps either; `stopped_short` says so, and the
+study that set the limit says what it means."""
 from __future__ import annotations
 
 import math
@@ -15,7 +17,7 @@ from harness.store.files import DamagedFile
 
 FINISHED = ("completed", "diverged")  # a diverged run never reaches the target
 COLUMNS = ["run_id", "job", BATCH, "peak_lr", "seed", "status", "steps", "samples", "resolution", "val_acc",
-           "noise_batch", "gram"]
+           "noise_batch", "gram", "stopped_short", "max_samples"]
 
 
 def runs(sweep: Sweep, df: pd.DataFrame) -> pd.DataFrame:
@@ -39,7 +41,8 @@ def runs(sweep: Sweep, df: pd.DataFrame) -> pd.DataFrame:
                      "resolution": found.get("target_resolution"), "val_acc": found.get("val_acc_at_target"),
                      "noise_batch": found.get("noise_batch"),
                      "gram": np.asarray(found["noise_gram"]) if steps is not None and found.get("noise_gram")
-                     else None})
+                     else None, "stopped_short": bool(found.get("stopped_short", False)),
+                     "max_samples": found.get("target_max_samples")})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

@@ -51,6 +51,8 @@ class TrainConfig:
     target_tune_acc: float | None = None  # stop once the tuning slice's accuracy reaches this (checked within epochs)
     target_check: str = "steps"   # where target_tune_acc is checked: steps (geometrically within epochs, calls of a
     # few steps: steps to the target finely resolved) or epoch (at each epoch's end, a whole epoch a call: a user's run)
+    target_max_samples: int | None = None  # with target_tune_acc: stop at this many training samples without it (a
+    # study's race or cap: target.json's stopped_short); None: at `epochs`
     momentum: float | None = None  # the first-moment coefficient; None: the optimizer's own (MOMENTUM_KEYWORD)
     nesterov: bool = False        # Nesterov momentum, for SGD
     weight_decay: float | None = None  # Keras's decoupled decay (lr x wd a step); None: the optimizer's own
@@ -111,10 +113,11 @@ TOP_KEYS = {
     "epochs", "lr", "optimizer", "seed", "dataset", "model", "steps_per_execution", "train_fraction",
     "preprocess_mismatch", "budget", "budget_steps", "lr_scaling", "base_batch_size", "warmup_epochs",
     "target_train_loss", "probes", "probe_samples", "lr_factor", "tune_fraction", "target_tune_acc", "target_check",
-    "backend", "batch_schedule", *recipe.RECIPE_DEFAULTS,
+    "target_max_samples", "backend", "batch_schedule", *recipe.RECIPE_DEFAULTS,
 }
 TARGET_CHECKS = ("steps", "epoch")
-UNRECORDED_AT_DEFAULT = {**recipe.RECIPE_DEFAULTS, "target_check": "steps", "batch_schedule": None}
+UNRECORDED_AT_DEFAULT = {**recipe.RECIPE_DEFAULTS, "target_check": "steps", "batch_schedule": None,
+                         "target_max_samples": None}
 DATA_KEYS = datasets.ALL_KEYS
 MODEL_KEYS = models.ALL_KEYS
 
@@ -176,6 +179,12 @@ def _study_keys(cfg: dict) -> dict[str, Any]:
     if check != "steps" and tune_target is None:
         raise ConfigError("target_check", check, "steps unless target_tune_acc is set (it says where that target is "
                           "checked)")
+    most = cfg.get("target_max_samples")
+    if most is not None:
+        most = int_value(cfg, "target_max_samples", low=1)
+        if tune_target is None:
+            raise ConfigError("target_max_samples", most, "null unless target_tune_acc is set (where a run that has "
+                              "not reached that target stops)")
     return {
         "train_fraction": fraction,
         "preprocess_mismatch": choice(cfg, "preprocess_mismatch", PREPROCESS_MISMATCHES),
@@ -189,6 +198,7 @@ def _study_keys(cfg: dict) -> dict[str, Any]:
         "tune_fraction": tune,
         "target_tune_acc": None if tune_target is None else float(tune_target),
         "target_check": check,
+        "target_max_samples": most,
     }
 
 

@@ -14,7 +14,9 @@ the trackers: everything from an epoch's end after its check to the next epoch's
 training would not spend: a study takes them out of the time.
 
 With target_check=epoch the target is checked once, at each epoch's end, and every compiled call is a whole epoch:
-the shape of a user's run, whose time to the target is what +study=choose predicts and checks.
+the shape of a user's run, whose time to the target is what +study=choose predicts and checks. With
+target_max_samples a run that has not reached the target once it has trained on that many samples is checked there
+and stops (target.json's stopped_short): a study's race or cap, not a run of `epochs` that missed it.
 """
 from __future__ import annotations
 
@@ -44,12 +46,14 @@ class TargetMonitor(keras.callbacks.Callback):
 
     def __init__(self, target: float, tune, plan: BatchPlan, at_target: Callable[[], dict],
                  forward: Callable[[Any], np.ndarray], before: Callable[[], None] | None = None,
-                 per_epoch: bool = False, samples: Callable[[int], int] | None = None):
+                 per_epoch: bool = False, samples: Callable[[int], int] | None = None,
+                 max_samples: int | None = None):
         super().__init__()
         self.target, self.plan, self.at_target, self.forward = target, plan, at_target, forward
         # training samples in a number of updates: across every phase of a ramp (harness.config.ramp.RunPlan)
         self.samples = samples or (lambda step: samples_seen(self.plan, step))
         self.begun = False
+        self.max_samples, self.stopped_short = max_samples, False
         self.before, self.per_epoch = before, per_epoch
         self.batches = [(ops.as_tensor(x), np.asarray(y)) for x, y in tune]  # tune: (x, y) batches
         self.last_checked = 0
@@ -78,7 +82,9 @@ class TargetMonitor(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         if self.per_epoch and self.found is None:
-            self._check(int(self.model.optimizer.iterations.numpy()))
+            step = int(self.model.optimizer.iterations.numpy())
+            self._check(step)
+            self._stop_short(step)
         self.epoch_ended = time.perf_counter()  # first of the epoch's end callbacks: the harness's own work follows
 
     def tune_acc(self) -> float:
@@ -91,8 +97,17 @@ class TargetMonitor(keras.callbacks.Callback):
         if self.per_epoch or self.found is not None:
             return
         step = int(self.model.optimizer.iterations.numpy())
-        if step - self.last_checked >= max(1.0, CHECK_SPACING * step):
+        most = self.max_samples is not None and self.samples(step) >= self.max_samples
+        if step - self.last_checked >= max(1.0, CHECK_SPACING * step) or (most and step > self.last_checked):
             self._check(step)
+        self._stop_short(step)
+
+    def _stop_short(self, step: int) -> None:
+        """Stops a run that has trained on target_max_samples without reaching the target (checked at that step)."""
+        if self.found is None and self.max_samples is not None and self.samples(step) >= self.max_samples:
+            self.stopped_short, self.model.stop_training = True, True
+            log.info("the target %.4f not reached in %d samples (target_max_samples %d): stopping at step %d",
+                     self.target, self.samples(step), self.max_samples, step)
 
     def _check(self, step: int) -> None:
         checked = time.perf_counter()
@@ -110,7 +125,8 @@ class TargetMonitor(keras.callbacks.Callback):
                       "seconds_to_target": now - self.started, "between_epochs_seconds": self.between,
                       "check_seconds": self.check_seconds, "check_times": self.check_times,
                       "check_tune_acc": self.check_tune_acc, "target_check": "epoch" if self.per_epoch else "steps",
-                      "steps_per_epoch": self.plan.steps_per_epoch, "tune_acc_at_target": accuracy,
+                      "steps_per_epoch": self.plan.steps_per_epoch, "target_max_samples": self.max_samples,
+                      "stopped_short": False, "tune_acc_at_target": accuracy,
                       **self.at_target()}
         self.model.stop_training = True
         log.info("tune_acc %.4f reached the target %.4f at step %d (%d samples; checked %d steps before): stopping",
@@ -125,7 +141,8 @@ class TargetMonitor(keras.callbacks.Callback):
                 "between_epochs_seconds": self.between, "check_seconds": self.check_seconds,
                 "check_times": self.check_times, "check_tune_acc": self.check_tune_acc,
                 "target_check": "epoch" if self.per_epoch else "steps",
-                "steps_per_epoch": self.plan.steps_per_epoch}
+                "steps_per_epoch": self.plan.steps_per_epoch, "target_max_samples": self.max_samples,
+                "stopped_short": self.stopped_short}
 
 
 def measure_at_target(model, val_metrics: Callable[[], dict], x: np.ndarray, y: np.ndarray,
@@ -163,7 +180,7 @@ def monitor(cfg, model, infer, data_in, decode, planned, tune_eval, val_inputs,
     forward = infer if planned.first.replicas == 1 else ops.inference(model)  # checked often: one call, no dataset
     return TargetMonitor(cfg.train.target_tune_acc, tune_eval, planned.first, at_target, forward,
                          None if kept is None else kept.keep, per_epoch=cfg.train.target_check == "epoch",
-                         samples=planned.samples_seen)
+                         samples=planned.samples_seen, max_samples=cfg.train.target_max_samples)
 
 
 def write(run_dir: Path, monitor: TargetMonitor) -> dict:

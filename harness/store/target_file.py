@@ -28,6 +28,8 @@ FIELDS = {
                       "time from one accuracy to the next from",
     "target_check": "where the target was checked: steps (within epochs) or epoch (at each epoch's end)",
     "steps_per_epoch": "the run's steps per epoch",
+    "target_max_samples": "where a run that had not reached the target was to stop (null: at its epochs)",
+    "stopped_short": "true: it stopped there without the target (a study's race or cap), not at the end of its epochs",
     "tune_acc_at_target": "the tuning slice's accuracy then", "val_acc_at_target": "the validation accuracy then",
     "val_loss_at_target": "the validation loss then",
     "noise_batch": "samples per small batch of the noise scale there",
@@ -38,7 +40,8 @@ FIELDS = {
 RUN_FIELDS = ("steps_to_target", "samples_to_target", "seconds_to_target")  # also in run.json
 # the scalars a run's row in harness.results adds (the target itself is a config column already)
 COLUMNS = tuple(k for k in FIELDS if k not in ("noise_gram", "check_times", "check_tune_acc", "target_tune_acc",
-                                               "target_check", "steps_per_epoch", "between_epochs_seconds"))
+                                               "target_check", "steps_per_epoch", "between_epochs_seconds",
+                                               "target_max_samples", "stopped_short"))
 
 
 def write(run_dir: Path, values: dict[str, Any]) -> None:

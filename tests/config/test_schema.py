@@ -71,6 +71,8 @@ BAD = [
      "null when target_train_loss=0.1"),
     (["target_check=epoch"], "target_check='epoch'", "steps unless target_tune_acc is set"),
     (["target_check=call", "target_tune_acc=0.8", "tune_fraction=0.1"], "target_check='call'", "steps, epoch"),
+    (["target_max_samples=1000"], "target_max_samples=1000", "null unless target_tune_acc is set"),
+    (["target_max_samples=0", "target_tune_acc=0.8", "tune_fraction=0.1"], "target_max_samples=0", "an integer >= 1"),
     (["backend=torch"], "backend='torch'", "tensorflow, jax"),
     (["backend=jax", "gpus=2"], "gpus=2", "simulate_devices=true"),
     (["backend=jax", "gpus=2", "simulate_devices=true", "model.batch_norm=true", "model.ghost_batch_size=12"],

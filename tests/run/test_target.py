@@ -16,7 +16,7 @@ def _three_classes(n, seed):
     return x, y
 
 
-def _fit_to(goal: float, epochs: int = 6, tune_labels=None, per_epoch: bool = False, after=()):
+def _fit_to(goal: float, epochs: int = 6, tune_labels=None, per_epoch: bool = False, after=(), max_samples=None):
     """A softmax regression on 3 classes, batch 4 (25 steps an epoch, calls of 5; with `per_epoch`, checked at each
     epoch's end with a whole epoch a call), checked against `goal`; `after`: callbacks after the monitor."""
     x, y = _three_classes(100, 0)
@@ -34,7 +34,7 @@ def _fit_to(goal: float, epochs: int = 6, tune_labels=None, per_epoch: bool = Fa
         return {"val_acc_at_target": 0.5, "val_loss_at_target": 1.0}
 
     monitor = target.TargetMonitor(goal, pipelines.evaluation_dataset(x_tune, y_tune), plan, at_target,
-                                   measures.inference(model), per_epoch=per_epoch)
+                                   measures.inference(model), per_epoch=per_epoch, max_samples=max_samples)
     batches = pipelines.training_dataset(x, y, plan.global_batch_size, plan.steps_per_epoch, True, 0, epochs)
     train.fit(model, batches, plan, epochs, [monitor, *after])
     return monitor, model, plan, seen, (x_tune, y_tune)
@@ -100,6 +100,24 @@ def test_with_target_check_epoch_the_target_is_checked_once_an_epoch_a_whole_epo
         range(25, found["steps_to_target"] + 1, 25))
     missed, _, _, _, _ = _fit_to(0.99, epochs=3, tune_labels=_NEVER, per_epoch=True)
     assert missed.record()["target_checks"] == 3 and missed.record()["steps_per_epoch"] == 25
+
+
+def test_a_run_stops_short_at_target_max_samples_checked_there_and_says_so():
+    """A study's race or cap: a run that has not reached the target once it has trained on target_max_samples is
+    checked at that call and stops, stopped_short (not a run of its epochs that missed); one that reaches the target
+    first is not stopped short."""
+    monitor, model, plan, _, _ = _fit_to(0.99, epochs=6, tune_labels=_NEVER, max_samples=230)
+    found = monitor.record()
+    assert found["stopped_short"] is True and found["steps_to_target"] is None
+    stopped = int(model.optimizer.iterations.numpy())  # the first call's end at or past 230 samples: step 60
+    assert stopped == 60 < 6 * plan.steps_per_epoch and found["check_times"][-1][0] == stopped
+    assert found["target_max_samples"] == 230
+    per_epoch, model, _, _, _ = _fit_to(0.99, epochs=6, tune_labels=_NEVER, per_epoch=True, max_samples=230)
+    assert per_epoch.record()["stopped_short"] and int(model.optimizer.iterations.numpy()) == 75  # epoch 3's end
+    reached, _, _, _, _ = _fit_to(0.75, max_samples=10_000)
+    assert reached.record()["stopped_short"] is False and reached.record()["steps_to_target"] is not None
+    unlimited, model, _, _, _ = _fit_to(0.99, epochs=3, tune_labels=_NEVER)
+    assert unlimited.record()["stopped_short"] is False and int(model.optimizer.iterations.numpy()) == 75
 
 
 def test_the_seconds_between_epochs_are_counted_apart_from_the_time_to_the_target(monkeypatch):
