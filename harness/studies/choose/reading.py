@@ -3,7 +3,10 @@ seeds less choose.tolerance), and at every batch size each candidate's steps to 
 harness.assess.targets counts them (a run that missed it, or diverged, never reached it). The candidate a batch
 size goes on with is the one with the fewest steps on the first seed, the seed that chooses; the other seeds judge
 (the times, the speed-up and the check use only them, so the luck that picked a candidate does not count in its
-favour); validation plays no part in any choice. Files in, numbers and sentences out."""
+favour); validation plays no part in any choice. A grid point raced out (it passed its batch size's leader by
+choose.race_margin: settings.RACED_OUT) has no steps but is no miss: it is never a leader, a best or the answer, and
+the page says where it stopped. A run stopped at the cap (choose.cap_factor x b's samples) missed the target. Files
+in, numbers and sentences out."""
 from __future__ import annotations
 
 import math
@@ -16,7 +19,7 @@ from harness.assess import targets
 from harness.assess.sweep import Sweep
 from harness.studies.choose import answer as answer_of
 from harness.studies.choose import files, ramps, timed_runs, timing, words
-from harness.studies.choose.settings import BASELINE, RAMPS, arm, recorded, size_name
+from harness.studies.choose.settings import BASELINE, RACED_OUT, RAMPS, arm, recorded, size_name
 from harness.studies.choose.timed_runs import Check
 
 
@@ -31,6 +34,8 @@ class Candidate:
     seconds: dict[int, float | None] = field(default_factory=dict)   # seed -> seconds_to_target
     status: dict[int, str] = field(default_factory=dict)             # seed -> its run's status
     jobs: dict[int, str] = field(default_factory=dict)               # seed -> its run's job
+    samples: dict[int, float] = field(default_factory=dict)          # seed -> samples to the target (inf: none)
+    stopped_at: dict[int, int] = field(default_factory=dict)         # seed -> where a raced-out run stopped (samples)
 
     @property
     def arm(self) -> str:
@@ -38,6 +43,17 @@ class Candidate:
 
     def reached_on(self, seed: int) -> bool:
         return math.isfinite(self.steps.get(seed, math.inf))
+
+    def raced_out(self, seed: int) -> bool:
+        """It stopped on `seed` once its samples passed its batch size's leader's by race_margin: not a miss."""
+        return self.status.get(seed) == RACED_OUT
+
+    def steps_text(self, seed: int) -> str:
+        """Its steps to the target on `seed` in words: a number, "missed", or where it was raced out."""
+        if self.raced_out(seed):
+            return f"raced out at {self.stopped_at[seed]:,} samples"
+        steps = self.steps[seed]
+        return f"{steps:.0f}" if math.isfinite(steps) else "missed"
 
 
 @dataclass
@@ -64,6 +80,11 @@ class Choice:
     smith_note: str = ""         # why Smith's rule gives no ramp
     ramp_recipes: dict[str, tuple[int, dict[str, Any]]] = field(default_factory=dict)  # name -> (its first phase's
     # batch, its recipe): the ramps to confirm and time
+    cap_samples: int | None = None   # where a run that has not reached the target stops (choose.cap_factor x b's)
+    b_samples: int | None = None     # the samples b needed on its slowest baseline seed (at an epoch's end)
+    train_size: int | None = None    # the runs' training samples an epoch
+    time_epochs: int | None = None   # choose.time_epochs: where a timed run of one batch size stopped
+    planned: dict[int, set[str]] = field(default_factory=dict)  # size -> the candidates round 1 listed (no grid)
 
     @property
     def ramps(self) -> list[Candidate]:
@@ -89,11 +110,14 @@ class Choice:
         """choice.json's content (files.FIELDS)."""
         return files.values(self)
 
-    def leader(self, size: int) -> Candidate | None:
+    def leader(self, size: int, listed: bool = False) -> Candidate | None:
         """The candidate `size` goes on with: the fewest steps to the target on the first seed; where none reached
-        it, the highest final tune_acc there (the grid then looks around the closest); None without runs."""
+        it, the highest final tune_acc there (the grid then looks around the closest); None without runs. Never a
+        ramp, nor a run raced out. `listed`: among the candidates round 1 listed only (the grid's centre and race:
+        the same once the grid has run, so a resumed command plans the grid as before)."""
         seed = self.seeds[0]
-        ran = [c for c in self.candidates.get(size, []) if seed in c.steps and c.name not in RAMPS]
+        ran = [c for c in self.candidates.get(size, []) if seed in c.steps and c.name not in RAMPS
+               and not c.raced_out(seed) and (not listed or c.name in self.planned.get(size, ()))]
         if not ran:
             return None
         reached = [c for c in ran if c.reached_on(seed)]
@@ -177,7 +201,13 @@ def choose(sweep: Sweep) -> Choice | None:
     found: dict[int, dict[str, Candidate]] = {}
     sizes = [int(s) for s in record["sizes"]]
     found_choice = Choice(target, note, sizes, [int(s) for s in record["seeds"]], {}, sweep.complete_rounds(),
-                          recorded(record).tolerance, lr_grid=recorded(record).lr_grid)
+                          recorded(record).tolerance, lr_grid=recorded(record).lr_grid,
+                          time_epochs=recorded(record).time_epochs,
+                          planned={int(size): {c["name"] for c in listed}
+                                   for size, listed in record["candidates"].items()})
+    if "train_size" in df and df["train_size"].notna().any():
+        found_choice.train_size = int(df["train_size"].dropna().iloc[0])
+    found_choice.b_samples, found_choice.cap_samples = _cap(df, record, jobs, target, found_choice.train_size)
     ramp_recipes: dict[str, dict[str, Any] | None] = {}
     for ramps_too in (False, True):  # the ramps' recipes come from the other candidates' runs
         if ramps_too:
@@ -194,7 +224,8 @@ def choose(sweep: Sweep) -> Choice | None:
                 continue
             recipe = ramp_recipes.get(name) if ramps_too else _recipe(record, size, name)
             if recipe is not None:
-                _add_run(found.setdefault(size, {}), size, name, recipe, row, finals, seconds)
+                _add_run(found.setdefault(size, {}), size, name, recipe, row, finals, seconds,
+                         found_choice.cap_samples)
         for r in sweep.records:  # a failed run has no steps, but its candidate says it failed
             size, name = size_name(jobs.get(str(r["job"])))
             if size is None or (name in RAMPS) != ramps_too or r.get("status") != "failed":
@@ -208,15 +239,38 @@ def choose(sweep: Sweep) -> Choice | None:
     return found_choice
 
 
-def _add_run(found: dict[str, Candidate], size: int, name: str, recipe: dict[str, Any], row: dict, finals, seconds):
+def _cap(df: pd.DataFrame, record: dict[str, Any], jobs: dict[str, str], target: float | None,
+         train_size: int | None) -> tuple[int | None, int | None]:
+    """(the training samples b needed on its slowest baseline seed, at the end of the epoch in which it first
+    reached the target; choose.cap_factor x those, where a target run that has not reached it stops), None without
+    a baseline (choose.target given), a target or a cap."""
+    factor = recorded(record).cap_factor
+    baseline = [job for job, name in jobs.items() if name == BASELINE]
+    if target is None or not baseline or train_size is None or "tune_acc" not in df:
+        return None, None
+    rows = df[df["job"].astype(str).isin(baseline) & df["epoch"].notna()]
+    reached = rows[rows["tune_acc"] >= target].groupby(rows["job"].astype(str))["epoch"].min()
+    if len(reached) < len(baseline):
+        return None, None
+    needed = int(reached.max()) * train_size
+    return needed, None if factor is None else math.ceil(factor * needed)
+
+
+def _add_run(found: dict[str, Candidate], size: int, name: str, recipe: dict[str, Any], row: dict, finals, seconds,
+             cap: int | None = None):
     """A target run of candidate `name` at `size`: its steps, final tune_acc, val_acc at the target, seconds,
-    status and job on its seed."""
+    status and job on its seed; a run stopped short below the cap (`cap`: choose.cap_factor's samples) was raced
+    out, one stopped at it missed."""
     seed = int(row["seed"])
     c = found.setdefault(name, Candidate(size, name, recipe, {}, {}))
     c.steps[seed] = math.inf if row["steps"] is None or pd.isna(row["steps"]) else float(row["steps"])
+    c.samples[seed] = math.inf if row["samples"] is None or pd.isna(row["samples"]) else float(row["samples"])
     tune = finals["tune_acc"].get(str(row["job"])) if "tune_acc" in finals else None
     c.tune_acc[seed] = float(tune) if tune is not None and not pd.isna(tune) else math.nan
     c.val_acc[seed] = None if row["val_acc"] is None or pd.isna(row["val_acc"]) else float(row["val_acc"])
     c.seconds[seed] = seconds.get(str(row["job"]))
     c.status[seed] = str(row["status"])
     c.jobs[seed] = str(row["job"])
+    limit = row.get("max_samples")
+    if row.get("stopped_short") and limit is not None and not pd.isna(limit) and (cap is None or limit < cap):
+        c.status[seed], c.stopped_at[seed] = RACED_OUT, int(limit)

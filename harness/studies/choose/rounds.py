@@ -3,9 +3,16 @@ baseline, the candidates at every batch size; then the learning-rate grid around
 confirmation of each batch size's best on the seeds that judge, beside b as it is; then the timing, each of them in
 the printed command's shape (its target checked once an epoch, a whole epoch a call), alone, on TIMED_RUNS seeds
 that judge; then the check, the answer and b as it is as printed, alone, on a seed that judges and was not timed
-(plan.py says what each holds)."""
+(plan.py says what each holds).
+
+What a run may cost: every target run but b as it is stops without the target at choose.cap_factor x the samples b
+needed (a miss); a grid point also once its samples pass its batch size's leader's (among the candidates round 1
+listed, on the seed that chooses) by choose.race_margin (raced out: it cannot be the best); a timed run of one batch
+size after choose.time_epochs epochs, the checks its line needs. Each limit comes from the files of the rounds
+before, so a resumed command plans every round as before."""
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +23,7 @@ from harness.studies.choose.settings import (
     AS_IS,
     CHECK,
     COMMAND_SHAPE,
+    RAMPS,
     TIME,
     TIMED_RUNS,
     point_jobs,
@@ -41,22 +49,26 @@ def next_jobs(record: dict[str, Any], found: choice.Choice, round_: int) -> list
     if round_ > len(planned) or found.target is None:
         return None
     stage, seeds, b = planned[round_ - 1], found.seeds, record["small_batch"]
+    settings = recorded(record)
     if stage == "candidates":
-        picked = [(size, c["name"], c["recipe"], seeds[:1]) for size in found.sizes
-                  for c in record["candidates"][str(size)]]
+        picked = [(size, c["name"], _capped(found, b, size, c["name"], c["recipe"]), seeds[:1])
+                  for size in found.sizes for c in record["candidates"][str(size)]]
     elif stage == "grid":
         picked = []
         for size in found.sizes:
-            leader = found.leader(size)
+            leader = found.leader(size, listed=True)
             if leader is None:
                 continue
-            for factor in recorded(record).lr_grid:
+            for factor in settings.lr_grid:
                 recipe = {**leader.recipe, "lr_factor": choice.grid_lr(leader.recipe, record, factor)}
-                picked.append((size, f"{leader.name}_x{factor:g}", recipe, seeds[:1]))
+                name = f"{leader.name}_x{factor:g}"
+                race = race_limit(found, leader, settings.race_margin)
+                picked.append((size, name, _capped(found, b, size, name, recipe, race), seeds[:1]))
     elif stage == "confirm":  # each batch size's best on the seeds that judge, and b as it is (the speed-up's base)
-        picked = _bests(found, b, seeds[1:])
+        picked = [(size, name, _capped(found, b, size, name, recipe), judging)
+                  for size, name, recipe, judging in _bests(found, b, seeds[1:])]
     elif stage == "time":  # each of them as printed, alone, on seeds that judge: its seconds on this machine
-        picked = [(size, name, {**recipe, **COMMAND_SHAPE}, timed)
+        picked = [(size, name, {**recipe, **COMMAND_SHAPE, **_timed_limit(found, settings.time_epochs, name)}, timed)
                   for size, name, recipe, timed in _bests(found, b, timing_seeds(found))]
         return Round(choice_plan.target_jobs(record, point_jobs(record), found.target, picked, TIME), alone=True)
     else:  # check: the answer and b as it is, as printed, alone, on a seed not timed: measured against predicted
@@ -69,6 +81,31 @@ def next_jobs(record: dict[str, Any], found: choice.Choice, round_: int) -> list
         return Round(choice_plan.target_jobs(record, point_jobs(record), found.target, picked, CHECK),
                      alone=True)
     return choice_plan.target_jobs(record, point_jobs(record), found.target, picked)
+
+
+def race_limit(found: choice.Choice, leader: choice.Candidate, margin: float | None) -> int | None:
+    """Where a grid point around `leader` stops: its samples past the leader's on the seed that chooses by `margin`
+    (None: no race, or a leader that did not reach the target)."""
+    samples = leader.samples.get(found.seeds[0], math.inf)
+    return None if margin is None or not math.isfinite(samples) else math.ceil((1 + margin) * samples)
+
+
+def _capped(found: choice.Choice, b: int, size: int, name: str, recipe: dict[str, Any],
+            race: int | None = None) -> dict[str, Any]:
+    """The recipe with the run's limit in samples (target_max_samples): the least of the race's and the cap's; b as
+    it is never has one."""
+    limits = [limit for limit in (race, found.cap_samples) if limit is not None]
+    if (size == b and name == AS_IS) or not limits:
+        return recipe
+    return {**recipe, "target_max_samples": min(limits)}
+
+
+def _timed_limit(found: choice.Choice, epochs: int | None, name: str) -> dict[str, Any]:
+    """A timed run of one batch size stops after `epochs` epochs (its line's checks); a ramp's runs to the target
+    (its time is read at each check: timing.Curve)."""
+    if epochs is None or found.train_size is None or name in RAMPS:
+        return {}
+    return {"target_max_samples": epochs * found.train_size}
 
 
 def timing_seeds(found: choice.Choice) -> list[int]:

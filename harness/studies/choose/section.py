@@ -44,12 +44,11 @@ def timed_rows(found) -> list[list[str]]:
 
 def rows(found) -> list[list[str]]:
     """One row per candidate that ran: batch, candidate, recipe, steps to the target per seed (missed: a run that
-    never reached it), the leader of its batch size marked."""
+    never reached it; raced out: where it stopped), the leader of its batch size marked."""
     out = []
     for size in found.sizes:
         leader = found.leader(size)
         for c in sorted(found.candidates[size], key=lambda c: (c is not leader, c.name)):
-            steps = ", ".join("missed" if not math.isfinite(c.steps[seed]) else f"{c.steps[seed]:.0f}"
-                              for seed in found.seeds if seed in c.steps)
+            steps = ", ".join(c.steps_text(seed) for seed in found.seeds if seed in c.steps)
             out.append([str(size), c.name + (" (its best)" if c is leader else ""), recipe_text(c.recipe), steps])
     return out

@@ -11,7 +11,9 @@ from harness.fields import ConfigError, check_keys
 
 RULES = ("linear", "sqrt", "adam_sde", "precise_bn")  # the published rules (harness.config.rules)
 CAP = 3  # max_epochs null: this many times the command's epochs
-BEFORE: dict[str, Any] = {"ramp": False}  # what a key an older sweep.json lacks meant: no ramp candidates
+BEFORE: dict[str, Any] = {"ramp": False, "race_margin": None, "cap_factor": None,
+                          "time_epochs": None}  # what a key an older
+# sweep.json lacks meant: no ramp candidates, no race, no cap but max_epochs
 # the arms: b as the command sets it (the baseline), and each candidate at each batch size
 AS_IS = "as_is"
 BASELINE = "baseline"
@@ -22,6 +24,7 @@ RAMPS = ("ramp", "smith")  # candidates whose batch grows: the proposal from the
 # arm at its first phase's batch (bs8_ramp), never a batch size's best
 TIMED_RUNS = 2  # the timing round runs each best in the printed command's shape on this many seeds that judge
 COMMAND_SHAPE = {"target_check": "epoch"}  # what a timed run sets beside its recipe: checked once an epoch
+RACED_OUT = "raced_out"  # a candidate's status on a seed where it passed its batch size's leader by race_margin
 
 
 def arm(size: int, name: str) -> str:
@@ -57,6 +60,12 @@ class Settings:
     check: bool = True            # rerun the answer and b as it is, alone, and compare their times with the predicted
     check_tolerance: float = 0.25  # a check further than this from its prediction (relative) makes the time uncertain
     ramp: bool = True             # also confirm and time a batch schedule: the ramp proposed from the curves, Smith's
+    race_margin: float | None = 0.25  # a grid point stops once its samples pass its batch size's leader's (from the
+    # round before, on the seed that chooses) by this much (relative); None: no race
+    time_epochs: int | None = 4   # a timed run of one batch size stops after this many checks (epochs): its line's
+    # first (C) and three after it (r, least squares), its time the line's at its target runs' steps; None: at the target
+    cap_factor: float | None = 4.0   # a target run (not b as it is, not a timed one) stops without the target after
+    # this many times the training samples b needed on its slowest baseline seed; None: choose.max_epochs only
 
     def cap(self, epochs: int) -> int:
         """The epochs every target run may take at most (the command's `epochs` E)."""
@@ -102,6 +111,18 @@ def from_dict(node: dict[str, Any]) -> Settings:
                           "may lie from its prediction before the page calls the time uncertain")
     if not isinstance(node.get("ramp", True), bool):
         raise ConfigError("choose.ramp", node["ramp"], "true or false")
+    epochs = node.get("time_epochs", 4)
+    if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 2):
+        raise ConfigError("choose.time_epochs", epochs, "an integer >= 2 (the checks a timed run's line is fitted "
+                          "through), or null to time every run to the target")
+    margin = node.get("race_margin", 0.25)
+    if margin is not None and (not _number(margin) or margin < 0):
+        raise ConfigError("choose.race_margin", margin, "a number >= 0 (a grid point stops once its samples pass its "
+                          "batch size's leader's by this much, relative), or null for no race")
+    factor = node.get("cap_factor", 4.0)
+    if factor is not None and (not _number(factor) or factor < 1):
+        raise ConfigError("choose.cap_factor", factor, "a number >= 1 (x the training samples batch b needed to reach "
+                          "the target: where a run that has not stops), or null for choose.max_epochs only")
     return Settings(**{**node, "rules": tuple(named), "lr_grid": tuple(float(f) for f in grid)})
 
 

@@ -121,7 +121,8 @@ def _net(written: dict[str, Any]) -> float | None:
     return None if seconds is None else float(seconds) - float(written.get("between_epochs_seconds") or 0.0)
 
 
-NOT_PRINTED = ("study=", "seed=", "hydra.", "choose.")  # the study's own overrides: not the user's command
+NOT_PRINTED = ("study=", "seed=", "hydra.", "choose.", "target_max_samples=")  # the study's own overrides (a
+# timed run's stop after its line's checks): not the user's command
 
 
 def printed(sweep: Sweep, jobs: dict[str, str], found) -> str:

@@ -23,8 +23,7 @@ def results_lines(found) -> list[str]:
         if leader is None:
             lines.append(f"  batch {size}: no run yet")
             continue
-        steps = ", ".join("missed" if not math.isfinite(s) else f"{s:.0f}" for s in
-                          (leader.steps[seed] for seed in found.seeds if seed in leader.steps))
+        steps = ", ".join(leader.steps_text(seed) for seed in found.seeds if seed in leader.steps)
         lines.append(f"  batch {size}: {leader.name} ({recipe_text(leader.recipe)}), steps to the target by seed: {steps}")
     return lines
 
@@ -37,7 +36,8 @@ def recipe_text(recipe: dict) -> str:
 FORMULA = ("time to the target = C + r x S: S a judging seed's steps to the target (from its target run, rounded up "
            "to the end of the epoch in which it crossed: the printed command checks its target once an epoch), r "
            "the seconds a step takes and C the one-time cost (the first compiled call), both measured by running the "
-           "printed command alone on this machine (on two seeds that judge, taken in turn over the seeds, so the "
+           "printed command alone on this machine, the line through the checks of its first epochs "
+           "(choose.time_epochs; on two seeds that judge, taken in turn over the seeds, so the "
            "machine's spread between runs is in the interval), with the seconds the harness spends between epochs "
            "(its per-epoch measurements, the row, the checkpoint) taken out; a seed that missed the target never "
            "reaches it (infinite), and a batch size's time is its median over the seeds that judge")
@@ -59,17 +59,20 @@ def schedule_text(recipe: dict) -> str:
 def candidate_text(t) -> str:
     """"batch 128 with the linear rule", "batch 8 as it is", "batch 8 with lr x2", "the proposed ramp 8→128 (growing
     after epoch 3)"."""
-    name = t.candidate.name
+    return name_text(t.size, t.candidate.name, t.candidate.recipe)
+
+
+def name_text(size: int, name: str, recipe: dict) -> str:
+    """A candidate at a batch size in words (candidate_text's)."""
     if name in RAMPS:
-        return f"{'the proposed ramp' if name == 'ramp' else 'Smith' + chr(39) + 's ramp'} " \
-               f"{schedule_text(t.candidate.recipe)}"
+        return f"{'the proposed ramp' if name == 'ramp' else 'Smith' + chr(39) + 's ramp'} {schedule_text(recipe)}"
     if name == "as_is":
-        return f"batch {t.size} as it is"
+        return f"batch {size} as it is"
     base, _, factor = name.rpartition("_x")
     if base and factor:
         rule = "your command" if base == "as_is" else f"the {base} rule"
-        return f"batch {t.size} with {rule}, its learning rate x{factor}"
-    return f"batch {t.size} with the {name} rule"
+        return f"batch {size} with {rule}, its learning rate x{factor}"
+    return f"batch {size} with the {name} rule"
 
 
 def headline(found) -> str:
@@ -149,7 +152,7 @@ def answer_lines(found) -> list[str]:
     a = found.answer
     if found.target is None or (a is None and (not found.timing or any(s in NOT_ENDED for s in found.timing.values()))):
         return []
-    lines = [seeds_line(found)]
+    lines = [seeds_line(found), *cost_lines(found)]
     if a is not None and a.just_as_fast:
         lines.append("Not shown slower than the answer (a paired interval of their times that reaches 1): "
                      f"{'; '.join(candidate_text(t) for t in a.just_as_fast)}.")
@@ -184,6 +187,28 @@ def answer_lines(found) -> list[str]:
     lines += ramp_lines(found)
     for check in found.checks:
         lines.append(check_text(check, found.check_tolerance))
+    return lines
+
+
+def cost_lines(found) -> list[str]:
+    """What was cut to save runs: the cap every target run but b as it is had, each grid point raced out, and the
+    timed runs' length."""
+    lines = []
+    epochs = found.time_epochs
+    if epochs is not None and any(name not in RAMPS for _, name in found.rates):
+        lines.append(f"Each timed run of one batch size stopped after {epochs} epochs (choose.time_epochs), or at the target before: its line "
+                     "needs only those checks; the check below reruns the printed command to the target.")
+    if found.cap_samples is not None:
+        lines.append(f"Every target run but batch {found.sizes[0]} as it is stopped without the target after "
+                     f"{found.cap_samples:,} training samples (choose.cap_factor x the {found.b_samples:,} batch "
+                     f"{found.sizes[0]} needed on its slowest baseline seed): a run stopped there missed it.")
+    raced = [(c, seed) for size in found.sizes for c in found.candidates.get(size, []) for seed in found.seeds
+             if c.raced_out(seed)]
+    if raced:
+        said = "; ".join(f"{name_text(c.size, c.name, c.recipe)}, at {c.stopped_at[seed]:,} samples"
+                         for c, seed in raced)
+        lines.append(f"Raced out (stopped once its training samples passed its batch size's best's by "
+                     f"choose.race_margin, so it could not be the best; not a miss): {said}.")
     return lines
 
 

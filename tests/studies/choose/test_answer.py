@@ -182,7 +182,9 @@ def test_the_time_is_the_printed_commands_and_its_check_can_fail(tmp_path):
     assert a.best.times.tolist() == pytest.approx([1.0 + 0.02 * 125, 1.0 + 0.02 * 150, 1.0 + 0.02 * 125])  # 110 -> 125
     for key in ("target_check=epoch", "target_tune_acc=0.5", "tune_fraction=0.1", "probes=false", "batch_size=32"):
         assert key in found.command.split()
-    assert not any(word in found.command for word in ("study=", "seed=", "choose.", "hydra."))
+    assert not any(word in found.command for word in ("study=", "seed=", "choose.", "hydra.", "target_max_samples"))
+    timed_jobs = [job for job in sweep_files.read(tmp_path / "a" / "s").plan["jobs"] if (job.get("arm") or "").startswith("time_")]
+    assert all(any(o.startswith("target_max_samples=") for o in job["overrides"]) for job in timed_jobs)  # 4 epochs
     assert [(c.size, c.seed, c.within) for c in found.checks] == [(32, 3, False), (8, 3, False)]
     assert found.headline.endswith("took 50% longer than predicted (more than the 25% the check allows): the time "
                                    "is uncertain on this machine.")

@@ -44,12 +44,20 @@ def test_a_target_given_skips_the_baseline():
                                                             "bs64_sqrt", "bs8_as_is"]
 
 
-def _target(sweep, job: str, steps):
-    """A target run's target.json: `steps` to the target, or None for one that missed it."""
+def _target(sweep, job: str, steps, stopped_at: int | None = None):
+    """A target run's target.json: `steps` to the target, or None for one that missed it (`stopped_at`: stopped
+    short there, its target_max_samples)."""
     (sweep / job / "target.json").write_text(json.dumps({
         "target_tune_acc": 0.5, "steps_to_target": steps, "samples_to_target": None if steps is None else steps * 8,
         "target_resolution": 0.05, "target_checks": 10, "seconds_to_target": None if steps is None else steps / 100,
-        "check_seconds": 0.1, "check_times": [], "val_acc_at_target": None if steps is None else 0.5}))
+        "check_seconds": 0.1, "check_times": [], "val_acc_at_target": None if steps is None else 0.5,
+        **({} if stopped_at is None else {"target_max_samples": stopped_at, "stopped_short": True})}))
+
+
+def _limit(job) -> int | None:
+    """The target_max_samples a planned job stops at (None: none)."""
+    found = [int(o.split("=", 1)[1]) for o in job.overrides if o.startswith("target_max_samples=")]
+    return found[0] if found else None
 
 
 def test_the_rounds_go_from_the_baseline_to_the_confirmation_of_each_batch_size_s_best(tmp_path):
@@ -90,6 +98,54 @@ def test_the_rounds_go_from_the_baseline_to_the_confirmation_of_each_batch_size_
                                   ("time_bs8_as_is", True, True, True)]
 
 
+def test_grid_points_are_raced_against_their_leader_and_every_run_but_b_as_it_is_is_capped(tmp_path):
+    """choose.race_margin and choose.cap_factor: a grid point stops once its samples pass its batch size's leader's
+    (on the seed that chooses) by the margin, every target run but b as it is at 4x the samples b needed; a raced-out
+    run is neither a miss nor a leader nor confirmed, and the page says where it stopped; a resumed command, whose
+    files hold the grid's runs, plans the grid and the confirmation as before."""
+    sweep = study_sweep(tmp_path / "s", *COMMAND)
+    set_final(sweep, 0, tune_acc=0.62)
+    set_final(sweep, 1, tune_acc=0.58)
+    candidates = next_round(sweep, 1)
+    found = choice.choose(sweep_files.read(sweep))
+    assert found.b_samples == 2 * found.train_size and found.cap_samples == 4 * found.b_samples  # reached at epoch 2
+    assert [_limit(job) for job in candidates] == [None] + [found.cap_samples] * 4  # b as it is: never capped
+    for job, steps in zip(candidates, [300, None, 40, 60, 50]):
+        _target(sweep, job.job, steps)
+    grid = next_round(sweep, 2)
+    # batch 8's leader (as it is) reached at 2400 samples, batch 64's (linear) at 320: each grid point stops 25% past
+    assert [_limit(job) for job in grid] == [3000, 3000, 400, 400]
+    for job, steps, short in zip(grid, [None, 200, None, 30], [3000, None, 400, None]):
+        _target(sweep, job.job, steps, stopped_at=short)
+    set_final(sweep, int(grid[0].job), tune_acc=0.99)  # raced out with the highest tune_acc of all: still not a leader
+    found = choice.choose(sweep_files.read(sweep))
+    raced = next(c for c in found.candidates[8] if c.name == "as_is_x0.5")
+    assert raced.raced_out(0) and raced.status[0] == "raced_out" and raced.steps_text(0) == "raced out at 3,000 samples"
+    assert found.leader(8).name == "as_is_x2" and found.leader(64).name == "linear_x2"
+    assert next(c for c in found.candidates[64] if c.name == "linear_x0.5").steps_text(0) == "raced out at 400 samples"
+    from harness.studies.choose import words
+    said = " ".join(words.cost_lines(found))
+    assert "batch 8 with your command, its learning rate x0.5, at 3,000 samples" in said and "not a miss" in said and f"{found.cap_samples:,}" in said
+    assert [(job.job, job.overrides) for job in next_round(sweep, 2)] == [(job.job, job.overrides) for job in grid]
+    confirm = next_round(sweep, 3)
+    assert [job.arm for job in confirm] == ["bs8_as_is_x2", "bs64_linear_x2", "bs8_as_is"]
+    assert [_limit(job) for job in confirm] == [found.cap_samples, found.cap_samples, None]
+    for job, steps in zip(confirm, [210, 35, 310]):
+        _target(sweep, job.job, steps)
+    assert [(job.job, job.overrides) for job in next_round(sweep, 3)] == [(job.job, job.overrides) for job in confirm]
+    timed = next_round(sweep, 4)  # each stops after choose.time_epochs epochs: its line's checks
+    assert [_limit(job) for job in timed] == [4 * found.train_size] * 3
+
+
+def test_with_no_candidate_at_the_target_a_raced_out_run_is_never_the_leader():
+    base = dict(size=64, recipe={}, tune_acc={0: 0.5})
+    missed = choice.Candidate(name="as_is", steps={0: float("inf")}, status={0: "completed"}, **base)
+    raced = choice.Candidate(name="linear_x2", steps={0: float("inf")}, status={0: "raced_out"},
+                             stopped_at={0: 400}, **{**base, "tune_acc": {0: 0.9}})
+    found = choice.Choice(0.57, "", [8, 64], [0, 1], {8: [], 64: [raced, missed]}, 2)
+    assert found.leader(64) is missed and found.best(64) is None
+
+
 def test_a_batch_size_whose_candidates_all_missed_is_not_confirmed(tmp_path):
     sweep = study_sweep(tmp_path / "s", *COMMAND, "choose.target=0.5")
     plan = sweep_files.read(sweep).plan
@@ -115,6 +171,9 @@ BAD = [
      "left to +study=choose"),
     (["+study=choose", "batch_size=8,64", "choose.lr_grid=[1.0]"], "choose.lr_grid=[1.0]", "other than 1"),
     (["+study=choose", "batch_size=8,64", "choose.rules=[lars]"], "choose.rules=['lars']", "distinct rules"),
+    (["+study=choose", "batch_size=8,64", "choose.race_margin=-0.1"], "choose.race_margin=-0.1", "a number >= 0"),
+    (["+study=choose", "batch_size=8,64", "choose.cap_factor=0.5"], "choose.cap_factor=0.5", "a number >= 1"),
+    (["+study=choose", "batch_size=8,64", "choose.time_epochs=1"], "choose.time_epochs=1", "an integer >= 2"),
 ]
 
 
