@@ -1,7 +1,8 @@
 """Run a sweep's jobs in processes of their own, several at once (the longest first), each on GPUs no other holds.
 
 A GPU job gets a fresh process; CPU jobs that allow it (`Job.worker_args`) run one after another in warm worker
-processes (harness.launch.worker), one per slot, which import TensorFlow once. Plain Python (no Hydra, no
+processes (harness.launch.worker), one per slot, which import TensorFlow once; a study's next round may take over
+the warm workers of the round before (`warm`, `hand_over`). Plain Python (no Hydra, no
 TensorFlow): the launcher plugin in hydra_plugins/ turns Hydra's job list into `Job`s and hands them here. The runs'
 own files are the record; this module starts, watches and stops processes (a lost run's run.json:
 harness.launch.lost_runs).
@@ -84,7 +85,8 @@ class Scheduler:
 
     def __init__(self, jobs: list[Job], n_jobs: int, gpu_ids: list[int], *, poll_seconds: float = 0.5,
                  stop_timeout: float = 60.0, progress: Callable[[str, bool], None] | None = None,
-                 label: str = "", runs_per_gpu: int = 1):
+                 label: str = "", runs_per_gpu: int = 1, warm: list[Worker] | None = None,
+                 hand_over: bool = False):
         self.jobs, self.n_jobs, self.pool = jobs, max(1, n_jobs), GpuPool(gpu_ids, runs_per_gpu)
         self.label = label  # what the progress line says these jobs are ("round 2 · ": a study's later round)
         self.poll_seconds, self.stop_timeout = poll_seconds, stop_timeout
@@ -93,7 +95,8 @@ class Scheduler:
         self.threads_per_job = max(1, cpu_count() // min(self.n_jobs, max(1, len(jobs))))
         self.exit_codes: dict[int, int] = {}
         self._eta, self.skipped = Eta(), []  # jobs left alone: finished before this command
-        self.idle: list[Worker] = []  # warm workers waiting for their next job
+        self.idle: list[Worker] = list(warm or [])  # warm workers waiting for their next job (the round before's)
+        self.hand_over = hand_over  # keep the idle workers at the end, for the caller's next round (`idle`)
         self.keep = 0  # idle workers kept once no job needs them (one for the interpolation)
         self.then: SweepEnd | None = None
         self.early: Worker | None = None  # the worker `then` started in before the last runs ended
@@ -116,7 +119,7 @@ class Scheduler:
     def _start(self, job: Job, gpu_ids: list[int]) -> _Running:
         job.run_dir.mkdir(parents=True, exist_ok=True)
         if job.worker_args is not None and not gpu_ids:
-            worker = (self._idle_worker(job.backend)
+            worker = (self._idle_worker(job.backend, self._env(job, gpu_ids)["HARNESS_THREADS"])
                       or Worker(job.run_dir.parent, self._env(job, gpu_ids), die_with_parent(), backend=job.backend))
             worker.send(job.worker_args, job.run_dir / layout.TRAIN_LOG)
             return _Running(job, worker.process, gpu_ids, None, worker)
@@ -154,15 +157,17 @@ class Scheduler:
         if self.n_jobs > 1:  # the longest first, so the last to end are short (LPT); one slot: the plan's order
             pending.sort(key=lambda job: -(job.steps or 0))
         running, started = [], time.monotonic()  # the runs under way (_Running)
-        self.then, self.keep = then, 1 if then is not None else 0
+        self.then, self.keep = then, self.n_jobs if self.hand_over else (1 if then is not None else 0)
+        handed = False
         try:
             self._loop(pending, running, started)
             if then is not None:
                 self._then(then)
+            handed = self.hand_over
         finally:
             if self.early is not None:
                 self.early.close()
-            self._close_idle()
+            self._close_idle(keep=len(self.idle) if handed else 0)
         return self.exit_codes
 
     @property
@@ -240,13 +245,14 @@ class Scheduler:
             raise
         self.progress(self._status_line(pending, running, started), True)
 
-    def _idle_worker(self, backend: str | None) -> Worker | None:
-        """A warm worker of `backend` (any backend for None), or None; workers found dead are closed."""
+    def _idle_worker(self, backend: str | None, threads: str | None = None) -> Worker | None:
+        """A warm worker of `backend` (any backend for None) and, given, of that share of the cores, or None;
+        workers found dead are closed."""
         for worker in [w for w in self.idle if not w.available]:
             self.idle.remove(worker)
             worker.close()  # it died while it waited
         for worker in reversed(self.idle):
-            if backend is None or worker.backend == backend:
+            if (backend is None or worker.backend == backend) and (threads is None or worker.threads == threads):
                 self.idle.remove(worker)
                 return worker
         return None

@@ -23,6 +23,7 @@ class Worker:
     def __init__(self, sweep_dir: Path, env: dict[str, str], preexec_fn=None, backend: str = "tensorflow"):
         # the sweep folder on the command line names the process in `ps` (and to the tests that look for orphans)
         self.backend = backend  # Keras's backend, fixed for the life of the process: it runs only that backend's jobs
+        self.threads = env.get("HARNESS_THREADS")  # its share of the cores, fixed too: a job of another share starts anew
         self.reusable = True  # false once a job has retired the worker
         self.runs = 0
         self.process = subprocess.Popen(

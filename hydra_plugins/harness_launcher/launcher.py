@@ -60,6 +60,12 @@ class HarnessLauncher(Launcher):
         self.poll_seconds, self.stop_timeout_s = poll_seconds, stop_timeout_s
         self.config: Optional[DictConfig] = None
         self.hydra_context: Optional[HydraContext] = None
+        self.warm: list = []  # a round's warm workers, kept for the study's next round (harness.launch.scheduler)
+
+    def release(self) -> None:
+        """Close the warm workers kept for a next round (the sweeper calls it once no round is left)."""
+        while self.warm:
+            self.warm.pop().close()
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         self.config, self.hydra_context = config, hydra_context
@@ -136,14 +142,18 @@ class HarnessLauncher(Launcher):
                  + (", each alone on its devices (a time measured)" if alone else ""))
         for job in jobs:
             log.info(f"\t#{job.num} : {' '.join(filter_overrides(job.overrides))}")
-        scheduler = Scheduler(list(jobs), n_jobs, gpu_ids, poll_seconds=self.poll_seconds,
-                              stop_timeout=self.stop_timeout_s, progress=terminal_progress(),
-                              label="".join(f"round {r} · " for r in sorted(later)),
-                              runs_per_gpu=runs_per_gpu)
         # the interpolation in a warm worker (TensorFlow already loaded); a study in rounds cannot tell its last
         # round before it ends, so the sweep's end (harness.launch.sweep_end.close) makes it, in a process of its own
         last = not sweep_file.more_rounds(sweep_file.read(sweep_dir))
+        if alone:  # a time measured on the machine: no other process of the sweep beside it, not even an idle one
+            self.release()
+        warm, self.warm, hand_over = self.warm, [], not last and not alone
+        scheduler = Scheduler(list(jobs), n_jobs, gpu_ids, poll_seconds=self.poll_seconds,
+                              stop_timeout=self.stop_timeout_s, progress=terminal_progress(),
+                              label="".join(f"round {r} · " for r in sorted(later)),
+                              runs_per_gpu=runs_per_gpu, warm=warm, hand_over=hand_over)
         scheduler.run(then=sweep_end.Interpolation(sweep_dir) if last else None)
+        self.warm = list(scheduler.idle) if hand_over else []  # the next round starts warm
         # Failures are in each run's run.json, which decides the exit code; a FAILED JobReturn would make
         # Hydra 1.3 raise here and skip the end-of-sweep report. The return value is the run's final val_acc,
         # what the task function returns in-process, so a sweeper that optimises it gets the metric. Each job's

@@ -58,12 +58,15 @@ class HarnessSweeper(Sweeper):
                                  "which is not there): start a sweep with `python -m harness OVERRIDES -m`")
         jobs, round_, returns = [job for job in planned if job.round == 1], 1, []
         log.info(f"Sweep {sweep_dir}: {len(jobs)} jobs, as planned")
-        while jobs:
-            returns.append(self.launcher.launch([job.overrides for job in jobs], initial_job_idx=jobs[0].num))
-            jobs = rounds.plan_next(sweep_dir, round_, self._compose)
-            if jobs:
-                round_ = jobs[0].round
-                log.info(f"Round {round_} of {sweep_dir}: {len(jobs)} jobs, planned from the rounds before")
+        try:
+            while jobs:
+                returns.append(self.launcher.launch([job.overrides for job in jobs], initial_job_idx=jobs[0].num))
+                jobs = rounds.plan_next(sweep_dir, round_, self._compose)
+                if jobs:
+                    round_ = jobs[0].round
+                    log.info(f"Round {round_} of {sweep_dir}: {len(jobs)} jobs, planned from the rounds before")
+        finally:  # the warm workers a round kept for the next: none is left
+            getattr(self.launcher, "release", lambda: None)()
         return returns
 
     def _compose(self, overrides: List[str]):

@@ -25,6 +25,7 @@ RECORDED = textwrap.dedent("""
     class Recorder:
         def __init__(self, jobs, *args, **kwargs):
             launched.extend(jobs)
+            self.idle = []  # no warm worker to hand to a next round
 
         def run(self, then=None):
             pass

@@ -121,8 +121,8 @@ def test_a_run_refused_before_it_started_leaves_the_files_it_found_alone(tmp_pat
 class _Warm:
     """A stand-in warm worker: its backend, alive and reusable, a reply pipe nothing is written to."""
 
-    def __init__(self, backend):
-        self.backend, self.available, self.closed = backend, True, False
+    def __init__(self, backend, threads=None):
+        self.backend, self.available, self.closed, self.threads = backend, True, False, threads
         self._replies = os.pipe()
         self.process = type("Process", (), {"stdout": self._replies[0]})()
 
@@ -144,6 +144,19 @@ def test_a_warm_worker_takes_only_jobs_of_its_own_backend(tmp_path):
     job = stand_in(tmp_path, 1)
     job.backend = "jax"
     assert scheduler._env(job, [])["KERAS_BACKEND"] == "jax"
+
+
+def test_a_round_hands_its_warm_workers_to_the_next_which_takes_those_of_its_share_of_the_cores(tmp_path):
+    """A study's rounds: the workers a round leaves idle are the next round's (no second TensorFlow import), each
+    taken only by a job of the same backend and share of the cores; a round that hands nothing over closes them."""
+    ones, two = _Warm("tensorflow", "1"), _Warm("tensorflow", "2")
+    scheduler = Scheduler([], n_jobs=2, gpu_ids=[], warm=[ones, two], hand_over=True)
+    scheduler.run()
+    assert scheduler.idle == [ones, two] and not ones.closed and not two.closed
+    later = Scheduler([], n_jobs=2, gpu_ids=[], warm=scheduler.idle)
+    assert later._idle_worker("tensorflow", "1") is ones and later._idle_worker("tensorflow", "1") is None
+    later.run()
+    assert two.closed and later.idle == []
 
 
 WRITE_WEIGHTS_THEN_PROBE = (  # a run's end: its final weights, then its end-of-run probes
