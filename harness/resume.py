@@ -9,8 +9,8 @@ run is refused, as for the same command with another setting. A version of harne
 that started the folder is said in one line, and the resume goes on.
 
 `--add-seeds N` first plans N more seeds into the folder as new jobs (harness.launch.added_seeds): every arm of the
-main job on each seed after the sweep's highest; the report then reads every verdict over all seeds and says the
-seeds were added after a look.
+main job on each seed after the sweep's highest, or the runs a study's reading needs there (recover: b, B and the
+recipe); the report then reads every verdict over all seeds and says the seeds were added after a look.
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("overrides", nargs="*", metavar="OVERRIDE", help="added to the command (tracking=mlflow)")
     parser.add_argument("--add-seeds", dest="add_seeds", type=int, metavar="N", default=None,
                         help="N more seeds after the sweep's highest, as new jobs in the same folder: every arm of the "
-                             "main job on each (harness.launch.added_seeds)")
+                             "main job on each, or what a study's reading needs (harness.launch.added_seeds)")
     args = parser.parse_args(argv)
     try:
         cwd, harness_args, warnings = resume_command(args.folder)

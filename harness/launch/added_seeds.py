@@ -4,9 +4,10 @@ Resume runs the recorded command again, so changing its seeds would change its r
 Instead the added runs are new jobs, numbered after every job and run folder there is (sweep_file.next_number),
 appended to sweep.json with `added` set, and kept by every later resume (sweep_file.keep_later_rounds). For the
 main job every arm runs on each new seed: each distinct job of the command, its seed replaced by one after the
-sweep's highest. sweep.json's `added_seeds` records each addition (its seeds and when), which the report says:
-seeds added after a look at the results are optional stopping, and the stated levels do not account for it. A
-study's sweep is refused in one line for now: which of its runs a new seed needs is the study's to say.
+sweep's highest; a study's sweep gets the runs its reading needs on them (Study.added_jobs: recover's b, B and the
+recipe; choose's b as it is and each finalist, against the target already set), each with its arm. sweep.json's
+`added_seeds` records each addition (its seeds and when), which the report says: seeds added after a look at the
+results are optional stopping, and the stated levels do not account for it.
 """
 from __future__ import annotations
 
@@ -35,23 +36,32 @@ def seeds_of(jobs: list[dict]) -> list[int]:
     return found
 
 
-def new_jobs(content: dict, count: int) -> list[tuple[list[str], int]]:
-    """(overrides, seed) of each job to add: every distinct job of the sweep on `count` new seeds after its highest,
-    its seed in the place it had."""
-    if content.get("study"):
-        raise CannotAdd(f"the main job's sweep so far (this one is +study={content['study']}'s: which of its runs a "
-                        "new seed needs is the study's to say)")
+def new_jobs(content: dict, count: int, sweep_dir: Path | None = None) -> list[tuple[list[str], int, str | None]]:
+    """(overrides, seed, arm) of each job to add: for the main job every distinct job of the sweep on `count` new
+    seeds after its highest, its seed in the place it had (no arm); for a study, the jobs its reading needs there."""
     jobs = content["jobs"]
     seeds = seeds_of(jobs)
     if not seeds:
         raise CannotAdd("a sweep whose jobs set seed= (this one's run the config's seed only)")
+    new = list(range(max(seeds) + 1, max(seeds) + 1 + count))
+    if content.get("study"):
+        from harness.studies import registry
+
+        study = registry.find(content["study"], registry.recorded_paths(content))
+        found = "no such study is installed" if study is None else study.added_jobs(sweep_dir, content, new)
+        if isinstance(found, str):
+            raise CannotAdd(f"a sweep whose runs a new seed can extend (+study={content['study']}: {found})")
+        return [(overrides, _seed(overrides), arm) for overrides, arm in found]
     arms: list[list[str]] = []
     for job in jobs:
         arm = [o if not o.startswith(SEED) else SEED for o in job["overrides"]]
         if arm not in arms:
             arms.append(arm)
-    return [([o if o != SEED else f"{SEED}{seed}" for o in arm], seed)
-            for seed in range(max(seeds) + 1, max(seeds) + 1 + count) for arm in arms]
+    return [([o if o != SEED else f"{SEED}{seed}" for o in arm], seed, None) for seed in new for arm in arms]
+
+
+def _seed(overrides: list[str]) -> int:
+    return next(int(o[len(SEED):]) for o in overrides if o.startswith(SEED))
 
 
 def add(sweep_dir: Path, count: int, compose: Callable[[list[str]], RunConfig]) -> list[sweep_file.PlannedJob]:
@@ -66,11 +76,11 @@ def add(sweep_dir: Path, count: int, compose: Callable[[list[str]], RunConfig]) 
         raise CannotAdd("a sweep with a readable sweep.json of format 2 (made since 2026-12)")
     if sweep_file.more_rounds(content):
         raise CannotAdd("a sweep whose study has planned all its rounds; resume it first")
-    planned = new_jobs(content, count)
+    planned = new_jobs(content, count, Path(sweep_dir))
     first = sweep_file.next_number(sweep_dir, content)
-    added = [dataclasses.replace(planned_job(first + i, overrides, compose(overrides)), added=True)
-             for i, (overrides, _) in enumerate(planned)]
-    record = {"seeds": sorted({seed for _, seed in planned}), "jobs": [job.job for job in added], "at": now_iso()}
+    added = [dataclasses.replace(planned_job(first + i, overrides, compose(overrides), arm=arm), added=True)
+             for i, (overrides, _, arm) in enumerate(planned)]
+    record = {"seeds": sorted({seed for _, seed, _ in planned}), "jobs": [job.job for job in added], "at": now_iso()}
     sweep_file.write(sweep_dir, {**content, "jobs": [*content["jobs"], *map(sweep_file.as_record, added)],
                                  "added_seeds": [*content.get("added_seeds", []), record]})
     return added

@@ -76,6 +76,13 @@ class Study:
         round `round_ - 1` has not ended."""
         return None
 
+    def added_jobs(self, sweep_dir: Path, content: dict[str, Any], seeds: list[int]) -> \
+            list[tuple[list[str], str]] | str:
+        """`python -m harness.resume SWEEP --add-seeds N`: the jobs as (overrides, arm) that the study's reading needs
+        on the new `seeds` (those after every seed of the sweep), planned from its files (`content`: sweep.json); or
+        why it cannot add seeds (a line)."""
+        return "which of its runs a new seed needs is not said by this study"
+
     # in a run's process
     def run_hooks(self, settings: Any) -> list[Callable]:
         """Callables `hook(cfg, data_in, run_dir)` a run calls once it holds its data, before it trains."""

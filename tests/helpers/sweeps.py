@@ -319,10 +319,24 @@ def next_round(sweep: Path, done: int) -> list:
     """The next round of a study planned in rounds (+study=recover) as the harness sweeper plans it after round
     `done` (harness.launch.rounds.plan_next, each job composed as a job is), and its runs made, as study_sweep makes
     them; returns the round's PlannedJobs ([] when the study has none left)."""
+    from harness.launch import rounds
+
+    return _planned_and_made(sweep, lambda run_config: rounds.plan_next(sweep, done, run_config))
+
+
+def add_seeds(sweep: Path, count: int) -> list:
+    """`python -m harness.resume SWEEP --add-seeds COUNT`'s jobs (harness.launch.added_seeds.add), planned into the
+    sweep and their runs made as study_sweep makes them; returns the PlannedJobs added."""
+    from harness.launch import added_seeds
+
+    return _planned_and_made(sweep, lambda run_config: added_seeds.add(sweep, count, run_config))
+
+
+def _planned_and_made(sweep: Path, plan) -> list:
+    """The jobs `plan(compose)` plans, each composed as a job is, and their runs made."""
     from hydra import initialize_config_dir
 
     from harness.config.compose import CONF_DIR, CONFIG_NAME, job_composer, to_run_config
-    from harness.launch import rounds
     from harness.store.run_files import recorded_config
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="harness"):
@@ -333,7 +347,7 @@ def next_round(sweep: Path, done: int) -> list:
             configs[tuple(overrides)] = to_run_config(compose(overrides))
             return configs[tuple(overrides)]
 
-        jobs = rounds.plan_next(sweep, done, run_config)
+        jobs = plan(run_config)
     for job in jobs:
         run_cfg = configs[tuple(job.overrides)]
         cfg = recorded_config(run_cfg.flat())

@@ -1,7 +1,8 @@
 """python -m harness.resume SWEEP --add-seeds N (harness.launch.added_seeds): every arm of the main job on new seeds,
-as new jobs numbered after the sweep's, kept by later resumes; a study's sweep, one without seeds or a bad N is
-refused in one line; and the real thing, on a tiny main job: 8 runs, 4 added, 12 in one report."""
+as new jobs numbered after the sweep's, kept by later resumes; a study that does not say which runs a new seed needs,
+a sweep without seeds or a bad N is refused in one line; and the real thing, on a tiny main job: 8 runs, 4 added, 12 in one report."""
 import json
+import re
 import subprocess
 import sys
 
@@ -22,17 +23,20 @@ def _content(sizes=(8, 32), seeds=(0, 1), study=None):
 
 def test_every_arm_runs_on_each_new_seed_after_the_highest_its_seed_where_it_was():
     assert added_seeds.new_jobs(_content(), 2) == [
-        (["batch_size=8", "seed=2", "epochs=2"], 2), (["batch_size=32", "seed=2", "epochs=2"], 2),
-        (["batch_size=8", "seed=3", "epochs=2"], 3), (["batch_size=32", "seed=3", "epochs=2"], 3)]
+        (["batch_size=8", "seed=2", "epochs=2"], 2, None), (["batch_size=32", "seed=2", "epochs=2"], 2, None),
+        (["batch_size=8", "seed=3", "epochs=2"], 3, None), (["batch_size=32", "seed=3", "epochs=2"], 3, None)]
 
 
 @pytest.mark.parametrize("content,why", [
-    (_content(study="recover"), "the main job's sweep so far (this one is +study=recover's"),
+    (_content(study="diagnose"), "a sweep whose runs a new seed can extend (+study=diagnose: which of its runs a new "
+                                 "seed needs is not said by this study)"),
+    ({**_content(study="recover"), "recover": {"seeds": [0, 1], "settings": {"judge": 0}}},
+     "an older sweep, judged on the seeds that chose its recipe"),
     ({"format": 2, "study": None, "jobs": [{"job": "0", "overrides": ["batch_size=8"], "config": "c"}]},
      "a sweep whose jobs set seed="),
 ])
 def test_a_sweep_it_cannot_add_to_is_refused_with_why(content, why):
-    with pytest.raises(added_seeds.CannotAdd, match=why.replace("+", r"\+").replace("(", r"\(")):
+    with pytest.raises(added_seeds.CannotAdd, match=re.escape(why)):
         added_seeds.new_jobs(content, 1)
 
 
@@ -48,16 +52,17 @@ def test_a_resume_of_the_same_command_keeps_the_added_jobs_and_says_they_were_ad
 def test_a_bad_count_or_a_study_is_one_line_exit_2(tmp_path):
     sweep = tmp_path / "s"
     sweep.mkdir()
-    (sweep / "sweep.json").write_text(json.dumps(_content(study="choose")))
+    (sweep / "sweep.json").write_text(json.dumps(_content(study="diagnose")))
     (sweep / "command.json").write_text(json.dumps({"argv": ["-m"], "cwd": str(tmp_path), "multirun": True,
                                                     "harness_version": None, "keras_version": None}))
     for count, said in (("0", "--add-seeds=0 is not allowed: --add-seeds 0: a number of seeds >= 1"),
-                        ("1", "--add-seeds=1 is not allowed: the main job's sweep so far")):
+                        ("1", "--add-seeds=1 is not allowed: a sweep whose runs a new seed can extend "
+                              "(+study=diagnose:")):
         proc = subprocess.run([sys.executable, "-m", "harness.resume", str(sweep), "--add-seeds", count],
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode == 2 and said in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, \
             proc.stderr
-    assert json.loads((sweep / "sweep.json").read_text()) == _content(study="choose")  # nothing written
+    assert json.loads((sweep / "sweep.json").read_text()) == _content(study="diagnose")  # nothing written
 
 
 @pytest.mark.slow

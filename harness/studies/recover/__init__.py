@@ -38,6 +38,11 @@ class Recover(Study):
 
         return rounds.next_round(sweep_dir, content, round_)
 
+    def added_jobs(self, sweep_dir, content, seeds):
+        from harness.studies.recover import rounds
+
+        return rounds.added_jobs(sweep_dir, content, seeds)
+
     def detects(self, sweep) -> bool:
         from harness.studies.recover.reading import read_plan
 

@@ -39,7 +39,7 @@ FIELDS = {
     "recovered": "{value, low, high}: the share of the drop the recipe recovers, Fieller's 95% interval (null: "
                  "unbounded, or one seed)",
     "seeds_needed": "undecided: about how many judging seeds would decide it",
-    "more_seeds": "undecided: the command that runs the study with the judging seeds that would decide it (null "
+    "more_seeds": "undecided: the command that adds the judging seeds that would decide it to the sweep (null "
                   "otherwise)",
     "budget": "{asked, small_tune_acc, reached_at_epochs, lengths [{epochs, multiple, tune_acc, runs, reached, "
               "wall_ratio}], rule_trial, rule_lengths}: the recipe at longer runs against b's tuning accuracy, and "

@@ -41,8 +41,9 @@ def notes(r, plan: dict[str, Any]) -> list[str]:
         if judged_apart:
             notes.append(seeds_note(r))
         if r.more_seeds is not None:
-            notes.append(f"To decide it, the same study with {v.seeds_needed} seeds judging (a sweep of its own: the "
-                         f"search runs again): {r.more_seeds}" if judged_apart else
+            notes.append(f"To decide it, about {v.seeds_needed} seeds judging, {len(r.judged)} so far: this runs b, "
+                         f"B as it is and the recipe on the seeds it adds, in this folder (the search does not run "
+                         f"again), and the verdict reads every seed: {r.more_seeds}" if judged_apart else
                          f"To decide it, the same study on {v.seeds_needed} seeds (a sweep of its own: the search runs "
                          f"again, and the verdict reads every seed): {r.more_seeds}")
         if not v.drop_shown:

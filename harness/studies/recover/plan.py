@@ -126,14 +126,15 @@ def guided_jobs(record: dict[str, Any], jobs: dict[str, list[str]],
 
 
 def judge_jobs(record: dict[str, Any], jobs: dict[str, list[str]], trial: int, recipe: dict[str, Any],
-               small: tuple[int, dict[str, Any]] | None = None) -> list[tuple[list[str], str]]:
-    """The judging round, as (overrides, arm): on each judging seed, b as it is (or with its own recipe `small`,
-    recover.tune_small), B as it is and the recipe (trial `trial`) at B: the verdict's pairs, on seeds that chose
-    nothing."""
+               small: tuple[int, dict[str, Any]] | None = None,
+               seeds: list[int] | None = None) -> list[tuple[list[str], str]]:
+    """The judging round, as (overrides, arm): on each judging seed (or on `seeds`: those added later), b as it is
+    (or with its own recipe `small`, recover.tune_small), B as it is and the recipe (trial `trial`) at B: the
+    verdict's pairs, on seeds that chose nothing."""
     first = str(record["seeds"][0])
     at_b, at_big = jobs[record["reference"]["b"][first]], jobs[record["reference"]["B"][first]]
     small_side = (AS_IS, {}) if small is None else (f"{SMALL}trial_{small[0]}", small[1])
-    return [job for seed in judging_seeds(record) for job in (
+    return [job for seed in (judging_seeds(record) if seeds is None else seeds) for job in (
         (with_recipe(at_b, {**small_side[1], "seed": seed}), small_side[0]),
         (with_recipe(at_big, {"seed": seed}), AS_IS),
         (with_recipe(at_big, {**recipe, "seed": seed}), f"trial_{trial}"))]

@@ -19,7 +19,7 @@ import pandas as pd
 from harness.assess.analysis import BATCH, SELECTION_COLUMNS, num_classes
 from harness.assess.paired import Estimate, estimate
 from harness.assess.sweep import Sweep
-from harness.studies.recover import budget, choice, commands, settings
+from harness.studies.recover import added, budget, choice, commands, settings
 from harness.studies.recover import verdict as recovery_verdict
 from harness.studies.recover import notes as recovery_notes
 from harness.studies.recover import words as recovery_words
@@ -80,7 +80,7 @@ class Recovery:
     chance: float | None = None                  # 1 / the number of classes
     more_seeds: str | None = None                # undecided: the command that runs the study on the seeds it needs
     judged: list[int] = field(default_factory=list)  # the seeds the verdict pairs: fresh ones (recover.judge), never
-    # one that chose the recipe; an older sweep's, the seeds that chose
+    # one that chose the recipe, and those added later (--add-seeds); an older sweep's, the seeds that chose
 
     @property
     def small_arm(self) -> str | None:
@@ -185,7 +185,7 @@ def recover(sweep: Sweep) -> Recovery | None:
             found.small_tune = _with_failures(choosing.loc[choosing["arm"] == found.small_arm, "tune_acc"].dropna(),
                                               seeds)
         judging = judging_rounds(plan)
-        found.judged = settings.judging_seeds(plan) if judging else list(plan["seeds"])
+        found.judged = [*settings.judging_seeds(plan), *added.seeds(sweep.plan)] if judging else list(plan["seeds"])
         if found.rounds >= 2 + extra + judging:
             _judge(sweep, found, df, chosen, plan, arm_of)
     found.command = commands.recipe_command(sweep, plan, found.recipe if found.recipe is not None else best)
@@ -197,10 +197,10 @@ def _judge(sweep: Sweep, found: Recovery, df: pd.DataFrame, chosen: pd.DataFrame
            arm_of: dict[str, str]) -> None:
     """The verdict on the judging seeds, the seeds that would decide an undecided one, and the budget so far."""
     b = found.small_batch
-    found.verdict = _verdict(found, _val_finals(df), plan)
+    found.verdict = _verdict(found, _val_finals(df), plan, found.judged)
     if found.verdict is not None and found.verdict.kind == recovery_verdict.UNDECIDED:
-        found.more_seeds = commands.more_seeds(sweep, plan["seeds"], found.verdict.seeds_needed,
-                                               judged=bool(judging_rounds(plan)))
+        found.more_seeds = added.command(sweep.folder, len(found.judged), found.verdict.seeds_needed) \
+            if judging_rounds(plan) else commands.more_seeds(sweep, plan["seeds"], found.verdict.seeds_needed)
     done = {job["job"] for job in (sweep.plan or {}).get("jobs", []) if job.get("round", 1) <= found.rounds}
     found.budget_rule_trial = budget.best_rule(found)
     ended, speeds = {j: a for j, a in arm_of.items() if j in done}, budget.speeds(_done(df))
@@ -244,10 +244,10 @@ def _confirmed(chosen: pd.DataFrame, confirming: list[str], prefix: str, trials:
     return confirmed, choice.simplest(candidates, trials, tolerance)
 
 
-def _verdict(r: Recovery, finals: pd.DataFrame, plan: dict[str, Any]) -> Verdict | None:
-    """The verdict on validation over the judging seeds (r.judged) where b, B as it is and the recipe all finished."""
+def _verdict(r: Recovery, finals: pd.DataFrame, plan: dict[str, Any], seeds: list[int]) -> Verdict | None:
+    """The verdict on validation over the judging `seeds` where b, B as it is and the recipe all finished."""
     arm = f"trial_{r.recipe}"
-    finals = finals[finals["seed"].isin(r.judged)]
+    finals = finals[finals["seed"].isin(seeds)]
     small = r.small_arm or str(r.small_batch)  # b's own recipe where b got the search, else b as it is
     rows = finals[finals["arm"].isin([arm, r.small_arm]) | ((finals["arm"] == AS_IS) & finals[BATCH].isin(
         [r.small_batch, r.large_batch]))]

@@ -72,3 +72,19 @@ def next_jobs(content: dict[str, Any], reading: recovery.Recovery, round_: int,
     rule = reading.budget_rule_trial
     return recover.budget_jobs(record, jobs, reading.trials[reading.recipe].recipe, lengths[index],
                                None if rule is None else (rule, reading.trials[rule].recipe))
+
+
+def added_jobs(sweep_dir: Path, content: dict[str, Any], new: list[int]) -> list[tuple[list[str], str]] | str:
+    """`python -m harness.resume SWEEP --add-seeds N`: on each seed of `new` the judging round's three runs, b (or
+    b's own recipe), B as it is and the recipe, as (overrides, arm), so that the verdict pairs them beside the fresh
+    seeds that judged (the search, the confirmation and the budget do not run again); or why there are none."""
+    record = content["recover"]
+    if not recovery.judging_rounds(record):
+        return "an older sweep, judged on the seeds that chose its recipe; run the study again with recover.judge"
+    found = recovery.recover(sweep_files.read(sweep_dir))
+    if found is None or found.recipe is None or found.verdict is None:
+        return "no recipe judged yet; resume the sweep first"
+    planned = {job["job"]: job["overrides"] for job in content["jobs"]}
+    small = None if found.small_recipe is None else (found.small_recipe,
+                                                     found.small_trials[found.small_recipe].recipe)
+    return recover.judge_jobs(record, planned, found.recipe, found.trials[found.recipe].recipe, small, new)
