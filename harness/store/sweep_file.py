@@ -83,6 +83,12 @@ def keep_later_rounds(content: dict[str, Any], earlier: dict[str, Any] | None) -
     return {**content, "jobs": [*content["jobs"], *later], "rounds": rounds, **added}
 
 
+def added_seeds(content: dict[str, Any] | None) -> list[int]:
+    """The seeds added to the sweep after its command (`added_seeds`: python -m harness.resume --add-seeds), in
+    order."""
+    return [int(seed) for addition in (content or {}).get("added_seeds", []) for seed in addition["seeds"]]
+
+
 def more_rounds(content: dict[str, Any] | None) -> bool:
     """Whether the sweep's study has rounds left to plan (a sweep.json without the key has none)."""
     return bool((content or {}).get("more_rounds", False))

@@ -1,7 +1,7 @@
 """+study=recover's command lines, from a sweep's files: the recipe as one run at B (its run's overrides less the seed,
 the study and Hydra's), and, for an older sweep judged on the seeds that chose, the study again on the seeds that
-would decide an undecided verdict (command.json's command, its folder left out; a sweep judged on fresh seeds gets
-harness.resume --add-seeds instead: added.command). Files in, text out."""
+would decide an undecided verdict (command.json's command, its folder left out); a sweep judged on fresh seeds gets
+the line that adds those seeds to its folder. Files in, text out."""
 from __future__ import annotations
 
 import shlex
@@ -36,3 +36,11 @@ def recipe_command(sweep: Sweep, plan: dict[str, Any], best: int | None) -> str 
     overrides = next((r.get("overrides") or [] for r in sweep.records if str(r["job"]) == job), [])
     kept = [o for o in overrides if not o.lstrip("+~").startswith(NOT_COPIED)]
     return shlex.join(["python", "-m", "harness", *kept])
+
+
+def add_seeds(folder, judged: int, needed: int | None) -> str | None:
+    """The line that adds to the sweep's folder the judging seeds an undecided verdict needs beyond the `judged` it
+    has (python -m harness.resume --add-seeds: rounds.added_jobs says what runs on them); None: no count."""
+    if needed is None:
+        return None
+    return shlex.join(["python", "-m", "harness.resume", str(folder), "--add-seeds", str(max(1, needed - judged))])

@@ -19,7 +19,8 @@ import pandas as pd
 from harness.assess.analysis import BATCH, SELECTION_COLUMNS, num_classes
 from harness.assess.paired import Estimate, estimate
 from harness.assess.sweep import Sweep
-from harness.studies.recover import added, budget, choice, commands, settings
+from harness.store import sweep_file
+from harness.studies.recover import budget, choice, commands, settings
 from harness.studies.recover import verdict as recovery_verdict
 from harness.studies.recover import notes as recovery_notes
 from harness.studies.recover import words as recovery_words
@@ -185,7 +186,8 @@ def recover(sweep: Sweep) -> Recovery | None:
             found.small_tune = _with_failures(choosing.loc[choosing["arm"] == found.small_arm, "tune_acc"].dropna(),
                                               seeds)
         judging = judging_rounds(plan)
-        found.judged = [*settings.judging_seeds(plan), *added.seeds(sweep.plan)] if judging else list(plan["seeds"])
+        found.judged = [*settings.judging_seeds(plan), *sweep_file.added_seeds(sweep.plan)] if judging else \
+            list(plan["seeds"])
         if found.rounds >= 2 + extra + judging:
             _judge(sweep, found, df, chosen, plan, arm_of)
     found.command = commands.recipe_command(sweep, plan, found.recipe if found.recipe is not None else best)
@@ -199,7 +201,7 @@ def _judge(sweep: Sweep, found: Recovery, df: pd.DataFrame, chosen: pd.DataFrame
     b = found.small_batch
     found.verdict = _verdict(found, _val_finals(df), plan, found.judged)
     if found.verdict is not None and found.verdict.kind == recovery_verdict.UNDECIDED:
-        found.more_seeds = added.command(sweep.folder, len(found.judged), found.verdict.seeds_needed) \
+        found.more_seeds = commands.add_seeds(sweep.folder, len(found.judged), found.verdict.seeds_needed) \
             if judging_rounds(plan) else commands.more_seeds(sweep, plan["seeds"], found.verdict.seeds_needed)
     done = {job["job"] for job in (sweep.plan or {}).get("jobs", []) if job.get("round", 1) <= found.rounds}
     found.budget_rule_trial = budget.best_rule(found)

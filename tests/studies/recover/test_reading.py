@@ -189,7 +189,7 @@ def test_one_decision_rule_recovered_undecided_or_short_by_the_gaps_interval_aga
     gap whose whole interval lies above the tolerance falls short (partly here), one whose mean is within it
     recovered."""
     from harness.store import command_file
-    from harness.studies.recover import added, commands
+    from harness.studies.recover import commands
 
     undecided = _read([0.955, 0.965], [0.83, 0.84], [0.962, 0.934])
     v = undecided.verdict
@@ -211,7 +211,7 @@ def test_one_decision_rule_recovered_undecided_or_short_by_the_gaps_interval_aga
     assert commands.more_seeds(sweep, [0, 1], 5) == ("python -m harness +study=recover batch_size=16,256 "
                                                       "seed=0,1,2,3,4 -m")
     # judged on fresh seeds: the seeds it lacks, added to the same folder (only b, B and the recipe run on them)
-    assert added.command(folder, 3, 5) == f"python -m harness.resume {folder} --add-seeds 2"
+    assert commands.add_seeds(folder, 3, 5) == f"python -m harness.resume {folder} --add-seeds 2"
 
 
 def test_a_mean_within_the_tolerance_with_a_wide_interval_is_undecided_not_recovered(monkeypatch):
