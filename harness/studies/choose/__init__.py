@@ -40,6 +40,11 @@ class Choose(Study):
 
         return rounds.next_round(sweep_dir, content, round_)
 
+    def added_jobs(self, sweep_dir, content, seeds):
+        from harness.studies.choose import rounds
+
+        return rounds.added_jobs(sweep_dir, content, seeds)
+
     def detects(self, sweep) -> bool:
         from harness.studies.choose.reading import read_plan
 

@@ -17,6 +17,7 @@ import pandas as pd
 
 from harness.assess import targets
 from harness.assess.sweep import Sweep
+from harness.store import sweep_file
 from harness.studies.choose import answer as answer_of
 from harness.studies.choose import files, ramps, timed_runs, timing, words
 from harness.studies.choose.settings import BASELINE, RACED_OUT, RAMPS, arm, recorded, size_name
@@ -200,7 +201,8 @@ def choose(sweep: Sweep) -> Choice | None:
     seconds = {str(r["job"]): r.get("seconds_to_target") for r in sweep.records}
     found: dict[int, dict[str, Candidate]] = {}
     sizes = [int(s) for s in record["sizes"]]
-    found_choice = Choice(target, note, sizes, [int(s) for s in record["seeds"]], {}, sweep.complete_rounds(),
+    seeds = [*(int(s) for s in record["seeds"]), *sweep_file.added_seeds(sweep.plan)]  # --add-seeds: judging too
+    found_choice = Choice(target, note, sizes, seeds, {}, sweep.complete_rounds(),
                           recorded(record).tolerance, lr_grid=recorded(record).lr_grid,
                           time_epochs=recorded(record).time_epochs,
                           planned={int(size): {c["name"] for c in listed}

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.assess import sweep as sweep_files
+from harness.config.overrides import with_recipe
 from harness.studies.choose import plan as choice_plan
 from harness.studies.choose import reading as choice
 from harness.studies.choose.settings import (
@@ -126,3 +127,19 @@ def _bests(found: choice.Choice, b: int, seeds: list[int]) -> list[tuple[int, st
     if not any(size == b and name == AS_IS for size, name, _, _ in picked):
         picked.append((b, AS_IS, {}, seeds))
     return picked + [(size, name, recipe, seeds) for name, (size, recipe) in found.ramp_recipes.items()]
+
+
+def added_jobs(sweep_dir: Path, content: dict[str, Any], new: list[int]) -> list[tuple[list[str], str]] | str:
+    """`python -m harness.resume SWEEP --add-seeds N`: on each seed of `new`, b as it is and each finalist (every
+    batch size's best, each ramp) as target runs against the target already set, as the confirmation ran them, so
+    that the answer's times and speed-ups read them beside the seeds that judged (the timing's rates stay the line
+    every seed's time is read from); or why there are none (a line)."""
+    record = content["choose"]
+    found = choice.choose(sweep_files.read(sweep_dir))
+    if found is None or found.answer is None:
+        return "no answer timed yet; resume the sweep first"
+    b, first = record["small_batch"], found.seeds[0]
+    points = {(size, seed): with_recipe(job, {"seed": seed})
+              for (size, chose), job in point_jobs(record).items() if chose == first for seed in new}
+    picked = [(size, name, _capped(found, b, size, name, recipe), new) for size, name, recipe, _ in _bests(found, b, [])]
+    return choice_plan.target_jobs(record, points, found.target, picked)

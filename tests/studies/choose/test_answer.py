@@ -199,3 +199,24 @@ def test_the_time_is_the_printed_commands_and_its_check_can_fail(tmp_path):
     assert "(+0%: within the 25% the check allows; inside its 95% prediction interval [" in " ".join(
         choice.words.answer_lines(steady))
     assert not found.checks[0].inside  # 50% slower: outside it too
+
+
+def test_seeds_added_run_b_as_it_is_and_each_finalist_against_the_same_target_and_the_answer_reads_them(tmp_path):
+    """python -m harness.resume SWEEP --add-seeds 1 on a finished choice: b as it is and every batch size's best run
+    on the new seed as the confirmation ran them (stopped at the target already set, never timed again); the answer's
+    times and speed-up then read the seeds that judged and the new one, the timing's rates unchanged."""
+    from tests.helpers.sweeps import add_seeds
+
+    sweep = _sweep(tmp_path)
+    before = choice.choose(sweep_files.read(sweep))
+    added = add_seeds(sweep, 1)
+    assert sorted(job.arm for job in added) == ["bs128_as_is", "bs32_as_is", "bs8_as_is"]
+    assert all("seed=4" in job.overrides and "target_tune_acc=0.5" in job.overrides and not job.alone
+               for job in added)
+    for job, steps in zip(added, [410, 125, 23]):
+        _write(sweep, job.job, steps, int(job.arm.split("_")[0][2:]))
+    found = choice.choose(sweep_files.read(sweep))
+    assert found.judging == [1, 2, 3, 4] and found.choosing == [0] and found.target == before.target
+    assert found.rates == before.rates  # the timing is not run again: every seed's time is read off its line
+    assert [len(t.times) for t in found.answer.timed] == [4, 4, 4] and found.answer.speedup.interval.n == 4
+    assert found.answer.size == before.answer.size == 32
