@@ -165,6 +165,11 @@ def main(argv: list[str] | None = None) -> int:
         except OSError as err:  # a full disk or a read-only folder: nothing can be recorded
             print(f"harness: error: cannot write {err.filename}: {err.strerror}", file=sys.stderr)
             return EXIT_FAILED_RUNS
+        except KeyboardInterrupt as err:  # a signal while the command planned: no run had started (_run: after)
+            code, name = signals.exit_code(err)
+            print(f"harness: interrupted ({name}) while planning, before any run started: run the command again",
+                  file=sys.stderr)
+            return code
         # Hydra would resolve the folder's ${now:...} again: pin it to the one checked and locked here
         args.overrides = [*args.overrides, f"{folder_key}={quote_override(str(plan.output_dir))}"]
         return _run(args, plan.output_dir, lambda: _run_hydra(parser, args), tracker)

@@ -21,14 +21,6 @@ pytestmark = pytest.mark.slow
 TINY = ["dataset.num_samples=600", "seed=0", "probe_samples=64"]  # probes on, their end-of-run part small
 
 
-
-
-
-
-
-
-
-
 @contextmanager
 def frozen_mid_run(tmp_path, run: list[str], epochs: int, attempts: int = 3):
     """Within: (the command's process, its run's process, frozen, and the sweep folder), the run frozen between its
@@ -76,6 +68,55 @@ def test_sigterm_mid_sweep_records_interrupted_writes_a_report_and_the_same_comm
     assert done["status"] == "completed"
     assert done["resumed_from_epoch"] in (interrupted["epochs_completed"], interrupted["epochs_completed"] - 1)
     pd.testing.assert_frame_equal(metrics(sweep / "0"), metrics(reference_run), check_exact=True)
+
+
+STRESS = [*TINY, "batch_size=16,32", "epochs=5"]  # two runs at once, the probes and the report at the end
+
+
+def test_thirty_sigterms_at_random_moments_each_leave_interrupted_runs_that_resume_to_an_uninterrupted_sweep(
+        tmp_path):
+    """SIGTERM (what SLURM's preemption, scancel and `timeout` send) 30 times, each after a random delay from the
+    command's start, so that it lands in Python's and TensorFlow's import, a compile, an epoch, a checkpoint, the
+    end-of-run probes or the report: each time the command exits 143 (0 where it had finished; killed by the signal
+    where it came before Python had set the handlers, with nothing run), every run it had
+    started and not ended is `interrupted` (never failed, never left running) and no process of it is left; the
+    next `python -m harness.resume` goes on. Each sweep that completes has the metrics of the same sweep run without
+    a signal, and a new sweep takes the next signals. The delays are drawn from a fixed seed; what they hit depends
+    on the machine, and every outcome is held to the same rules (it found a SIGTERM during the command's own
+    composition of its jobs that exited 1 with a traceback)."""
+    import random
+
+    reference = tmp_path / "reference"
+    done = run_harness(*STRESS, f"hydra.sweep.dir={reference}", "-m", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    draw, signals, sweeps, completed = random.Random(80), 0, 0, []
+    while signals < 30:
+        sweep = tmp_path / f"sweep-{sweeps}"
+        command = [sys.executable, "-m", "harness", *STRESS, f"hydra.sweep.dir={sweep}", "-m"]
+        while signals < 30:
+            proc = subprocess.Popen(command, cwd=tmp_path, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            time.sleep(draw.uniform(0.3, 6.0))
+            proc.send_signal(signal.SIGTERM)
+            signals += 1
+            _, err = proc.communicate(timeout=180)
+            # 143: the handlers ran; -15: the signal came before they were set (Python's start), nothing had run
+            assert proc.returncode in (0, 143, -signal.SIGTERM), err[-3000:]
+            statuses = [record(run)["status"] for run in sorted(sweep.glob("[0-9]*")) if (run / "run.json").exists()]
+            assert set(statuses) <= {"completed", "interrupted"}, (statuses, err[-3000:])
+            assert not harness_processes(str(sweep)), err[-3000:]  # no run process left behind
+            if proc.returncode == 0 and statuses == ["completed", "completed"]:
+                break
+            command = [sys.executable, "-m", "harness.resume", str(sweep)]
+        else:  # the 30th signal: the last sweep is resumed to its end without one
+            finished = subprocess.run([sys.executable, "-m", "harness.resume", str(sweep)], cwd=tmp_path,
+                                      capture_output=True, text=True, timeout=300)
+            assert finished.returncode == 0, finished.stderr[-3000:]
+        for job in ("0", "1"):
+            assert record(sweep / job)["status"] == "completed"
+            pd.testing.assert_frame_equal(metrics(sweep / job), metrics(reference / job), check_exact=True)
+        completed.append(sweep)
+        sweeps += 1
+    assert signals == 30 and completed
 
 
 def test_sigterm_to_a_single_run_records_it_interrupted(tmp_path):

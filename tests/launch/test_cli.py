@@ -73,6 +73,23 @@ def test_a_folder_another_command_is_running_in_is_refused(capsys, tmp_path, mon
     assert [p.name for p in tmp_path.iterdir()] == ["sweep"]
 
 
+def test_a_sigterm_while_the_command_plans_exits_143_in_one_line(capsys, tmp_path, monkeypatch):
+    """Found by the SIGTERM stress test: a signal while Hydra composed the command's jobs left `python -m harness`
+    (run by runpy, where an uncaught KeyboardInterrupt is exit 1) with a traceback."""
+    import signal
+
+    from harness.run.stop import Interrupted
+
+    def planning(*args, **kwargs):
+        raise Interrupted(signal.SIGTERM)
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli, "plan_command", planning)
+    assert main(["batch_size=8,32", f"hydra.sweep.dir={tmp_path / 'sweep'}", "-m"]) == 143
+    err = capsys.readouterr().err.strip()
+    assert err == "harness: interrupted (SIGTERM) while planning, before any run started: run the command again"
+
+
 def test_a_folder_that_cannot_be_written_is_refused_with_the_reason(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
