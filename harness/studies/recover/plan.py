@@ -31,12 +31,14 @@ from harness.config.schema import RunConfig
 from harness.data import registry as datasets
 from harness.fields import ConfigError
 from harness.studies.recover import batch_norm
-from harness.studies.recover.settings import Settings, judging_seeds
+from harness.studies.recover.settings import Settings, judging_seeds, recorded
 from harness.studies.recover.space import CHOICES, LOG, OVERRIDE
 
 AS_IS = "as_is"
 SOBOL, RULE = "sobol", "rule"  # a trial's source (sweep.json's recover.sources; before the rules, every trial Sobol's)
 SMALL = "small_"  # the arm of a trial at b (recover.tune_small): small_trial_<k>
+QUIET = {"probes": False}  # what a trial's run sets beside its recipe unless recover.probes: no probes (the report's
+# Why reads b and B as they are only, which keep the command's)
 INPUTS = ("optimizer", "bn_momentum", "precise_bn")  # keys of the space the command may give: what null stands
 # for (a choice's null, bn_momentum's high end)
 
@@ -107,13 +109,20 @@ def recipe(point, space: dict[str, list], small: RunConfig, large: RunConfig, de
     return found
 
 
+def quiet(record: dict[str, Any]) -> dict[str, Any]:
+    """What a trial's run of a later round sets beside its recipe: QUIET unless recover.probes (an older sweep's
+    trials kept their probes)."""
+    return {} if recorded(record).probes else dict(QUIET)
+
+
 def confirm_jobs(record: dict[str, Any], jobs: dict[str, list[str]], numbers: list[int],
                  recipes: list[dict[str, Any]], small: bool = False) -> list[tuple[list[str], str]]:
     """The confirmation, as (overrides, arm): the trials `numbers` (the reading's to_confirm; `recipes`, every
     trial's) at every seed of the command but the first (where each already ran), each at B's own job of that seed
     with its recipe, so that it pairs with b's run of the seed; `small`: b's trials (recover.tune_small), at b's."""
     size, prefix = ("b", SMALL) if small else ("B", "")
-    return [(with_recipe(jobs[record["reference"][size][str(seed)]], recipes[number]), f"{prefix}trial_{number}")
+    return [(with_recipe(jobs[record["reference"][size][str(seed)]], {**recipes[number], **quiet(record)}),
+             f"{prefix}trial_{number}")
             for number in numbers for seed in record["seeds"][1:]]
 
 
@@ -122,7 +131,7 @@ def guided_jobs(record: dict[str, Any], jobs: dict[str, list[str]],
     """The guided round, as (overrides, arm): each proposed recipe at B's own job of the search's seed, numbered
     after round 1's trials."""
     first, base = len(record["trials"]), jobs[record["reference"]["B"][str(record["seeds"][0])]]
-    return [(with_recipe(base, found), f"trial_{first + i}") for i, found in enumerate(recipes)]
+    return [(with_recipe(base, {**found, **quiet(record)}), f"trial_{first + i}") for i, found in enumerate(recipes)]
 
 
 def judge_jobs(record: dict[str, Any], jobs: dict[str, list[str]], trial: int, recipe: dict[str, Any],
@@ -133,11 +142,11 @@ def judge_jobs(record: dict[str, Any], jobs: dict[str, list[str]], trial: int, r
     verdict's pairs, on seeds that chose nothing."""
     first = str(record["seeds"][0])
     at_b, at_big = jobs[record["reference"]["b"][first]], jobs[record["reference"]["B"][first]]
-    small_side = (AS_IS, {}) if small is None else (f"{SMALL}trial_{small[0]}", small[1])
+    small_side = (AS_IS, {}) if small is None else (f"{SMALL}trial_{small[0]}", {**small[1], **quiet(record)})
     return [job for seed in (judging_seeds(record) if seeds is None else seeds) for job in (
         (with_recipe(at_b, {**small_side[1], "seed": seed}), small_side[0]),
         (with_recipe(at_big, {"seed": seed}), AS_IS),
-        (with_recipe(at_big, {**recipe, "seed": seed}), f"trial_{trial}"))]
+        (with_recipe(at_big, {**recipe, **quiet(record), "seed": seed}), f"trial_{trial}"))]
 
 
 def budget_lengths(record: dict[str, Any]) -> list[int]:
@@ -158,7 +167,7 @@ def budget_jobs(record: dict[str, Any], jobs: dict[str, list[str]], recipe: dict
     it `rule` (its trial number and recipe: the best confirmed rule, where the recipe is not a rule), arm
     budget_<epochs>_trial_<k>: a longer run may favour another recipe than E epochs did."""
     found = [(recipe, f"budget_{epochs}")] + ([] if rule is None else [(rule[1], f"budget_{epochs}_trial_{rule[0]}")])
-    return [(with_recipe(jobs[record["reference"]["B"][str(seed)]], {**each, "epochs": epochs}), arm)
+    return [(with_recipe(jobs[record["reference"]["B"][str(seed)]], {**each, **quiet(record), "epochs": epochs}), arm)
             for each, arm in found for seed in record["seeds"]]
 
 
@@ -197,8 +206,9 @@ def plan(jobs: list[list[str]], run_configs: list[RunConfig], settings: Settings
         found = rules.rule(name, small, large, ghost, rho)
         trials.append(found.recipe)
         sources.append({"source": RULE, "rule": name, **({"clipped": found.clipped} if found.clipped else {})})
+    silent = {} if settings.probes else QUIET
     for number, found in enumerate(trials):
-        planned.append(with_recipe(kit.job(big, seeds[0]), found))
+        planned.append(with_recipe(kit.job(big, seeds[0]), {**found, **silent}))
         arms.append(f"trial_{number}")
     record = {"small_batch": b, "large_batch": big, "seeds": seeds, "epochs": large.train.epochs,
               "arms": {}, "reference": reference, "space": space, "left_out": left_out, "trials": trials,
@@ -210,7 +220,7 @@ def plan(jobs: list[list[str]], run_configs: list[RunConfig], settings: Settings
         small_decay = _decay_unit(small) if "weight_decay" in space else None
         record["small_trials"] = [recipe(point, space, small, small, small_decay, ghost, rho) for point in drawn]
         for number, found in enumerate(record["small_trials"]):
-            planned.append(with_recipe(kit.job(b, seeds[0]), found))
+            planned.append(with_recipe(kit.job(b, seeds[0]), {**found, **silent}))
             arms.append(f"{SMALL}trial_{number}")
     record["arms"] = {str(num): arm for num, arm in enumerate(arms)}
     return planned, {"recover": record, "more_rounds": True}

@@ -14,7 +14,7 @@ from harness.studies.recover.space import CHOICES, LOG, RANGES
 RULES = ("linear", "sqrt", "adam_sde", "precise_bn", "ramp", "smith")  # the published rules (harness.config.rules)
 # what a key an older sweep.json lacks meant: no guided round, no rules and no judging seeds before they existed
 # (the verdict then paired the seeds that chose the recipe)
-BEFORE = {"guided": 0, "rules": (), "judge": 0}
+BEFORE = {"guided": 0, "rules": (), "judge": 0, "probes": True}  # and the probes in every run
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,7 @@ class Settings:
     rules: tuple[str, ...] = RULES
     guided: int = 8
     judge: int = 3    # fresh seeds, after the command's, on which the chosen recipe is judged (0: the choosing seeds)
+    probes: bool = False  # the probes in the trials' runs too (the report's Why reads b and B as they are only)
     space: dict[str, list] = field(default_factory=dict)
 
 
@@ -40,6 +41,9 @@ def from_dict(node: dict[str, Any]) -> Settings:
     trials = node.get("trials", 16)
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 2 or trials & (trials - 1):
         raise ConfigError("recover.trials", trials, "a power of two >= 2 (as Sobol points want): 8, 16, 32, ...")
+    if not isinstance(node.get("probes", False), bool):
+        raise ConfigError("recover.probes", node["probes"], "true or false (the probes in the trials' runs too: the "
+                          "report's Why reads b and B as they are only)")
     for key in ("seed", "confirm", "guided", "judge"):
         value = node.get(key, 0)
         if isinstance(value, bool) or not isinstance(value, int) or value < (1 if key == "confirm" else 0):

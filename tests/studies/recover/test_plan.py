@@ -32,6 +32,9 @@ def test_the_reference_and_the_sobol_search_come_from_the_command():
     assert {r["optimizer"] for r in record["trials"][:16]} == {None, "adamw", "lamb"}  # the space's choices all drawn
     assert set(record["left_out"]) == {"bn_momentum", "ghost_batch_size", "precise_bn"}  # no batch norm here
     assert record["rules_left_out"] == {"precise_bn": "a model with batch norm, and this one has none", "smith": "a step schedule (lr_schedule=step); lr_schedule=constant has no fall to turn into a batch"}
+    # the trials run without the probes (the report's Why reads the runs as they are, which keep the command's)
+    assert [c.train.probes for c in plan.run_configs] == [True] * 4 + [False] * 20
+    assert all(c.train.probes for c in _plan("batch_size=8,128", "seed=0", "recover.probes=true").run_configs)
 
 
 def test_the_published_rules_are_candidates_with_their_values_at_the_runs_own_keys():
@@ -263,3 +266,4 @@ def test_the_settings_read_back_from_sweep_json_are_the_ones_validated_and_an_ol
     old = settings.recorded(golden["recover"])
     assert "guided" not in golden["recover"]["settings"] and (old.guided, old.rules) == (0, ())
     assert (old.tolerance, old.confirm) == (0.01, 2)
+    assert old.probes  # an older sweep's trials had the probes: its later rounds keep them
