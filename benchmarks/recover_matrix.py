@@ -5,6 +5,7 @@ published rules, and if not, what does the large batch cost?
     python -m benchmarks.recover_matrix                 # the cases, one after another
     python -m benchmarks.recover_matrix --update-docs   # also rewrite docs/studies.md's table
     python -m benchmarks.recover_matrix --smoke         # one tiny case, to check the script works
+    python -m benchmarks.recover_matrix --before REV --update-docs  # each case on REV's code too: its cost before
 
 Each case is `python -m harness +study=recover OVERRIDES -m` in a fresh process, with the study's defaults (3
 seeds choosing, 16 Sobol trials, the rules, 8 guided trials, 3 confirmed, 3 fresh seeds judging, the budget), two runs at once, as a user runs it,
@@ -65,14 +66,25 @@ SMOKE = Case("smoke: 600 samples, 1 epoch, 2 seeds, 2 trials",
               "recover.confirm=1", "recover.guided=2", *QUIET))
 
 
-def run_case(case: Case, folder: Path) -> tuple[dict, float, int, str]:
-    """(recovery.json, the command's wall seconds, the runs it planned, the rules' and the search's line) of one
-    case."""
+def run_case(case: Case, folder: Path, before: Path | None = None) -> tuple[dict, float, int, str, str]:
+    """(recovery.json, the command's wall seconds, the runs it planned, the rules' and the search's line, its
+    run-seconds and, with the code `before`, theirs and the verdict it read) of one case."""
+    sweep, wall = _ran(case, folder / "now")
+    now = matrix.run_seconds(sweep)
+    cost = f"{now:.0f} s"
+    if before is not None:
+        earlier, _ = _ran(case, folder / "before", before)
+        old, was = matrix.run_seconds(earlier), recovery_file.read(earlier)["verdict"]
+        cost += f" ({now / old - 1:+.0%} against {old:.0f} s before, which read {was or 'no verdict'})"
+    return recovery_file.read(sweep), wall, len(sweep_file.read(sweep)["jobs"]), against_b(sweep), cost
+
+
+def _ran(case: Case, folder: Path, code: Path | None = None) -> tuple[Path, float]:
+    """(the case's sweep run in `folder`, on the code at `code` where given; the command's wall seconds)."""
+    folder.mkdir(parents=True, exist_ok=True)
     if f"model._target_={USER_MODEL}" in case.overrides:  # their module, in the folder the command runs in
-        folder.mkdir(parents=True, exist_ok=True)
         shutil.copy(Path(__file__).with_name("user_models.py"), folder)
-    sweep, wall = matrix.run_study("recover", case.name, case.overrides, folder)
-    return recovery_file.read(sweep), wall, len(sweep_file.read(sweep)["jobs"]), against_b(sweep)
+    return matrix.run_study("recover", case.name, case.overrides, folder, code)
 
 
 def against_b(sweep: Path) -> str:
@@ -133,7 +145,7 @@ def _budget(found: dict) -> str:
             (f" ({', '.join(tried)})" if tried else ""))
 
 
-def row(case: Case, found: dict, wall: float, runs: int, versus: str = "–") -> str:
+def row(case: Case, found: dict, wall: float, runs: int, versus: str = "–", cost: str = "–") -> str:
     recipe = ", ".join(f"`{k}={v}`" for k, v in (found.get("recipe") or {}).items() if v is not None) or "–"
     trials = found.get("trials") or []
     number = found.get("recipe_trial")
@@ -149,17 +161,19 @@ def row(case: Case, found: dict, wall: float, runs: int, versus: str = "–") ->
     gap = found.get("gap") or {}
     return (f"| {case.name}:<br>{command} | {_interval(found['drop'])} | {trial} | "
             f"{_interval(gap)} | {_interval(found.get('recovered'), percent=True)} | {versus} | {verdict} | "
-            f"{_budget(found)} | {runs} | {wall / 60:.1f} min |")
+            f"{_budget(found)} | {runs} | {cost} | {wall / 60:.1f} min |")
 
 
 HEADER = ("| case: `+study=recover` with | drop v(b) − v(B), 95% interval | the recipe at B | v(b) − v(recipe) | share "
-          "of the drop recovered | v(B) − v(b): each rule; the search's best | verdict | budget | runs | wall time |\n"
-          "| --- | --- | --- | --- | --- | --- | --- | --- | ---: | ---: |")
+          "of the drop recovered | v(B) − v(b): each rule; the search's best | verdict | budget | runs | run-seconds "
+          "(the runs' set-up to end, summed) | wall time |\n"
+          "| --- | --- | --- | --- | --- | --- | --- | --- | ---: | ---: | ---: |")
 
 
 def main(argv: list[str] | None = None) -> int:
     return matrix.main(argv, __doc__.splitlines()[0], CASES, SMOKE,
-                       lambda case, folder: row(case, *run_case(case, folder)), HEADER, "recover-matrix")
+                       lambda case, folder, before: row(case, *run_case(case, folder, before)), HEADER,
+                       "recover-matrix", before=True)
 
 
 if __name__ == "__main__":

@@ -177,7 +177,7 @@ def test_recover_matrix_row_gives_the_verdict_and_the_budget_line_from_recovery_
     assert recover_matrix.row(case, found, wall=90.0, runs=34) == (
         "| 3. batch 8 vs 512:<br>`batch_size=8,512` `epochs=5` | +0.553 [+0.479, +0.627] | trial 4: `lr_factor=31.55` "
         "| +0.340 [+0.240, +0.440] | 39% [15%, 59%] | – | partly | b's tune_acc reached at 4x the epochs (20), 0.61x "
-        "b's wall time | 34 | 1.5 min |")
+        "b's wall time | 34 | – | 1.5 min |")
     found["trials"] = [{"rule": None}] * 4 + [{"rule": "linear"}]
     assert "| trial 4 (the linear rule): `lr_factor=31.55` | " in recover_matrix.row(
         case, found, 90.0, 34, "linear -0.002, sqrt -0.040; search +0.001 (guided trial 20)")
@@ -192,6 +192,8 @@ def test_recover_matrix_row_gives_the_verdict_and_the_budget_line_from_recovery_
                                                                                                           90.0, 34)
     found.update(verdict=None, recipe_trial=None, recipe=None, gap=None, recovered=None)
     assert "| – | – | – | – | no verdict | no verdict |" in recover_matrix.row(case, found, 90.0, 34)
+    assert recover_matrix.row(case, found, 90.0, 34, cost="79 s (-36% against 124 s before, which read recovered)") \
+        .endswith("| 34 | 79 s (-36% against 124 s before, which read recovered) | 1.5 min |")
 
 
 def _share_sweep(seeds, k, round_, span, wall, busy, exit_code=0, completed=None, runs=4, fit=2.0, speed=100.0,
