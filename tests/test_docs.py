@@ -48,7 +48,7 @@ def test_every_generated_block_names_its_command_machine_and_date():
     expected = {"main-job-headline", "studies-table", "main-job", "findings", "seed-case", "backend-speed",
                 "backend-agreement", "performance", "performance-with-probes", "sweep-performance", "probe-cost",
                 "probe-accuracy", "precise-bn-cost", "data-checks-cost", "diagnose-matrix",
-                "plan-cost", "report-cost", "gpu-share"}
+                "plan-cost", "report-cost", "gpu-share", "study-cost"}
     assert expected <= set(found)
     for name, (path, text) in found.items():
         first, _, body = text.partition("\n")

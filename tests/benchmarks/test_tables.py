@@ -3,6 +3,7 @@ is a pure function of its numbers): medians, not means, ratios of the medians, a
 blocks hold. The numbers are chosen so that a mean or a ratio of the wrong pair reads differently. One real smoke
 round of a script stays in tests/e2e/test_benchmarks.py, and every script's options still parse."""
 import importlib
+import json
 import re
 
 import pytest
@@ -27,7 +28,7 @@ from benchmarks import (
 SCRIPTS = ["bench_backends", "bench_data_checks", "bench_floor", "bench_gpu_share", "bench_plan", "bench_precise_bn",
            "bench_probes", "bench_ramp", "bench_recipes", "smith",
            "bench_report",
-           "bench_speed", "bench_sweep", "bench_tracking", "diagnose_matrix", "recover_matrix"]
+           "bench_speed", "bench_sweep", "bench_tracking", "diagnose_matrix", "recover_matrix", "study_cost"]
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
@@ -162,6 +163,21 @@ def test_recipes_table_gives_each_recipes_interval_and_its_time_over_constant_ad
     text = bench_recipes.table(list(found.values()))
     assert text.splitlines()[0].startswith("| `optimizer` | `lr_schedule` | batch 8: val_acc [95% CI]")
     assert "| `lamb` | `cosine` | 0.930 [" in text and "1.18x the time | 0.920 [" in text
+
+
+def test_study_cost_sums_run_seconds_by_round_and_gives_choose_in_its_own_baseline_runs(tmp_path):
+    from benchmarks import study_cost
+
+    sweep = tmp_path / "sweep"
+    for job, (round_, seconds) in enumerate([(1, 5.0), (1, 7.0), (2, 3.0), (3, 2.5), (3, 2.5)]):
+        (sweep / str(job)).mkdir(parents=True)
+        (sweep / str(job) / "run.json").write_text(json.dumps({"run_seconds": seconds}))
+    (sweep / "sweep.json").write_text(json.dumps({"jobs": [{"job": str(j), "round": r} for j, r in
+                                                           enumerate([1, 1, 2, 3, 3])]}))
+    found = study_cost.cost(sweep)
+    assert found == {"runs": 5, "seconds": 20.0, "rounds": {1: 12.0, 2: 3.0, 3: 5.0}, "baseline": 6.0}
+    assert study_cost.row("choose", "this tree", [found, {**found, "seconds": 30.0}], ["batch 128, linear"]) == (
+        "| `+study=choose` | this tree | 5 | 25 s (20, 30) | 12 + 3 + 5 | 4.2x (6.00 s a run) | batch 128, linear |")
 
 
 def test_recover_matrix_row_gives_the_verdict_and_the_budget_line_from_recovery_json():

@@ -1,0 +1,117 @@
+"""What a study costs in trainings: the run-seconds (run.json's `run_seconds`, set-up to end, summed over its runs) of
+`+study=choose` and `+study=recover` on MNIST-1D, by round, on this tree's code and on the code of a git revision
+before it (a worktree first on the path: benchmarks.matrix), each command run alone, the two codes in turn.
+
+    python -m benchmarks.study_cost --before REV                 # the table, each command twice on each code
+    python -m benchmarks.study_cost --before REV --update-docs   # also rewrite docs/studies.md's block
+    python -m benchmarks.study_cost --smoke                      # tiny commands on this code, to check the script
+
+choose's cost is also given in its own baseline runs (round 1: batch b as the command sets it, on every seed): the
+median run-seconds over the mean of those runs. Each row says what the command answered, so that a cost is read
+beside the same answer. Nothing is asserted: the table says what it finds.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from benchmarks import doc_blocks, matrix
+
+COMMANDS = {
+    "choose": ("batch_size=8,32,128,512",),
+    "recover": ("batch_size=8,128", "epochs=5"),
+}
+SMOKE = {
+    "choose": ("batch_size=16,64", "dataset.num_samples=600", "epochs=2", "seed=0,1", "choose.lr_grid=[]"),
+    "recover": ("batch_size=16,64", "dataset.num_samples=600", "epochs=1", "seed=0,1", "recover.trials=2",
+                "recover.confirm=1", "recover.guided=2"),
+}
+
+
+def cost(sweep: Path) -> dict:
+    """{runs, seconds, rounds {round: seconds}, baseline: the mean run-seconds of round 1's runs} of a sweep."""
+    plan = json.loads((sweep / "sweep.json").read_text())
+    rounds = {str(job["job"]): job.get("round", 1) for job in plan["jobs"]}
+    by_round: dict[int, float] = {}
+    first = []
+    for path in sweep.glob("*/run.json"):
+        seconds = json.loads(path.read_text()).get("run_seconds") or 0.0
+        number = rounds.get(path.parent.name, 1)
+        by_round[number] = by_round.get(number, 0.0) + seconds
+        if number == 1:
+            first.append(seconds)
+    return {"runs": len(list(sweep.glob("*/run.json"))), "seconds": sum(by_round.values()),
+            "rounds": dict(sorted(by_round.items())), "baseline": statistics.mean(first) if first else None}
+
+
+def answer(study: str, sweep: Path) -> str:
+    """What the command found, in a few words: choose's answer, recover's verdict and recipe trial."""
+    if study == "choose":
+        found = json.loads((sweep / "choice.json").read_text())
+        a = found.get("answer")
+        return "no answer" if a is None else f"batch {a['batch']}, {a['candidate']}"
+    found = json.loads((sweep / "recovery.json").read_text())
+    return f"{found.get('verdict') or 'no verdict'}, trial {found.get('recipe_trial')}"
+
+
+def row(study: str, code: str, measured: list[dict], answers: list[str]) -> str:
+    seconds = [m["seconds"] for m in measured]
+    median = statistics.median(seconds)
+    rounds = " + ".join(f"{statistics.median(m['rounds'].get(r, 0.0) for m in measured):.0f}"
+                        for r in sorted({r for m in measured for r in m["rounds"]}))
+    base = statistics.median(m["baseline"] for m in measured) if study == "choose" else None
+    times = "–" if base is None else f"{median / base:.1f}x ({base:.2f} s a run)"
+    return (f"| `+study={study}` | {code} | {measured[0]['runs']} | {median:.0f} s "
+            f"({', '.join(f'{s:.0f}' for s in seconds)}) | {rounds} | {times} | {'; '.join(sorted(set(answers)))} |")
+
+
+HEADER = ("| command | code | runs | run-seconds: median (each run) | by round (medians) | choose: x its baseline runs "
+          "(their mean) | what it answered |\n| --- | --- | ---: | ---: | --- | ---: | --- |")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", metavar="REV", help="also run each command on git revision REV's code")
+    parser.add_argument("--repeats", type=int, default=2, help="each command this many times on each code")
+    parser.add_argument("--smoke", action="store_true", help="tiny commands on this code, to check the script")
+    parser.add_argument("--update-docs", dest="update_docs", action="store_true",
+                        help="rewrite its generated block in docs/studies.md")
+    args = parser.parse_args(argv)
+    commands = SMOKE if args.smoke else COMMANDS
+    repeats = 1 if args.smoke else args.repeats
+    with tempfile.TemporaryDirectory() as tmp:
+        codes = [("this tree", None)]
+        if args.before and not args.smoke:
+            codes.insert(0, (f"before ({args.before})", matrix.worktree(args.before, Path(tmp) / "before")))
+        found: dict[tuple[str, str], tuple[list[dict], list[str]]] = {}
+        for repeat in range(repeats):
+            for study, overrides in commands.items():
+                for label, code in codes:
+                    folder = Path(tmp) / f"{study}-{label.split()[0]}-{repeat}"
+                    folder.mkdir()
+                    sweep, _ = matrix.run_study(study, study, overrides, folder, code)
+                    measured, answers = found.setdefault((study, label), ([], []))
+                    measured.append(cost(sweep))
+                    answers.append(answer(study, sweep))
+                    print(f"{study} {label} #{repeat}: {measured[-1]['seconds']:.0f} s, {answers[-1]}",
+                          file=sys.stderr, flush=True)
+        for label, code in codes:
+            if code is not None:
+                subprocess.run(["git", "worktree", "remove", "--force", str(code)], check=True)
+    lines = [row(study, label, *found[(study, label)]) for study in commands for label, _ in codes]
+    table = (f"{HEADER}\n" + "\n".join(lines) + "\n\nThe commands: " + "; ".join(
+        f"`python -m harness +study={study} {' '.join(overrides)} -m`" for study, overrides in commands.items())
+        + f". Each command alone, the two codes in turn, on {doc_blocks.machine()} with nothing else running.")
+    print(table)
+    if args.update_docs and not args.smoke:
+        doc_blocks.replace_section("study-cost", table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
