@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.studies.recover import settings
 from harness.studies.recover.words import recipe_words, rule_words
 
 
@@ -58,6 +59,9 @@ def notes(r, plan: dict[str, Any]) -> list[str]:
                          f"trial {r.small_recipe} ({recipe_words(small.recipe, small.peak_lr)}), is what batch "
                          f"{big}'s is compared with, on validation and in the budget; the drop above is between the "
                          "two as they are.")
+        if not settings.recorded(plan).probes:
+            notes.append("The trials' runs left the probes out (recover.probes=false): the sharpness, noise and "
+                         f"distance the report reads are those of batch {b} and batch {big} as they are.")
     if r.drop is not None and r.drop.value is not None:
         d = r.drop
         interval = ("" if d.low is None else " (identical at every seed)" if d.identical

@@ -42,6 +42,7 @@ def test_an_undecided_verdict_adds_only_b_big_and_the_recipe_on_new_seeds_and_re
     wanted = v.seeds_needed - 3
     assert found.more_seeds == f"python -m harness.resume {sweep} --add-seeds {wanted}"
     assert any(found.more_seeds in note and "the search does not run again" in note for note in found.notes)
+    assert any("left the probes out (recover.probes=false)" in note for note in found.notes)
     done = 3
     while later := next_round(sweep, done):  # the budget's rounds, where asked
         done = later[0].round
