@@ -60,7 +60,9 @@ class HarnessSweeper(Sweeper):
         log.info(f"Sweep {sweep_dir}: {len(jobs)} jobs, as planned")
         try:
             while jobs:
-                returns.append(self.launcher.launch([job.overrides for job in jobs], initial_job_idx=jobs[0].num))
+                for numbered in _consecutive(jobs):  # a launch numbers its jobs from its first: one per stretch
+                    returns.append(self.launcher.launch([job.overrides for job in numbered],
+                                                        initial_job_idx=numbered[0].num))
                 jobs = rounds.plan_next(sweep_dir, round_, self._compose)
                 if jobs:
                     round_ = jobs[0].round
@@ -80,3 +82,15 @@ class HarnessSweeper(Sweeper):
         with open_dict(config):
             config.hydra.job.id = config.hydra.job.num = 0
         return to_run_config(config)
+
+
+def _consecutive(jobs: list) -> list[list]:
+    """The jobs in stretches of consecutive numbers: seeds added to a study's sweep (harness.resume --add-seeds) are
+    round 1's too, numbered after its later rounds."""
+    stretches: list[list] = []
+    for job in jobs:
+        if stretches and job.num == stretches[-1][-1].num + 1:
+            stretches[-1].append(job)
+        else:
+            stretches.append([job])
+    return stretches

@@ -86,3 +86,14 @@ def test_the_main_job_at_two_seeds_gets_a_third_in_the_same_folder_and_one_repor
     assert {n: (sweep / str(n) / "run.json").stat().st_mtime_ns for n in range(8)} == finished  # left alone
     report = (tmp_path / proc.stdout.strip().splitlines()[-1]).read_text()
     assert "12 run(s): 12 completed" in report and "Seed 2 was added to this sweep after a look" in report
+
+
+def test_the_sweeper_launches_a_study_s_added_jobs_apart_from_round_one_numbered_as_planned():
+    """A launch numbers its jobs from its first: round 1 (jobs 0-25) and the seeds added after a study's later
+    rounds (jobs 60-62) are two launches, or the added jobs would take the numbers (and the finished folders) of
+    round 2's first runs and never run (a real recover sweep's resume did so, once)."""
+    from hydra_plugins.harness_sweeper.sweeper import _consecutive
+
+    jobs = [sweep_file.PlannedJob(job=str(n), overrides=[], config="c") for n in [*range(26), 60, 61, 62]]
+    assert [[job.num for job in stretch] for stretch in _consecutive(jobs)] == [list(range(26)), [60, 61, 62]]
+    assert _consecutive([]) == []

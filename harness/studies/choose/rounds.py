@@ -49,7 +49,9 @@ def next_jobs(record: dict[str, Any], found: choice.Choice, round_: int) -> list
     planned = stages(record)
     if round_ > len(planned) or found.target is None:
         return None
-    stage, seeds, b = planned[round_ - 1], found.seeds, record["small_batch"]
+    # the command's own seeds: those added later (--add-seeds) run their own jobs and change no round
+    stage, seeds, b = planned[round_ - 1], [int(seed) for seed in record["seeds"]], record["small_batch"]
+    judging = seeds[1:] or seeds[:1]
     settings = recorded(record)
     if stage == "candidates":
         picked = [(size, c["name"], _capped(found, b, size, c["name"], c["recipe"]), seeds[:1])
@@ -66,17 +68,17 @@ def next_jobs(record: dict[str, Any], found: choice.Choice, round_: int) -> list
                 race = race_limit(found, leader, settings.race_margin)
                 picked.append((size, name, _capped(found, b, size, name, recipe, race), seeds[:1]))
     elif stage == "confirm":  # each batch size's best on the seeds that judge, and b as it is (the speed-up's base)
-        picked = [(size, name, _capped(found, b, size, name, recipe), judging)
-                  for size, name, recipe, judging in _bests(found, b, seeds[1:])]
+        picked = [(size, name, _capped(found, b, size, name, recipe), on)
+                  for size, name, recipe, on in _bests(found, b, seeds[1:])]
     elif stage == "time":  # each of them as printed, alone, on seeds that judge: its seconds on this machine
         picked = [(size, name, {**recipe, **COMMAND_SHAPE, **_timed_limit(found, settings.time_epochs, name)}, timed)
-                  for size, name, recipe, timed in _bests(found, b, timing_seeds(found))]
+                  for size, name, recipe, timed in _bests(found, b, timing_seeds(judging))]
         return Round(choice_plan.target_jobs(record, point_jobs(record), found.target, picked, TIME), alone=True)
     else:  # check: the answer and b as it is, as printed, alone, on a seed not timed: measured against predicted
         answer = found.answer
         if answer is None:
             return None
-        seed = check_seeds(found)
+        seed = check_seeds(judging)
         picked = [(answer.size, answer.name, {**answer.recipe, **COMMAND_SHAPE}, seed)] + (
             [] if answer.size == b and answer.name == AS_IS else [(b, AS_IS, dict(COMMAND_SHAPE), seed)])
         return Round(choice_plan.target_jobs(record, point_jobs(record), found.target, picked, CHECK),
@@ -109,15 +111,15 @@ def _timed_limit(found: choice.Choice, epochs: int | None, name: str) -> dict[st
     return {"target_max_samples": epochs * found.train_size}
 
 
-def timing_seeds(found: choice.Choice) -> list[int]:
-    """The seeds the timing round runs each best on: the first TIMED_RUNS that judge."""
-    return found.judging[:TIMED_RUNS]
+def timing_seeds(judging: list[int]) -> list[int]:
+    """The seeds the timing round runs each best on: the first TIMED_RUNS of the command's that judge."""
+    return judging[:TIMED_RUNS]
 
 
-def check_seeds(found: choice.Choice) -> list[int]:
-    """The seed the check runs on: the first that judges and was not timed (with too few seeds, the last that
-    judges)."""
-    return [seed for seed in found.judging if seed not in timing_seeds(found)][:1] or found.judging[-1:]
+def check_seeds(judging: list[int]) -> list[int]:
+    """The seed the check runs on: the first of the command's that judges and was not timed (with too few seeds,
+    the last that judges)."""
+    return [seed for seed in judging if seed not in timing_seeds(judging)][:1] or judging[-1:]
 
 
 def _bests(found: choice.Choice, b: int, seeds: list[int]) -> list[tuple[int, str, dict[str, Any], list[int]]]:

@@ -82,6 +82,8 @@ class Recovery:
     more_seeds: str | None = None                # undecided: the command that runs the study on the seeds it needs
     judged: list[int] = field(default_factory=list)  # the seeds the verdict pairs: fresh ones (recover.judge), never
     # one that chose the recipe, and those added later (--add-seeds); an older sweep's, the seeds that chose
+    planned_verdict: Verdict | None = None       # the verdict on the seeds the study judged on, none added: what
+    # plans the budget, so that a resume after seeds were added plans the study's rounds as before
 
     @property
     def small_arm(self) -> str | None:
@@ -200,6 +202,8 @@ def _judge(sweep: Sweep, found: Recovery, df: pd.DataFrame, chosen: pd.DataFrame
     """The verdict on the judging seeds, the seeds that would decide an undecided one, and the budget so far."""
     b = found.small_batch
     found.verdict = _verdict(found, _val_finals(df), plan, found.judged)
+    fresh = settings.judging_seeds(plan) if judging_rounds(plan) else found.judged
+    found.planned_verdict = found.verdict if fresh == found.judged else _verdict(found, _val_finals(df), plan, fresh)
     if found.verdict is not None and found.verdict.kind == recovery_verdict.UNDECIDED:
         found.more_seeds = commands.add_seeds(sweep.folder, len(found.judged), found.verdict.seeds_needed) \
             if judging_rounds(plan) else commands.more_seeds(sweep, plan["seeds"], found.verdict.seeds_needed)

@@ -60,7 +60,7 @@ def next_jobs(content: dict[str, Any], reading: recovery.Recovery, round_: int,
         small = None if reading.small_recipe is None else (
             reading.small_recipe, reading.small_trials[reading.small_recipe].recipe)
         return recover.judge_jobs(record, jobs, reading.recipe, reading.trials[reading.recipe].recipe, small)
-    verdict = reading.verdict
+    verdict = reading.planned_verdict  # on the seeds the study judged on: seeds added later change no round
     if verdict is None or (verdict.kind == RECOVERED and verdict.shown) or not settings.recorded(record).budget:
         return None
     lengths = recover.budget_lengths(record)

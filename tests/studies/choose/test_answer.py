@@ -205,7 +205,9 @@ def test_seeds_added_run_b_as_it_is_and_each_finalist_against_the_same_target_an
     """python -m harness.resume SWEEP --add-seeds 1 on a finished choice: b as it is and every batch size's best run
     on the new seed as the confirmation ran them (stopped at the target already set, never timed again); the answer's
     times and speed-up then read the seeds that judged and the new one, the timing's rates unchanged."""
-    from tests.helpers.sweeps import add_seeds
+    import dataclasses
+
+    from tests.helpers.sweeps import _command_plan, add_seeds
 
     sweep = _sweep(tmp_path)
     before = choice.choose(sweep_files.read(sweep))
@@ -220,3 +222,10 @@ def test_seeds_added_run_b_as_it_is_and_each_finalist_against_the_same_target_an
     assert found.rates == before.rates  # the timing is not run again: every seed's time is read off its line
     assert [len(t.times) for t in found.answer.timed] == [4, 4, 4] and found.answer.speedup.interval.n == 4
     assert found.answer.size == before.answer.size == 32
+    # the resume that runs them plans the study's rounds again from the same files: none changes
+    planned = json.loads((sweep / "sweep.json").read_text())["jobs"]
+    dataclasses.replace(_command_plan(COMMAND), output_dir=sweep).write()
+    done = 1
+    while later := next_round(sweep, done):
+        done = later[0].round
+    assert json.loads((sweep / "sweep.json").read_text())["jobs"] == planned

@@ -1,6 +1,7 @@
 """+study=recover's added seeds: an undecided verdict prints `python -m harness.resume SWEEP --add-seeds N`, which
 runs only b, B as it is and the recipe on the new seeds, in the same folder; the verdict then reads every judging
 seed, and the study's own rounds stay as they were."""
+import dataclasses
 import json
 
 import pandas as pd
@@ -8,7 +9,7 @@ import pytest
 
 from harness.assess import sweep as sweep_files
 from harness.studies.recover import reading as recovery
-from tests.helpers.sweeps import add_seeds, next_round, study_sweep
+from tests.helpers.sweeps import _command_plan, add_seeds, next_round, study_sweep
 
 COMMAND = ("+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=4", "seed=0,1", "recover.rules=[]",
            "recover.guided=0")
@@ -30,7 +31,8 @@ def _set_val(sweep, jobs, values: dict[str, list[float]]) -> None:
 @pytest.mark.parametrize("budget", [False, True])
 def test_an_undecided_verdict_adds_only_b_big_and_the_recipe_on_new_seeds_and_reads_them_all(tmp_path, budget):
     """With the budget (which runs while the verdict is undecided) too: the seeds are added to a study that has
-    planned all its rounds, and a resume, which plans from the same files, changes none of them."""
+    planned all its rounds, and the resume, which plans its rounds again from the same files, changes none of them:
+    the budget is planned from the verdict on the seeds the study judged on (a real resume dropped it, once)."""
     sweep = study_sweep(tmp_path / "s", *COMMAND, f"recover.budget={str(budget).lower()}")
     next_round(sweep, 1)
     judging = next_round(sweep, 2)  # the recipe judged on seeds 2, 3, 4
@@ -61,8 +63,12 @@ def test_an_undecided_verdict_adds_only_b_big_and_the_recipe_on_new_seeds_and_re
     found = recovery.recover(sweep_files.read(sweep))
     assert found.judged == [2, 3, 4, *new] and found.verdict.gap.n == 3 + wanted
     assert found.verdict.kind == "recovered" and found.verdict.shown  # read over all seeds
-    # a resume plans the study's rounds from the same files as before: the added jobs kept, no round changed
+    assert found.planned_verdict.kind == "undecided" and found.planned_verdict.gap.n == 3  # what plans the budget
+    # the resume --add-seeds runs: the command again, whose sweep.json plans the study's rounds anew from the same
+    # files (the budget's too, which the added seeds' verdict would not run): the added jobs kept, no round changed
     before = json.loads((sweep / "sweep.json").read_text())["jobs"]
+    dataclasses.replace(_command_plan((*COMMAND, f"recover.budget={str(budget).lower()}")), output_dir=sweep).write()
+    assert json.loads((sweep / "sweep.json").read_text())["more_rounds"] is True
     for after in range(1, done + 1):
         next_round(sweep, after)
     assert json.loads((sweep / "sweep.json").read_text())["jobs"] == before
