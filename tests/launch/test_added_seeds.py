@@ -97,3 +97,32 @@ def test_the_sweeper_launches_a_study_s_added_jobs_apart_from_round_one_numbered
     jobs = [sweep_file.PlannedJob(job=str(n), overrides=[], config="c") for n in [*range(26), 60, 61, 62]]
     assert [[job.num for job in stretch] for stretch in _consecutive(jobs)] == [list(range(26)), [60, 61, 62]]
     assert _consecutive([]) == []
+
+
+@pytest.mark.slow
+def test_a_recover_sweep_gets_b_big_and_the_recipe_on_the_seed_added_and_its_rounds_stay(tmp_path):
+    """A tiny +study=recover, then --add-seeds 1 as its undecided verdict would print it: the three runs its verdict
+    pairs run on the new seed, numbered after the study's later rounds, in the same folder; no other run runs again,
+    the plan's rounds are as they were, and the verdict reads the new seed beside those that judged."""
+    sweep = tmp_path / "sweep"
+    study = ["+study=recover", "batch_size=16,64", "seed=0,1", "dataset.num_samples=600", "epochs=1", "probes=false",
+             "recover.trials=2", "recover.guided=0", "recover.confirm=1", "recover.budget=false"]
+    first = run_harness(*study, f"hydra.sweep.dir={sweep}", "-m", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    before = json.loads((sweep / "sweep.json").read_text())["jobs"]
+    finished = {job["job"]: (sweep / job["job"] / "run.json").stat().st_mtime_ns for job in before}
+    proc = subprocess.run([sys.executable, "-m", "harness.resume", str(sweep), "--add-seeds", "1"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    plan = json.loads((sweep / "sweep.json").read_text())
+    added = [job for job in plan["jobs"] if job.get("added")]
+    assert [job for job in plan["jobs"] if not job.get("added")] == before  # every round as planned
+    assert [int(job["job"]) for job in added] == list(range(len(before), len(before) + 3))
+    judged = json.loads((sweep / "recovery.json").read_text())
+    recipe = f"trial_{judged['recipe_trial']}"
+    assert [job["arm"] for job in added] == ["as_is", "as_is", recipe]
+    for job in added:
+        record = json.loads((sweep / job["job"] / "run.json").read_text())
+        assert record["status"] == "completed" and record["config"]["seed"] == 5  # after the judging seeds 2-4
+    assert {job["job"]: (sweep / job["job"] / "run.json").stat().st_mtime_ns for job in before} == finished
+    assert judged["judged"] == [2, 3, 4, 5]
