@@ -123,7 +123,7 @@ def _read(small, large, recipe, **fields):
     r = recovery.Recovery(8, 256, 3, list(range(len(small))), estimate(np.subtract(small, large)), {"b": 0.1, "B": 0.1},
                           [trial], 0, None, "", rounds=2, recipe=0, verdict=judge(small, large, recipe, 0.01),
                           budget_asked=False, chance=0.1, **fields)
-    r.headline = headline(r)
+    r.headline, r.planned_verdict = headline(r), r.verdict  # no seed added: the verdict plans the budget too
     return r
 
 
