@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.studies.recover import settings
-from harness.studies.recover.words import recipe_words, rule_words
+from harness.studies.recover.words import recipe_words
 
 
 def seeds_note(r) -> str:
