@@ -19,10 +19,10 @@ from harness.config import ramp
 from harness.store import layout, probes_file, sweep_file, target_file
 from harness.store.files import DamagedFile
 
-ENDED = ("completed", "diverged", "failed")  # a run that will not run again in this command
+ENDED = ("completed", "diverged", "failed", "paused")  # a run that will not run again in this command
 from harness.store.layout import METRICS_FILE, RUN_FILE
 from harness.store.metrics_cache import read_sweep_metrics
-from harness.store.run_files import FINISHED, config_columns, config_hash, inspect_run, record_config
+from harness.store.run_files import DONE, config_columns, config_hash, inspect_run, record_config
 
 BATCH = "global_batch_size"  # the batch axis of every reading: all replicas together
 DAMAGED = "damaged"  # a run whose run.json or metrics.parquet cannot be read: listed with the reason, run again
@@ -252,10 +252,10 @@ def unfinished_runs(sweep_dir: Path) -> list[str]:
 
 
 def runs_left(sweep_dir: Path) -> list[str]:
-    """Runs a resume of the sweep runs (again): every run not completed or diverged (failed, interrupted, still
-    marked running, damaged) and every planned job not started."""
+    """Runs a resume of the sweep runs (again): every run not completed, diverged or paused (failed, interrupted,
+    still marked running, damaged) and every planned job not started."""
     records = read_records(sweep_dir)
-    left = [r.get("run_id", r["job"]) for r in records if r.get("status") not in FINISHED]
+    left = [r.get("run_id", r["job"]) for r in records if r.get("status") not in DONE]
     return left + [f"{Path(sweep_dir).name}/{job} (not started)" for job in not_started_jobs(sweep_dir, records)] \
         + _rounds_left(sweep_dir)
 

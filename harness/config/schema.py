@@ -53,6 +53,8 @@ class TrainConfig:
     # few steps: steps to the target finely resolved) or epoch (at each epoch's end, a whole epoch a call: a user's run)
     target_max_samples: int | None = None  # with target_tune_acc: stop at this many training samples without it (a
     # study's race or cap: target.json's stopped_short); None: at `epochs`
+    pause_epoch: int | None = None  # stop after this epoch, the schedule still planned over `epochs`, and keep the
+    # checkpoint (status `paused`): a study's rung, continued by a later job (not part of the run's identity)
     momentum: float | None = None  # the first-moment coefficient; None: the optimizer's own (MOMENTUM_KEYWORD)
     nesterov: bool = False        # Nesterov momentum, for SGD
     weight_decay: float | None = None  # Keras's decoupled decay (lr x wd a step); None: the optimizer's own
@@ -102,10 +104,12 @@ class RunConfig:
         return {**flat, **self.data.flat(), **self.model.flat()}
 
     def identity(self) -> dict[str, Any]:
-        """flat() less the recipe's keys (and target_check, batch_schedule) at their defaults: what run.json's config
-        records and a resume compares, so a run made before such a key existed is the same run."""
+        """flat() less the recipe's keys (and target_check, batch_schedule) at their defaults, and less pause_epoch:
+        what run.json's config records and a resume compares, so a run made before such a key existed is the same
+        run, and a paused run and the job that continues it are one run."""
         defaults = UNRECORDED_AT_DEFAULT
-        return {k: v for k, v in self.flat().items() if k not in defaults or v != defaults[k]}
+        return {k: v for k, v in self.flat().items()
+                if k not in NOT_IDENTITY and (k not in defaults or v != defaults[k])}
 
 
 TOP_KEYS = {
@@ -113,8 +117,9 @@ TOP_KEYS = {
     "epochs", "lr", "optimizer", "seed", "dataset", "model", "steps_per_execution", "train_fraction",
     "preprocess_mismatch", "budget", "budget_steps", "lr_scaling", "base_batch_size", "warmup_epochs",
     "target_train_loss", "probes", "probe_samples", "lr_factor", "tune_fraction", "target_tune_acc", "target_check",
-    "target_max_samples", "backend", "batch_schedule", *recipe.RECIPE_DEFAULTS,
+    "target_max_samples", "pause_epoch", "backend", "batch_schedule", *recipe.RECIPE_DEFAULTS,
 }
+NOT_IDENTITY = ("pause_epoch",)  # where a run stops, not what it is: never in run.json's config nor a row's columns
 TARGET_CHECKS = ("steps", "epoch")
 UNRECORDED_AT_DEFAULT = {**recipe.RECIPE_DEFAULTS, "target_check": "steps", "batch_schedule": None,
                          "target_max_samples": None}
@@ -185,6 +190,12 @@ def _study_keys(cfg: dict) -> dict[str, Any]:
         if tune_target is None:
             raise ConfigError("target_max_samples", most, "null unless target_tune_acc is set (where a run that has "
                               "not reached that target stops)")
+    pause = cfg.get("pause_epoch")
+    if pause is not None:
+        pause = int_value(cfg, "pause_epoch", low=1)
+        if budget != "epochs" or pause >= int_value(cfg, "epochs", low=1):
+            raise ConfigError("pause_epoch", pause, "null, or an epoch before `epochs` with budget=epochs (where the "
+                              "run stops, its checkpoint kept, to be continued)")
     return {
         "train_fraction": fraction,
         "preprocess_mismatch": choice(cfg, "preprocess_mismatch", PREPROCESS_MISMATCHES),
@@ -199,6 +210,7 @@ def _study_keys(cfg: dict) -> dict[str, Any]:
         "target_tune_acc": None if tune_target is None else float(tune_target),
         "target_check": check,
         "target_max_samples": most,
+        "pause_epoch": pause,
     }
 
 

@@ -71,6 +71,8 @@ def expected_work(run_cfg: RunConfig) -> tuple[int, int | None]:
         plan = plan_batches(train.batch_size, train.per_replica_batch, max(run_cfg.device.gpus, 1), size,
                             backend=run_cfg.device.backend)
         schedule = plan_schedule(plan, train)
+        if train.pause_epoch is not None:  # it stops there
+            return train.pause_epoch, train.pause_epoch * plan.steps_per_epoch
         return schedule.epochs, schedule.total_steps or schedule.epochs * plan.steps_per_epoch
     except ValueError:  # the run itself will report it
         return train.epochs, None

@@ -7,7 +7,8 @@ for the next round until there is none. What a round holds the study decides fro
 Hydra), so the same files plan the same round: a killed command, run again, finishes round r's missing runs and
 plans round r+1 as before, its jobs keeping their numbers (and their finished runs). A round that has no job (round
 2 with one seed) is passed over. A study may ask for a round's jobs to run alone (a Round with `alone`: a time
-measured on the machine), which the launchers honour.
+measured on the machine), which the launchers honour; a job may continue an earlier job's paused run (pause_epoch),
+whose files are copied to its folder here, before any launcher runs it (harness.store.fork).
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from typing import Any, Callable
 
 from harness.config.schema import RunConfig
 from harness.launch.plan import planned_job
-from harness.store import sweep_file
+from harness.store import fork, sweep_file
 from harness.store.sweep_file import PlannedJob
 from harness.studies import registry
 from harness.studies.study import NOT_ENDED, Round
@@ -45,7 +46,11 @@ def plan_next(sweep_dir: Path, done: int, compose: Compose) -> list[PlannedJob]:
             content = _with_round(sweep_dir, content, round_, found, compose)
         sweep_file.write(sweep_dir, content)
         if found and found.jobs:
-            return [PlannedJob(**job) for job in content["jobs"] if job.get("round", 1) == round_]
+            planned = [PlannedJob(**job) for job in content["jobs"] if job.get("round", 1) == round_]
+            for job in planned:  # before any runs: every launcher then resumes it as an interrupted run
+                if job.continues is not None:
+                    fork.fork(sweep_dir / job.continues, sweep_dir / job.job)
+            return planned
     return []
 
 
@@ -60,10 +65,12 @@ def _with_round(sweep_dir: Path, content: dict[str, Any], round_: int, found: Ro
     in place of those, numbered after every job and run folder there is."""
     earlier = [job for job in content["jobs"] if job.get("round", 1) == round_]
     first = sweep_file.next_number(sweep_dir, content)
-    new = [dataclasses.replace(planned_job(first + i, overrides, compose(overrides), round_, arm), alone=found.alone)
-           for i, (overrides, arm) in enumerate(found.jobs)]
-    if [(job.overrides, job.config, job.arm, job.alone) for job in new] == \
-            [(job["overrides"], job["config"], job.get("arm"), job.get("alone", False)) for job in earlier]:
+    new = [dataclasses.replace(planned_job(first + i, overrides, compose(overrides), round_, arm), alone=found.alone,
+                               continues=continues[0] if continues else None)
+           for i, (overrides, arm, *continues) in enumerate(found.jobs)]
+    if [(job.overrides, job.config, job.arm, job.alone, job.continues) for job in new] == \
+            [(job["overrides"], job["config"], job.get("arm"), job.get("alone", False), job.get("continues"))
+             for job in earlier]:
         return {**content, "rounds": max(round_, int(content.get("rounds", 1)))}
     kept = _before(content, round_)
     return {**kept, "jobs": [*kept["jobs"], *(sweep_file.as_record(job) for job in new)], "rounds": round_}

@@ -24,7 +24,7 @@ from harness.store import command_file, files, layout
 from harness.store.layout import INDEX_FILE, LATEST_FILE, RUN_FILE, SWEEP_FILE
 from harness.store.run_files import config_columns, record_config
 
-STATUS_ORDER = ("completed", "diverged", "failed", "interrupted", "running", "damaged", "not started")
+STATUS_ORDER = ("completed", "diverged", "paused", "failed", "interrupted", "running", "damaged", "not started")
 SHOWN_VERDICTS = 3  # a sweep with more facets than this says how many more its report holds
 
 NO_REPORT = "No report yet: python -m harness.report {path}"

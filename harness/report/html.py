@@ -19,7 +19,7 @@ from harness.assess.sweep import read as read_sweep
 from harness.assess.verdicts import Verdict
 from harness.render import figures, index, pages, summary, tables
 from harness.store import command_file, files, layout
-from harness.store.run_files import FINISHED
+from harness.store.run_files import DONE
 from harness.studies import registry
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"  # the page's own: report.html.j2
@@ -115,7 +115,7 @@ def _built(sweep_dir: Path):
     status_counts = per_run["status"].value_counts()
     if not_started:
         status_counts[analysis.NOT_STARTED] = len(not_started)
-    unfinished = [f"{n} {s}" for s, n in status_counts.items() if s not in FINISHED]
+    unfinished = [f"{n} {s}" for s, n in status_counts.items() if s not in DONE]
     notes = [SIMULATED_NOTE] if simulated else []
     notes += [found.not_loaded] if found.not_loaded else []
     if "running" in status_counts:

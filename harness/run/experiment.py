@@ -11,7 +11,7 @@ from typing import Callable, Sequence
 from harness import backend
 from harness.config.ramp import RunPlan, plan_run
 from harness.config.recipe import RECIPE_DEFAULTS
-from harness.config.schema import RunConfig, check_phases
+from harness.config.schema import NOT_IDENTITY, RunConfig, check_phases
 from harness.data import registry as data
 from harness.data.transforms import Arrays
 from harness.models import batch_norm
@@ -22,7 +22,7 @@ from harness.run.tensorboard_log import RunBoard
 from harness.store import layout
 from harness.store.files import remove_partial_writes
 from harness.store.run_files import (
-    FINISHED,
+    DONE,
     MetricsTable,
     RunRecord,
     config_columns,
@@ -57,17 +57,18 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
     diagnosis's first run checks the data: harness.studies.diagnose.hooks).
     `tracking`: also log the run to MLflow as it trains (harness.tracking.live).
 
-    run.json says `running` from the start; its final status (completed, diverged, failed, interrupted) is
+    run.json says `running` from the start; its final status (completed, diverged, failed, interrupted, paused) is
     written however the run ends. Exceptions are re-raised after they are recorded. A folder that already holds
-    this run is resumed: a finished run is left alone, an interrupted or killed one continues from its last
-    checkpointed epoch (`resumed_from_epoch` in run.json).
+    this run is resumed: a finished or paused run is left alone, an interrupted or killed one continues from its
+    last checkpointed epoch (`resumed_from_epoch` in run.json). With pause_epoch the run stops after that epoch,
+    keeping its checkpoint (`paused`, `paused_at_epoch`): harness.store.fork copies it for a job that continues it.
     """
     run_dir = Path(run_dir)
     config = recorded_config(cfg.identity())
     previous, damage = inspect_run(run_dir)
     if previous is not None and previous.get("config") != config:
         raise ValueError(f"{run_dir} holds the files of another run ({' '.join(previous.get('overrides', []))})")
-    if damage is None and previous is not None and previous["status"] in FINISHED:
+    if damage is None and previous is not None and previous["status"] in DONE:
         log.info("run %s already %s: left as it is", run_id, previous["status"])
         return final_val_acc(run_dir)
     remove_partial_writes(run_dir)
@@ -78,15 +79,14 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
     inputs_note = data.input_note(cfg.data)  # the inputs' scale, when it is suspect (harness.data.validity)
     if inputs_note:
         record.update(inputs=inputs_note)
-    board = RunBoard(run_dir, run_id, config_columns(cfg.flat()))  # TensorBoard's view of the same run, in tb/
+    board = RunBoard(run_dir, run_id, _config_columns(cfg))  # TensorBoard's view of the same run, in tb/
     tracker = open_tracker(tracking, run_dir, record)  # MLflow's, with tracking=mlflow
     record.set_environment(pid=os.getpid(), earlier_runs_in_process=len(_runs_in_process), **devices.launcher_share())
     _runs_in_process.append(str(run_dir))
     status, error, timings, loaded_before = "failed", None, {"start": time.time()}, backend.load_seconds()
     try:
         with slurm.preemption(record):
-            result, diverged = _train(_Run(cfg, run_dir, run_id, record, resume_epoch, timings), board, tracker, hooks)
-        status = "diverged" if diverged else "completed"
+            result, status = _train(_Run(cfg, run_dir, run_id, record, resume_epoch, timings), board, tracker, hooks)
         return result
     except (KeyboardInterrupt, SystemExit) as err:  # Ctrl-C, SIGTERM, or submitit's requeue before a time limit
         status, error = "interrupted", err
@@ -115,9 +115,10 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
         tracker.finish()
 
 
-def _train(run: _Run, board: RunBoard, tracker: RunTracker, hooks: Sequence[Callable]) -> tuple[float, bool]:
+def _train(run: _Run, board: RunBoard, tracker: RunTracker, hooks: Sequence[Callable]) -> tuple[float, str]:
     """The run's stages in order: devices, data, the batch plan, the model, what each epoch measures and where its
-    row goes, fit, the end-of-run files. Returns (the final val_acc, whether it diverged)."""
+    row goes, fit, the end-of-run files. Returns (the final val_acc, the status: completed, diverged, or paused at
+    pause_epoch)."""
     placement = devices.place(run.cfg, run.record)  # the backend loads from here on
     from harness.data.decode import decoder
     from harness.run import measures, phases, precise_bn, target, train
@@ -154,12 +155,17 @@ def _train(run: _Run, board: RunBoard, tracker: RunTracker, hooks: Sequence[Call
         phases.fit_phases(model, planned, phase_batches, settings,
                           [c for c in (step_sync, monitor, recorder, divergence, at_loss) if c is not None]
                           + [checkpoint.callback(run.run_dir, model, then=lambda: (tracker.flush(), stop.check()))],
-                          run.resume_epoch)
+                          run.resume_epoch, run.cfg.train.pause_epoch)
     run.record.update(fit_seconds=time.perf_counter() - fit_started,
                       target_reached_at_epoch=None if at_loss is None else at_loss.reached_at)
     run.timings.update(recorder.seconds)
+    final = recorder.rows[-1]["val_acc"] if recorder.rows else float("nan")
+    pause = run.cfg.train.pause_epoch
+    if pause is not None and not model.stop_training and recorder.rows and recorder.rows[-1]["epoch"] == pause:
+        run.record.update(paused_at_epoch=pause)  # its checkpoint stays, and no end-of-run file is written yet
+        return final, "paused"
     _end_of_run(run, model, model_cfg, data_in, decode, placement.replicas, monitor, divergence.diverged)
-    return (recorder.rows[-1]["val_acc"] if recorder.rows else float("nan")), divergence.diverged
+    return final, "diverged" if divergence.diverged else "completed"
 
 
 def _end_of_run(run: _Run, model, model_cfg, data_in: Arrays, decode, replicas: int, monitor, diverged: bool) -> None:
@@ -231,11 +237,17 @@ def _model(run: _Run, placement, data_in: Arrays, planned: RunPlan):
 def _columns(run: _Run, planned: RunPlan, data_in: Arrays) -> dict:
     """What every metrics row of the run holds besides its measurements: its config, plan (its first phase's: each
     phase sets its own) and data's sizes."""
-    columns = {"run_id": run.run_id, **config_columns(run.cfg.flat()), "peak_lr": planned.schedule.peak_lr,
+    columns = {"run_id": run.run_id, **_config_columns(run.cfg), "peak_lr": planned.schedule.peak_lr,
                **planned.first.as_columns(), "num_classes": data_in.num_classes}
     if data_in.y_tune is not None:
         columns["tune_size"] = len(data_in.y_tune)
     return columns
+
+
+def _config_columns(cfg: RunConfig) -> dict:
+    """The run's config as its rows' columns: pause_epoch, where it stops, is no column (a paused run's rows and those
+    of the job that continues it are one run's)."""
+    return config_columns({k: v for k, v in cfg.flat().items() if k not in NOT_IDENTITY})
 
 
 def _sinks(run: _Run, table: MetricsTable, board: RunBoard, tracker: RunTracker):

@@ -53,17 +53,21 @@ class PhaseSettings:
 
 
 def fit_phases(model, planned: RunPlan, phase_batches: Callable, settings: PhaseSettings,
-               callbacks: list, resume_epoch: int) -> None:
-    """Train every phase from the one holding `resume_epoch` on; stop after a phase whose fit was stopped (a target
-    reached, a loss that diverged)."""
+               callbacks: list, resume_epoch: int, pause_epoch: int | None = None) -> None:
+    """Train every phase from the one holding `resume_epoch` on, up to `pause_epoch` where one is given (the
+    schedule still planned over every epoch); stop after a phase whose fit was stopped (a target reached, a loss
+    that diverged)."""
     total_steps = planned.schedule.total_steps  # budget=steps: one phase only (a schedule is refused with it)
+    last = planned.schedule.epochs if pause_epoch is None else min(pause_epoch, planned.schedule.epochs)
     for index in range(planned.phase_of_epoch(min(resume_epoch, planned.schedule.epochs - 1)), len(planned.phases)):
         phase = planned.phases[index]
-        start = max(phase.start_epoch, resume_epoch)
+        start, end = max(phase.start_epoch, resume_epoch), min(phase.end_epoch, last)
+        if start >= end:
+            return
         settings.enter(index)
         if planned.ramp:
-            log.info("phase %d: epochs %d-%d at %s", index + 1, start + 1, phase.end_epoch, phase.plan.describe())
-        train.fit(model, phase_batches(phase.plan, phase.end_epoch, start, total_steps), phase.plan,
-                  phase.end_epoch, callbacks, initial_epoch=start)
+            log.info("phase %d: epochs %d-%d at %s", index + 1, start + 1, end, phase.plan.describe())
+        train.fit(model, phase_batches(phase.plan, end, start, total_steps), phase.plan, end, callbacks,
+                  initial_epoch=start)
         if model.stop_training:
             return

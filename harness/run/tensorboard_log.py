@@ -48,7 +48,7 @@ TAGS = {
 # run.json's status -> the HParams session status. TensorBoard has no "aborted": an interrupted run, which the same
 # command resumes, has no outcome yet (Unknown, as a run killed before it could say).
 SESSION_STATUS = {"completed": "STATUS_SUCCESS", "failed": "STATUS_FAILURE", "diverged": "STATUS_FAILURE",
-                  "interrupted": "STATUS_UNKNOWN"}
+                  "interrupted": "STATUS_UNKNOWN", "paused": "STATUS_UNKNOWN"}
 
 
 def scalars(row: dict[str, Any]) -> dict[str, float]:

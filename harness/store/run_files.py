@@ -24,8 +24,10 @@ import pyarrow.parquet as pq
 from harness.store.files import DamagedFile, atomic_write, read_json, write_json
 from harness.store.layout import METRICS_FILE, RUN_FILE
 
-STATUSES = ("running", "completed", "failed", "diverged", "interrupted")
-FINISHED = ("completed", "diverged")  # results: a resumed sweep leaves these runs alone
+STATUSES = ("running", "completed", "failed", "diverged", "interrupted", "paused")
+FINISHED = ("completed", "diverged")  # results: what a reading reads as a run of its epochs
+DONE = (*FINISHED, "paused")  # a resumed sweep leaves these alone (a paused run stopped at its pause_epoch, and a
+# later job continues it from a copy: fork)
 
 
 def now_iso() -> str:
@@ -148,9 +150,9 @@ def _not_parquet(path: Path) -> str | None:
 
 
 def is_finished(run_dir: Path) -> bool:
-    """Completed or diverged, with its files intact: a resumed sweep leaves such a run alone."""
+    """Completed, diverged or paused, with its files intact: a resumed sweep leaves such a run alone."""
     record, damage = inspect_run(run_dir)
-    return damage is None and record is not None and record.get("status") in FINISHED
+    return damage is None and record is not None and record.get("status") in DONE
 
 
 def run_result(run_dir: Path) -> float | None:

@@ -10,7 +10,8 @@ by the report (which runs have not started).
                "overrides": ["batch_size=8", ...],      # the job's task overrides, as its run records them
                "config": "051f473c36965e7b",            # its RunConfig's fingerprint (run_files.config_hash)
                "gpus": 0, "devices": null, "simulate_devices": false, "backend": "tensorflow",
-               "epochs": 5},                            # what its launcher needs, so nothing composes a job again
+               "epochs": 5,                             # what its launcher needs, so nothing composes a job again
+               "continues": null},                      # a later round's job that continues job N's paused run
               ...],
      "added_seeds": [{"seeds": [2], "jobs": ["8", ...], "at": "..."}],  # python -m harness.resume --add-seeds
      "diagnose": {...},                                 # what the study planned beside the jobs (its own key)
@@ -50,6 +51,7 @@ class PlannedJob:
     arm: str | None = None                # a later round's job: what it is to the study's plan
     alone: bool = False                   # runs with no other run of the sweep beside it (a time measured alone)
     added: bool = False                   # a seed added after the command (python -m harness.resume --add-seeds)
+    continues: str | None = None          # the job whose paused run it continues (harness.store.fork), or None
 
     @property
     def num(self) -> int:

@@ -20,11 +20,12 @@ NOT_ENDED = "not ended"  # next_round: a run of the last round has not ended (a 
 
 @dataclass
 class Round:
-    """A later round's jobs as (overrides, arm), and whether each runs alone: with no other run of the sweep beside
-    it on the machine (one at a time on a CPU, one per device on GPUs, one task at a time on SLURM), for a time
-    measured on this machine that another run would slow."""
+    """A later round's jobs as (overrides, arm), or (overrides, arm, job) for one that continues job's paused run
+    (pause_epoch: its files are copied to the new job's folder before it runs, harness.store.fork), and whether
+    each runs alone: with no other run of the sweep beside it on the machine (one at a time on a CPU, one per device
+    on GPUs, one task at a time on SLURM), for a time measured on this machine that another run would slow."""
 
-    jobs: list[tuple[list[str], str]]
+    jobs: list[tuple]
     alone: bool = False
 
 

@@ -35,7 +35,7 @@ from harness.store.files import DamagedFile, read_json, write_json
 from harness.tracking.settings import SweepTracking, Tracking, read_sweep, write_sweep
 
 STATUS = {"completed": "FINISHED", "diverged": "FINISHED", "failed": "FAILED", "interrupted": "KILLED",
-          "running": "RUNNING"}
+          "running": "RUNNING", "paused": "FINISHED"}  # paused: a study's rung, continued by a later job
 EPOCH_KEY = "epoch"          # the metric whose steps say which epochs a run holds
 RUN_TAG = "harness.run_id"   # the tag a sweep's runs are found by
 PROBE_NAMES = {"seconds": "probe_seconds"}  # probes.json keys whose bare name would say less among the metrics
@@ -209,7 +209,7 @@ def sweep_status(sweep_dir: Path) -> str:
     planned = planned_jobs(sweep_dir)
     if "failed" in statuses:
         return "FAILED"
-    if len(statuses) < planned or any(status not in ("completed", "diverged") for status in statuses):
+    if len(statuses) < planned or any(status not in ("completed", "diverged", "paused") for status in statuses):
         return "KILLED"
     return "FINISHED"
 

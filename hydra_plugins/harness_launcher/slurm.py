@@ -74,12 +74,12 @@ def cut_arrays(jobs: Sequence[Any], max_array_size: int, parallelism: int) -> tu
 def not_finished(sweep_dir: Path, numbers: Sequence[int]) -> list[int]:
     """The job numbers whose run has not finished: no run.json, or one that is not completed or diverged, or damaged
     files (the run starts again)."""
-    from harness.store.run_files import FINISHED, inspect_run
+    from harness.store.run_files import DONE, inspect_run
 
     left = []
     for num in numbers:
         record, damage = inspect_run(sweep_dir / str(num))
-        if damage is not None or record is None or record.get("status") not in FINISHED:
+        if damage is not None or record is None or record.get("status") not in DONE:
             left.append(num)
     return left
 

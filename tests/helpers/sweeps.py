@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -228,16 +229,9 @@ def study_sweep(sweep: Path, *overrides: str) -> Path:
     configs the real command would run, with made-up accuracies (see _synthetic_accuracy); a model with batch norm
     gets moving statistics that lag its weights (metric_rows's `stale_bn`). sweep.json is the command's own (with a
     diagnosis's plan), and a diagnosis's first job checks the real data as a run does (harness.studies.diagnose.hooks)."""
-    from harness.store.run_files import recorded_config
-
     jobs, run_configs = planned(overrides)
     for num, (job, run_cfg) in enumerate(zip(jobs, run_configs)):
-        cfg = recorded_config(run_cfg.flat())
-        epochs = run_cfg.train.epochs
-        cfg_for_numbers = {**cfg, "global_batch_size": run_cfg.train.batch_size}
-        running, train, val = _synthetic_accuracy(cfg_for_numbers, epochs)
-        run_dir = make_run(sweep, num, val=val, train_eval=train, overrides=list(job), tune=_tune(cfg, val),
-                           stale_bn=bool(cfg.get("model.batch_norm")), running=running, **cfg)
+        run_dir = _made(sweep, num, list(job), run_cfg)
         if "diagnose.check_data=true" in job:
             _check_data(run_cfg, run_dir, _command_plan(tuple(overrides)).study["diagnose"]["settings"])
     (sweep / "sweep.json").write_text(json.dumps(_command_plan(tuple(overrides)).sweep_record()))
@@ -337,7 +331,6 @@ def _planned_and_made(sweep: Path, plan) -> list:
     from hydra import initialize_config_dir
 
     from harness.config.compose import CONF_DIR, CONFIG_NAME, job_composer, to_run_config
-    from harness.store.run_files import recorded_config
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="harness"):
         compose = job_composer(CONFIG_NAME, [])
@@ -349,14 +342,36 @@ def _planned_and_made(sweep: Path, plan) -> list:
 
         jobs = plan(run_config)
     for job in jobs:
-        run_cfg = configs[tuple(job.overrides)]
-        cfg = recorded_config(run_cfg.flat())
-        running, train, val = _synthetic_accuracy({**cfg, "global_batch_size": run_cfg.train.batch_size},
-                                                  run_cfg.train.epochs)
+        forked = job.continues is not None and json.loads((sweep / job.job / "run.json").read_text())[
+            "status"] == "interrupted"  # copied from the paused run (harness.store.fork): the run continues it
+        if forked:
+            shutil.rmtree(sweep / job.job)
         if not (sweep / job.job).exists():
-            make_run(sweep, job.num, val=val, train_eval=train, overrides=list(job.overrides), tune=_tune(cfg, val),
-                     running=running, **cfg)
+            _made(sweep, job.num, list(job.overrides), configs[tuple(job.overrides)])
     return jobs
+
+
+def _made(sweep: Path, num: int, overrides: list[str], run_cfg) -> Path:
+    """The run of job `num` made up as study_sweep makes it: the accuracies of its config (_synthetic_accuracy);
+    with pause_epoch, paused there (run.json's paused_at_epoch, a checkpoint file) as a run leaves it."""
+    from harness.config.schema import NOT_IDENTITY
+    from harness.store.run_files import recorded_config
+
+    cfg = recorded_config({k: v for k, v in run_cfg.flat().items() if k not in NOT_IDENTITY})
+    running, train, val = _synthetic_accuracy({**cfg, "global_batch_size": run_cfg.train.batch_size},
+                                              run_cfg.train.epochs)
+    pause = run_cfg.train.pause_epoch
+    tune = _tune(cfg, val)
+    if pause is not None:
+        running, train, val, tune = (None if v is None else v[:pause] for v in (running, train, val, tune))
+    run_dir = make_run(sweep, num, val=val, train_eval=train, overrides=overrides, tune=tune,
+                       stale_bn=bool(cfg.get("model.batch_norm")), running=running,
+                       status="completed" if pause is None else "paused", **cfg)
+    if pause is not None:
+        record = json.loads((run_dir / "run.json").read_text())
+        (run_dir / "run.json").write_text(json.dumps({**record, "paused_at_epoch": pause}, indent=2) + "\n")
+        (run_dir / "checkpoint.npz").write_bytes(b"weights after the paused epoch")
+    return run_dir
 
 
 def set_final(sweep: Path, job, **values) -> None:

@@ -14,7 +14,7 @@ from tests.helpers.sweeps import _command_plan, next_round, set_final, study_swe
 # recover.judge=0 here: the verdict pairs the seeds that chose (the rounds' mechanics these tests were built on);
 # the judging round on fresh seeds has tests of its own
 COMMAND = ("+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=4", "seed=0,1,2", "recover.rules=[]",
-           "recover.guided=0", "recover.judge=0")
+           "recover.guided=0", "recover.judge=0", "recover.rungs=[]")
 TRIALS = {6: 0.70, 7: 0.90, 8: 0.60, 9: 0.80}  # round 1's trial runs (jobs 6-9: trials 0-3) and their tune_acc
 
 
@@ -150,7 +150,7 @@ def test_the_budget_doubles_the_epochs_until_b_is_reached_and_a_recovered_recipe
 
 def test_with_one_seed_round_two_is_passed_over_and_the_verdict_is_indicative(tmp_path):
     sweep = study_sweep(tmp_path / "s", "+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=2",
-                        "seed=0", "recover.rules=[]", "recover.guided=0", "recover.judge=0")
+                        "recover.rungs=[]", "seed=0", "recover.rules=[]", "recover.guided=0", "recover.judge=0")
     set_final(sweep, 3, val_acc=0.1)  # trial 1 (job 3): far below b
     jobs = next_round(sweep, 1)
     assert {j.round for j in jobs} == {3} and {j.arm for j in jobs} == {"budget_4"} and len(jobs) == 1
@@ -168,7 +168,7 @@ def test_tune_small_gives_b_the_same_search_and_b_with_its_recipe_is_what_b_is_c
     other seeds as B's are; the verdict compares B's recipe with b's recipe, not with b as it is."""
     sweep = study_sweep(tmp_path / "s", "+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=4",
                         "seed=0,1", "recover.tune_small=true", "recover.budget=false", "recover.rules=[]",
-                        "recover.guided=0", "recover.judge=0")
+                        "recover.guided=0", "recover.judge=0", "recover.rungs=[]")
     record = json.loads((sweep / "sweep.json").read_text())["recover"]
     arms = record["arms"]
     assert list(arms.values()) == ["as_is"] * 4 + [f"trial_{k}" for k in range(4)] + [
@@ -268,7 +268,7 @@ def test_every_rule_is_confirmed_and_the_simplest_recipe_within_the_tolerance_is
     (0.01) of the best, a searched trial's: the rule is the recipe, and the headline says the search found nothing
     better; 0.02 below it, the searched trial is."""
     command = ("+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=4", "seed=0,1", "recover.budget=false",
-               "recover.guided=0", "recover.judge=0", "recover.rules=[linear,sqrt,adam_sde]")
+               "recover.rungs=[]", "recover.guided=0", "recover.judge=0", "recover.rules=[linear,sqrt,adam_sde]")
     sweep = study_sweep(tmp_path / "s", *command)
     for job, tune in zip(range(4, 11), (0.70, 0.95, 0.60, 0.80, 0.94, 0.50, 0.65)):
         set_final(sweep, job, tune_acc=tune)
@@ -307,7 +307,7 @@ def test_the_simplest_candidate_a_rule_then_fewer_keys_then_the_best_mean():
 
 
 GUIDED = ("+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=4", "seed=0,1", "recover.guided=3",
-          "recover.budget=false", "recover.rules=[linear]", "recover.judge=0")
+          "recover.rungs=[]", "recover.budget=false", "recover.rules=[linear]", "recover.judge=0")
 
 
 def test_the_guided_round_is_proposed_from_round_one_and_planned_the_same_after_a_kill(tmp_path):
@@ -356,7 +356,7 @@ def test_the_budget_runs_the_best_rule_beside_a_searched_recipe_and_names_the_on
     both on every seed, and where only the rule reaches b's tuning accuracy the reading says so: true of the rule,
     where the recipe alone would have read as 'not reached'. A recipe that is a rule gets nothing beside it."""
     sweep = study_sweep(tmp_path / "s", "+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=2", "seed=0,1",
-                        "recover.rules=[linear]", "recover.guided=0", "recover.judge=0")
+                        "recover.rungs=[]", "recover.rules=[linear]", "recover.guided=0", "recover.judge=0")
     for job, tune in ((4, 0.95), (5, 0.60), (6, 0.80)):  # trials 0, 1 and the linear rule at seed 0
         set_final(sweep, job, tune_acc=tune)
     confirm = {j.arm: j.job for j in next_round(sweep, 1)}
@@ -437,3 +437,54 @@ def test_the_recipe_is_judged_on_fresh_seeds_that_did_not_choose_it(tmp_path):
     assert r.as_json()["judged"] == [3, 4, 5] and r.as_json()["chose"] == [0, 1, 2]
     budget = next_round(sweep, 3)  # not shown recovered: the budget round follows the judging
     assert {j.arm for j in budget} == {"budget_4"} and {j.round for j in budget} == {4}
+
+
+RUNGS = ("+study=recover", "batch_size=8,64", "epochs=4", "recover.trials=8", "seed=0,1", "recover.rules=[linear]",
+         "recover.guided=2", "recover.judge=0", "recover.budget=false", "recover.rungs=[0.25,0.5]")
+
+
+def test_the_search_runs_in_rungs_the_better_half_continuing_from_its_paused_run(tmp_path):
+    """Eight Sobol trials (jobs 4-11) pause at epoch 1 of 4 (the rule, job 12, runs whole); the better 4 by tune_acc
+    there continue from copies of their paused runs to epoch 2, the better 2 of those to the end. The cut trials are
+    never confirmed, and the guided round's sampler is told them as pruned; a resumed command plans the same."""
+    import optuna
+
+    from harness.studies.recover import guided
+
+    sweep = study_sweep(tmp_path / "s", *RUNGS)
+    record = json.loads((sweep / "sweep.json").read_text())["recover"]
+    assert record["rungs"] == [1, 2]
+    jobs = json.loads((sweep / "sweep.json").read_text())["jobs"]
+    assert [("pause_epoch=1" in j["overrides"]) for j in jobs[4:13]] == [True] * 8 + [False]
+    assert json.loads((sweep / "4" / "run.json").read_text())["status"] == "paused"
+    at_one = dict(zip(range(4, 12), (0.50, 0.80, 0.55, 0.70, 0.90, 0.60, 0.65, 0.75)))
+    for job, tune in at_one.items():
+        set_final(sweep, job, tune_acc=tune)
+    first = next_round(sweep, 1)  # trials 4, 1, 7, 3 (jobs 8, 5, 11, 7): the better half at epoch 1
+    assert [(j.arm, j.continues, j.round) for j in first] == [
+        ("trial_4", "8", 2), ("trial_1", "5", 2), ("trial_7", "11", 2), ("trial_3", "7", 2)]
+    assert all("pause_epoch=2" in j.overrides and "pause_epoch=1" not in j.overrides for j in first)
+    _resumed_with(sweep, RUNGS)
+    assert next_round(sweep, 1) == first  # planned the same, the same numbers
+    for job, tune in zip((13, 14, 15, 16), (0.60, 0.95, 0.70, 0.91)):
+        set_final(sweep, job, tune_acc=tune)
+    second = next_round(sweep, 2)
+    assert [(j.arm, j.continues) for j in second] == [("trial_1", "14"), ("trial_3", "16")]
+    assert not any(o.startswith("pause_epoch=") for j in second for o in j.overrides)
+    told = next_round(sweep, 3)  # the guided round
+    assert [j.arm for j in told] == ["trial_9", "trial_10"]
+    study = optuna.load_study(study_name=guided.STUDY_NAME, storage=optuna.storages.JournalStorage(
+        optuna.storages.journal.JournalFileBackend(str(sweep / guided.STUDY_FILE))))
+    states = {t.user_attrs["trial"]: (t.state.name, t.intermediate_values) for t in study.trials}
+    assert {k for k, (state, _) in states.items() if state == "PRUNED"} == {0, 2, 5, 6, 4, 7}
+    assert states[4] == ("PRUNED", {2: 0.60}) and states[0] == ("PRUNED", {1: 0.50})
+    r = recovery.recover(sweep_files.read(sweep))
+    assert {t.number: t.cut_at for t in r.trials if t.cut_at is not None} == {0: 1, 2: 1, 5: 1, 6: 1, 4: 2, 7: 2}
+    assert r.trials[1].rungs == {1: 0.80, 2: 0.95} and r.trials[1].status == "completed"
+    assert any("4 at epoch 1, 2 at epoch 2" in note for note in r.notes)
+    confirming = {j.arm for j in next_round(sweep, 4)}
+    assert confirming and not confirming & {f"trial_{k}" for k in (0, 2, 4, 5, 6, 7)}
+
+
+def _resumed_with(sweep, command):
+    dataclasses.replace(_command_plan(command), output_dir=sweep).write()

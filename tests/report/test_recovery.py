@@ -17,14 +17,15 @@ def test_the_recovery_is_legible_in_chromium_at_1400_px(tmp_path):
 
     sweep = study_sweep(tmp_path / "rec", "+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=8",
                         "seed=0,1,2", "recover.guided=0")
-    for job in next_round(sweep, 1):  # the recipe below b on validation: not recovered, a budget round
+    rung = next_round(sweep, 1)  # the rung: 4 of the 8 trials continue, 4 are cut at epoch 1
+    for job in next_round(sweep, 2):  # the recipe below b on validation: not recovered, a budget round
         set_final(sweep, job.job, val_acc=0.6)
-    for job in range(6, 14):
+    for job in [*range(6, 14), *(int(j.job) for j in rung)]:
         set_final(sweep, job, val_acc=0.6)
-    for job in next_round(sweep, 2):  # judged on fresh seeds: the recipe below b there too
+    for job in next_round(sweep, 3):  # judged on fresh seeds: the recipe below b there too
         if job.arm.startswith("trial_"):
             set_final(sweep, job.job, val_acc=0.6)
-    next_round(sweep, 3)
+    next_round(sweep, 4)
     page = report.write_report(sweep, tmp_path / "reports")
     with chromium(tmp_path / "profile", width=1400) as driver:
         driver.get(page.resolve().as_uri())

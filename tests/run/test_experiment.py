@@ -161,6 +161,39 @@ def test_a_run_with_a_schedule_resumes_as_an_uninterrupted_one(compose, tmp_path
     assert whole["lr"].nunique() > 1 and whole["lr_schedule"].tolist() == [cfg.train.lr_schedule] * 4
 
 
+@pytest.mark.parametrize("recipe", [("lr_schedule=cosine", "warmup_epochs=1"), ("batch_schedule=[[0,16],[2,64]]",)],
+                         ids=["cosine", "ramp"])
+def test_a_paused_run_continued_from_its_fork_has_the_epochs_of_one_run_straight_through(compose, tmp_path, recipe):
+    """pause_epoch stops after that epoch with the schedule planned over every epoch and keeps the checkpoint;
+    the fork (a study's next rung) continues it in another folder to the epochs of the run trained whole, while the
+    paused run stays as it was. Without the schedule planned over `epochs`, the cosine's learning rates would
+    differ; without the checkpoint kept, the continued run would start again."""
+    from harness.store.fork import fork
+
+    whole = compose(*TINY, "epochs=4", "batch_size=16", *recipe)
+    run_experiment(whole, tmp_path / "s" / "0", run_id="s/0")
+    paused = compose(*TINY, "epochs=4", "batch_size=16", "pause_epoch=2", *recipe)
+    run_experiment(paused, tmp_path / "s" / "1", run_id="s/1", overrides=["pause_epoch=2"])
+    first = json.loads((tmp_path / "s" / "1" / "run.json").read_text())
+    assert first["status"] == "paused" and first["paused_at_epoch"] == 2
+    assert (tmp_path / "s" / "1" / layout.CHECKPOINT).exists()
+    assert first["config"] == json.loads((tmp_path / "s" / "0" / "run.json").read_text())["config"]
+    assert run_experiment(paused, tmp_path / "s" / "1", run_id="s/1") is not None  # a resume leaves it alone
+
+    assert fork(tmp_path / "s" / "1", tmp_path / "s" / "2")
+    assert not fork(tmp_path / "s" / "1", tmp_path / "s" / "2")  # made once
+    run_experiment(whole, tmp_path / "s" / "2", run_id="s/2")
+    continued = json.loads((tmp_path / "s" / "2" / "run.json").read_text())
+    assert continued["status"] == "completed" and continued["resumed_from_epoch"] == 2
+    assert continued["notes"] == ["continued from s/1, paused after epoch 2"]
+    rows = pd.read_parquet(tmp_path / "s" / "2" / "metrics.parquet").drop(columns=TIMING)
+    straight = pd.read_parquet(tmp_path / "s" / "0" / "metrics.parquet").drop(columns=TIMING)
+    assert rows["run_id"].tolist() == ["s/2"] * 4 and "pause_epoch" not in rows
+    pd.testing.assert_frame_equal(rows.drop(columns="run_id"), straight.drop(columns="run_id"), check_exact=True)
+    assert pd.read_parquet(tmp_path / "s" / "1" / "metrics.parquet")["epoch"].tolist() == [1, 2]
+    assert json.loads((tmp_path / "s" / "1" / "run.json").read_text())["status"] == "paused"
+
+
 def test_same_seed_same_backend_same_numbers_and_another_seed_others(compose, tmp_path, backend):
     """Two runs of one config in one process (as a warm worker runs them) agree bit for bit, on each backend; the
     recomputed batch-norm statistics included (the probes are functions of the weights, checked on closed forms)."""

@@ -11,18 +11,20 @@ RECOVERY_FILE = "recovery.json"  # in the sweep folder
 FIELDS = {
     "small_batch": "b, the smallest global batch of the command", "large_batch": "B, the largest",
     "epochs": "E, the command's epochs: every trial trains within them",
-    "rounds": "the rounds read, every job of each ended: 1, the reference and the search; 2, the guided round "
-              "(recover.guided > 0); then the confirmation; then the judging on fresh seeds (recover.judge > 0) and "
-              "the verdict; then the budget",
+    "rounds": "the rounds read, every job of each ended: 1, the reference and the search; then one a rung "
+              "(recover.rungs); then the guided round (recover.guided > 0); then the confirmation; then the judging "
+              "on fresh seeds (recover.judge > 0) and the verdict; then the budget",
     "chose": "the seeds that chose the recipe: the search's (the first) and the confirmation's",
     "judged": "the seeds the verdict pairs: recover.judge fresh ones, run for the purpose (an older sweep's: those "
               "that chose)",
     "headline": "the reading in words",
     "drop": "{value, low, high}: v(b) - v(B) as they are on validation, mean over paired seeds, 95% interval",
     "reference": "{b, B}: tune_acc of b and of B as they are, at the search's seed",
-    "trials": "[{trial, source, rule, recipe, status, tune_acc}]: the Sobol points in order, then the rules, then "
-              "the guided round's (source: sobol, rule or guided; rule: its name, harness.config.rules; "
-              "recipe: {key: value}, null keeps the command's)",
+    "trials": "[{trial, source, rule, recipe, status, tune_acc, rungs, cut_at}]: the Sobol points in order, then "
+              "the rules, then the guided round's (source: sobol, rule or guided; rule: its name, "
+              "harness.config.rules; recipe: {key: value}, null keeps the command's; status: its furthest run's, "
+              "paused at a rung; rungs: {epoch: tune_acc} where it paused (recover.rungs); cut_at: the rung epoch it "
+              "stopped at for good, or null)",
     "best": "the trial with the best tune_acc at the search's seed (its index in trials), or null",
     "confirmed": "[{trial, tune_acc, seeds}]: the trials round 2 ran at every seed, their mean tune_acc",
     "small_trials": "[{trial, recipe, status, tune_acc}]: b's own search (recover.tune_small), else []",
@@ -44,8 +46,9 @@ FIELDS = {
     "budget": "{asked, small_tune_acc, reached_at_epochs, lengths [{epochs, multiple, tune_acc, runs, reached, "
               "wall_ratio}], rule_trial, rule_lengths}: the recipe at longer runs against b's tuning accuracy, and "
               "beside a recipe that is not a rule the best confirmed rule (rule_trial, its lengths alike; null, [])",
-    "importance": "{trials, r2_oob, keys [{key, mean, sd}]}: each knob's permutation importance for tune_acc over "
-                  "the finished trials (a random forest's; sd: over forests and permutations), or null",
+    "importance": "{trials, r2_oob, keys [{key, mean, sd}], at_epoch}: each knob's permutation importance for "
+                  "tune_acc over the finished Sobol trials (in rungs: at the first rung, at_epoch; a random "
+                  "forest's; sd: over forests and permutations), or null",
     "command": "the recipe (before round 2, the best trial) as a command line at B",
     "notes": "how to read it, and what has not run yet",
 }
@@ -64,7 +67,8 @@ def values(r) -> dict[str, Any]:
     """recovery.json's content from a reading (harness.studies.recover.reading.Recovery), FIELDS in order."""
     drop = r.drop
     trials = [{"trial": t.number, "source": t.source, "rule": t.rule, "recipe": t.recipe, "status": t.status,
-               "tune_acc": t.tune_acc} for t in r.trials]
+               "tune_acc": t.tune_acc, "rungs": {str(e): acc for e, acc in t.rungs.items()}, "cut_at": t.cut_at}
+              for t in r.trials]
     return {"small_batch": r.small_batch, "large_batch": r.large_batch, "epochs": r.epochs,
             "headline": r.headline, "drop": {"value": None if drop is None else drop.value,
                                              "low": None if drop is None else drop.low,
@@ -107,4 +111,4 @@ def _importance(found) -> dict[str, Any] | None:
     if found is None:
         return None
     return {"trials": found.trials, "r2_oob": found.r2_oob,
-            "keys": [{"key": i.key, "mean": i.mean, "sd": i.sd} for i in found.keys]}
+            "keys": [{"key": i.key, "mean": i.mean, "sd": i.sd} for i in found.keys], "at_epoch": found.at_epoch}

@@ -13,7 +13,8 @@ harness.studies.recover.plan.recipe):
     one_minus_bn_momentum log over [1 - high, 1 - low]  high null: rho_b, b's momentum (the plan's batch_norm)
     lr_schedule, optimizer, ghost_batch_size           the space's choices (ghost "b": b's chunk)
 
-A trial is told with its tune_acc (a diverged one with 0, the worst there is; a failed one not at all); a rule
+A trial is told with its tune_acc (a diverged one with 0, the worst there is; a failed one not at all), a trial
+cut at a rung as pruned with its tune_acc there (TPE ranks it below every complete one); a rule
 whose recipe leaves a key of the space to the command (a null weight decay, the optimizer's own momentum) is not a
 point of the space and is not told, though it is ranked as every trial is. Deterministic: the same told trials in
 the same order and the same seed propose the same recipes, so a resumed command plans the same round. The study is
@@ -115,9 +116,13 @@ def recipe_of(params: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
-def _study(record: dict[str, Any], told: list[tuple[int, dict[str, Any], str, float | None]], storage=None):
-    """The study, told the trials `told` ((trial, recipe, source, tune_acc): tune_acc None for a diverged one) that
-    lie in the space, in trial order."""
+Cut = tuple[int, dict[str, Any], str, int, float]  # a trial cut at a rung: (trial, recipe, source, epoch, tune_acc)
+
+
+def _study(record: dict[str, Any], told: list[tuple[int, dict[str, Any], str, float | None]], storage=None,
+           cut: list[Cut] = ()):
+    """The study, told the trials `told` ((trial, recipe, source, tune_acc): tune_acc None for a diverged one) and
+    those `cut` at a rung (pruned) that lie in the space, in trial order."""
     optuna = _optuna()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
@@ -125,12 +130,15 @@ def _study(record: dict[str, Any], told: list[tuple[int, dict[str, Any], str, fl
                                              multivariate=True, constant_liar=True)
     study = optuna.create_study(study_name=STUDY_NAME, storage=storage, sampler=sampler, direction="maximize")
     dists = distributions(record)
-    for number, recipe, source, tune in sorted(told, key=lambda t: t[0]):
+    told = [(number, recipe, source, {"value": 0.0 if tune is None or not math.isfinite(tune) else float(tune)})
+            for number, recipe, source, tune in told]
+    pruned = [(number, recipe, source, {"state": optuna.trial.TrialState.PRUNED, "intermediate_values": {epoch: tune}})
+              for number, recipe, source, epoch, tune in cut]
+    for number, recipe, source, outcome in sorted([*told, *pruned], key=lambda t: t[0]):
         params = params_of(recipe, record)
         if params is None:
             continue
-        value = 0.0 if tune is None or not math.isfinite(tune) else float(tune)
-        study.add_trial(optuna.trial.create_trial(params=params, distributions=dists, value=value,
+        study.add_trial(optuna.trial.create_trial(params=params, distributions=dists, **outcome,
                                                   user_attrs={"trial": number, "source": source}))
     return study, dists
 
@@ -141,15 +149,16 @@ def told_count(record: dict[str, Any], told: list[tuple[int, dict[str, Any], str
 
 
 def propose(record: dict[str, Any], told: list[tuple[int, dict[str, Any], str, float | None]],
-            count: int) -> list[dict[str, Any]]:
-    """`count` recipes the sampler proposes after being told `told`: the guided round's, in order."""
-    study, dists = _study(record, told)
+            count: int, cut: list[Cut] = ()) -> list[dict[str, Any]]:
+    """`count` recipes the sampler proposes after being told `told` and `cut`: the guided round's, in order."""
+    study, dists = _study(record, told, cut=cut)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return [recipe_of(study.ask(dists).params, record) for _ in range(count)]
 
 
-def write(sweep_dir: Path, record: dict[str, Any], told: list[tuple[int, dict[str, Any], str, float | None]]) -> None:
+def write(sweep_dir: Path, record: dict[str, Any], told: list[tuple[int, dict[str, Any], str, float | None]],
+          cut: list[Cut] = ()) -> None:
     """The search's trials that lie in the space, finished, as an Optuna study in the sweep folder (rewritten whole:
     a copy of what the runs' files say)."""
     optuna = _optuna()
@@ -157,5 +166,5 @@ def write(sweep_dir: Path, record: dict[str, Any], told: list[tuple[int, dict[st
     partial = path.with_name(path.name + ".partial")
     partial.unlink(missing_ok=True)
     storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(partial)))
-    _study(record, told, storage)
+    _study(record, told, storage, cut)
     partial.replace(path)

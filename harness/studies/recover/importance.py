@@ -34,11 +34,13 @@ class Importances:
     trials: int
     r2_oob: float | None          # the forests' mean out-of-bag R² (None: too few trials to tell)
     keys: list[Importance]        # most important first
+    at_epoch: int | None = None   # tune_acc at this epoch (the first rung, where every trial was), not the final
 
     def sentence(self) -> str:
         fit = "" if self.r2_oob is None else f"; out-of-bag R² {self.r2_oob:.2f}"
         listed = ", ".join(f"{i.key} {i.mean:.3f} ± {i.sd:.3f}" for i in self.keys)
-        opening = (f"What mattered for tune_acc over the {self.trials} finished trials (permutation importance of a "
+        which = "finished trials" if self.at_epoch is None else f"trials at epoch {self.at_epoch} (the first rung)"
+        opening = (f"What mattered for tune_acc over the {self.trials} {which} (permutation importance of a "
                    f"random forest, scikit-learn{fit}): {listed}.")
         if self.r2_oob is not None and self.r2_oob <= 0:
             return (opening + " The forest predicts tune_acc from the knobs no better than their mean: these "
@@ -56,9 +58,11 @@ def _column(key: str, values: list[Any]) -> np.ndarray:
     return np.array([float(options.index(str(v))) for v in values])
 
 
-def importances(recipes: list[dict[str, Any]], tune_acc: list[float]) -> Importances | None:
-    """The knobs' importance for tune_acc over finished trials (`recipes`, their `tune_acc`); None with fewer than
-    4 trials or no spread in tune_acc. Knobs the trials all share are left out."""
+def importances(recipes: list[dict[str, Any]], tune_acc: list[float], at_epoch: int | None = None
+                ) -> Importances | None:
+    """The knobs' importance for tune_acc over finished trials (`recipes`, their `tune_acc`, at `at_epoch` where
+    not the final one); None with fewer than 4 trials or no spread in tune_acc. Knobs the trials all share are left
+    out."""
     from sklearn.ensemble import RandomForestRegressor
     from sklearn.inspection import permutation_importance
 
@@ -79,4 +83,4 @@ def importances(recipes: list[dict[str, Any]], tune_acc: list[float]) -> Importa
     found = np.concatenate(scores, axis=1)  # keys x (forests x repeats)
     ranked = sorted((Importance(k, float(found[i].mean()), float(found[i].std(ddof=1))) for i, k in enumerate(keys)),
                     key=lambda i: -i.mean)
-    return Importances(len(y), float(np.mean(fits)) if fits else None, ranked)
+    return Importances(len(y), float(np.mean(fits)) if fits else None, ranked, at_epoch)

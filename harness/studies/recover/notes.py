@@ -17,11 +17,28 @@ def seeds_note(r) -> str:
             "verdict pairs only them, so the luck that chose the recipe does not count in its favour.")
 
 
+def rungs_note(r, plan: dict[str, Any]) -> list[str]:
+    """What the rungs cut, once they have: where the Sobol trials were compared, how many went on, which stopped."""
+    rungs, epochs = plan.get("rungs") or [], plan["epochs"]
+    cut = [t for t in r.trials if t.cut_at is not None]
+    if not rungs or not cut:
+        return []
+    searched = sum(t.source == "sobol" for t in r.trials[:len(plan["trials"])])
+    at = ", ".join(f"{sum(t.cut_at == e for t in cut)} at epoch {e}" for e in rungs if any(t.cut_at == e for t in cut))
+    return [f"The search ran in rungs (successive halving, recover.rungs): its {searched} Sobol trials were compared "
+            f"on tune_acc at epoch{'s' if len(rungs) > 1 else ''} {', '.join(map(str, rungs))} of {epochs}, the same "
+            f"fraction of every trial's planned steps, and the better part went on from its checkpoint. {len(cut)} "
+            f"were cut ({at}): trial{'s' if len(cut) > 1 else ''} {', '.join(str(t.number) for t in cut)}, never "
+            "confirmed or told to the guided round as finished. A trial's tune_acc midway is not its final one (a "
+            "schedule that decays late gains most at the end), so a cut trial might have ended higher. The rules, "
+            "the guided trials and the confirmations ran whole."]
+
+
 def notes(r, plan: dict[str, Any]) -> list[str]:
     b, big = r.small_batch, r.large_batch
     notes = [f"Every trial is ranked by its final tune_acc on the held-out tuning slice (the same samples in every "
              f"run); the validation set, on which batch {b} and batch {big} are compared, plays no part in the "
-             "ranking or in choosing the recipe."]
+             "ranking or in choosing the recipe.", *rungs_note(r, plan)]
     if r.verdict is None and r.small_trials and r.rounds >= 1 and all(t.tune_acc is None for t in r.small_trials):
         notes.append(f"Batch {b}'s own search (recover.tune_small) has no finished trial: there is nothing to compare "
                      f"batch {big}'s recipe with, so no later round runs.")

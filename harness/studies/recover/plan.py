@@ -31,7 +31,7 @@ from harness.config.schema import RunConfig
 from harness.data import registry as datasets
 from harness.fields import ConfigError
 from harness.studies.recover import batch_norm
-from harness.studies.recover.settings import Settings, judging_seeds, recorded
+from harness.studies.recover.settings import Settings, judging_seeds, recorded, rung_epochs
 from harness.studies.recover.space import CHOICES, LOG, OVERRIDE
 
 AS_IS = "as_is"
@@ -149,6 +149,16 @@ def judge_jobs(record: dict[str, Any], jobs: dict[str, list[str]], trial: int, r
         (with_recipe(at_big, {**recipe, **quiet(record), "seed": seed}), f"trial_{trial}"))]
 
 
+def rung_jobs(record: dict[str, Any], jobs: dict[str, list[str]], continuing: list[tuple[int, str]],
+              rung: int) -> list[tuple[list[str], str, str]]:
+    """Rung `rung`'s round (1: after the first rung), as (overrides, arm, job continued): each trial of `continuing`
+    ((trial, its paused job)) continued from its paused run to the next rung, or to its epochs after the last."""
+    rungs = record["rungs"]
+    following = {"pause_epoch": rungs[rung]} if rung < len(rungs) else {}
+    return [([o for o in jobs[job] if not o.startswith("pause_epoch=")] + [f"{k}={v}" for k, v in following.items()],
+             f"trial_{trial}", job) for trial, job in continuing]
+
+
 def budget_lengths(record: dict[str, Any]) -> list[int]:
     """The budget round's lengths in epochs: 2E, 4E, ... up to (B/b)E, the last of them (B/b)E itself."""
     epochs, ratio = record["epochs"], record["large_batch"] / record["small_batch"]
@@ -186,6 +196,9 @@ def plan(jobs: list[list[str]], run_configs: list[RunConfig], settings: Settings
         left_out["weight_decay"] = "a training set whose size is known before its first run"
     space = {key: values for key, values in space.items() if key not in left_out}
     _check_command(given, space)
+    if "pause_epoch" in given:
+        raise ConfigError("pause_epoch", given["pause_epoch"].split("=", 1)[1], "null with +study=recover, whose rungs "
+                          "pause its trials (recover.rungs)")
     if not space:
         raise ConfigError("recover.space", settings.space, "at least one key this command can search")
     planned, arms, reference = [], [], {"b": {}, "B": {}}
@@ -207,13 +220,15 @@ def plan(jobs: list[list[str]], run_configs: list[RunConfig], settings: Settings
         trials.append(found.recipe)
         sources.append({"source": RULE, "rule": name, **({"clipped": found.clipped} if found.clipped else {})})
     silent = {} if settings.probes else QUIET
-    for number, found in enumerate(trials):
-        planned.append(with_recipe(kit.job(big, seeds[0]), {**found, **silent}))
+    rungs = rung_epochs(settings.rungs, large.train.epochs) if large.train.budget == "epochs" else []
+    for number, found in enumerate(trials):  # a Sobol point pauses at the first rung (a rule runs whole)
+        paused = {"pause_epoch": rungs[0]} if rungs and sources[number]["source"] == SOBOL else {}
+        planned.append(with_recipe(kit.job(big, seeds[0]), {**found, **silent, **paused}))
         arms.append(f"trial_{number}")
     record = {"small_batch": b, "large_batch": big, "seeds": seeds, "epochs": large.train.epochs,
               "arms": {}, "reference": reference, "space": space, "left_out": left_out, "trials": trials,
               "sources": sources, "rules_left_out": rules_left_out,
-              "decay_unit": decay_unit, "ghost": ghost, "lr_factor": large.train.lr_factor,
+              "decay_unit": decay_unit, "ghost": ghost, "lr_factor": large.train.lr_factor, "rungs": rungs,
               "batch_norm": norms.record(large),
               "settings": {k: v for k, v in vars(settings).items() if k != "space"}}
     if settings.tune_small:  # b gets the same search, at its own lr range and steps: the fair baseline

@@ -1,6 +1,7 @@
 """+study=recover read from its files, round by round: the drop between b and B as they are and the search's trials
-ranked on the tuning slice (round 1), the best confirmed on the other seeds and the verdict on validation (round
-2), the epochs B needs to reach b's tuning accuracy (round 3 on). Files in, numbers and sentences out.
+ranked on the tuning slice (round 1, its rungs and the guided round: harness.studies.recover.search), the best
+confirmed on the other seeds and the verdict on validation, the epochs B needs to reach b's tuning accuracy (the
+last rounds). Files in, numbers and sentences out.
 
 The plan (sweep.json's `recover`, harness.studies.recover.plan) names each round-1 job's arm: `as_is`, or `trial_<k>`,
 the k-th recipe in Sobol order, at B on the command's first seed; a later round's job carries its own arm (the
@@ -16,40 +17,20 @@ from typing import Any
 
 import pandas as pd
 
-from harness.assess.analysis import BATCH, SELECTION_COLUMNS, num_classes
+from harness.assess.analysis import BATCH, num_classes
 from harness.assess.paired import Estimate, estimate
 from harness.assess.sweep import Sweep
 from harness.store import sweep_file
-from harness.studies.recover import budget, choice, commands, settings
+from harness.studies.recover import budget, choice, commands, search, settings
 from harness.studies.recover import verdict as recovery_verdict
 from harness.studies.recover import notes as recovery_notes
 from harness.studies.recover import words as recovery_words
 from harness.studies.recover.importance import Importances, importances
-from harness.studies.recover.space import recipe_of_job
+from harness.studies.recover.search import FINISHED, SMALL, Trial, rung_rounds
 from harness.studies.recover.budget import Length
 from harness.studies.recover.verdict import Verdict
 
 AS_IS = "as_is"
-SMALL = "small_"  # the arm of a trial at b (recover.tune_small): small_trial_<k>
-GUIDED = "guided"  # a trial's source: proposed by the guided round (harness.studies.recover.guided)
-FINISHED = ("completed", "diverged")
-
-
-@dataclass
-class Trial:
-    number: int
-    recipe: dict[str, Any]
-    status: str                 # the run's status, or "not started"
-    tune_acc: float | None      # its final tuning-slice accuracy (None: not finished, or diverged)
-    peak_lr: float | None = None  # the learning rate its schedule peaks at, as its run recorded it
-    source: str = "sobol"       # sobol (a point of the search), rule (a published rule's recipe), guided
-    rule: str | None = None     # the rule's name (harness.config.rules), for a rule's trial
-    clipped: list[str] = field(default_factory=list)  # what the rule asked that was clipped
-
-    @property
-    def changed(self) -> int:
-        """How many keys the recipe sets (a null choice keeps the command's own): the simpler, the fewer."""
-        return sum(value is not None for value in self.recipe.values())
 
 
 @dataclass
@@ -91,9 +72,12 @@ class Recovery:
         return None if self.small_recipe is None else f"{SMALL}trial_{self.small_recipe}"
 
     def ranked(self) -> list[Trial]:
-        """The finished trials, best tune_acc first, then those without one in trial order."""
+        """The finished trials, best tune_acc first, then those cut at a rung (the later rung first, then the better
+        tune_acc there), then the others in trial order."""
         done = sorted((t for t in self.trials if t.tune_acc is not None), key=lambda t: (-t.tune_acc, t.number))
-        return done + [t for t in self.trials if t.tune_acc is None]
+        cut = sorted((t for t in self.trials if t.tune_acc is None and t.cut_at is not None),
+                     key=lambda t: (-t.cut_at, -t.rungs[t.cut_at], t.number))
+        return done + cut + [t for t in self.trials if t.tune_acc is None and t.cut_at is None]
 
     def to_confirm(self, confirm: int) -> list[int]:
         """The trials the confirmation runs on the other seeds (harness.studies.recover.choice.to_confirm)."""
@@ -113,8 +97,8 @@ def judging_rounds(plan: dict[str, Any]) -> int:
 
 
 def guided_rounds(plan: dict[str, Any]) -> int:
-    """1 where round 2 is the guided round (recover.guided > 0), else 0: the confirmation is round 2 + this, the
-    budget's first round 3 + this (a plan made before the guided round has none)."""
+    """1 where the round after the rungs' is the guided round (recover.guided > 0), else 0: the confirmation comes
+    this much later (a plan made before the guided round has none)."""
     return 1 if settings.recorded(plan).guided else 0
 
 
@@ -130,10 +114,7 @@ def arms(sweep: Sweep) -> dict[str, str]:
 
 def selection(df: pd.DataFrame) -> pd.DataFrame:
     """What the trials are ranked on: each finished run's last epoch, through SELECTION_COLUMNS (and its job) only."""
-    columns = [c for c in (*SELECTION_COLUMNS, "job", "epoch") if c in df.columns]
-    rows = df[columns]
-    rows = rows[rows["status"].isin(FINISHED) & rows["epoch"].notna()]
-    return rows.sort_values("epoch").groupby("run_id").tail(1)
+    return search.last_rows(df, FINISHED)
 
 
 def _done(df: pd.DataFrame) -> pd.DataFrame:
@@ -154,19 +135,10 @@ def recover(sweep: Sweep) -> Recovery | None:
     arm_of = arms(sweep)
     df = df.assign(arm=df["job"].map(lambda job: arm_of.get(str(job))))
     chosen = selection(df).assign(arm=lambda f: f["job"].map(lambda j: arm_of.get(str(j))))
-    searched = chosen[chosen["seed"] == first]
-    tune = {row["arm"]: row["tune_acc"] for row in searched.to_dict("records") if row["arm"] != AS_IS}
-    peaks = {row["arm"]: _number(row.get("peak_lr")) for row in searched.to_dict("records") if row["arm"] != AS_IS}
+    search_rounds = 1 + rung_rounds(plan)  # round 1 and a round a rung
     extra = guided_rounds(plan)
     later = (sweep.plan or {}).get("jobs", [])
-    guided_jobs = [job for job in later if extra and job.get("round") == 2]
-    searched_arms = {**plan["arms"], **{job["job"]: job["arm"] for job in guided_jobs}}
-    status = {searched_arms[str(r["job"])]: r["status"] for r in sweep.records if str(r["job"]) in searched_arms}
-    base = next((job["overrides"] for job in later if job["job"] == plan["reference"]["B"][str(first)]), [])
-    recipes = [*plan["trials"], *(recipe_of_job(job["overrides"], base, plan["space"]) for job in guided_jobs)]
-    sources = [*(plan.get("sources") or [{} for _ in plan["trials"]]), *({"source": GUIDED} for _ in guided_jobs)]
-    trials, best = _search(recipes, "", status, tune, peaks, sources)
-    small_trials, small_best = _search(plan.get("small_trials", []), SMALL, status, tune, peaks)
+    trials, best, small_trials, small_best = search.read(sweep, plan)
     as_is = chosen[chosen["arm"] == AS_IS]
     reference = {name: _number(as_is.loc[(as_is[BATCH] == size) & (as_is["seed"] == first), "tune_acc"].max())
                  for name, size in (("b", b), ("B", big))}
@@ -176,8 +148,8 @@ def recover(sweep: Sweep) -> Recovery | None:
                      small_trials=small_trials)
     found.small_tune = _number(as_is.loc[as_is[BATCH] == b, "tune_acc"].mean())
     found.chance = 1.0 / num_classes(df)
-    if found.rounds >= 2 + extra and best is not None and (small_best is not None or not small_trials):
-        confirming = [job["arm"] for job in later if job.get("round") == 2 + extra]
+    if found.rounds >= search_rounds + 1 + extra and best is not None and (small_best is not None or not small_trials):
+        confirming = [job["arm"] for job in later if job.get("round") == search_rounds + 1 + extra]
         seeds = len(plan["seeds"])
         tolerance = settings.recorded(plan).tolerance
         choosing = chosen[chosen["seed"].isin(plan["seeds"])]  # the judging seeds' runs never choose
@@ -190,7 +162,7 @@ def recover(sweep: Sweep) -> Recovery | None:
         judging = judging_rounds(plan)
         found.judged = [*settings.judging_seeds(plan), *sweep_file.added_seeds(sweep.plan)] if judging else \
             list(plan["seeds"])
-        if found.rounds >= 2 + extra + judging:
+        if found.rounds >= search_rounds + 1 + extra + judging:
             _judge(sweep, found, df, chosen, plan, arm_of)
     found.command = commands.recipe_command(sweep, plan, found.recipe if found.recipe is not None else best)
     found.headline, found.notes = recovery_words.headline(found), recovery_notes.notes(found, plan)
@@ -217,22 +189,6 @@ def _judge(sweep: Sweep, found: Recovery, df: pd.DataFrame, chosen: pd.DataFrame
     if found.budget_rule_trial is not None:
         found.budget_rule = budget.lengths(found, chosen, speeds, plan, ended, at_b,
                                            f"_trial_{found.budget_rule_trial}")
-
-
-def _search(recipes: list[dict[str, Any]], prefix: str, status: dict[str, str], tune: dict[str, float],
-            peaks: dict[str, float | None], sources: list[dict[str, Any]] | None = None
-            ) -> tuple[list[Trial], int | None]:
-    """The trials of round 1's search (`prefix`: "" at B, SMALL at b) with their final tune_acc at the search's
-    seed, and the best of them; `sources`: each trial's (a plan before the rules has none: Sobol's, every one)."""
-    sources = sources or [{} for _ in recipes]
-    trials = [Trial(k, recipe, status.get(f"{prefix}trial_{k}", "not started"),
-                    _number(tune.get(f"{prefix}trial_{k}")) if status.get(f"{prefix}trial_{k}") == "completed"
-                    else None, peaks.get(f"{prefix}trial_{k}"), source.get("source", "sobol"), source.get("rule"),
-                    list(source.get("clipped", [])))
-              for k, (recipe, source) in enumerate(zip(recipes, sources))]
-    best = next((t.number for t in sorted(trials, key=lambda t: (-(t.tune_acc or -1.0), t.number))
-                 if t.tune_acc is not None), None)
-    return trials, best
 
 
 def _confirmed(chosen: pd.DataFrame, confirming: list[str], prefix: str, trials: list[Trial], seeds: int,
@@ -270,8 +226,11 @@ def with_importance(found: Recovery | None) -> Recovery | None:
     """The reading with the knobs' importance over its finished trials (a few seconds of forests: for the report,
     not for planning a round)."""
     if found is not None:
-        done = [t for t in found.trials if t.tune_acc is not None and t.source == "sobol"]  # a space-filling design
-        found.importance = importances([t.recipe for t in done], [t.tune_acc for t in done])
+        sobol = [t for t in found.trials if t.source == "sobol"]  # a space-filling design
+        first = min((e for t in sobol for e in t.rungs), default=None)  # in rungs: every trial reached the first
+        done = [(t.recipe, t.tune_acc if first is None else t.rungs.get(first)) for t in sobol]
+        done = [(recipe, tune) for recipe, tune in done if tune is not None]
+        found.importance = importances([r for r, _ in done], [tune for _, tune in done], first)
     return found
 
 

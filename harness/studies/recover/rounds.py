@@ -1,13 +1,14 @@
-"""+study=recover's later rounds, planned from the rounds before (harness.launch.rounds runs the mechanics): round 2
-the guided trials (recover.guided > 0), then the confirmation of the best trials and the rules on the other seeds,
-then the judging of the chosen recipe on fresh seeds (recover.judge > 0), then the budget, one length a round."""
+"""+study=recover's later rounds, planned from the rounds before (harness.launch.rounds runs the mechanics): a round
+a rung, each continuing the better part of the search's paused trials (recover.rungs), then the guided trials
+(recover.guided > 0), then the confirmation of the best trials and the rules on the other seeds, then the judging
+of the chosen recipe on fresh seeds (recover.judge > 0), then the budget, one length a round."""
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
 from harness.assess import sweep as sweep_files
-from harness.studies.recover import guided, settings
+from harness.studies.recover import guided, search, settings
 from harness.studies.recover import plan as recover
 from harness.studies.recover import reading as recovery
 from harness.studies.recover.verdict import RECOVERED
@@ -26,23 +27,33 @@ def next_round(sweep_dir: Path, content: dict[str, Any], round_: int) -> list[tu
 def next_jobs(content: dict[str, Any], reading: recovery.Recovery, round_: int,
               sweep_dir: Path | None = None) -> list[tuple[list[str], str]] | None:
     """Round `round_`'s jobs as (overrides, arm), [] for a round with none, None when the study is done: with
-    recover.guided > 0, round 2 proposes the guided trials from round 1's (and writes the Optuna study to
-    `sweep_dir`); the confirmation round then runs the best trials and every rule on the other seeds; after it,
+    recover.rungs, a round a rung continues the better part of the paused trials, as (overrides, arm, the job
+    continued); with recover.guided > 0, the next round proposes the guided trials from the search's (and writes
+    the Optuna study to `sweep_dir`); the confirmation round then runs the best trials and every rule on the other
+    seeds; after it,
     unless the recipe's recovery of b's accuracy is shown (or recover.budget=false), one length of the budget a round,
     until B reaches b's tuning accuracy or (B/b)E: an undecided verdict, or a recovered one on one seed, still
     measures what B would need."""
     record = content["recover"]
     jobs = {job["job"]: job["overrides"] for job in content["jobs"]}
-    extra = recovery.guided_rounds(record)
+    extra, rungs = recovery.guided_rounds(record), record.get("rungs") or []
+    if 2 <= round_ < 2 + len(rungs):  # the better part of the trials paused at the rung before continue
+        index = round_ - 2
+        keep = search.continuing(reading.trials, rungs, index, settings.recorded(record).keep)
+        return recover.rung_jobs(record, jobs, [(k, _paused_job(content, record, k, round_ - 1)) for k in keep],
+                                 index + 1)
+    search_rounds = 1 + len(rungs)
     finished = [(t.number, t.recipe, t.source, t.tune_acc) for t in reading.trials if t.status in recovery.FINISHED]
-    if extra and round_ == 2:  # told round 1's trials only (a resumed sweep's reading holds the guided ones too)
-        first = [trial for trial in finished if trial[0] < len(record["trials"])]
+    cut = [(t.number, t.recipe, t.source, t.cut_at, t.rungs[t.cut_at]) for t in reading.trials
+           if t.cut_at is not None]
+    if extra and round_ == search_rounds + 1:  # told the search's trials only (a resumed sweep's reading holds the
+        first = [trial for trial in finished if trial[0] < len(record["trials"])]  # guided ones too)
         if sweep_dir is not None:
-            guided.write(sweep_dir, record, first)
-        return recover.guided_jobs(record, jobs, guided.propose(record, first, settings.recorded(record).guided))
-    if round_ == 2 + extra:
+            guided.write(sweep_dir, record, first, cut)
+        return recover.guided_jobs(record, jobs, guided.propose(record, first, settings.recorded(record).guided, cut))
+    if round_ == search_rounds + 1 + extra:
         if extra and sweep_dir is not None:  # the study again, with the guided trials told
-            guided.write(sweep_dir, record, finished)
+            guided.write(sweep_dir, record, finished, cut)
         confirm = settings.recorded(record).confirm
         ranked = reading.to_confirm(confirm)
         small = [t.number for t in sorted(reading.small_trials, key=lambda t: (-(t.tune_acc or -1.0), t.number))
@@ -54,7 +65,7 @@ def next_jobs(content: dict[str, Any], reading: recovery.Recovery, round_: int,
             recover.confirm_jobs(record, jobs, small, [t.recipe for t in reading.small_trials], small=True)
             if small else [])
     judging = recovery.judging_rounds(record)
-    if judging and round_ == 3 + extra:  # the recipe chosen: judged on seeds that did not choose it
+    if judging and round_ == search_rounds + 2 + extra:  # the recipe chosen: judged on seeds that did not choose it
         if reading.recipe is None:
             return None
         small = None if reading.small_recipe is None else (
@@ -64,7 +75,7 @@ def next_jobs(content: dict[str, Any], reading: recovery.Recovery, round_: int,
     if verdict is None or (verdict.kind == RECOVERED and verdict.shown) or not settings.recorded(record).budget:
         return None
     lengths = recover.budget_lengths(record)
-    index = round_ - 3 - extra - judging
+    index = round_ - search_rounds - 2 - extra - judging
     before = lengths[:index]  # the rounds before this one: a resumed sweep's reading holds later ones too
     if index >= len(lengths) or any(length.reached for length in [*reading.budget, *reading.budget_rule]
                                     if length.epochs in before):
@@ -72,6 +83,14 @@ def next_jobs(content: dict[str, Any], reading: recovery.Recovery, round_: int,
     rule = reading.budget_rule_trial
     return recover.budget_jobs(record, jobs, reading.trials[reading.recipe].recipe, lengths[index],
                                None if rule is None else (rule, reading.trials[rule].recipe))
+
+
+def _paused_job(content: dict[str, Any], record: dict[str, Any], trial: int, before: int) -> str:
+    """The job of trial `trial`'s run paused in round `before` (round 1's, or a rung round's), on the search's seed."""
+    arm = f"trial_{trial}"
+    if before == 1:
+        return next(job for job, found in record["arms"].items() if found == arm)
+    return next(job["job"] for job in content["jobs"] if job.get("round") == before and job.get("arm") == arm)
 
 
 def added_jobs(sweep_dir: Path, content: dict[str, Any], new: list[int]) -> list[tuple[list[str], str]] | str:

@@ -33,7 +33,8 @@ def recovery_rows(r) -> list[list[str]]:
         return []
     keys = recipe_keys(r)
     return [[str(rank) if t.tune_acc is not None else "–", str(t.number), t.rule or t.source, fmt(t.tune_acc),
-             t.status, *(_recipe_value(t.recipe.get(k)) if k in t.recipe else "–" for k in keys)]
+             t.status if t.cut_at is None else f"cut at epoch {t.cut_at} ({t.rungs[t.cut_at]:.3f})",
+             *(_recipe_value(t.recipe.get(k)) if k in t.recipe else "–" for k in keys)]
             for rank, t in enumerate(r.ranked(), start=1)]
 
 

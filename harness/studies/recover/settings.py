@@ -14,7 +14,8 @@ from harness.studies.recover.space import CHOICES, LOG, RANGES
 RULES = ("linear", "sqrt", "adam_sde", "precise_bn", "ramp", "smith")  # the published rules (harness.config.rules)
 # what a key an older sweep.json lacks meant: no guided round, no rules and no judging seeds before they existed
 # (the verdict then paired the seeds that chose the recipe)
-BEFORE = {"guided": 0, "rules": (), "judge": 0, "probes": True}  # and the probes in every run
+BEFORE = {"guided": 0, "rules": (), "judge": 0, "probes": True, "rungs": ()}  # and the probes in every run, and
+# every trial run whole
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,9 @@ class Settings:
     guided: int = 8
     judge: int = 3    # fresh seeds, after the command's, on which the chosen recipe is judged (0: the choosing seeds)
     probes: bool = False  # the probes in the trials' runs too (the report's Why reads b and B as they are only)
+    rungs: tuple[float, ...] = (0.5,)  # fractions of the epochs where the Sobol trials are compared on tune_acc,
+    # the better `keep` of them continuing from their checkpoint (successive halving); () runs every trial whole
+    keep: float = 0.5
     space: dict[str, list] = field(default_factory=dict)
 
 
@@ -57,6 +61,14 @@ def from_dict(node: dict[str, Any]) -> Settings:
             or len(set(named)) != len(named):
         raise ConfigError("recover.rules", named, f"a list of distinct rules among {', '.join(RULES)} (the "
                           "published rules run as candidates of round 1; [] for none)")
+    rungs = node.get("rungs", [0.5])
+    if not isinstance(rungs, (list, tuple)) or any(isinstance(f, bool) or not isinstance(f, (int, float))
+                                                   or not 0 < f < 1 for f in rungs) or list(rungs) != sorted(set(rungs)):
+        raise ConfigError("recover.rungs", rungs, "increasing fractions in (0, 1) of the epochs, where the search's "
+                          "trials are compared and the better part continues ([] to run every trial whole)")
+    keep = node.get("keep", 0.5)
+    if isinstance(keep, bool) or not isinstance(keep, (int, float)) or not 0 < keep < 1:
+        raise ConfigError("recover.keep", keep, "a number in (0, 1): the share of the trials at a rung that continue")
     space = node.get("space") or {}
     for key, values in space.items():
         name = f"recover.space.{key}"
@@ -71,7 +83,7 @@ def from_dict(node: dict[str, Any]) -> Settings:
                     or not values[0] <= values[1] or (key in LOG and values[0] <= 0):
                 raise ConfigError(name, values, "[low, high] with low <= high" + (", low > 0 (log-uniform)"
                                                                                   if key in LOG else ""))
-    return Settings(**{**node, "rules": tuple(named), "space": dict(space)})
+    return Settings(**{**node, "rules": tuple(named), "rungs": tuple(rungs), "space": dict(space)})
 
 
 def check_bn_range(values: list) -> None:
@@ -91,7 +103,14 @@ def recorded(record: dict[str, Any]) -> Settings:
     saved = record.get("settings", {})
     known = Settings.__dataclass_fields__
     values = {**BEFORE, **{key: value for key, value in saved.items() if key in known and key != "space"}}
-    return Settings(**{**values, "rules": tuple(values["rules"]), "space": dict(record.get("space", {}))})
+    return Settings(**{**values, "rules": tuple(values["rules"]), "rungs": tuple(values["rungs"]),
+                       "space": dict(record.get("space", {}))})
+
+
+def rung_epochs(rungs: tuple[float, ...], epochs: int) -> list[int]:
+    """The epochs the rungs fall on (each fraction of `epochs`, at least 1), those before `epochs` only: none
+    where a run is one epoch long."""
+    return sorted({max(1, int(fraction * epochs)) for fraction in rungs} - set(range(epochs, epochs + 1)))
 
 
 def judging_seeds(record: dict[str, Any]) -> list[int]:

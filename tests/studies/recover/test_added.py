@@ -12,7 +12,7 @@ from harness.studies.recover import reading as recovery
 from tests.helpers.sweeps import _command_plan, add_seeds, next_round, study_sweep
 
 COMMAND = ("+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=4", "seed=0,1", "recover.rules=[]",
-           "recover.guided=0")
+           "recover.rungs=[]", "recover.guided=0")
 
 
 def _set_val(sweep, jobs, values: dict[str, list[float]]) -> None:

@@ -236,6 +236,10 @@ BAD = [
     (["+study=recover", "batch_size=8,64", "~recover.space"], "recover.space", "at least one key"),
     (["+study=recover", "batch_size=8,64", "recover.rules=[linear,lars]"], "recover.rules=['linear', 'lars']",
      "distinct rules among linear, sqrt, adam_sde"),
+    (["+study=recover", "batch_size=8,64", "pause_epoch=1"], "pause_epoch='1'", "null with +study=recover"),
+    (["+study=recover", "batch_size=8,64", "recover.rungs=[0.5,1.5]"], "recover.rungs=[0.5, 1.5]",
+     "increasing fractions in (0, 1)"),
+    (["+study=recover", "batch_size=8,64", "recover.keep=1"], "recover.keep=1", "a number in (0, 1)"),
 ]
 
 

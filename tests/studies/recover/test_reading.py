@@ -13,7 +13,7 @@ from tests.helpers import page
 from tests.helpers.sweeps import study_sweep
 
 COMMAND = ("+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=4", "seed=0,1", "recover.rules=[]",
-           "recover.guided=0")
+           "recover.guided=0", "recover.rungs=[]")
 
 
 def _set_final(sweep, arm: str, **values) -> None:
@@ -95,8 +95,9 @@ def test_after_round_two_the_section_shows_the_verdict_its_table_and_the_figures
 
     sweep = study_sweep(tmp_path / "s", "+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=8",
                         "seed=0,1", "recover.budget=false", "recover.guided=0")
-    next_round(sweep, 1)
-    next_round(sweep, 2)  # the recipe judged on seeds 2, 3, 4
+    next_round(sweep, 1)  # the rung: the better half of the trials continue
+    next_round(sweep, 2)
+    next_round(sweep, 3)  # the recipe judged on seeds 2, 3, 4
     a = assess(sweep)
     assert a.reading.verdict is not None and a.reading.importance is not None
     html.write_report(sweep, tmp_path / "reports")

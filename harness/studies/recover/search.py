@@ -1,0 +1,120 @@
+"""+study=recover's search read from its runs on the search's seed: each trial (a Sobol point, a rule, a guided
+recipe, and b's own with recover.tune_small) with its status and final tune_acc, and, for a Sobol point, its
+tune_acc at each rung it paused at and the rung where it was cut.
+
+The rungs (successive halving, Li et al. 2020): round 1's Sobol trials pause at the first rung epoch
+(pause_epoch), and the round after each rung continues the better `recover.keep` of them, by tune_acc at that
+epoch, from their checkpoints (a forked run: harness.store.fork), to the next rung or to E. Every trial is at the
+same epoch, so at the same fraction of its planned steps, where it is compared: a decaying schedule has not decayed
+more in one trial than in another. A trial is its furthest run: the latest job of its arm on the search's seed.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from harness.assess.analysis import SELECTION_COLUMNS
+from harness.assess.sweep import Sweep
+from harness.studies.recover import settings
+from harness.studies.recover.space import recipe_of_job
+
+FINISHED = ("completed", "diverged")
+PAUSED = "paused"  # a trial stopped at a rung: continued in the next round, or cut there
+SMALL = "small_"  # the arm of a trial at b (recover.tune_small): small_trial_<k>
+GUIDED = "guided"  # a trial's source: proposed by the guided round (harness.studies.recover.guided)
+
+
+@dataclass
+class Trial:
+    number: int
+    recipe: dict[str, Any]
+    status: str                 # its furthest run's status, or "not started"
+    tune_acc: float | None      # its final tuning-slice accuracy (None: not finished, diverged, or cut at a rung)
+    peak_lr: float | None = None  # the learning rate its schedule peaks at, as its run recorded it
+    source: str = "sobol"       # sobol (a point of the search), rule (a published rule's recipe), guided
+    rule: str | None = None     # the rule's name (harness.config.rules), for a rule's trial
+    clipped: list[str] = field(default_factory=list)  # what the rule asked that was clipped
+    rungs: dict[int, float] = field(default_factory=dict)  # tune_acc at each rung epoch it paused at
+    cut_at: int | None = None   # the rung epoch it stopped at for good (the rung's round continued others)
+
+    @property
+    def changed(self) -> int:
+        """How many keys the recipe sets (a null choice keeps the command's own): the simpler, the fewer."""
+        return sum(value is not None for value in self.recipe.values())
+
+
+def rung_rounds(plan: dict[str, Any]) -> int:
+    """The rounds after round 1 that continue the search's trials, one a rung (a plan before the rungs has none)."""
+    return len(plan.get("rungs") or [])
+
+
+def last_rows(df: pd.DataFrame, statuses: tuple[str, ...] = FINISHED) -> pd.DataFrame:
+    """Each run's last epoch (through SELECTION_COLUMNS, its job and epoch only: never the validation set), for
+    the runs whose status is one of `statuses`."""
+    columns = [c for c in (*SELECTION_COLUMNS, "job", "epoch") if c in df.columns]
+    rows = df[columns]
+    rows = rows[rows["status"].isin(statuses) & rows["epoch"].notna()]
+    return rows.sort_values("epoch").groupby("run_id").tail(1)
+
+
+def read(sweep: Sweep, plan: dict[str, Any]) -> tuple[list[Trial], int | None, list[Trial], int | None]:
+    """(the trials at B, the best of them, b's trials with recover.tune_small, the best of those)."""
+    later = (sweep.plan or {}).get("jobs", [])
+    rungs, after = plan.get("rungs") or [], 2 + rung_rounds(plan)
+    continued = [job for job in later if 2 <= job.get("round", 1) < after]
+    guided_jobs = [job for job in later if settings.recorded(plan).guided and job.get("round") == after]
+    arm_of = {**plan["arms"], **{job["job"]: job["arm"] for job in (*continued, *guided_jobs)}}
+    first = plan["seeds"][0]
+    frame = sweep.epochs
+    rows = {str(row["job"]): row for row in last_rows(frame[frame["seed"] == first], (*FINISHED, PAUSED))
+            .to_dict("records")}
+    runs: dict[str, list[dict[str, Any]]] = {}  # arm -> its runs' records, in job order: the last is the furthest
+    for record in sorted((r for r in sweep.records if str(r["job"]) in arm_of), key=lambda r: int(r["job"])):
+        runs.setdefault(arm_of[str(record["job"])], []).append(record)
+    ended = sweep.complete_rounds()
+
+    def trials(recipes: list[dict[str, Any]], prefix: str, sources: list[dict[str, Any]]) -> list[Trial]:
+        found = []
+        for k, (recipe, source) in enumerate(zip(recipes, sources)):
+            records = runs.get(f"{prefix}trial_{k}", [])
+            status = records[-1]["status"] if records else "not started"
+            row = rows.get(str(records[-1]["job"]), {}) if records else {}
+            paused = {int(rows[str(r["job"])]["epoch"]): float(rows[str(r["job"])]["tune_acc"])
+                      for r in records if r["status"] == PAUSED and str(r["job"]) in rows}
+            at = int(row["epoch"]) if status == PAUSED and row else None
+            found.append(Trial(k, recipe, status, _number(row.get("tune_acc")) if status == "completed" else None,
+                               _number(row.get("peak_lr")), source.get("source", "sobol"), source.get("rule"),
+                               list(source.get("clipped", [])), paused,
+                               at if at in rungs and ended >= 2 + rungs.index(at) else None))
+        return found
+
+    base = next((job["overrides"] for job in later if job["job"] == plan["reference"]["B"][str(first)]), [])
+    recipes = [*plan["trials"], *(recipe_of_job(job["overrides"], base, plan["space"]) for job in guided_jobs)]
+    sources = [*(plan.get("sources") or [{} for _ in plan["trials"]]), *({"source": GUIDED} for _ in guided_jobs)]
+    at_b = plan.get("small_trials", [])
+    found, small = trials(recipes, "", sources), trials(at_b, SMALL, [{} for _ in at_b])
+    return found, _best(found), small, _best(small)
+
+
+def continuing(trials: list[Trial], rungs: list[int], index: int, keep: float) -> list[int]:
+    """The trials that continue past rung `index` (at epoch rungs[index]): ceil(keep x the trials that ran towards
+    it), the best by tune_acc at the rung of those paused there (a trial that diverged on the way has none; ties:
+    the lower number). The counts halve from every Sobol trial whatever diverged, so a resume counts the same."""
+    count = sum(t.source == "sobol" for t in trials)
+    for _ in range(index + 1):
+        count = math.ceil(keep * count)
+    epoch = rungs[index]
+    paused = sorted((t for t in trials if epoch in t.rungs), key=lambda t: (-t.rungs[epoch], t.number))
+    return [t.number for t in paused[:count]]
+
+
+def _best(trials: list[Trial]) -> int | None:
+    return next((t.number for t in sorted(trials, key=lambda t: (-(t.tune_acc or -1.0), t.number))
+                 if t.tune_acc is not None), None)
+
+
+def _number(value) -> float | None:
+    return None if value is None or pd.isna(value) else float(value)
