@@ -55,6 +55,8 @@ class TrainConfig:
     # study's race or cap: target.json's stopped_short); None: at `epochs`
     pause_epoch: int | None = None  # stop after this epoch, the schedule still planned over `epochs`, and keep the
     # checkpoint (status `paused`): a study's rung, continued by a later job (not part of the run's identity)
+    pause_when: str = "always"    # cheaper: pause only where its set-up and compile, as the run measured them, are
+    # less than its epochs left would take (harness.run.pause); else train on to the end
     momentum: float | None = None  # the first-moment coefficient; None: the optimizer's own (MOMENTUM_KEYWORD)
     nesterov: bool = False        # Nesterov momentum, for SGD
     weight_decay: float | None = None  # Keras's decoupled decay (lr x wd a step); None: the optimizer's own
@@ -117,10 +119,11 @@ TOP_KEYS = {
     "epochs", "lr", "optimizer", "seed", "dataset", "model", "steps_per_execution", "train_fraction",
     "preprocess_mismatch", "budget", "budget_steps", "lr_scaling", "base_batch_size", "warmup_epochs",
     "target_train_loss", "probes", "probe_samples", "lr_factor", "tune_fraction", "target_tune_acc", "target_check",
-    "target_max_samples", "pause_epoch", "backend", "batch_schedule", *recipe.RECIPE_DEFAULTS,
+    "target_max_samples", "pause_epoch", "pause_when", "backend", "batch_schedule", *recipe.RECIPE_DEFAULTS,
 }
-NOT_IDENTITY = ("pause_epoch",)  # where a run stops, not what it is: never in run.json's config nor a row's columns
+NOT_IDENTITY = ("pause_epoch", "pause_when")  # where a run stops, not what it is: never in run.json's config nor a row's columns
 TARGET_CHECKS = ("steps", "epoch")
+PAUSE_WHEN = ("always", "cheaper")  # as harness.run.pause.WHEN, which config may not import
 UNRECORDED_AT_DEFAULT = {**recipe.RECIPE_DEFAULTS, "target_check": "steps", "batch_schedule": None,
                          "target_max_samples": None}
 DATA_KEYS = datasets.ALL_KEYS
@@ -211,6 +214,7 @@ def _study_keys(cfg: dict) -> dict[str, Any]:
         "target_check": check,
         "target_max_samples": most,
         "pause_epoch": pause,
+        "pause_when": choice(cfg, "pause_when", PAUSE_WHEN),
     }
 
 

@@ -17,6 +17,7 @@ from harness.data.transforms import Arrays
 from harness.models import batch_norm
 from harness.probes import in_run as probes
 from harness.run import checkpoint, devices, slurm, stop
+from harness.run import pause as paused
 from harness.run.inputs import prepare_data, training_inputs
 from harness.run.tensorboard_log import RunBoard
 from harness.store import layout
@@ -150,18 +151,21 @@ def _train(run: _Run, board: RunBoard, tracker: RunTracker, hooks: Sequence[Call
         if monitor is not None:
             monitor.plan = phase.plan
 
-    fit_started = time.perf_counter()
+    fit_started, set_up = time.perf_counter(), time.time() - run.timings["start"]
+    callbacks = [c for c in (step_sync, monitor, recorder, divergence, at_loss) if c is not None] + [
+        checkpoint.callback(run.run_dir, model, then=lambda: (tracker.flush(), stop.check()))]
+    pause = run.cfg.train.pause_epoch
     with placement.training():  # callbacks in order: the row, then what stops on it, then the checkpoint
-        phases.fit_phases(model, planned, phase_batches, settings,
-                          [c for c in (step_sync, monitor, recorder, divergence, at_loss) if c is not None]
-                          + [checkpoint.callback(run.run_dir, model, then=lambda: (tracker.flush(), stop.check()))],
-                          run.resume_epoch, run.cfg.train.pause_epoch)
+        phases.fit_phases(model, planned, phase_batches, settings, callbacks, run.resume_epoch, pause)
+        if paused.stopped(run.cfg.train, model, recorder.rows) and not paused.pays(
+                run.cfg.train, recorder.rows[run.resume_epoch:], set_up, time.perf_counter() - fit_started,
+                run.record):
+            phases.fit_phases(model, planned, phase_batches, settings, callbacks, pause)  # on to the end, here
     run.record.update(fit_seconds=time.perf_counter() - fit_started,
                       target_reached_at_epoch=None if at_loss is None else at_loss.reached_at)
     run.timings.update(recorder.seconds)
     final = recorder.rows[-1]["val_acc"] if recorder.rows else float("nan")
-    pause = run.cfg.train.pause_epoch
-    if pause is not None and not model.stop_training and recorder.rows and recorder.rows[-1]["epoch"] == pause:
+    if paused.stopped(run.cfg.train, model, recorder.rows):
         run.record.update(paused_at_epoch=pause)  # its checkpoint stays, and no end-of-run file is written yet
         return final, "paused"
     _end_of_run(run, model, model_cfg, data_in, decode, placement.replicas, monitor, divergence.diverged)

@@ -75,6 +75,7 @@ BAD = [
     (["target_max_samples=0", "target_tune_acc=0.8", "tune_fraction=0.1"], "target_max_samples=0", "an integer >= 1"),
     (["epochs=3", "pause_epoch=3"], "pause_epoch=3", "an epoch before `epochs` with budget=epochs"),
     (["pause_epoch=0"], "pause_epoch=0", "an integer >= 1"),
+    (["pause_when=never"], "pause_when='never'", "always, cheaper"),
     (["budget=steps", "budget_steps=100", "pause_epoch=1"], "pause_epoch=1", "with budget=epochs"),
     (["backend=torch"], "backend='torch'", "tensorflow, jax"),
     (["backend=jax", "gpus=2"], "gpus=2", "simulate_devices=true"),

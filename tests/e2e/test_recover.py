@@ -57,6 +57,7 @@ def test_a_recovery_on_a_users_npz_and_model_killed_in_round_two_resumes_without
     sweep = tmp_path / "sweeps" / "recover"
     command = ["+study=recover", "dataset=npz", f"dataset.path={tmp_path / 'data.npz'}", "model=custom",
                "model._target_=mymodels.small", "batch_size=8,32", "epochs=2", "seed=0,1", "probes=false",
+               "pause_when=always",  # every trial pauses at the rung (cheaper: only where that saves time)
                "recover.trials=2", "recover.confirm=2", "recover.budget=false", "recover.rules=[linear]",
                "recover.guided=2", "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={sweep}", "-m"]
     _killed_in_round_two(command, sweep, tmp_path)

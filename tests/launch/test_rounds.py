@@ -488,3 +488,38 @@ def test_the_search_runs_in_rungs_the_better_half_continuing_from_its_paused_run
 
 def _resumed_with(sweep, command):
     dataclasses.replace(_command_plan(command), output_dir=sweep).write()
+
+
+def _ran_whole(sweep, job, epochs):
+    """Trial run `job` as pause_when=cheaper leaves it where its pause does not pay: trained on to its last epoch
+    (the later rows here repeat the rung's numbers), completed, its estimate in run.json, no checkpoint."""
+    import pandas as pd
+
+    rows = pd.read_parquet(sweep / str(job) / "metrics.parquet").to_dict("records")
+    rows += [{**rows[-1], "epoch": epoch} for epoch in range(len(rows) + 1, epochs + 1)]
+    pd.DataFrame(rows).to_parquet(sweep / str(job) / "metrics.parquet", index=False)
+    record = json.loads((sweep / str(job) / "run.json").read_text())
+    record.pop("paused_at_epoch")
+    (sweep / str(job) / "run.json").write_text(json.dumps({**record, "status": "completed", "pause": {"pays": False},
+                                                           "epochs_completed": epochs}))
+    (sweep / str(job) / "checkpoint.npz").unlink()
+
+
+def test_a_trial_that_ran_whole_goes_on_or_is_cut_by_its_rung_alone(tmp_path):
+    """Trials 0 and 1 ran whole (their pause did not pay): trial 0, among the better half at the rung, needs no
+    job to go on and its final counts; trial 1, below it, is cut though its final tune_acc, the best of all, is on
+    disk: which trials go on never depends on which runs paused."""
+    command = tuple(c for c in RUNGS if not c.startswith("recover.rungs")) + ("recover.rungs=[0.5]",)
+    sweep = study_sweep(tmp_path / "s", *command)
+    for job, tune in zip(range(4, 12), (0.95, 0.52, 0.55, 0.70, 0.90, 0.60, 0.65, 0.75)):
+        set_final(sweep, job, tune_acc=tune)
+    _ran_whole(sweep, 4, 4)
+    _ran_whole(sweep, 5, 4)
+    set_final(sweep, 4, tune_acc=0.97)  # the epoch-4 rows: trial 0's and trial 1's finals
+    set_final(sweep, 5, tune_acc=0.99)
+    jobs = next_round(sweep, 1)  # the better half at epoch 2: trials 0, 4, 7, 3, of which 0 ran whole
+    assert [(j.arm, j.continues) for j in jobs] == [("trial_4", "8"), ("trial_7", "11"), ("trial_3", "7")]
+    r = recovery.recover(sweep_files.read(sweep))
+    assert r.trials[0].cut_at is None and r.trials[0].tune_acc == 0.97
+    assert r.trials[1].cut_at == 2 and r.trials[1].tune_acc is None and r.trials[1].status == "completed"
+    assert {t.number for t in r.trials if t.cut_at is not None} == {1, 2, 5, 6}

@@ -194,6 +194,39 @@ def test_a_paused_run_continued_from_its_fork_has_the_epochs_of_one_run_straight
     assert json.loads((tmp_path / "s" / "1" / "run.json").read_text())["status"] == "paused"
 
 
+@pytest.mark.parametrize("pays", [True, False])
+def test_pause_when_cheaper_pauses_only_where_its_estimate_says_so_and_the_numbers_are_the_same(compose, tmp_path,
+                                                                                               monkeypatch, pays):
+    """pause_when=cheaper: the run measures what continuing later would cost against the epochs left (the estimate
+    is fixed here, so that no clock decides the test) and pauses, or trains on to the end in the same process with
+    the metrics of a run trained straight through."""
+    from harness.run import pause
+
+    monkeypatch.setattr(pause.Estimate, "pays", property(lambda self: pays))
+    straight = compose(*TINY, "epochs=3", "batch_size=16", "lr_schedule=cosine")
+    run_experiment(straight, tmp_path / "s" / "0", run_id="s/0")
+    cfg = compose(*TINY, "epochs=3", "batch_size=16", "lr_schedule=cosine", "pause_epoch=2", "pause_when=cheaper")
+    run_experiment(cfg, tmp_path / "s" / "1", run_id="s/1")
+    found = json.loads((tmp_path / "s" / "1" / "run.json").read_text())
+    assert found["status"] == ("paused" if pays else "completed") and found["pause"]["pays"] is pays
+    assert found["pause"]["epochs_left"] == 1 and found["pause"]["set_up"] > 0
+    assert (tmp_path / "s" / "1" / layout.CHECKPOINT).exists() is pays
+    rows = pd.read_parquet(tmp_path / "s" / "1" / "metrics.parquet").drop(columns=[*TIMING, "run_id"])
+    whole = pd.read_parquet(tmp_path / "s" / "0" / "metrics.parquet").drop(columns=[*TIMING, "run_id"])
+    pd.testing.assert_frame_equal(rows, whole.iloc[:len(rows)], check_exact=True)
+    assert len(rows) == (2 if pays else 3)
+
+
+def test_a_pause_pays_where_the_set_up_and_compile_are_less_than_the_epochs_left():
+    from harness.run.pause import estimate
+
+    small_model = estimate(set_up=0.6, epoch_seconds=[0.5, 0.07, 0.07], fit_wall=0.9, epochs_left=2)
+    assert small_model.compile == pytest.approx(0.43) and not small_model.pays  # 1.03 s against 2 x 0.157 s
+    big_model = estimate(set_up=20.0, epoch_seconds=[700.0, 600.0, 610.0], fit_wall=1950.0, epochs_left=3)
+    assert big_model.pays and big_model.per_epoch == pytest.approx((1950.0 - 95.0) / 3)
+    assert estimate(0.5, [1.0], 1.2, 1).compile == 0.0  # one epoch: no compile told apart, which errs to pausing
+
+
 def test_same_seed_same_backend_same_numbers_and_another_seed_others(compose, tmp_path, backend):
     """Two runs of one config in one process (as a warm worker runs them) agree bit for bit, on each backend; the
     recomputed batch-norm statistics included (the probes are functions of the weights, checked on closed forms)."""

@@ -23,15 +23,19 @@ def rungs_note(r, plan: dict[str, Any]) -> list[str]:
     cut = [t for t in r.trials if t.cut_at is not None]
     if not rungs or not cut:
         return []
-    searched = sum(t.source == "sobol" for t in r.trials[:len(plan["trials"])])
+    searched = [t for t in r.trials[:len(plan["trials"])] if t.source == "sobol"]
     at = ", ".join(f"{sum(t.cut_at == e for t in cut)} at epoch {e}" for e in rungs if any(t.cut_at == e for t in cut))
-    return [f"The search ran in rungs (successive halving, recover.rungs): its {searched} Sobol trials were compared "
-            f"on tune_acc at epoch{'s' if len(rungs) > 1 else ''} {', '.join(map(str, rungs))} of {epochs}, the same "
-            f"fraction of every trial's planned steps, and the better part went on from its checkpoint. {len(cut)} "
-            f"were cut ({at}): trial{'s' if len(cut) > 1 else ''} {', '.join(str(t.number) for t in cut)}, never "
-            "confirmed or told to the guided round as finished. A trial's tune_acc midway is not its final one (a "
-            "schedule that decays late gains most at the end), so a cut trial might have ended higher. The rules, "
-            "the guided trials and the confirmations ran whole."]
+    whole = sum(not t.paused for t in searched)
+    paused = (f" {whole} of them ran whole: a run pauses only where its set-up and compile, which its continuation "
+              "pays again, take less than its epochs left would (pause_when=cheaper), and running whole changes "
+              "none of its numbers nor which trials go on." if whole else "")
+    return [f"The search ran in rungs (successive halving, recover.rungs): its {len(searched)} Sobol trials were "
+            f"compared on tune_acc at epoch{'s' if len(rungs) > 1 else ''} {', '.join(map(str, rungs))} of {epochs}, "
+            "the same fraction of every trial's planned steps, and the better part went on, from its checkpoint where "
+            f"it had paused.{paused} {len(cut)} were cut ({at}): trial{'s' if len(cut) > 1 else ''} "
+            f"{', '.join(str(t.number) for t in cut)}, never confirmed or told to the guided round as finished. A "
+            "trial's tune_acc midway is not its final one (a schedule that decays late gains most at the end), so a "
+            "cut trial might have ended higher. The rules, the guided trials and the confirmations ran whole."]
 
 
 def notes(r, plan: dict[str, Any]) -> list[str]:

@@ -222,7 +222,8 @@ def plan(jobs: list[list[str]], run_configs: list[RunConfig], settings: Settings
     silent = {} if settings.probes else QUIET
     rungs = rung_epochs(settings.rungs, large.train.epochs) if large.train.budget == "epochs" else []
     for number, found in enumerate(trials):  # a Sobol point pauses at the first rung (a rule runs whole)
-        paused = {"pause_epoch": rungs[0]} if rungs and sources[number]["source"] == SOBOL else {}
+        paused = {"pause_epoch": rungs[0], **({} if "pause_when" in given else {"pause_when": "cheaper"})} \
+            if rungs and sources[number]["source"] == SOBOL else {}  # the command's pause_when=always: every trial
         planned.append(with_recipe(kit.job(big, seeds[0]), {**found, **silent, **paused}))
         arms.append(f"trial_{number}")
     record = {"small_batch": b, "large_batch": big, "seeds": seeds, "epochs": large.train.epochs,

@@ -39,11 +39,12 @@ def next_jobs(content: dict[str, Any], reading: recovery.Recovery, round_: int,
     extra, rungs = recovery.guided_rounds(record), record.get("rungs") or []
     if 2 <= round_ < 2 + len(rungs):  # the better part of the trials paused at the rung before continue
         index = round_ - 2
-        keep = search.continuing(reading.trials, rungs, index, settings.recorded(record).keep)
-        return recover.rung_jobs(record, jobs, [(k, _paused_job(content, record, k, round_ - 1)) for k in keep],
-                                 index + 1)
+        chosen = search.selected(reading.trials, rungs, settings.recorded(record).keep)[index]
+        return recover.rung_jobs(record, jobs, [(k, reading.trials[k].paused[rungs[index]]) for k in chosen
+                                                if rungs[index] in reading.trials[k].paused], index + 1)
     search_rounds = 1 + len(rungs)
-    finished = [(t.number, t.recipe, t.source, t.tune_acc) for t in reading.trials if t.status in recovery.FINISHED]
+    finished = [(t.number, t.recipe, t.source, t.tune_acc) for t in reading.trials
+                if t.status in recovery.FINISHED and t.cut_at is None]
     cut = [(t.number, t.recipe, t.source, t.cut_at, t.rungs[t.cut_at]) for t in reading.trials
            if t.cut_at is not None]
     if extra and round_ == search_rounds + 1:  # told the search's trials only (a resumed sweep's reading holds the
@@ -83,14 +84,6 @@ def next_jobs(content: dict[str, Any], reading: recovery.Recovery, round_: int,
     rule = reading.budget_rule_trial
     return recover.budget_jobs(record, jobs, reading.trials[reading.recipe].recipe, lengths[index],
                                None if rule is None else (rule, reading.trials[rule].recipe))
-
-
-def _paused_job(content: dict[str, Any], record: dict[str, Any], trial: int, before: int) -> str:
-    """The job of trial `trial`'s run paused in round `before` (round 1's, or a rung round's), on the search's seed."""
-    arm = f"trial_{trial}"
-    if before == 1:
-        return next(job for job, found in record["arms"].items() if found == arm)
-    return next(job["job"] for job in content["jobs"] if job.get("round") == before and job.get("arm") == arm)
 
 
 def added_jobs(sweep_dir: Path, content: dict[str, Any], new: list[int]) -> list[tuple[list[str], str]] | str:

@@ -3,10 +3,13 @@ recipe, and b's own with recover.tune_small) with its status and final tune_acc,
 tune_acc at each rung it paused at and the rung where it was cut.
 
 The rungs (successive halving, Li et al. 2020): round 1's Sobol trials pause at the first rung epoch
-(pause_epoch), and the round after each rung continues the better `recover.keep` of them, by tune_acc at that
-epoch, from their checkpoints (a forked run: harness.store.fork), to the next rung or to E. Every trial is at the
-same epoch, so at the same fraction of its planned steps, where it is compared: a decaying schedule has not decayed
-more in one trial than in another. A trial is its furthest run: the latest job of its arm on the search's seed.
+(pause_epoch, pause_when=cheaper: only where the pause saves time; else a trial runs whole, with the same numbers),
+the better `recover.keep` of them by tune_acc at that epoch go on, and the round after each rung continues those
+that paused from their checkpoints (a forked run: harness.store.fork), to the next rung or to E. Every trial is at
+the same epoch, so at the same fraction of its planned steps, where it is compared: a decaying schedule has not
+decayed more in one trial than in another. Which trials go on is read from their tune_acc at the rungs alone, so it
+is the same whether a trial paused or ran whole. A trial is its furthest run: the latest job of its arm on the
+search's seed.
 """
 from __future__ import annotations
 
@@ -37,8 +40,9 @@ class Trial:
     source: str = "sobol"       # sobol (a point of the search), rule (a published rule's recipe), guided
     rule: str | None = None     # the rule's name (harness.config.rules), for a rule's trial
     clipped: list[str] = field(default_factory=list)  # what the rule asked that was clipped
-    rungs: dict[int, float] = field(default_factory=dict)  # tune_acc at each rung epoch it paused at
-    cut_at: int | None = None   # the rung epoch it stopped at for good (the rung's round continued others)
+    rungs: dict[int, float] = field(default_factory=dict)  # a Sobol trial's tune_acc at each rung epoch it reached
+    cut_at: int | None = None   # the rung epoch where the better part went on without it
+    paused: dict[int, str] = field(default_factory=dict)  # rung epoch -> the job of its run paused there
 
     @property
     def changed(self) -> int:
@@ -69,12 +73,13 @@ def read(sweep: Sweep, plan: dict[str, Any]) -> tuple[list[Trial], int | None, l
     arm_of = {**plan["arms"], **{job["job"]: job["arm"] for job in (*continued, *guided_jobs)}}
     first = plan["seeds"][0]
     frame = sweep.epochs
-    rows = {str(row["job"]): row for row in last_rows(frame[frame["seed"] == first], (*FINISHED, PAUSED))
-            .to_dict("records")}
+    frame = frame[(frame["seed"] == first) & frame["status"].isin((*FINISHED, PAUSED)) & frame["epoch"].notna()]
+    rows = {str(row["job"]): row for row in last_rows(frame, (*FINISHED, PAUSED)).to_dict("records")}
+    at_epoch = {(str(job), int(epoch)): tune for job, epoch, tune in zip(frame["job"], frame["epoch"],
+                                                                          frame["tune_acc"]) if not pd.isna(tune)}
     runs: dict[str, list[dict[str, Any]]] = {}  # arm -> its runs' records, in job order: the last is the furthest
     for record in sorted((r for r in sweep.records if str(r["job"]) in arm_of), key=lambda r: int(r["job"])):
         runs.setdefault(arm_of[str(record["job"])], []).append(record)
-    ended = sweep.complete_rounds()
 
     def trials(recipes: list[dict[str, Any]], prefix: str, sources: list[dict[str, Any]]) -> list[Trial]:
         found = []
@@ -82,13 +87,17 @@ def read(sweep: Sweep, plan: dict[str, Any]) -> tuple[list[Trial], int | None, l
             records = runs.get(f"{prefix}trial_{k}", [])
             status = records[-1]["status"] if records else "not started"
             row = rows.get(str(records[-1]["job"]), {}) if records else {}
-            paused = {int(rows[str(r["job"])]["epoch"]): float(rows[str(r["job"])]["tune_acc"])
-                      for r in records if r["status"] == PAUSED and str(r["job"]) in rows}
-            at = int(row["epoch"]) if status == PAUSED and row else None
+            searched = prefix == "" and source.get("source", "sobol") == "sobol"
+            at: dict[int, float] = {}  # from the first run that reached the epoch (a continued run holds a copy)
+            for r in records:
+                for e in rungs if searched else ():
+                    if (str(r["job"]), e) in at_epoch:
+                        at.setdefault(e, float(at_epoch[(str(r["job"]), e)]))
+            paused = {int(rows[str(r["job"])]["epoch"]): str(r["job"]) for r in records
+                      if r["status"] == PAUSED and str(r["job"]) in rows}
             found.append(Trial(k, recipe, status, _number(row.get("tune_acc")) if status == "completed" else None,
                                _number(row.get("peak_lr")), source.get("source", "sobol"), source.get("rule"),
-                               list(source.get("clipped", [])), paused,
-                               at if at in rungs and ended >= 2 + rungs.index(at) else None))
+                               list(source.get("clipped", [])), at, None, paused))
         return found
 
     base = next((job["overrides"] for job in later if job["job"] == plan["reference"]["B"][str(first)]), [])
@@ -96,19 +105,37 @@ def read(sweep: Sweep, plan: dict[str, Any]) -> tuple[list[Trial], int | None, l
     sources = [*(plan.get("sources") or [{} for _ in plan["trials"]]), *({"source": GUIDED} for _ in guided_jobs)]
     at_b = plan.get("small_trials", [])
     found, small = trials(recipes, "", sources), trials(at_b, SMALL, [{} for _ in at_b])
+    _cut(found, rungs, settings.recorded(plan).keep, sweep.complete_rounds())
     return found, _best(found), small, _best(small)
 
 
-def continuing(trials: list[Trial], rungs: list[int], index: int, keep: float) -> list[int]:
-    """The trials that continue past rung `index` (at epoch rungs[index]): ceil(keep x the trials that ran towards
-    it), the best by tune_acc at the rung of those paused there (a trial that diverged on the way has none; ties:
-    the lower number). The counts halve from every Sobol trial whatever diverged, so a resume counts the same."""
-    count = sum(t.source == "sobol" for t in trials)
-    for _ in range(index + 1):
+def selected(trials: list[Trial], rungs: list[int], keep: float) -> list[list[int]]:
+    """The trials that go on past each rung: at rung i, ceil(keep x the trials that ran towards it), the best by
+    tune_acc at its epoch of those that reached it (a trial that diverged on the way has no value there; ties: the
+    lower number); the first rung's entrants are the Sobol trials, each later rung's the ones the rung before chose.
+    The counts halve from the number of Sobol trials whatever diverged, so a resume counts the same."""
+    entrants = [t for t in trials if t.source == "sobol"]
+    count, chosen = len(entrants), []
+    for epoch in rungs:
         count = math.ceil(keep * count)
-    epoch = rungs[index]
-    paused = sorted((t for t in trials if epoch in t.rungs), key=lambda t: (-t.rungs[epoch], t.number))
-    return [t.number for t in paused[:count]]
+        entrants = sorted((t for t in entrants if epoch in t.rungs), key=lambda t: (-t.rungs[epoch], t.number))
+        entrants = entrants[:count]
+        chosen.append([t.number for t in entrants])
+    return chosen
+
+
+def _cut(trials: list[Trial], rungs: list[int], keep: float, ended: int) -> None:
+    """Marks the trials each rung left behind (cut_at, and no final tune_acc), once the round that brought its
+    entrants to it has ended (round 1 for the first rung, the round after it for the next). A trial that ran whole
+    (its pause did not pay) is cut all the same: which trials go on never depends on the machine's speed."""
+    entrants = [t.number for t in trials if t.source == "sobol"]
+    for index, chosen in enumerate(selected(trials, rungs, keep)):
+        if ended < 1 + index:
+            return
+        for number in entrants:
+            if number not in chosen:
+                trials[number].cut_at, trials[number].tune_acc = rungs[index], None
+        entrants = chosen
 
 
 def _best(trials: list[Trial]) -> int | None:
