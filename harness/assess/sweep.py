@@ -152,10 +152,11 @@ def not_started_jobs(sweep_dir: Path, records: list[dict] | None = None, plan: d
         records = read_records(sweep_dir) if records is None else records
         ran = {tuple(record.get("overrides", [])) for record in records}
         # a job's config fingerprint where sweep.json has it: a run resumed with other settings than run config
-        # (tracking=mlflow) has other overrides, and is the same run
+        # (tracking=mlflow) has other overrides, and is the same run; not for a job that continues a paused run,
+        # which shares that run's fingerprint (where it pauses is no part of it)
         configs = {config_hash(record["config"]) for record in records if "config" in record}
-        return [job["job"] for job in plan["jobs"]
-                if tuple(job["overrides"]) not in ran and job.get("config") not in configs]
+        return [job["job"] for job in plan["jobs"] if tuple(job["overrides"]) not in ran
+                and (job.get("continues") is not None or job.get("config") not in configs)]
     folders = [p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit() and not (p / RUN_FILE).exists()]
     return sorted((p.name for p in folders), key=int)
 

@@ -154,10 +154,11 @@ def _train(run: _Run, board: RunBoard, tracker: RunTracker, hooks: Sequence[Call
     fit_started, set_up = time.perf_counter(), time.time() - run.timings["start"]
     callbacks = [c for c in (step_sync, monitor, recorder, divergence, at_loss) if c is not None] + [
         checkpoint.callback(run.run_dir, model, then=lambda: (tracker.flush(), stop.check()))]
-    pause = run.cfg.train.pause_epoch
+    pause = run.cfg.train.pause_epoch if (run.cfg.train.pause_epoch or 0) > run.resume_epoch else None  # a run
+    # resumed past it had not paused there (pause_when=cheaper): it goes on to the end
     with placement.training():  # callbacks in order: the row, then what stops on it, then the checkpoint
         phases.fit_phases(model, planned, phase_batches, settings, callbacks, run.resume_epoch, pause)
-        if paused.stopped(run.cfg.train, model, recorder.rows) and not paused.pays(
+        if pause is not None and paused.stopped(run.cfg.train, model, recorder.rows) and not paused.pays(
                 run.cfg.train, recorder.rows[run.resume_epoch:], set_up, time.perf_counter() - fit_started,
                 run.record):
             phases.fit_phases(model, planned, phase_batches, settings, callbacks, pause)  # on to the end, here
@@ -165,7 +166,7 @@ def _train(run: _Run, board: RunBoard, tracker: RunTracker, hooks: Sequence[Call
                       target_reached_at_epoch=None if at_loss is None else at_loss.reached_at)
     run.timings.update(recorder.seconds)
     final = recorder.rows[-1]["val_acc"] if recorder.rows else float("nan")
-    if paused.stopped(run.cfg.train, model, recorder.rows):
+    if pause is not None and paused.stopped(run.cfg.train, model, recorder.rows):
         run.record.update(paused_at_epoch=pause)  # its checkpoint stays, and no end-of-run file is written yet
         return final, "paused"
     _end_of_run(run, model, model_cfg, data_in, decode, placement.replicas, monitor, divergence.diverged)

@@ -38,7 +38,8 @@ def fork(source: Path, target: Path) -> bool:
     atomic_write(target / METRICS_FILE, lambda tmp: rows.to_parquet(tmp, index=False))
     atomic_write(target / CHECKPOINT, lambda tmp: shutil.copyfile(source / CHECKPOINT, tmp))
     epoch = int(record.get("paused_at_epoch") or record.get("epochs_completed") or 0)
-    continued = {key: value for key, value in record.items() if key not in ("tracking", "paused_at_epoch")}
+    continued = {key: value for key, value in record.items()  # its own start: its wall time is its own
+                 if key not in ("tracking", "paused_at_epoch", "pause", "started_at", "finished_at")}
     write_json(target / RUN_FILE, {**continued, "run_id": run_id, "status": "interrupted",
                                    "notes": [*record.get("notes", []), note(source, epoch)]})
     return True

@@ -2,11 +2,12 @@
 constructed sweeps: the jobs and configs the real command plans, made-up accuracies set by the test."""
 import dataclasses
 import json
+import shutil
 
 import pytest
 
 from harness.assess import sweep as sweep_files
-from harness.store import sweep_file
+from harness.store import fork, sweep_file
 from harness.studies.recover import choice
 from harness.studies.recover import reading as recovery
 from tests.helpers.sweeps import _command_plan, next_round, set_final, study_sweep
@@ -343,7 +344,7 @@ def test_the_guided_round_is_proposed_from_round_one_and_planned_the_same_after_
         job = next(j for j in content["jobs"] if j["arm"] == f"trial_{trial.number}")
         run = json.loads((sweep / job["job"] / "run.json").read_text())["config"]
         assert run["lr_factor"] == trial.recipe["lr_factor"] and run["momentum"] == trial.recipe["momentum"]
-    assert r.verdict is None and r.best == 5 and r.headline.startswith("Rounds 1 and 2, the search and its guided")
+    assert r.verdict is None and r.best == 5 and r.headline.startswith("The search and its guided")
     confirm = next_round(sweep, 2)
     assert {j.round for j in confirm} == {3} and [j.arm for j in confirm] == ["trial_5", "trial_1", "trial_4"]
     assert recovery.recover(sweep_files.read(sweep)).verdict is not None
@@ -464,6 +465,9 @@ def test_the_search_runs_in_rungs_the_better_half_continuing_from_its_paused_run
     assert [(j.arm, j.continues, j.round) for j in first] == [
         ("trial_4", "8", 2), ("trial_1", "5", 2), ("trial_7", "11", 2), ("trial_3", "7", 2)]
     assert all("pause_epoch=2" in j.overrides and "pause_epoch=1" not in j.overrides for j in first)
+    shutil.rmtree(sweep / "13")  # forked, not run yet: not started (it shares its paused run's fingerprint)
+    assert fork.fork(sweep / "8", sweep / "13") and "13" in sweep_files.not_started_jobs(sweep)
+    shutil.rmtree(sweep / "13")
     _resumed_with(sweep, RUNGS)
     assert next_round(sweep, 1) == first  # planned the same, the same numbers
     for job, tune in zip((13, 14, 15, 16), (0.60, 0.95, 0.70, 0.91)):
@@ -482,6 +486,7 @@ def test_the_search_runs_in_rungs_the_better_half_continuing_from_its_paused_run
     assert {t.number: t.cut_at for t in r.trials if t.cut_at is not None} == {0: 1, 2: 1, 5: 1, 6: 1, 4: 2, 7: 2}
     assert r.trials[1].rungs == {1: 0.80, 2: 0.95} and r.trials[1].status == "completed"
     assert any("4 at epoch 1, 2 at epoch 2" in note for note in r.notes)
+    assert "pause_" not in r.command  # the recipe as a user runs it: the rungs are the study's
     confirming = {j.arm for j in next_round(sweep, 4)}
     assert confirming and not confirming & {f"trial_{k}" for k in (0, 2, 4, 5, 6, 7)}
 
@@ -513,6 +518,9 @@ def test_a_trial_that_ran_whole_goes_on_or_is_cut_by_its_rung_alone(tmp_path):
     sweep = study_sweep(tmp_path / "s", *command)
     for job, tune in zip(range(4, 12), (0.95, 0.52, 0.55, 0.70, 0.90, 0.60, 0.65, 0.75)):
         set_final(sweep, job, tune_acc=tune)
+    diverged = json.loads((sweep / "10" / "run.json").read_text())  # trial 6 diverged before the rung (epoch 1)
+    (sweep / "10" / "run.json").write_text(json.dumps({**diverged, "status": "diverged"}))
+    set_final(sweep, 10, tune_acc=float("nan"))
     _ran_whole(sweep, 4, 4)
     _ran_whole(sweep, 5, 4)
     set_final(sweep, 4, tune_acc=0.97)  # the epoch-4 rows: trial 0's and trial 1's finals
@@ -522,4 +530,5 @@ def test_a_trial_that_ran_whole_goes_on_or_is_cut_by_its_rung_alone(tmp_path):
     r = recovery.recover(sweep_files.read(sweep))
     assert r.trials[0].cut_at is None and r.trials[0].tune_acc == 0.97
     assert r.trials[1].cut_at == 2 and r.trials[1].tune_acc is None and r.trials[1].status == "completed"
-    assert {t.number for t in r.trials if t.cut_at is not None} == {1, 2, 5, 6}
+    assert {t.number for t in r.trials if t.cut_at is not None} == {1, 2, 5}  # trial 6 diverged: never cut
+    assert r.trials[6].status == "diverged" and r.trials[6].rungs == {} and r.ranked()[-1].number == 6

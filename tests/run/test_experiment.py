@@ -217,6 +217,35 @@ def test_pause_when_cheaper_pauses_only_where_its_estimate_says_so_and_the_numbe
     assert len(rows) == (2 if pays else 3)
 
 
+def test_a_run_that_did_not_pause_and_was_killed_later_resumes_to_its_end(compose, tmp_path, monkeypatch):
+    """pause_when=cheaper went on past pause_epoch 1, and was killed after epoch 3's row, before its checkpoint: it
+    resumes at epoch 2, past its pause_epoch, and trains to the end (not a run of 2 epochs recorded as completed),
+    with the metrics of a run trained straight through."""
+    from harness.run import pause, train
+
+    monkeypatch.setattr(pause.Estimate, "pays", property(lambda self: False))
+    straight = compose(*TINY, "epochs=3", "batch_size=32", "lr_schedule=cosine")
+    run_experiment(straight, tmp_path / "s" / "0", run_id="s/0")
+    cfg = compose(*TINY, "epochs=3", "batch_size=32", "lr_schedule=cosine", "pause_epoch=1", "pause_when=cheaper")
+    original = train.EpochRecorder.on_epoch_end
+
+    def killed(self, epoch, logs=None):
+        original(self, epoch, logs)
+        if epoch == 2:
+            raise KeyboardInterrupt  # after epoch 3's row, before its checkpoint: the run resumes at epoch 2
+
+    monkeypatch.setattr(train.EpochRecorder, "on_epoch_end", killed)
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(cfg, tmp_path / "s" / "1", run_id="s/1")
+    monkeypatch.setattr(train.EpochRecorder, "on_epoch_end", original)
+    run_experiment(cfg, tmp_path / "s" / "1", run_id="s/1")
+    found = json.loads((tmp_path / "s" / "1" / "run.json").read_text())
+    assert found["status"] == "completed" and found["resumed_from_epoch"] == 2 and found["epochs_completed"] == 3
+    rows = pd.read_parquet(tmp_path / "s" / "1" / "metrics.parquet").drop(columns=[*TIMING, "run_id"])
+    whole = pd.read_parquet(tmp_path / "s" / "0" / "metrics.parquet").drop(columns=[*TIMING, "run_id"])
+    pd.testing.assert_frame_equal(rows, whole, check_exact=True)
+
+
 def test_a_pause_pays_where_the_set_up_and_compile_are_less_than_the_epochs_left():
     from harness.run.pause import estimate
 

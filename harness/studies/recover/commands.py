@@ -10,8 +10,8 @@ from typing import Any
 from harness.assess.sweep import Sweep
 from harness.store import command_file
 
-NOT_COPIED = ("seed=", "study=", "hydra.", "recover.", "probes=")  # left out of the recipe's command line (+
-# stripped; probes: the study's, not the recipe)
+NOT_COPIED = ("seed=", "study=", "hydra.", "recover.", "probes=", "pause_epoch=", "pause_when=")  # left out of
+# the recipe's command line (+ stripped; probes and the pause at a rung: the study's, not the recipe)
 
 
 def more_seeds(sweep: Sweep, seeds: list[int], needed: int | None) -> str | None:

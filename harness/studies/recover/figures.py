@@ -39,7 +39,7 @@ def val_by_epoch(a) -> Figure | None:
     best before round 2)."""
     r = a.reading
     trial = r.recipe if r.recipe is not None else r.best
-    df = a.df
+    df = a.df[a.df["status"] != "paused"]  # a trial's run paused at a rung: its continuation holds those epochs too
     small = (f"batch {r.small_batch} as is", df[(df["facet"] == "as is") & (df[BATCH] == r.small_batch)])
     if r.small_arm is not None:  # recover.tune_small: b with its own recipe is what B is compared with
         small = (f"batch {r.small_batch}, its own recipe (trial {r.small_recipe})",

@@ -23,8 +23,8 @@ FIELDS = {
     "trials": "[{trial, source, rule, recipe, status, tune_acc, rungs, cut_at}]: the Sobol points in order, then "
               "the rules, then the guided round's (source: sobol, rule or guided; rule: its name, "
               "harness.config.rules; recipe: {key: value}, null keeps the command's; status: its furthest run's, "
-              "paused at a rung; rungs: {epoch: tune_acc} where it paused (recover.rungs); cut_at: the rung epoch it "
-              "stopped at for good, or null)",
+              "paused at a rung; rungs: a Sobol trial's {epoch: tune_acc} at each rung it reached (recover.rungs); "
+              "cut_at: the rung where the better part went on without it, or null)",
     "best": "the trial with the best tune_acc at the search's seed (its index in trials), or null",
     "confirmed": "[{trial, tune_acc, seeds}]: the trials round 2 ran at every seed, their mean tune_acc",
     "small_trials": "[{trial, recipe, status, tune_acc}]: b's own search (recover.tune_small), else []",

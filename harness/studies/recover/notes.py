@@ -25,7 +25,7 @@ def rungs_note(r, plan: dict[str, Any]) -> list[str]:
         return []
     searched = [t for t in r.trials[:len(plan["trials"])] if t.source == "sobol"]
     at = ", ".join(f"{sum(t.cut_at == e for t in cut)} at epoch {e}" for e in rungs if any(t.cut_at == e for t in cut))
-    whole = sum(not t.paused for t in searched)
+    whole = sum(bool(t.rungs) and not t.paused for t in searched)  # reached a rung without pausing
     paused = (f" {whole} of them ran whole: a run pauses only where its set-up and compile, which its continuation "
               "pays again, take less than its epochs left would (pause_when=cheaper), and running whole changes "
               "none of its numbers nor which trials go on." if whole else "")

@@ -126,14 +126,15 @@ def selected(trials: list[Trial], rungs: list[int], keep: float) -> list[list[in
 
 def _cut(trials: list[Trial], rungs: list[int], keep: float, ended: int) -> None:
     """Marks the trials each rung left behind (cut_at, and no final tune_acc), once the round that brought its
-    entrants to it has ended (round 1 for the first rung, the round after it for the next). A trial that ran whole
-    (its pause did not pay) is cut all the same: which trials go on never depends on the machine's speed."""
+    entrants to it has ended (round 1 for the first rung, the round after it for the next): those with a tune_acc
+    there (one that diverged or failed on the way keeps its status). A trial that ran whole (its pause did not pay)
+    is cut all the same: which trials go on never depends on the machine's speed."""
     entrants = [t.number for t in trials if t.source == "sobol"]
     for index, chosen in enumerate(selected(trials, rungs, keep)):
         if ended < 1 + index:
             return
-        for number in entrants:
-            if number not in chosen:
+        for number in entrants:  # one that diverged or failed before the rung keeps its status (never cut)
+            if number not in chosen and rungs[index] in trials[number].rungs:
                 trials[number].cut_at, trials[number].tune_acc = rungs[index], None
         entrants = chosen
 

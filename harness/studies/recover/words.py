@@ -69,8 +69,8 @@ def described(trial) -> str:
 
 def headline(r) -> str:
     done = [t for t in r.trials if t.tune_acc is not None]
-    opening = "Rounds 1 and 2, the search and its guided trials" if any(
-        t.source == "guided" and t.tune_acc is not None for t in r.trials) else "Round 1, the search"
+    opening = "The search and its guided trials" if any(
+        t.source == "guided" and t.tune_acc is not None for t in r.trials) else "The search"
     if r.best is None:
         return (f"The search at batch {r.large_batch} has no finished trial yet ({len(done)} of {len(r.trials)}): "
                 "nothing to rank.")

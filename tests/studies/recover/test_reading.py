@@ -40,7 +40,7 @@ def test_the_trials_are_ranked_on_the_tuning_slice_never_on_validation(tmp_path)
         "run_id", "global_batch_size", "peak_lr", "seed", "status", "tune_acc", "tune_loss", "job", "epoch"}
     plan = json.loads((sweep / "sweep.json").read_text())["recover"]
     assert r.trials[2].recipe == plan["trials"][2] and r.trials[2].tune_acc == pytest.approx(0.95)
-    assert r.headline.startswith("Round 1, the search: of 4 recipes at batch 64 within 2 epochs (seed 0), the best "
+    assert r.headline.startswith("The search: of 4 recipes at batch 64 within 2 epochs (seed 0), the best "
                                  "on the tuning slice reached tune_acc 0.950")
     assert "no verdict on recovery" in r.headline  # nothing confirmed yet: nothing claimed
     assert r.command.startswith("python -m harness batch_size=64 epochs=2 ") and "seed=" not in r.command
