@@ -34,18 +34,21 @@ SMOKE = {
 
 
 def cost(sweep: Path) -> dict:
-    """{runs, seconds, rounds {round: seconds}, baseline: the mean run-seconds of round 1's runs} of a sweep."""
+    """{runs, seconds, rounds {round: seconds}, baseline: the mean run-seconds of round 1's runs, epochs: the epochs
+    its runs trained (a run continued from another's pause counts only its own)} of a sweep."""
     plan = json.loads((sweep / "sweep.json").read_text())
     rounds = {str(job["job"]): job.get("round", 1) for job in plan["jobs"]}
     by_round: dict[int, float] = {}
-    first = []
+    first, epochs = [], 0
     for path in sweep.glob("*/run.json"):
-        seconds = json.loads(path.read_text()).get("run_seconds") or 0.0
+        record = json.loads(path.read_text())
+        seconds = record.get("run_seconds") or 0.0
+        epochs += (record.get("epochs_completed") or 0) - (record.get("resumed_from_epoch") or 0)
         number = rounds.get(path.parent.name, 1)
         by_round[number] = by_round.get(number, 0.0) + seconds
         if number == 1:
             first.append(seconds)
-    return {"runs": len(list(sweep.glob("*/run.json"))), "seconds": sum(by_round.values()),
+    return {"runs": len(list(sweep.glob("*/run.json"))), "seconds": sum(by_round.values()), "epochs": epochs,
             "rounds": dict(sorted(by_round.items())), "baseline": statistics.mean(first) if first else None}
 
 
@@ -66,12 +69,13 @@ def row(study: str, code: str, measured: list[dict], answers: list[str]) -> str:
                         for r in sorted({r for m in measured for r in m["rounds"]}))
     base = statistics.median(m["baseline"] for m in measured) if study == "choose" else None
     times = "–" if base is None else f"{median / base:.1f}x ({base:.2f} s a run)"
-    return (f"| `+study={study}` | {code} | {measured[0]['runs']} | {median:.0f} s "
+    epochs = statistics.median(m["epochs"] for m in measured)
+    return (f"| `+study={study}` | {code} | {measured[0]['runs']} | {epochs:.0f} | {median:.0f} s "
             f"({', '.join(f'{s:.0f}' for s in seconds)}) | {rounds} | {times} | {'; '.join(sorted(set(answers)))} |")
 
 
-HEADER = ("| command | code | runs | run-seconds: median (each run) | by round (medians) | choose: x its baseline runs "
-          "(their mean) | what it answered |\n| --- | --- | ---: | ---: | --- | ---: | --- |")
+HEADER = ("| command | code | runs | epochs trained | run-seconds: median (each run) | by round (medians) | choose: x "
+          "its baseline runs (their mean) | what it answered |\n| --- | --- | ---: | ---: | ---: | --- | ---: | --- |")
 
 
 def main(argv: list[str] | None = None) -> int:

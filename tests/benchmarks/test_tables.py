@@ -169,15 +169,19 @@ def test_study_cost_sums_run_seconds_by_round_and_gives_choose_in_its_own_baseli
     from benchmarks import study_cost
 
     sweep = tmp_path / "sweep"
+    resumed = [None, None, None, None, 2]  # the last continued a run paused after epoch 2: 3 epochs of its own
     for job, (round_, seconds) in enumerate([(1, 5.0), (1, 7.0), (2, 3.0), (3, 2.5), (3, 2.5)]):
         (sweep / str(job)).mkdir(parents=True)
-        (sweep / str(job) / "run.json").write_text(json.dumps({"run_seconds": seconds}))
+        (sweep / str(job) / "run.json").write_text(json.dumps({"run_seconds": seconds, "epochs_completed": 5,
+                                                               "resumed_from_epoch": resumed[job]}))
     (sweep / "sweep.json").write_text(json.dumps({"jobs": [{"job": str(j), "round": r} for j, r in
                                                            enumerate([1, 1, 2, 3, 3])]}))
     found = study_cost.cost(sweep)
-    assert found == {"runs": 5, "seconds": 20.0, "rounds": {1: 12.0, 2: 3.0, 3: 5.0}, "baseline": 6.0}
+    assert found == {"runs": 5, "seconds": 20.0, "rounds": {1: 12.0, 2: 3.0, 3: 5.0}, "baseline": 6.0,
+                     "epochs": 23}
     assert study_cost.row("choose", "this tree", [found, {**found, "seconds": 30.0}], ["batch 128, linear"]) == (
-        "| `+study=choose` | this tree | 5 | 25 s (20, 30) | 12 + 3 + 5 | 4.2x (6.00 s a run) | batch 128, linear |")
+        "| `+study=choose` | this tree | 5 | 23 | 25 s (20, 30) | 12 + 3 + 5 | 4.2x (6.00 s a run) | batch 128, "
+        "linear |")
 
 
 def test_recover_matrix_row_gives_the_verdict_and_the_budget_line_from_recovery_json():
