@@ -34,10 +34,12 @@ class Estimate:
 def estimate(set_up: float, epoch_seconds: list[float], fit_wall: float, epochs_left: int) -> Estimate:
     """The estimate at the pause: `epoch_seconds` the training time of each epoch so far (the first with its
     compile), `fit_wall` the fit's wall time so far. With one epoch there is no later one to tell the compile from:
-    none is counted, which errs towards pausing."""
+    the whole first epoch's training counts as compile, and an epoch left as its passes alone, which errs towards
+    training on (a pause that does not pay costs a continuation; one not taken, at most the epochs left of the
+    trials a rung cuts)."""
     later = epoch_seconds[1:]
-    compile_ = max(0.0, epoch_seconds[0] - statistics.median(later)) if later else 0.0
-    return Estimate(set_up, compile_, (fit_wall - compile_) / max(len(epoch_seconds), 1), epochs_left)
+    compile_ = max(0.0, epoch_seconds[0] - statistics.median(later)) if later else epoch_seconds[0]
+    return Estimate(set_up, compile_, (fit_wall - compile_) / len(epoch_seconds), epochs_left)
 
 
 def stopped(train, model, rows: list[dict]) -> bool:

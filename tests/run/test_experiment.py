@@ -253,7 +253,9 @@ def test_a_pause_pays_where_the_set_up_and_compile_are_less_than_the_epochs_left
     assert small_model.compile == pytest.approx(0.43) and not small_model.pays  # 1.03 s against 2 x 0.157 s
     big_model = estimate(set_up=20.0, epoch_seconds=[700.0, 600.0, 610.0], fit_wall=1950.0, epochs_left=3)
     assert big_model.pays and big_model.per_epoch == pytest.approx((1950.0 - 95.0) / 3)
-    assert estimate(0.5, [1.0], 1.2, 1).compile == 0.0  # one epoch: no compile told apart, which errs to pausing
+    one = estimate(0.05, [0.5], 0.6, 1)  # one epoch: its training all counts as compile, an epoch as its passes
+    assert one.compile == 0.5 and one.per_epoch == pytest.approx(0.1) and not one.pays  # 0.55 s against 0.1 s
+    assert estimate(0.05, [0.5], 0.6, 9).pays  # 0.55 s against 9 x 0.1 s
 
 
 def test_same_seed_same_backend_same_numbers_and_another_seed_others(compose, tmp_path, backend):
