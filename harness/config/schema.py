@@ -123,7 +123,7 @@ TOP_KEYS = {
 }
 NOT_IDENTITY = ("pause_epoch", "pause_when")  # where a run stops, not what it is: never in run.json's config nor a row's columns
 TARGET_CHECKS = ("steps", "epoch")
-PAUSE_WHEN = ("always", "cheaper")  # as harness.run.pause.WHEN, which config may not import
+PAUSE_WHEN = ("always", "cheaper")  # harness.run.pause decides what cheaper means
 UNRECORDED_AT_DEFAULT = {**recipe.RECIPE_DEFAULTS, "target_check": "steps", "batch_schedule": None,
                          "target_max_samples": None}
 DATA_KEYS = datasets.ALL_KEYS

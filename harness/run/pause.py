@@ -10,8 +10,6 @@ from __future__ import annotations
 import statistics
 from dataclasses import asdict, dataclass
 
-WHEN = ("always", "cheaper")
-
 
 @dataclass(frozen=True)
 class Estimate:
