@@ -12,9 +12,14 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
+import psutil
+
 # A process's resident memory grows by about 10 MB a run (MNIST-1D main job, measured: 800 MB at its first run,
-# 870 MB at its sixth), so a worker retires after this many and the next job starts a fresh one.
-MAX_RUNS = 10
+# 870 MB at its sixth). A worker retires once it has grown by MAX_GROWTH bytes since its first job ended, or after
+# MAX_RUNS jobs; the next job starts a fresh one, which pays the import again (about 2 s of TensorFlow on a
+# 2-core CPU). Growth, not the size itself, is what a leak shows: a large model's first run may hold gigabytes.
+MAX_GROWTH = 512 * 2**20
+MAX_RUNS = 100
 
 
 class Worker:
@@ -26,6 +31,7 @@ class Worker:
         self.threads = env.get("HARNESS_THREADS")  # its share of the cores, fixed too: a job of another share starts anew
         self.reusable = True  # false once a job has retired the worker
         self.runs = 0
+        self.first_held: float | None = None  # its resident memory once its first job ended
         self.process = subprocess.Popen(
             [sys.executable, "-m", "harness.worker", str(sweep_dir)], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True, start_new_session=True,
@@ -68,6 +74,8 @@ class Worker:
             if line.strip():
                 reply = json.loads(line)
                 self.reusable = bool(reply["reusable"])
+                if self.first_held is None:
+                    self.first_held = self.resident()
                 return int(reply["code"])
             self.reusable = False
             return self.process.wait()  # end of file: the worker died without answering
@@ -75,8 +83,17 @@ class Worker:
 
     @property
     def available(self) -> bool:
-        """Whether it can take another job: alive, not retired by its last job, under MAX_RUNS."""
-        return self.reusable and self.runs < MAX_RUNS and self.process.poll() is None
+        """Whether it can take another job: alive, not retired by its last job, under MAX_RUNS, and grown by at most
+        MAX_GROWTH since its first job."""
+        grown = self.resident() - (self.first_held or 0.0) if self.runs else 0.0
+        return self.reusable and self.runs < MAX_RUNS and self.process.poll() is None and grown <= MAX_GROWTH
+
+    def resident(self) -> float:
+        """The process's resident memory in bytes (inf where it cannot be read: the worker retires)."""
+        try:
+            return float(psutil.Process(self.process.pid).memory_info().rss)
+        except psutil.Error:
+            return float("inf")
 
     def close(self) -> None:
         """No more jobs: the worker exits when it reads the end of its input."""

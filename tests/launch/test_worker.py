@@ -41,6 +41,27 @@ def test_the_worker_answers_each_job_with_its_exit_code_and_retires_when_it_shou
     assert worker.process.returncode == 0  # it ended at the end of its input
 
 
+def test_a_worker_retires_once_its_memory_has_grown_by_max_growth(tmp_path, monkeypatch):
+    """The worker takes job after job while its resident memory has grown by at most MAX_GROWTH since its first job
+    ended; past that, no more (the next job starts a fresh process)."""
+    worker = Worker(tmp_path, {**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        worker.send(["--cfg", "job", "batch_size=8"], tmp_path / "0.log")
+        deadline = time.monotonic() + 120
+        while (code := worker.result()) is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert code == 0
+        first = worker.first_held
+        assert first is not None and 0 < first < float("inf")
+        assert worker.available
+        held = iter([first + worker_module.MAX_GROWTH, first + worker_module.MAX_GROWTH + 1])
+        monkeypatch.setattr(worker, "resident", lambda: next(held))
+        assert worker.available  # grown by MAX_GROWTH exactly
+        assert not worker.available and worker.process.poll() is None  # by more: alive, but it takes no more
+    finally:
+        worker.close()
+
+
 def test_the_command_prepares_its_report_while_the_worker_interpolates(tmp_path):
     """`interpolate(..., meanwhile=f)` sends the request first, runs f in the command's process while the worker
     works (here f waits for the worker's own output in the log), then returns the worker's exit code."""
