@@ -4,7 +4,7 @@ the run stopped the first time it reaches the target, and what the run measures 
 An epoch is too coarse a clock at small batches (450 steps at batch 8), and evaluating after every call too
 costly, so the checks are spaced geometrically: at the end of the first call whose step count is CHECK_SPACING
 past the last check's. The crossing then lies between two checks at most about 5% apart (plus one call of at
-most batching.TARGET_CHUNK steps); target_resolution records the spacing reached. At the target the run also
+most batching.TARGET_CHUNK steps or 5% of an epoch); target_resolution records the spacing reached. At the target the run also
 measures the gradient noise scale on NOISE_BATCHES fresh small batches, kept as their Gram matrix so that a
 study can bootstrap it (harness.probes.noise_scale.from_gram). The time to the target is the wall time from the
 fit's start, its first compiled call included, to the end of the check that saw it (of this attempt: a resumed run
@@ -28,12 +28,11 @@ from typing import Any, Callable
 import numpy as np
 
 from harness.backend import keras, ops
-from harness.config.batching import BatchPlan, samples_seen
+from harness.config.batching import CHECK_SPACING, BatchPlan, samples_seen
 from harness.probes import noise_scale
 
 log = logging.getLogger(__name__)
 
-CHECK_SPACING = 0.05  # check once the steps since the last check are this fraction of the step count
 NOISE_BATCHES = 32    # small batches of noise_scale.SMALL_BATCH for the noise scale at the target
 NOISE_SEED = 7919     # with the run's seed: which training samples those batches hold
 

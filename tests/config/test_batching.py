@@ -119,19 +119,21 @@ def test_epoch_budget_runs_the_configured_epochs_with_warmup_in_steps(train):
     assert (schedule.epochs, schedule.total_steps, schedule.warmup_steps) == (15, None, 750)
 
 
-def test_a_target_checked_within_epochs_compiles_chunks_of_at_most_five_steps_that_divide_the_epoch():
-    from harness.config.batching import TARGET_CHUNK
+def test_a_target_checked_within_epochs_compiles_chunks_of_five_steps_or_5pc_of_an_epoch_that_divide_it():
+    from harness.config.batching import CHECK_SPACING, TARGET_CHUNK
 
-    assert plan_batches(8, False, 1, 3600, check_target=True).steps_per_execution == 5    # 450 steps
+    assert plan_batches(8, False, 1, 3600, check_target=True).steps_per_execution == 18   # 450 steps: <= 22
     assert plan_batches(64, False, 1, 3600, check_target=True).steps_per_execution == 3   # 57 steps: 1, 3, 19
     assert plan_batches(512, False, 1, 3600, check_target=True).steps_per_execution == 4  # 8 steps
     assert plan_batches(2048, False, 1, 3600, check_target=True).steps_per_execution == 2  # 2 steps
     assert plan_batches(13, False, 1, 3600, check_target=True).steps_per_execution == 1   # 277 steps: a prime
+    assert plan_batches(1, False, 1, 3600, check_target=True).steps_per_execution == 180  # 3600 steps: <= 180
     assert plan_batches(8, False, 1, 3600, steps_per_execution=50, check_target=True).steps_per_execution == 50
     assert plan_batches(64, False, 2, 4000, check_target=True).steps_per_execution == 1
-    for batch in (8, 16, 32, 100, 256, 1000):
+    for batch in (1, 2, 8, 16, 32, 100, 256, 1000):
         plan = plan_batches(batch, False, 1, 3600, check_target=True)
-        assert plan.steps_per_execution <= TARGET_CHUNK and plan.steps_per_epoch % plan.steps_per_execution == 0
+        assert plan.steps_per_epoch % plan.steps_per_execution == 0
+        assert plan.steps_per_execution <= max(TARGET_CHUNK, CHECK_SPACING * plan.steps_per_epoch)
 
 
 def test_samples_seen_counts_each_epochs_last_partial_batch_as_what_it_holds():
