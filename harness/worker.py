@@ -16,9 +16,17 @@ interpolation, `python -m harness.probe SWEEP_DIR OPTIONS` in the warm process, 
 worker answers each with a JSON line on stdout: the job's exit code and whether it takes another job. An
 interrupted job (exit code 128 + the signal) or one that ended abnormally (Hydra's sys.exit, an exception) ends the
 worker with the same code, so no later job runs in a process whose state is in doubt.
+
+Between jobs the worker collects its garbage once and freezes what survived (gc.freeze, as servers that fork do).
+TensorFlow keeps about 700 graph operations of every run alive, and Keras's clear_session, at each run's start,
+walks the whole heap (gc.collect): a run's set-up grew by about 3 ms a run in a warm worker (MNIST-1D, batch 128,
+one epoch: 0.05 s at its second run, 0.15 s at its thirtieth; each run 0.59 s, then 0.71 s). Frozen, what earlier
+jobs left is never walked again: the set-up stayed at 0.05 s. Reference counting still frees what a later job drops;
+only a cycle among frozen objects is never freed, which the worker's retirement on memory bounds.
 """
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -70,6 +78,8 @@ def serve(requests: IO[str], replies: IO[str]) -> int:
         probe = "probe" in job
         args = [job["probe"], *job.get("options", [])] if probe else job["args"]
         code, fit = _run_job(list(args), Path(job["log"]), probe)
+        gc.collect()  # the job's own cycles, before what survived it is frozen
+        gc.freeze()
         replies.write(json.dumps({"code": code, "reusable": fit}) + "\n")
         replies.flush()
         if not fit:

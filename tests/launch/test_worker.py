@@ -162,3 +162,35 @@ def test_a_worker_killed_mid_run_fails_that_run_the_rest_go_on_and_the_same_comm
     while harness_processes(str(sweep)) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not harness_processes(str(sweep))
+
+
+def test_between_jobs_the_worker_frees_the_jobs_cycles_and_freezes_what_survived(tmp_path, monkeypatch):
+    """A job's cyclic garbage is collected once it ends (a weak reference to it is dead), and the objects that
+    survived it are frozen, so Keras's gc.collect at the next run's start never walks them again."""
+    import gc
+    import io
+    import json
+    import weakref
+
+    class Node:
+        pass
+
+    dropped, kept = [], []
+
+    def job(args, log, probe):
+        cycle, survivor = Node(), Node()
+        cycle.me = cycle  # garbage only the collector frees
+        dropped.append(weakref.ref(cycle))
+        kept.append(survivor)
+        return 0, True
+
+    monkeypatch.setattr(worker_process, "_run_job", job)
+    gc.unfreeze()
+    try:
+        request = json.dumps({"args": ["batch_size=8"], "log": str(tmp_path / "0.log")}) + "\n"
+        assert worker_process.serve(io.StringIO(request), io.StringIO()) == 0
+        assert dropped[0]() is None
+        assert gc.get_freeze_count() > 0
+        assert all(kept[0] is not o for o in gc.get_objects())  # frozen: out of every generation the collector walks
+    finally:
+        gc.unfreeze()
