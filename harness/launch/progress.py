@@ -9,6 +9,7 @@ from typing import Callable, TextIO
 import pyarrow.parquet as pq
 
 from harness.store.layout import METRICS_FILE
+from harness.store.run_files import inspect_run
 
 
 def clock(seconds: float) -> str:
@@ -65,6 +66,14 @@ class Eta:
     def __init__(self) -> None:
         # job -> (class, run_cost, run_seconds, epochs trained in this command)
         self._finished: dict[int, tuple[tuple, tuple[float, float] | None, float, int]] = {}
+        self._held: dict[int, int] = {}  # job not started -> the epochs its run folder held already
+
+    def left(self, num: int, key: tuple, run_dir: Path, epochs: int) -> tuple[tuple, int]:
+        """(class, epochs left) of a job not started: its planned epochs less those its run folder already holds
+        (an interrupted run resumed, a paused one continued: harness.store.fork), read once."""
+        if num not in self._held:
+            self._held[num] = int((inspect_run(run_dir)[0] or {}).get("epochs_completed") or 0)
+        return key, max(0, epochs - self._held[num])
 
     def finished(self, num: int, key: tuple, run_dir: Path, record: dict) -> None:
         """Measure a finished job once (its files do not change after)."""

@@ -95,7 +95,6 @@ class Scheduler:
         self.threads_per_job = max(1, cpu_count() // min(self.n_jobs, max(1, len(jobs))))
         self.exit_codes: dict[int, int] = {}
         self._eta, self.skipped = Eta(), []  # jobs left alone: finished before this command
-        self._held: dict[int, int] = {}  # job -> the epochs its run folder held before it started (read once)
         self.idle: list[Worker] = list(warm or [])  # warm workers waiting for their next job (the round before's)
         self.hand_over = hand_over  # keep the idle workers at the end, for the caller's next round (`idle`)
         self.keep = 0  # idle workers kept once no job needs them (one for the interpolation)
@@ -275,14 +274,6 @@ class Scheduler:
                 code = r.process.wait()
             self._finish(r, code, interrupted=True)
 
-    def pending_work(self, pending: list[Job]) -> list[tuple[tuple[str, ...], int]]:
-        """(cost class, epochs left) of each job not started: its planned epochs less those its run folder already
-        holds (an interrupted run resumed, a paused one continued: harness.store.fork), read once a job."""
-        for job in pending:
-            if job.num not in self._held:
-                self._held[job.num] = int((inspect_run(job.run_dir)[0] or {}).get("epochs_completed") or 0)
-        return [(cost_class(job.overrides), max(0, job.epochs - self._held[job.num])) for job in pending]
-
     def _status_line(self, pending: list[Job], running: list[_Running], started: float) -> str:
         done = [j for j in self.jobs if j.num in self.exit_codes]
         records = {j.num: inspect_run(j.run_dir)[0] or {} for j in done}
@@ -296,7 +287,8 @@ class Scheduler:
             running_left.append((cost_class(r.job.overrides), max(0, r.job.epochs - reached), time.time() - r.started,
                                  reached - int(record.get("resumed_from_epoch") or 0)))
         elapsed = time.monotonic() - started
-        seconds = self._eta.seconds(self.pending_work(pending), running_left, self.n_jobs)
+        left = [self._eta.left(j.num, cost_class(j.overrides), j.run_dir, j.epochs) for j in pending]
+        seconds = self._eta.seconds(left, running_left, self.n_jobs)
         eta = "?" if seconds is None else clock(max(0.0, seconds))
         skipped = f" · {len(self.skipped)} already done" if self.skipped else ""
         return (f"[harness] {self.label}runs {len(done) + len(self.skipped)}/{len(self.jobs)} done · {len(running)} "

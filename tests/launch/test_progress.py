@@ -91,3 +91,17 @@ def test_until_a_run_with_two_epochs_ends_whole_runs_stand_in(tmp_path):
     assert eta.seconds([(small, 3)], [(small, 2, 10.0, 1)], slots=1) == (3 + 2) * 10.0  # the running run, 10 s/epoch
     eta.finished(0, small, tmp_path / "0", _finished_run(tmp_path / "0", [9.0], 12.0))  # one epoch: no rate
     assert eta.seconds([(small, 3)], [], slots=1) == 3 * 12.0
+
+
+def test_the_eta_counts_only_the_epochs_a_resumed_or_continued_run_has_left(tmp_path):
+    """A job whose folder already holds 2 of its 5 epochs (a paused run's fork, an interrupted run) has 3 left; a
+    fresh one its 5."""
+    import json
+
+    from harness.launch.progress import Eta
+
+    (tmp_path / "1").mkdir()
+    (tmp_path / "1" / "run.json").write_text(json.dumps({"status": "interrupted", "epochs_completed": 2}))
+    eta = Eta()
+    assert [eta.left(n, ("batch_size=8",), tmp_path / str(n), 5) for n in (0, 1)] == [
+        (("batch_size=8",), 5), (("batch_size=8",), 3)]

@@ -1,5 +1,4 @@
 """The process-per-run scheduler with stand-in commands (no TensorFlow) and fake GPU ids (no GPU needed)."""
-import dataclasses
 import json
 import os
 import sys
@@ -273,12 +272,3 @@ def test_the_longest_runs_start_first_and_runs_of_unknown_length_last_in_their_o
         assert scheduler.run() == {n: 0 for n in range(5)}
         assert started == expected
 
-
-def test_the_eta_counts_only_the_epochs_a_resumed_or_continued_run_has_left(tmp_path):
-    """A job whose folder already holds 2 of its 5 epochs (a paused run's fork, an interrupted run) has 3 left; a
-    fresh one its 5."""
-    fresh, continued = (dataclasses.replace(stand_in(tmp_path, n), epochs=5) for n in range(2))
-    continued.run_dir.mkdir(parents=True)
-    (continued.run_dir / "run.json").write_text(json.dumps({"status": "interrupted", "epochs_completed": 2}))
-    assert Scheduler([fresh, continued], n_jobs=1, gpu_ids=[]).pending_work([fresh, continued]) == [
-        (("job=0",), 5), (("job=1",), 3)]
