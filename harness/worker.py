@@ -20,8 +20,8 @@ worker with the same code, so no later job runs in a process whose state is in d
 Between jobs the worker collects its garbage once and freezes what survived (gc.freeze, as servers that fork do).
 TensorFlow keeps about 700 graph operations of every run alive, and Keras's clear_session, at each run's start,
 walks the whole heap (gc.collect): a run's set-up grew by about 3 ms a run in a warm worker (MNIST-1D, batch 128,
-one epoch: 0.05 s at its second run, 0.15 s at its thirtieth; each run 0.59 s, then 0.71 s). Frozen, what earlier
-jobs left is never walked again: the set-up stayed at 0.05 s. Reference counting still frees what a later job drops;
+one epoch, measured: 0.05 s at its second run, 0.15 s at its thirtieth). Frozen, what earlier jobs left is never
+walked again: the set-up stayed at 0.05 s. Reference counting still frees what a later job drops;
 only a cycle among frozen objects is never freed, which the worker's retirement on memory bounds.
 """
 from __future__ import annotations
