@@ -14,8 +14,9 @@ from typing import Callable, Sequence
 
 import psutil
 
-# A process's resident memory grows by about 10 MB a run (MNIST-1D main job, measured: 800 MB at its first run,
-# 870 MB at its sixth). A worker retires once it has grown by MAX_GROWTH bytes since its first job ended, or after
+# A process's resident memory grows with each run (TensorFlow keeps every run's graphs: MNIST-1D's main job,
+# measured, 800 MB at its first run, 870 MB at its sixth before the worker froze what each job left; about 3 MB a
+# run since). A worker retires once it has grown by MAX_GROWTH bytes since its first job ended, or after
 # MAX_RUNS jobs; the next job starts a fresh one, which pays the import again (about 2 s of TensorFlow on a
 # 2-core CPU). Growth, not the size itself, is what a leak shows: a large model's first run may hold gigabytes.
 MAX_GROWTH = 512 * 2**20
