@@ -86,6 +86,7 @@ def test_the_command_prepares_its_report_while_the_worker_interpolates(tmp_path)
 
 def test_an_interpolation_request_runs_harness_probe_with_its_options(tmp_path, monkeypatch):
     """{"probe": SWEEP_DIR, "options": [...]} is `python -m harness.probe SWEEP_DIR OPTIONS`."""
+    import gc
     import io
     import json
 
@@ -95,7 +96,10 @@ def test_an_interpolation_request_runs_harness_probe_with_its_options(tmp_path, 
                 {"probe": "sweeps/a", "log": str(tmp_path / "a.log"), "options": ["--include-running", "--waiting=3"]},
                 {"args": ["batch_size=8"], "log": str(tmp_path / "0.log")}]
     replies = io.StringIO()
-    assert worker_process.serve(io.StringIO("".join(json.dumps(r) + "\n" for r in requests)), replies) == 0
+    try:
+        assert worker_process.serve(io.StringIO("".join(json.dumps(r) + "\n" for r in requests)), replies) == 0
+    finally:
+        gc.unfreeze()  # serve froze this test process's heap after each job
     assert seen == [(["sweeps/a"], True), (["sweeps/a", "--include-running", "--waiting=3"], True),
                     (["batch_size=8"], False)]
     assert [json.loads(line) for line in replies.getvalue().splitlines()] == [{"code": 0, "reusable": True}] * 3
