@@ -33,12 +33,17 @@ SMOKE = {
 }
 
 
+PARTS = ("import", "training", "evaluation")  # run.json's `timings` a round's run-seconds are split into
+
+
 def cost(sweep: Path) -> dict:
     """{runs, seconds, rounds {round: seconds}, baseline: the mean run-seconds of round 1's runs, epochs: the epochs
-    its runs trained (a run continued from another's pause counts only its own)} of a sweep."""
+    its runs trained (a run continued from another's pause counts only its own), parts {round: {runs, and each of
+    PARTS' seconds}}, stages: the study's name of each round (choose's), where its plan names them} of a sweep."""
     plan = json.loads((sweep / "sweep.json").read_text())
     rounds = {str(job["job"]): job.get("round", 1) for job in plan["jobs"]}
     by_round: dict[int, float] = {}
+    parts: dict[int, dict[str, float]] = {}
     first, epochs = [], 0
     for path in sweep.glob("*/run.json"):
         record = json.loads(path.read_text())
@@ -46,10 +51,24 @@ def cost(sweep: Path) -> dict:
         epochs += (record.get("epochs_completed") or 0) - (record.get("resumed_from_epoch") or 0)
         number = rounds.get(path.parent.name, 1)
         by_round[number] = by_round.get(number, 0.0) + seconds
+        part = parts.setdefault(number, {"runs": 0, **{name: 0.0 for name in PARTS}})
+        part["runs"] += 1
+        for name in PARTS:
+            part[name] += (record.get("timings") or {}).get(name) or 0.0
         if number == 1:
             first.append(seconds)
     return {"runs": len(list(sweep.glob("*/run.json"))), "seconds": sum(by_round.values()), "epochs": epochs,
-            "rounds": dict(sorted(by_round.items())), "baseline": statistics.mean(first) if first else None}
+            "rounds": dict(sorted(by_round.items())), "baseline": statistics.mean(first) if first else None,
+            "parts": dict(sorted(parts.items())), "stages": stage_names(plan)}
+
+
+def stage_names(plan: dict) -> list[str]:
+    """The study's name of each of its rounds, round 1 first ([] where its plan names none)."""
+    if "choose" not in plan:
+        return []
+    from harness.studies.choose.settings import stages
+
+    return list(stages(plan["choose"]))
 
 
 def answer(study: str, sweep: Path) -> str:
@@ -72,6 +91,29 @@ def row(study: str, code: str, measured: list[dict], answers: list[str]) -> str:
     epochs = statistics.median(m["epochs"] for m in measured)
     return (f"| `+study={study}` | {code} | {measured[0]['runs']} | {epochs:.0f} | {median:.0f} s "
             f"({', '.join(f'{s:.0f}' for s in seconds)}) | {rounds} | {times} | {'; '.join(sorted(set(answers)))} |")
+
+
+def where_it_goes(measured: list[dict]) -> str:
+    """choose's run-seconds on this tree by round, split as run.json's `timings` split them (medians over the
+    repeats), each also in its own baseline runs: what each round costs, and how much of it is fixed (a fresh
+    process's import) rather than training."""
+    base = statistics.median(m["baseline"] for m in measured)
+    stages = measured[0]["stages"]
+    lines = ["| round | runs | run-seconds | of which: importing Keras and its backend | training (the epochs in fit, "
+             "its compile and the target's checks included) | evaluation (each epoch's measures) | x its baseline runs |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    rounds = sorted({r for m in measured for r in m["parts"]})
+    for number in rounds:
+        def median(key: str) -> float:
+            return statistics.median(m["parts"].get(number, {}).get(key, 0.0) for m in measured)
+        seconds = statistics.median(m["rounds"].get(number, 0.0) for m in measured)
+        name = f"{number}. {stages[number - 1]}" if number <= len(stages) else str(number)
+        lines.append(f"| {name} | {median('runs'):.0f} | {seconds:.1f} s | {median('import'):.1f} s | "
+                     f"{median('training'):.1f} s | {median('evaluation'):.1f} s | {seconds / base:.1f}x |")
+    training = statistics.median(sum(p["training"] for p in m["parts"].values()) for m in measured)
+    first = statistics.median(m["parts"][1]["training"] / m["parts"][1]["runs"] for m in measured if 1 in m["parts"])
+    return ("Where this tree's `+study=choose` goes, by round (medians over its runs of the command):\n\n"
+            + "\n".join(lines) + f"\n\nIts training alone is {training / first:.1f}x the mean training of its baseline runs: the runs "
+            f"it needs, before any process starts or measures.")
 
 
 HEADER = ("| command | code | runs | epochs trained | run-seconds: median (each run) | by round (medians) | choose: x "
@@ -111,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     table = (f"{HEADER}\n" + "\n".join(lines) + "\n\nThe commands: " + "; ".join(
         f"`python -m harness +study={study} {' '.join(overrides)} -m`" for study, overrides in commands.items())
         + f". Each command alone, the two codes in turn, on {doc_blocks.machine()} with nothing else running.")
+    if ("choose", "this tree") in found:
+        table += "\n\n" + where_it_goes(found[("choose", "this tree")][0])
     print(table)
     if args.update_docs and not args.smoke:
         doc_blocks.replace_section("study-cost", table)

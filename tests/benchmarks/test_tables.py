@@ -170,18 +170,30 @@ def test_study_cost_sums_run_seconds_by_round_and_gives_choose_in_its_own_baseli
 
     sweep = tmp_path / "sweep"
     resumed = [None, None, None, None, 2]  # the last continued a run paused after epoch 2: 3 epochs of its own
+    timings = [{"import": 2.0, "training": 2.5, "evaluation": 0.5}, {"training": 3.5, "evaluation": 0.5},
+               {"training": 2.0}, {"import": 1.5, "training": 0.5}, {"training": 1.0, "evaluation": 0.25}]
     for job, (round_, seconds) in enumerate([(1, 5.0), (1, 7.0), (2, 3.0), (3, 2.5), (3, 2.5)]):
         (sweep / str(job)).mkdir(parents=True)
         (sweep / str(job) / "run.json").write_text(json.dumps({"run_seconds": seconds, "epochs_completed": 5,
-                                                               "resumed_from_epoch": resumed[job]}))
+                                                               "resumed_from_epoch": resumed[job],
+                                                               "timings": timings[job]}))
     (sweep / "sweep.json").write_text(json.dumps({"jobs": [{"job": str(j), "round": r} for j, r in
-                                                           enumerate([1, 1, 2, 3, 3])]}))
+                                                           enumerate([1, 1, 2, 3, 3])],
+                                                  "choose": {"target": None, "settings": {}}}))
     found = study_cost.cost(sweep)
     assert found == {"runs": 5, "seconds": 20.0, "rounds": {1: 12.0, 2: 3.0, 3: 5.0}, "baseline": 6.0,
-                     "epochs": 23}
+                     "epochs": 23, "stages": ["baseline", "candidates", "grid", "confirm", "time", "check"],
+                     "parts": {1: {"runs": 2, "import": 2.0, "training": 6.0, "evaluation": 1.0},
+                               2: {"runs": 1, "import": 0.0, "training": 2.0, "evaluation": 0.0},
+                               3: {"runs": 2, "import": 1.5, "training": 1.5, "evaluation": 0.25}}}
     assert study_cost.row("choose", "this tree", [found, {**found, "seconds": 30.0}], ["batch 128, linear"]) == (
         "| `+study=choose` | this tree | 5 | 23 | 25 s (20, 30) | 12 + 3 + 5 | 4.2x (6.00 s a run) | batch 128, "
         "linear |")
+    rows = study_cost.where_it_goes([found]).splitlines()
+    assert rows[4:7] == ["| 1. baseline | 2 | 12.0 s | 2.0 s | 6.0 s | 1.0 s | 2.0x |",
+                         "| 2. candidates | 1 | 3.0 s | 0.0 s | 2.0 s | 0.0 s | 0.5x |",
+                         "| 3. grid | 2 | 5.0 s | 1.5 s | 1.5 s | 0.2 s | 0.8x |"]
+    assert rows[-1].startswith("Its training alone is 3.2x the mean training of its baseline runs")  # 9.5 / 3
 
 
 def test_recover_matrix_row_gives_the_verdict_and_the_budget_line_from_recovery_json():
