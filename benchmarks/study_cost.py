@@ -93,27 +93,30 @@ def row(study: str, code: str, measured: list[dict], answers: list[str]) -> str:
             f"({', '.join(f'{s:.0f}' for s in seconds)}) | {rounds} | {times} | {'; '.join(sorted(set(answers)))} |")
 
 
+WHERE_HEADER = ("| round | runs | run-seconds | of which: importing Keras and its backend | training (the epochs in "
+                "fit, its compile and the target's checks included) | evaluation (each epoch's measures) | x its "
+                "baseline runs |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+
+
 def where_it_goes(measured: list[dict]) -> str:
     """choose's run-seconds on this tree by round, split as run.json's `timings` split them (medians over the
     repeats), each also in its own baseline runs: what each round costs, and how much of it is fixed (a fresh
     process's import) rather than training."""
     base = statistics.median(m["baseline"] for m in measured)
     stages = measured[0]["stages"]
-    lines = ["| round | runs | run-seconds | of which: importing Keras and its backend | training (the epochs in fit, "
-             "its compile and the target's checks included) | evaluation (each epoch's measures) | x its baseline runs |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    rounds = sorted({r for m in measured for r in m["parts"]})
-    for number in rounds:
-        def median(key: str) -> float:
-            return statistics.median(m["parts"].get(number, {}).get(key, 0.0) for m in measured)
+    lines = [WHERE_HEADER]
+    for number in sorted({r for m in measured for r in m["parts"]}):
+        part = {key: statistics.median(m["parts"].get(number, {}).get(key, 0.0) for m in measured)
+                for key in ("runs", *PARTS)}
         seconds = statistics.median(m["rounds"].get(number, 0.0) for m in measured)
         name = f"{number}. {stages[number - 1]}" if number <= len(stages) else str(number)
-        lines.append(f"| {name} | {median('runs'):.0f} | {seconds:.1f} s | {median('import'):.1f} s | "
-                     f"{median('training'):.1f} s | {median('evaluation'):.1f} s | {seconds / base:.1f}x |")
+        lines.append(f"| {name} | {part['runs']:.0f} | {seconds:.1f} s | {part['import']:.1f} s | "
+                     f"{part['training']:.1f} s | {part['evaluation']:.1f} s | {seconds / base:.1f}x |")
     training = statistics.median(sum(p["training"] for p in m["parts"].values()) for m in measured)
     first = statistics.median(m["parts"][1]["training"] / m["parts"][1]["runs"] for m in measured if 1 in m["parts"])
     return ("Where this tree's `+study=choose` goes, by round (medians over its runs of the command):\n\n"
-            + "\n".join(lines) + f"\n\nIts training alone is {training / first:.1f}x the mean training of its baseline runs: the runs "
-            f"it needs, before any process starts or measures.")
+            + "\n".join(lines) + f"\n\nIts training alone is {training / first:.1f}x the mean training of its "
+            "baseline runs: the runs it needs, before any process starts or measures.")
 
 
 HEADER = ("| command | code | runs | epochs trained | run-seconds: median (each run) | by round (medians) | choose: x "
