@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from decimal import ROUND_FLOOR, Decimal
 from typing import Any
 
 import pandas as pd
@@ -158,8 +159,19 @@ def target_of(sweep: Sweep, record: dict[str, Any], jobs: dict[str, str]) -> tup
     finals = _finals(sweep.epochs, baseline)["tune_acc"]
     lowest = float(finals.min())
     target = float(f"{lowest - settings.tolerance:.4g}")
+    cut = target > lowest  # rounded up past what a seed of b reached (a tolerance near 0)
+    if cut:
+        target = _cut_to_four_digits(lowest)
     return target, (f"batch {record['small_batch']}'s lowest final tune_acc over its {len(finals)} seeds, "
-                    f"{lowest:.4g}, less choose.tolerance {settings.tolerance:g}")
+                    f"{lowest:.4g}, less choose.tolerance {settings.tolerance:g}"
+                    + (f" (cut to {target:.4g}, which every seed reached)" if cut else ""))
+
+
+def _cut_to_four_digits(value: float) -> float:
+    """`value` cut, not rounded, to 4 significant digits: a target every seed of b reached, as every run records it
+    (plan.target_jobs writes it to 4)."""
+    exact = Decimal(repr(value))
+    return float(exact.quantize(Decimal(1).scaleb(exact.adjusted() - 3), rounding=ROUND_FLOOR))
 
 
 def _finals(df: pd.DataFrame, jobs: list[str]) -> pd.DataFrame:
@@ -187,8 +199,10 @@ def grid_lr(recipe: dict[str, Any], record: dict[str, Any], factor: float) -> fl
     return float(f"{recipe.get('lr_factor', record['lr_factor']) * factor:.4g}")
 
 
-def choose(sweep: Sweep) -> Choice | None:
-    """The choice so far of a +study=choose sweep (None for any other)."""
+def choose(sweep: Sweep, added: bool = True) -> Choice | None:
+    """The choice so far of a +study=choose sweep (None for any other). `added`: the seeds added later
+    (--add-seeds) judge too; without them, the choice the command's own seeds make, which the rounds are planned
+    from (so that seeds added after a look change no round)."""
     record = read_plan(sweep)
     if record is None:
         return None
@@ -201,7 +215,7 @@ def choose(sweep: Sweep) -> Choice | None:
     seconds = {str(r["job"]): r.get("seconds_to_target") for r in sweep.records}
     found: dict[int, dict[str, Candidate]] = {}
     sizes = [int(s) for s in record["sizes"]]
-    seeds = [*(int(s) for s in record["seeds"]), *sweep_file.added_seeds(sweep.plan)]  # --add-seeds: judging too
+    seeds = [*(int(s) for s in record["seeds"]), *(sweep_file.added_seeds(sweep.plan) if added else [])]
     found_choice = Choice(target, note, sizes, seeds, {}, sweep.complete_rounds(),
                           recorded(record).tolerance, lr_grid=recorded(record).lr_grid,
                           time_epochs=recorded(record).time_epochs,

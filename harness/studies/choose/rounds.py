@@ -40,7 +40,7 @@ def next_round(sweep_dir: Path, content: dict[str, Any], round_: int) -> list[tu
     sweep = sweep_files.read(sweep_dir)
     if sweep.complete_rounds() < round_ - 1:
         return NOT_ENDED
-    return next_jobs(content["choose"], choice.choose(sweep), round_)
+    return next_jobs(content["choose"], choice.choose(sweep, added=False), round_)  # seeds added plan nothing
 
 
 def next_jobs(record: dict[str, Any], found: choice.Choice, round_: int) -> list[tuple[list[str], str]] | Round | None:

@@ -229,3 +229,25 @@ def test_seeds_added_run_b_as_it_is_and_each_finalist_against_the_same_target_an
     while later := next_round(sweep, done):
         done = later[0].round
     assert json.loads((sweep / "sweep.json").read_text())["jobs"] == planned
+
+
+def test_seeds_added_that_move_the_answer_leave_every_round_as_it_was_planned(tmp_path):
+    """The new seed's runs move the answer (batch 32 misses the target there, so it no longer reached it on every
+    seed that judges), yet a resume plans the study's rounds from the same files as before, the check round (which
+    reruns the answer) included: the seeds added are judged, they plan nothing."""
+    import dataclasses
+
+    from tests.helpers.sweeps import _command_plan, add_seeds
+
+    sweep = _sweep(tmp_path, command=CHECKED, per_epoch=PER_EPOCH)
+    assert choice.choose(sweep_files.read(sweep)).answer.size == 32
+    for job in add_seeds(sweep, 1):
+        size = int(job.arm.split("_")[0][2:])
+        _write(sweep, job.job, None if size == 32 else STEPS[size][1], size)
+    assert choice.choose(sweep_files.read(sweep)).answer.size != 32  # what the page now reads
+    planned = json.loads((sweep / "sweep.json").read_text())["jobs"]
+    dataclasses.replace(_command_plan(CHECKED), output_dir=sweep).write()
+    done = 1
+    while later := next_round(sweep, done):
+        done = later[0].round
+    assert json.loads((sweep / "sweep.json").read_text())["jobs"] == planned

@@ -98,6 +98,20 @@ def test_the_rounds_go_from_the_baseline_to_the_confirmation_of_each_batch_size_
                                   ("time_bs8_as_is", True, True, True)]
 
 
+def test_with_no_tolerance_the_target_is_one_every_seed_of_b_reached_and_the_cap_holds(tmp_path):
+    """choose.tolerance=0 and a lowest final tune_acc of 612/700 (0.874286): the target written to 4 digits is 0.8742,
+    not 0.8743, which that seed never reached; so b reached it on every seed, and every target run is capped."""
+    sweep = study_sweep(tmp_path / "s", *COMMAND, "choose.tolerance=0")
+    set_final(sweep, 0, tune_acc=0.9)
+    set_final(sweep, 1, tune_acc=612 / 700)
+    candidates = next_round(sweep, 1)
+    found = choice.choose(sweep_files.read(sweep))
+    assert found.target == 0.8742 and found.cap_samples == 4 * found.b_samples
+    assert found.target_note.endswith("less choose.tolerance 0 (cut to 0.8742, which every seed reached)")
+    assert all("target_tune_acc=0.8742" in job.overrides for job in candidates)
+    assert [_limit(job) for job in candidates] == [None] + [found.cap_samples] * 4
+
+
 def test_grid_points_are_raced_against_their_leader_and_every_run_but_b_as_it_is_is_capped(tmp_path):
     """choose.race_margin and choose.cap_factor: a grid point stops once its samples pass its batch size's leader's
     (on the seed that chooses) by the margin, every target run but b as it is at 4x the samples b needed; a raced-out
