@@ -41,9 +41,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"harness.resume: error: FOLDER={str(args.folder)!r} is not allowed: {err}", file=sys.stderr)
         return EXIT_INVALID
     if args.add_seeds is not None:
+        folder = args.folder.expanduser().resolve()  # given from here, not from the command's folder
         os.chdir(cwd)  # the command's relative paths (dataset.path) hold there
         try:
-            added = _add_seeds(args.folder, args.add_seeds)
+            added = _add_seeds(folder, args.add_seeds)
         except CannotAdd as err:
             print(f"harness.resume: error: --add-seeds={args.add_seeds} is not allowed: {err}", file=sys.stderr)
             return EXIT_INVALID
@@ -62,7 +63,7 @@ def _add_seeds(folder: Path, count: int) -> list:
     """The new seeds' jobs planned into the folder's sweep.json, each composed and validated as a job is."""
     from harness.config.compose import compose_jobs
 
-    return add(Path(folder).expanduser().resolve(), count, lambda job: compose_jobs(job, multirun=False).run_configs[0])
+    return add(folder, count, lambda job: compose_jobs(job, multirun=False).run_configs[0])
 
 
 if __name__ == "__main__":

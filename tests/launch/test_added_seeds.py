@@ -50,15 +50,17 @@ def test_a_resume_of_the_same_command_keeps_the_added_jobs_and_says_they_were_ad
 
 
 def test_a_bad_count_or_a_study_is_one_line_exit_2(tmp_path):
+    """The folder as given from where the resume runs (here relative), not from the folder its command ran in."""
     sweep = tmp_path / "s"
     sweep.mkdir()
+    (tmp_path / "project").mkdir()
     (sweep / "sweep.json").write_text(json.dumps(_content(study="diagnose")))
-    (sweep / "command.json").write_text(json.dumps({"argv": ["-m"], "cwd": str(tmp_path), "multirun": True,
-                                                    "harness_version": None, "keras_version": None}))
+    (sweep / "command.json").write_text(json.dumps({"argv": ["-m"], "cwd": str(tmp_path / "project"),
+                                                    "multirun": True, "harness_version": None, "keras_version": None}))
     for count, said in (("0", "--add-seeds=0 is not allowed: --add-seeds 0: a number of seeds >= 1"),
                         ("1", "--add-seeds=1 is not allowed: a sweep whose runs a new seed can extend "
                               "(+study=diagnose:")):
-        proc = subprocess.run([sys.executable, "-m", "harness.resume", str(sweep), "--add-seeds", count],
+        proc = subprocess.run([sys.executable, "-m", "harness.resume", "s", "--add-seeds", count], cwd=tmp_path,
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode == 2 and said in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, \
             proc.stderr
