@@ -53,7 +53,7 @@ class Recovery:
     budget: list[Length] = field(default_factory=list)
     budget_rule_trial: int | None = None         # the best confirmed rule, run beside a recipe that is not one
     budget_rule: list[Length] = field(default_factory=list)  # its lengths
-    small_tune: float | None = None              # b's mean tune_acc over the seeds: what the budget must reach
+    small_tune: float | None = None              # b's mean tune_acc over the seeds (not those added): the budget's aim
     budget_asked: bool = True
     importance: Importances | None = None        # what mattered in the search (with_importance)
     small_trials: list[Trial] = field(default_factory=list)  # recover.tune_small: b's own search
@@ -146,7 +146,8 @@ def recover(sweep: Sweep) -> Recovery | None:
     found = Recovery(b, big, plan["epochs"], list(plan["seeds"]), drop, reference, trials, best, None, "",
                      rounds=sweep.complete_rounds(), budget_asked=settings.recorded(plan).budget,
                      small_trials=small_trials)
-    found.small_tune = _number(as_is.loc[as_is[BATCH] == b, "tune_acc"].mean())
+    own = as_is[~as_is["seed"].isin(sweep_file.added_seeds(sweep.plan))]  # what the budget aims at: seeds added
+    found.small_tune = _number(own.loc[own[BATCH] == b, "tune_acc"].mean())  # after a look plan nothing
     found.chance = 1.0 / num_classes(df)
     if found.rounds >= search_rounds + 1 + extra and best is not None and (small_best is not None or not small_trials):
         confirming = [job["arm"] for job in later if job.get("round") == search_rounds + 1 + extra]

@@ -9,7 +9,7 @@ import pytest
 
 from harness.assess import sweep as sweep_files
 from harness.studies.recover import reading as recovery
-from tests.helpers.sweeps import _command_plan, add_seeds, next_round, study_sweep
+from tests.helpers.sweeps import _command_plan, add_seeds, next_round, set_final, study_sweep
 
 COMMAND = ("+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=4", "seed=0,1", "recover.rules=[]",
            "recover.rungs=[]", "recover.guided=0")
@@ -60,7 +60,11 @@ def test_an_undecided_verdict_adds_only_b_big_and_the_recipe_on_new_seeds_and_re
     assert sorted(p.name for p in sweep.iterdir() if p.is_dir()) == sorted(runs_before + [j.job for j in added])
     # the new seeds decide it: the recipe within the tolerance of b on each
     _set_val(sweep, added, {"8": [0.955] * wanted, "64": [0.835] * wanted, recipe: [0.955] * wanted})
+    small_tune = recovery.recover(sweep_files.read(sweep)).small_tune
+    for job in added[::3]:  # b as it is on the new seeds, far below on the tuning slice: what the budget aims at,
+        set_final(sweep, job.job, tune_acc=0.3)  # b's tune_acc on the seeds the study planned with, stays
     found = recovery.recover(sweep_files.read(sweep))
+    assert found.small_tune == small_tune
     assert found.judged == [2, 3, 4, *new] and found.verdict.gap.n == 3 + wanted
     assert found.verdict.kind == "recovered" and found.verdict.shown  # read over all seeds
     assert found.planned_verdict.kind == "undecided" and found.planned_verdict.gap.n == 3  # what plans the budget
