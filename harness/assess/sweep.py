@@ -62,13 +62,26 @@ class Sweep:
 
     def complete_rounds(self) -> int:
         """The rounds planned so far whose every job has ended (completed, diverged or failed: it will not run
-        again in this command), counted from round 1."""
+        again in this command), counted from round 1. A job added later (--add-seeds) is of no round: one still
+        running holds no round back."""
         plan = self.plan or {}
-        ended = {str(r["job"]) for r in self.records if r.get("status") in ENDED}
+        ended = self._ended()
         for number in range(1, int(plan.get("rounds", 1)) + 1):
-            if any(job["job"] not in ended for job in plan.get("jobs", []) if job.get("round", 1) == number):
+            if any(job["job"] not in ended for job in plan.get("jobs", [])
+                   if job.get("round", 1) == number and not job.get("added")):
                 return number - 1
         return int(plan.get("rounds", 1))
+
+    def added_seeds(self) -> list[int]:
+        """The seeds added after the command (python -m harness.resume --add-seeds) whose every run has ended, in
+        order: what a reading reads beside the seeds that judged (an addition still running is read once it has
+        ended)."""
+        ended = self._ended()
+        return [int(seed) for addition in (self.plan or {}).get("added_seeds", [])
+                if all(str(job) in ended for job in addition["jobs"]) for seed in addition["seeds"]]
+
+    def _ended(self) -> set[str]:
+        return {str(r["job"]) for r in self.records if r.get("status") in ENDED}
 
     def probes(self, job: str) -> dict | None:
         """The run's probes.json (None without one); raises DamagedFile for one that cannot be read."""

@@ -18,7 +18,6 @@ import pandas as pd
 
 from harness.assess import targets
 from harness.assess.sweep import Sweep
-from harness.store import sweep_file
 from harness.studies.choose import answer as answer_of
 from harness.studies.choose import files, ramps, timed_runs, timing, words
 from harness.studies.choose.settings import BASELINE, RACED_OUT, RAMPS, arm, recorded, size_name
@@ -215,7 +214,7 @@ def choose(sweep: Sweep, added: bool = True) -> Choice | None:
     seconds = {str(r["job"]): r.get("seconds_to_target") for r in sweep.records}
     found: dict[int, dict[str, Candidate]] = {}
     sizes = [int(s) for s in record["sizes"]]
-    seeds = [*(int(s) for s in record["seeds"]), *(sweep_file.added_seeds(sweep.plan) if added else [])]
+    seeds = [*(int(s) for s in record["seeds"]), *(sweep.added_seeds() if added else [])]
     found_choice = Choice(target, note, sizes, seeds, {}, sweep.complete_rounds(),
                           recorded(record).tolerance, lr_grid=recorded(record).lr_grid,
                           time_epochs=recorded(record).time_epochs,

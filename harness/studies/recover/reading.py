@@ -161,7 +161,7 @@ def recover(sweep: Sweep) -> Recovery | None:
             found.small_tune = _with_failures(choosing.loc[choosing["arm"] == found.small_arm, "tune_acc"].dropna(),
                                               seeds)
         judging = judging_rounds(plan)
-        found.judged = [*settings.judging_seeds(plan), *sweep_file.added_seeds(sweep.plan)] if judging else \
+        found.judged = [*settings.judging_seeds(plan), *sweep.added_seeds()] if judging else \
             list(plan["seeds"])
         if found.rounds >= search_rounds + 1 + extra + judging:
             _judge(sweep, found, df, chosen, plan, arm_of)

@@ -76,3 +76,25 @@ def test_an_undecided_verdict_adds_only_b_big_and_the_recipe_on_new_seeds_and_re
     for after in range(1, done + 1):
         next_round(sweep, after)
     assert json.loads((sweep / "sweep.json").read_text())["jobs"] == before
+
+
+def test_seeds_added_and_still_running_hide_no_reading_and_count_once_ended(tmp_path):
+    """--add-seeds 1 whose resume was stopped before its runs ended: the page still reads every round of the study,
+    its recipe and its verdict on the seeds that judged (a run still to come held round 1 back and hid them all,
+    once); once the new seed's runs have ended, the verdict reads it too."""
+    sweep = study_sweep(tmp_path / "s", *COMMAND, "recover.budget=false")
+    next_round(sweep, 1)
+    judging = next_round(sweep, 2)
+    recipe = next(job.arm for job in judging if job.arm != "as_is")
+    _set_val(sweep, judging, {"8": [0.95, 0.96, 0.955], "64": [0.83, 0.84, 0.835], recipe: [0.945, 0.95, 0.935]})
+    assert not next_round(sweep, 3)  # no budget: the study has planned its every round
+    before = recovery.recover(sweep_files.read(sweep))
+    added = add_seeds(sweep, 1)
+    record = sweep / added[-1].job / "run.json"
+    finished = json.loads(record.read_text())
+    record.write_text(json.dumps({**finished, "status": "running"}))  # the recipe's run on the new seed, cut short
+    found = recovery.recover(sweep_files.read(sweep))
+    assert (found.rounds, found.recipe, found.judged) == (before.rounds, before.recipe, [2, 3, 4])
+    assert found.verdict.kind == before.verdict.kind and found.verdict.gap.n == 3
+    record.write_text(json.dumps(finished))
+    assert recovery.recover(sweep_files.read(sweep)).judged == [2, 3, 4, 5]
