@@ -89,12 +89,18 @@ def params_of(recipe: dict[str, Any], record: dict[str, Any]) -> dict[str, Any] 
         if name in COMPLEMENT:
             value = 1.0 - value
         elif name == "weight_decay":
-            value = value * record["decay_unit"] * recipe.get("lr_factor", 1.0)
+            value = value * record["decay_unit"] * recipe.get("lr_factor", _command_lr_factor(record))
         low, high = _bounds(name, values, record)
         if not low * (1 - ROUNDING) <= value <= high * (1 + ROUNDING):
             return None
         params[PARAM.get(name, name)] = min(max(value, low), high)
     return params
+
+
+def _command_lr_factor(record: dict[str, Any]) -> float:
+    """The lr_factor a recipe without one trains at: the command's at B, as the plan draws the Sobol points'
+    weight decay at it (an older record without it: 1)."""
+    return float(record.get("lr_factor", 1.0))
 
 
 def recipe_of(params: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
@@ -111,7 +117,7 @@ def recipe_of(params: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
         if name in COMPLEMENT:
             value = 1.0 - value
         elif name == "weight_decay":
-            value /= record["decay_unit"] * found.get("lr_factor", 1.0)
+            value /= record["decay_unit"] * found.get("lr_factor", _command_lr_factor(record))
         found[key] = float(f"{value:.4g}")
     return found
 

@@ -60,3 +60,20 @@ def test_batch_norms_momentum_is_a_parameter_as_the_plan_draws_it():
     told = [(k, recipe, "sobol", 0.5 + 0.05 * k) for k, recipe in enumerate(record["trials"][:8])]
     for recipe in guided.propose(record, told, 2):
         assert 0.5 <= recipe["model.bn_momentum"] <= 0.99
+
+
+def test_without_lr_factor_in_the_space_weight_decay_is_read_at_the_commands_own_learning_rate():
+    """~recover.space.lr_factor and lr_factor=2: a trial keeps the command's lr_factor, and its weight decay, drawn as
+    lr x wd x steps at that learning rate, is told to the sampler and proposed back at the same one (read at
+    lr_factor 1, every Sobol point's lr x wd x steps was half its own, and a proposal's weight decay twice its aim)."""
+    plan = plan_command(["+study=recover", "batch_size=8,128", "epochs=5", "seed=0", "recover.trials=8", "lr_factor=2",
+                         "~recover.space.lr_factor"], multirun=True)
+    record = plan.study["recover"]
+    assert "lr_factor" not in record["space"] and record["lr_factor"] == 2.0
+    dist = guided.distributions(record)["lr_wd_steps"]
+    for recipe in record["trials"][:8]:
+        params = guided.params_of(recipe, record)
+        assert params is not None and guided.recipe_of(params, record) == recipe
+        drawn = recipe["weight_decay"] * record["decay_unit"] * 2.0
+        assert params["lr_wd_steps"] == pytest.approx(drawn, rel=1e-3)
+        assert dist.low * 0.999 <= drawn <= dist.high * 1.001
