@@ -44,11 +44,13 @@ def timed_rows(found) -> list[list[str]]:
 
 def rows(found) -> list[list[str]]:
     """One row per candidate that ran: batch, candidate, recipe, steps to the target per seed (missed: a run that
-    never reached it; raced out: where it stopped), the leader of its batch size marked."""
+    never reached it; raced out: where it stopped), the leader of its batch size marked: its best, or where every
+    candidate missed the target on the seed that chose, the closest (the grid's centre, never a best)."""
     out = []
     for size in found.sizes:
-        leader = found.leader(size)
+        leader, best = found.leader(size), found.best(size)
         for c in sorted(found.candidates[size], key=lambda c: (c is not leader, c.name)):
             steps = ", ".join(c.steps_text(seed) for seed in found.seeds if seed in c.steps)
-            out.append([str(size), c.name + (" (its best)" if c is leader else ""), recipe_text(c.recipe), steps])
+            mark = "" if c is not leader else " (its best)" if c is best else " (the closest: none reached it)"
+            out.append([str(size), c.name + mark, recipe_text(c.recipe), steps])
     return out

@@ -207,8 +207,9 @@ def cost_lines(found) -> list[str]:
     if raced:
         said = "; ".join(f"{name_text(c.size, c.name, c.recipe)}, at {c.stopped_at[seed]:,} samples"
                          for c, seed in raced)
-        lines.append(f"Raced out (stopped once its training samples passed its batch size's best's by "
-                     f"choose.race_margin, so it could not be the best; not a miss): {said}.")
+        lines.append(f"Raced out (stopped once its training samples passed, by choose.race_margin, those of its "
+                     f"batch size's leading candidate on the seed that chose, so it could not be the best; not a "
+                     f"miss): {said}.")
     return lines
 
 

@@ -156,8 +156,15 @@ def test_with_no_candidate_at_the_target_a_raced_out_run_is_never_the_leader():
     missed = choice.Candidate(name="as_is", steps={0: float("inf")}, status={0: "completed"}, **base)
     raced = choice.Candidate(name="linear_x2", steps={0: float("inf")}, status={0: "raced_out"},
                              stopped_at={0: 400}, **{**base, "tune_acc": {0: 0.9}})
-    found = choice.Choice(0.57, "", [8, 64], [0, 1], {8: [], 64: [raced, missed]}, 2)
+    reached = choice.Candidate(name="as_is", steps={0: 300.0}, status={0: "completed"}, **{**base, "size": 8})
+    found = choice.Choice(0.57, "", [8, 64], [0, 1], {8: [reached], 64: [raced, missed]}, 2)
     assert found.leader(64) is missed and found.best(64) is None
+    from harness.studies.choose import section
+
+    # the page marks each batch size's leader: a best, or the closest where none reached the target
+    assert [row[:2] for row in section.rows(found)] == [["8", "as_is (its best)"],
+                                                       ["64", "as_is (the closest: none reached it)"],
+                                                       ["64", "linear_x2"]]
 
 
 def test_a_batch_size_whose_candidates_all_missed_is_not_confirmed(tmp_path):
