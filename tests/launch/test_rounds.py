@@ -532,3 +532,23 @@ def test_a_trial_that_ran_whole_goes_on_or_is_cut_by_its_rung_alone(tmp_path):
     assert r.trials[1].cut_at == 2 and r.trials[1].tune_acc is None and r.trials[1].status == "completed"
     assert {t.number for t in r.trials if t.cut_at is not None} == {1, 2, 5}  # trial 6 diverged: never cut
     assert r.trials[6].status == "diverged" and r.trials[6].rungs == {} and r.ranked()[-1].number == 6
+
+
+def test_a_trial_that_diverged_at_the_rung_is_no_entrant_whatever_its_tune_acc_there(tmp_path):
+    """Trial 5's loss went NaN in the rung's epoch, yet its tuning slice was measured there (weights of NaN predict
+    one class: a finite accuracy, here the best of all): it diverged, so it neither takes a place among the better
+    half, whose every place goes to a trial that can go on, nor is it cut (the sampler is told it diverged)."""
+    command = tuple(c for c in RUNGS if not c.startswith("recover.rungs")) + ("recover.rungs=[0.5]",)
+    sweep = study_sweep(tmp_path / "s", *command)
+    for job, tune in zip(range(4, 12), (0.50, 0.52, 0.55, 0.70, 0.90, 0.60, 0.65, 0.75)):
+        set_final(sweep, job, tune_acc=tune)
+    record = json.loads((sweep / "9" / "run.json").read_text())
+    record.pop("paused_at_epoch")
+    (sweep / "9" / "run.json").write_text(json.dumps({**record, "status": "diverged"}))
+    (sweep / "9" / "checkpoint.npz").unlink()
+    set_final(sweep, 9, tune_acc=0.96, train_loss=float("nan"))
+    jobs = next_round(sweep, 1)  # the better half at epoch 2 of those that reached it: trials 4, 7, 3, 6
+    assert [(j.arm, j.continues) for j in jobs] == [("trial_4", "8"), ("trial_7", "11"), ("trial_3", "7"),
+                                                    ("trial_6", "10")]
+    r = recovery.recover(sweep_files.read(sweep))
+    assert r.trials[5].status == "diverged" and r.trials[5].rungs == {} and r.trials[5].cut_at is None

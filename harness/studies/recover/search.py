@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from harness.assess.analysis import SELECTION_COLUMNS
@@ -75,8 +76,11 @@ def read(sweep: Sweep, plan: dict[str, Any]) -> tuple[list[Trial], int | None, l
     frame = sweep.epochs
     frame = frame[(frame["seed"] == first) & frame["status"].isin((*FINISHED, PAUSED)) & frame["epoch"].notna()]
     rows = {str(row["job"]): row for row in last_rows(frame, (*FINISHED, PAUSED)).to_dict("records")}
-    at_epoch = {(str(job), int(epoch)): tune for job, epoch, tune in zip(frame["job"], frame["epoch"],
-                                                                          frame["tune_acc"]) if not pd.isna(tune)}
+    # a trial's tune_acc at each epoch whose training loss was finite: the epoch a run diverged in still measured
+    # its tuning slice (weights of NaN predict one class), a value no rung may compare
+    trained = frame[np.isfinite(frame["train_loss"].astype(float))] if "train_loss" in frame else frame
+    at_epoch = {(str(job), int(epoch)): tune for job, epoch, tune in zip(trained["job"], trained["epoch"],
+                                                                          trained["tune_acc"]) if not pd.isna(tune)}
     runs: dict[str, list[dict[str, Any]]] = {}  # arm -> its runs' records, in job order: the last is the furthest
     for record in sorted((r for r in sweep.records if str(r["job"]) in arm_of), key=lambda r: int(r["job"])):
         runs.setdefault(arm_of[str(record["job"])], []).append(record)
@@ -111,8 +115,9 @@ def read(sweep: Sweep, plan: dict[str, Any]) -> tuple[list[Trial], int | None, l
 
 def selected(trials: list[Trial], rungs: list[int], keep: float) -> list[list[int]]:
     """The trials that go on past each rung: at rung i, ceil(keep x the trials that ran towards it), the best by
-    tune_acc at its epoch of those that reached it (a trial that diverged on the way has no value there; ties: the
-    lower number); the first rung's entrants are the Sobol trials, each later rung's the ones the rung before chose.
+    tune_acc at its epoch of those that reached it (a trial that diverged on the way, or in that epoch, has no value
+    there; ties: the lower number); the first rung's entrants are the Sobol trials, each later rung's the ones the
+    rung before chose.
     The counts halve from the number of Sobol trials whatever diverged, so a resume counts the same."""
     entrants = [t for t in trials if t.source == "sobol"]
     count, chosen = len(entrants), []
