@@ -119,8 +119,12 @@ class Scheduler:
     def _start(self, job: Job, gpu_ids: list[int]) -> _Running:
         job.run_dir.mkdir(parents=True, exist_ok=True)
         if job.worker_args is not None and not gpu_ids:
-            worker = (self._idle_worker(job.backend, self._env(job, gpu_ids)["HARNESS_THREADS"])
-                      or Worker(job.run_dir.parent, self._env(job, gpu_ids), die_with_parent(), backend=job.backend))
+            worker = self._idle_worker(job.backend, self._env(job, gpu_ids)["HARNESS_THREADS"])
+            if worker is None:  # a new one, in place of an idle one no job here can use (the round before's share)
+                for old in [w for w in self.idle if w.threads != str(self.threads_per_job)][:1]:
+                    self.idle.remove(old)
+                    old.close()
+                worker = Worker(job.run_dir.parent, self._env(job, gpu_ids), die_with_parent(), backend=job.backend)
             worker.send(job.worker_args, job.run_dir / layout.TRAIN_LOG)
             return _Running(job, worker.process, gpu_ids, None, worker)
         log = open(job.run_dir / layout.TRAIN_LOG, "a")
@@ -258,8 +262,9 @@ class Scheduler:
         return None
 
     def _close_idle(self, keep: int = 0) -> None:
+        """Close the idle workers but the `keep` that became idle last (the round's own, not the round before's)."""
         while len(self.idle) > keep:
-            self.idle.pop().close()
+            self.idle.pop(0).close()
 
     def _stop(self, running: list[_Running]) -> None:
         """Ctrl-C: SIGINT to every child (they record `interrupted`), then SIGKILL any that linger."""

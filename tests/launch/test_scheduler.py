@@ -159,6 +159,67 @@ def test_a_round_hands_its_warm_workers_to_the_next_which_takes_those_of_its_sha
     assert two.closed and later.idle == []
 
 
+class _Started:
+    """A stand-in for the worker the scheduler starts: its share of the cores from its environment, each job's reply
+    at once (exit 0), every start and close counted in `alive`."""
+
+    alive: list = []
+
+    def __init__(self, sweep_dir, env, preexec_fn=None, backend="tensorflow"):
+        self.backend, self.threads, self.available, self.closed = backend, env["HARNESS_THREADS"], True, False
+        self._replies = os.pipe()
+        os.write(self._replies[1], b"x")  # always readable: the scheduler never waits on it
+        self.process = type("Process", (), {"stdout": self._replies[0], "pid": os.getpid()})()
+        self.sent = False
+        _Started.alive.append(self)
+
+    def send(self, args, log):
+        self.sent = True
+
+    def result(self):
+        done, self.sent = self.sent, False
+        return 0 if done else None
+
+    def close(self):
+        self.closed = True
+        _Started.alive.remove(self)
+        for fd in self._replies:
+            os.close(fd)
+
+
+def test_a_round_of_another_share_replaces_the_workers_it_cannot_use_and_hands_on_its_own(tmp_path, monkeypatch):
+    """On 4 cores, a round of 8 jobs 4 at a time (a core each), then two rounds of 2 jobs (2 cores each): the second
+    round closes a worker of the first for each it starts (never more processes than the first round's 4), and
+    hands on its own, which the third round takes without starting any."""
+    from harness.launch import scheduler as scheduling
+
+    monkeypatch.setattr(scheduling, "cpu_count", lambda: 4)
+    monkeypatch.setattr(scheduling, "Worker", _Started)
+    monkeypatch.setattr(_Started, "alive", [])
+    most, warm = [], []
+    original = scheduling.Scheduler._start
+
+    def start(self, job, gpu_ids):
+        running = original(self, job, gpu_ids)
+        most.append(len(_Started.alive))
+        return running
+
+    monkeypatch.setattr(scheduling.Scheduler, "_start", start)
+    for first, count, n_jobs in ((0, 8, 4), (8, 2, 2), (10, 2, 2)):
+        jobs = [Job(num=n, overrides=[f"seed={n}"], run_dir=tmp_path / str(n), command=["true"], worker_args=["a"])
+                for n in range(first, first + count)]
+        before = list(_Started.alive)
+        round_ = Scheduler(jobs, n_jobs, [], poll_seconds=0.01, warm=warm, hand_over=True)
+        round_.run()
+        warm = list(round_.idle)
+        started = [w for w in _Started.alive if w not in before]
+        if first == 8:
+            assert max(most) <= 4 and len(started) == 2 and warm == started  # its own, 2 cores each
+        if first == 10:
+            assert started == [] and {id(w) for w in warm} == {id(w) for w in _Started.alive}  # taken, none started
+    assert {w.threads for w in warm} == {"2"}
+
+
 WRITE_WEIGHTS_THEN_PROBE = (  # a run's end: its final weights, then its end-of-run probes
     "import pathlib, sys, time; pathlib.Path(sys.argv[1]).mkdir(parents=True, exist_ok=True); "
     "(pathlib.Path(sys.argv[1]) / 'final.weights.npz').write_bytes(b'w'); time.sleep(1.0); "
