@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from harness.config.schema import RunConfig
-from harness.store import sweep_file
+from harness.store import files, sweep_file
 from harness.store.run_files import now_iso
 
 SEED = "seed="
@@ -60,20 +60,34 @@ def new_jobs(content: dict, count: int, sweep_dir: Path | None = None) -> list[t
     return [([o if o != SEED else f"{SEED}{seed}" for o in arm], seed, None) for seed in new for arm in arms]
 
 
+READABLE = "a sweep with a readable sweep.json of format 2 (made since 2026-12)"
+
+
 def _seed(overrides: list[str]) -> int:
     return next(int(o[len(SEED):]) for o in overrides if o.startswith(SEED))
 
 
 def add(sweep_dir: Path, count: int, compose: Callable[[list[str]], RunConfig]) -> list[sweep_file.PlannedJob]:
-    """Plan `count` new seeds into the sweep folder's sweep.json (`compose`: a job's overrides to its RunConfig);
-    returns the jobs added. Raises CannotAdd."""
-    from harness.launch.plan import planned_job
-
+    """Plan `count` new seeds into the sweep folder's sweep.json (`compose`: a job's overrides to its RunConfig),
+    holding the folder as a command does; returns the jobs added. Raises CannotAdd."""
     if count < 1:
         raise CannotAdd(f"--add-seeds {count}: a number of seeds >= 1")
+    if not Path(sweep_dir).is_dir():
+        raise CannotAdd(READABLE)
+    try:  # its plan is read and written whole: never while its command runs and writes it too
+        with files.folder_lock(sweep_dir):
+            return _add(sweep_dir, count, compose)
+    except files.FolderBusy as busy:
+        raise CannotAdd(f"a sweep no command is running in (process {busy} is running in it); wait for it to "
+                        "end") from None
+
+
+def _add(sweep_dir: Path, count: int, compose: Callable[[list[str]], RunConfig]) -> list[sweep_file.PlannedJob]:
+    from harness.launch.plan import planned_job
+
     content = sweep_file.read(sweep_dir)
     if content is None or content.get("format", 1) < sweep_file.FORMAT:
-        raise CannotAdd("a sweep with a readable sweep.json of format 2 (made since 2026-12)")
+        raise CannotAdd(READABLE)
     if sweep_file.more_rounds(content):
         raise CannotAdd("a sweep whose study has planned all its rounds; resume it first")
     planned = new_jobs(content, count, Path(sweep_dir))

@@ -67,6 +67,23 @@ def test_a_bad_count_or_a_study_is_one_line_exit_2(tmp_path):
     assert json.loads((sweep / "sweep.json").read_text()) == _content(study="diagnose")  # nothing written
 
 
+def test_a_sweep_whose_command_still_runs_is_refused_and_its_plan_left_alone(tmp_path):
+    """The command that runs a sweep holds its folder and rewrites sweep.json as it goes: seeds are added only once
+    it has ended (while it runs, what was added would be reported not started, and added again by a retry)."""
+    from harness.store import files
+
+    sweep = tmp_path / "s"
+    sweep.mkdir()
+    (sweep / "sweep.json").write_text(json.dumps(_content()))
+    with files.folder_lock(sweep):  # the running command
+        with pytest.raises(added_seeds.CannotAdd, match=r"a sweep no command is running in \(process \d+ is running"):
+            added_seeds.add(sweep, 1, lambda job: None)
+    assert json.loads((sweep / "sweep.json").read_text()) == _content()
+    with pytest.raises(added_seeds.CannotAdd, match="a sweep with a readable sweep.json"):
+        added_seeds.add(tmp_path / "nowhere", 1, lambda job: None)
+    assert not (tmp_path / "nowhere").exists()
+
+
 @pytest.mark.slow
 def test_the_main_job_at_two_seeds_gets_a_third_in_the_same_folder_and_one_report(tmp_path):
     """The main job (4 batch sizes) at seed=0,1, then --add-seeds 1: jobs 8-11 run the 4 arms on seed 2, the other
