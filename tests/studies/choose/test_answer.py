@@ -205,9 +205,7 @@ def test_seeds_added_run_b_as_it_is_and_each_finalist_against_the_same_target_an
     """python -m harness.resume SWEEP --add-seeds 1 on a finished choice: b as it is and every batch size's best run
     on the new seed as the confirmation ran them (stopped at the target already set, never timed again); the answer's
     times and speed-up then read the seeds that judged and the new one, the timing's rates unchanged."""
-    import dataclasses
-
-    from tests.helpers.sweeps import _command_plan, add_seeds
+    from tests.helpers.sweeps import add_seeds
 
     sweep = _sweep(tmp_path)
     before = choice.choose(sweep_files.read(sweep))
@@ -223,8 +221,18 @@ def test_seeds_added_run_b_as_it_is_and_each_finalist_against_the_same_target_an
     assert [len(t.times) for t in found.answer.timed] == [4, 4, 4] and found.answer.speedup.interval.n == 4
     assert found.answer.size == before.answer.size == 32
     # the resume that runs them plans the study's rounds again from the same files: none changes
+    _assert_resumed_plans_the_same(sweep, COMMAND)
+
+
+def _assert_resumed_plans_the_same(sweep, command):
+    """A resume of `command` (its sweep.json written again, then each round planned from the files): every job as
+    it was, with the same numbers."""
+    import dataclasses
+
+    from tests.helpers.sweeps import _command_plan
+
     planned = json.loads((sweep / "sweep.json").read_text())["jobs"]
-    dataclasses.replace(_command_plan(COMMAND), output_dir=sweep).write()
+    dataclasses.replace(_command_plan(command), output_dir=sweep).write()
     done = 1
     while later := next_round(sweep, done):
         done = later[0].round
@@ -235,9 +243,7 @@ def test_seeds_added_that_move_the_answer_leave_every_round_as_it_was_planned(tm
     """The new seed's runs move the answer (batch 32 misses the target there, so it no longer reached it on every
     seed that judges), yet a resume plans the study's rounds from the same files as before, the check round (which
     reruns the answer) included: the seeds added are judged, they plan nothing."""
-    import dataclasses
-
-    from tests.helpers.sweeps import _command_plan, add_seeds
+    from tests.helpers.sweeps import add_seeds
 
     sweep = _sweep(tmp_path, command=CHECKED, per_epoch=PER_EPOCH)
     assert choice.choose(sweep_files.read(sweep)).answer.size == 32
@@ -245,9 +251,4 @@ def test_seeds_added_that_move_the_answer_leave_every_round_as_it_was_planned(tm
         size = int(job.arm.split("_")[0][2:])
         _write(sweep, job.job, None if size == 32 else STEPS[size][1], size)
     assert choice.choose(sweep_files.read(sweep)).answer.size != 32  # what the page now reads
-    planned = json.loads((sweep / "sweep.json").read_text())["jobs"]
-    dataclasses.replace(_command_plan(CHECKED), output_dir=sweep).write()
-    done = 1
-    while later := next_round(sweep, done):
-        done = later[0].round
-    assert json.loads((sweep / "sweep.json").read_text())["jobs"] == planned
+    _assert_resumed_plans_the_same(sweep, CHECKED)
