@@ -89,7 +89,9 @@ def serve(requests: IO[str], replies: IO[str]) -> int:
 
 def main() -> int:
     from harness.launch import signals
+    from harness.launch.processes import die_with_parent
 
+    die_with_parent()  # the command started it: it dies with the command
     signals.install()  # SIGTERM while waiting for a job ends the worker as Ctrl-C does
     replies = os.fdopen(os.dup(1), "w")  # fd 1 and 2 belong to each job's log in turn
     with open(os.devnull, "w") as nowhere:

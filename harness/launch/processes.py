@@ -15,17 +15,29 @@ from pathlib import Path
 import psutil
 
 
-def die_with_parent():
-    """A child's preexec_fn that has it killed when the command dies, even by kill -9 (Linux; None elsewhere)."""
-    return _die_with_parent if sys.platform.startswith("linux") else None
+DIE_WITH = "HARNESS_DIE_WITH"  # in a child's environment: the pid of the command it is to die with
 
 
-def _die_with_parent() -> None:
-    """In the child, before exec."""
+def child_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """`env` (this process's by default) for a child that is to die with this process: the harness entry point it
+    runs arms that itself, first thing (`die_with_parent`). Not a preexec_fn: with one, every child's start ran
+    Python's at-fork hooks in the command, and a SIGTERM whose handler raised inside one was lost and left logging's
+    lock taken, which hung the command at its sweep's end (CI: the SIGTERM stress test)."""
+    return {**(os.environ if env is None else env), DIE_WITH: str(os.getpid())}
+
+
+def die_with_parent() -> None:
+    """In a process the command started with `child_env`: it is killed when the command dies, even by kill -9
+    (Linux), and at once if the command died before this ran. Its own children inherit none of it."""
+    parent = os.environ.pop(DIE_WITH, None)
+    if parent is None or not sys.platform.startswith("linux"):
+        return
     try:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except OSError:
-        pass
+        return
+    if os.getppid() != int(parent):  # the command died before the line above: no signal would come
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def wait_for_any(processes: list[subprocess.Popen], pipes: list, timeout: float) -> bool:

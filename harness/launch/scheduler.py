@@ -2,10 +2,9 @@
 
 A GPU job gets a fresh process; CPU jobs that allow it (`Job.worker_args`) run one after another in warm worker
 processes (harness.launch.worker), one per slot, which import TensorFlow once; a study's next round may take over
-the warm workers of the round before (`warm`, `hand_over`). Plain Python (no Hydra, no
-TensorFlow): the launcher plugin in hydra_plugins/ turns Hydra's job list into `Job`s and hands them here. The runs'
-own files are the record; this module starts, watches and stops processes (a lost run's run.json:
-harness.launch.lost_runs).
+the warm workers of the round before (`warm`, `hand_over`). Plain Python (no Hydra, no TensorFlow): the launcher
+plugin in hydra_plugins/ turns Hydra's job list into `Job`s and hands them here. The runs' own files are the record;
+this module starts, watches and stops processes (a lost run's run.json: harness.launch.lost_runs).
 """
 from __future__ import annotations
 
@@ -19,10 +18,11 @@ from pathlib import Path
 from typing import Callable, Protocol, TextIO
 
 from harness.launch.lost_runs import record_lost_run
-from harness.launch.processes import die_with_parent, signal_group, wait_for_any
+from harness.launch.processes import child_env, signal_group, wait_for_any
 from harness.launch.progress import Eta, clock, cost_class
 from harness.launch.resources import GpuPool, cpu_count, shared_gpu_env
 from harness.launch.worker import Worker
+from harness.run import stop
 from harness.store import layout
 from harness.store.run_files import inspect_run, is_finished
 
@@ -102,7 +102,7 @@ class Scheduler:
         self.early: Worker | None = None  # the worker `then` started in before the last runs ended
 
     def _env(self, job: Job, gpu_ids: list[int]) -> dict[str, str]:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", "KERAS_BACKEND": job.backend}
+        env = child_env({**os.environ, "PYTHONUNBUFFERED": "1", "KERAS_BACKEND": job.backend})
         for name in ("HARNESS_GPUS_ASSIGNED", *shared_gpu_env(2)):
             env.pop(name, None)  # what a GPU run is given below, never inherited
         env["HARNESS_THREADS"] = str(self.threads_per_job)
@@ -124,14 +124,13 @@ class Scheduler:
                 for old in [w for w in self.idle if w.threads != str(self.threads_per_job)][:1]:
                     self.idle.remove(old)
                     old.close()
-                worker = Worker(job.run_dir.parent, self._env(job, gpu_ids), die_with_parent(), backend=job.backend)
+                worker = Worker(job.run_dir.parent, self._env(job, gpu_ids), backend=job.backend)
             worker.send(job.worker_args, job.run_dir / layout.TRAIN_LOG)
             return _Running(job, worker.process, gpu_ids, None, worker)
         log = open(job.run_dir / layout.TRAIN_LOG, "a")
         process = subprocess.Popen(
             job.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self._env(job, gpu_ids),
-            start_new_session=True, preexec_fn=die_with_parent(),
-        )
+            start_new_session=True)
         return _Running(job, process, gpu_ids, log)
 
     def _finish(self, running: _Running, code: int, interrupted: bool = False) -> None:
@@ -212,6 +211,7 @@ class Scheduler:
     def _loop(self, pending: list[Job], running: list[_Running], started: float) -> None:
         try:
             while pending or running:
+                stop.check()  # a signal whose exception was lost on its way (one raised in a __del__ is only printed)
                 for job in list(pending):
                     if len(running) >= self.n_jobs:
                         break

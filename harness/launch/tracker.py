@@ -11,7 +11,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from harness.launch.launchers import LauncherTraits
-from harness.launch.processes import die_with_parent
+from harness.launch.processes import child_env
 from harness.store import layout
 from harness.tracking import settings
 from harness.tracking.settings import SweepTracking, Tracking
@@ -49,7 +49,7 @@ class Tracker:
                  "before": run_files_before(self.sweep_dir) if live_by == "command" else {}}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "harness.launch.tracking_process", str(self.sweep_dir)],
-            stdin=subprocess.PIPE, start_new_session=True, preexec_fn=die_with_parent())  # no Ctrl-C of its own
+            stdin=subprocess.PIPE, env=child_env(), start_new_session=True)  # no Ctrl-C of its own
         self._send(start)
 
     def end(self, artifacts: list[Path]) -> None:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from harness.launch.processes import lower_priority
+from harness.launch.processes import die_with_parent, lower_priority
 from harness.run import checkpoint
 from harness.store import layout
 from harness.store.files import DamagedFile, read_json
@@ -230,6 +230,7 @@ def _lines(stream: IO[str]) -> queue.Queue:
 
 def main(argv: list[str] | None = None) -> int:
     [sweep_dir] = sys.argv[1:] if argv is None else argv
+    die_with_parent()  # the command started it: it dies with the command
     start = json.loads(sys.stdin.readline())  # the command's first line: the settings, the runs' files before
     if start["nice"]:
         lower_priority(start["nice"])

@@ -26,18 +26,16 @@ MAX_RUNS = 100
 class Worker:
     """The scheduler's side: one warm process, one job at a time."""
 
-    def __init__(self, sweep_dir: Path, env: dict[str, str], preexec_fn=None, backend: str = "tensorflow"):
+    def __init__(self, sweep_dir: Path, env: dict[str, str], backend: str = "tensorflow"):
         # the sweep folder on the command line names the process in `ps` (and to the tests that look for orphans)
         self.backend = backend  # Keras's backend, fixed for the life of the process: it runs only that backend's jobs
-        self.threads = env.get("HARNESS_THREADS")  # its share of the cores, fixed too: a job of another share starts anew
+        self.threads = env.get("HARNESS_THREADS")  # its share of the cores, fixed too: another share's job starts anew
         self.reusable = True  # false once a job has retired the worker
         self.runs = 0
         self.first_held: float | None = None  # its resident memory once its first job ended
         self.process = subprocess.Popen(
             [sys.executable, "-m", "harness.worker", str(sweep_dir)], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True, start_new_session=True,
-            preexec_fn=preexec_fn,
-        )
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True, start_new_session=True)
 
     def send(self, args: list[str], log_path: Path) -> None:
         self._request({"args": args, "log": str(log_path)})

@@ -80,7 +80,8 @@ def test_thirty_sigterms_at_random_moments_each_leave_interrupted_runs_that_resu
     end-of-run probes or the report: each time the command exits 143 (0 where it had finished; killed by the signal
     where it came before Python had set the handlers, with nothing run), every run it had
     started and not ended is `interrupted` (never failed, never left running) and no process of it is left; the
-    next `python -m harness.resume` goes on. Each sweep that completes has the metrics of the same sweep run without
+    next command, the one it names (`python -m harness.resume`; the same command where it stopped before it had
+    planned), goes on. Each sweep that completes has the metrics of the same sweep run without
     a signal, and a new sweep takes the next signals. The delays are drawn from a fixed seed; what they hit depends
     on the machine, and every outcome is held to the same rules (it found a SIGTERM during the command's own
     composition of its jobs that exited 1 with a traceback)."""
@@ -108,7 +109,8 @@ def test_thirty_sigterms_at_random_moments_each_leave_interrupted_runs_that_resu
             assert not harness_processes(str(sweep)), err[-3000:]  # no run process left behind
             if proc.returncode == 0 and statuses == ["completed", "completed"]:
                 break
-            command = [sys.executable, "-m", "harness.resume", str(sweep)]
+            if "resume with: " in err:  # else it was stopped before it planned: run the command again, as it says
+                command = [sys.executable, "-m", "harness.resume", str(sweep)]
         else:  # the 30th signal: the last sweep is resumed to its end without one
             finished = subprocess.run([sys.executable, "-m", "harness.resume", str(sweep)], cwd=tmp_path,
                                       capture_output=True, text=True, timeout=300)

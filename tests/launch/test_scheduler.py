@@ -165,7 +165,7 @@ class _Started:
 
     alive: list = []
 
-    def __init__(self, sweep_dir, env, preexec_fn=None, backend="tensorflow"):
+    def __init__(self, sweep_dir, env, backend="tensorflow"):
         self.backend, self.threads, self.available, self.closed = backend, env["HARNESS_THREADS"], True, False
         self._replies = os.pipe()
         os.write(self._replies[1], b"x")  # always readable: the scheduler never waits on it
