@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable, Protocol, TextIO
 
 from harness.launch.lost_runs import record_lost_run
+from harness.launch import signals
 from harness.launch.processes import child_env, signal_group, wait_for_any
 from harness.launch.progress import Eta, clock, cost_class
 from harness.launch.resources import GpuPool, cpu_count, shared_gpu_env
@@ -99,6 +100,7 @@ class Scheduler:
         self.hand_over = hand_over  # keep the idle workers at the end, for the caller's next round (`idle`)
         self.keep = 0  # idle workers kept once no job needs them (one for the interpolation)
         self.then: SweepEnd | None = None
+        self.then_backend = jobs[0].backend if jobs else None  # the sweep end's worker: of the sweep's backend
         self.early: Worker | None = None  # the worker `then` started in before the last runs ended
 
     def _env(self, job: Job, gpu_ids: list[int]) -> dict[str, str]:
@@ -173,10 +175,6 @@ class Scheduler:
             self._close_idle(keep=len(self.idle) if handed else 0)
         return self.exit_codes
 
-    @property
-    def _then_backend(self) -> str | None:
-        return self.jobs[0].backend if self.jobs else None
-
     def _offer_early(self, running: list[_Running]) -> None:
         """While the last runs run, offer `then` an idle warm worker of the sweep's backend, again whenever what
         it started there has ended."""
@@ -188,7 +186,7 @@ class Scheduler:
                 self.idle.append(worker)
             else:
                 worker.close()
-        worker = self._idle_worker(self._then_backend)
+        worker = self._idle_worker(self.then_backend)
         if worker is None:
             return
         if self.then.start_early(worker, {r.job.run_dir: r.started for r in running}):
@@ -197,7 +195,7 @@ class Scheduler:
             self.idle.append(worker)
 
     def _then(self, then: SweepEnd) -> None:
-        worker, self.early = self.early or self._idle_worker(self._then_backend), None
+        worker, self.early = self.early or self._idle_worker(self.then_backend), None
         try:
             then.finish(worker)
         except BaseException:  # Ctrl-C during it: the worker (a session of its own) is stopped as a run would be
@@ -219,7 +217,8 @@ class Scheduler:
                     if gpu_ids is not None:
                         pending.remove(job)
                         try:
-                            running.append(self._start(job, gpu_ids))
+                            with signals.deferred():  # a signal as it starts: the run is stopped with the others
+                                running.append(self._start(job, gpu_ids))
                         except OSError as err:  # its folder cannot be written (full disk, read-only)
                             self.pool.release(gpu_ids)
                             self.exit_codes[job.num] = 1

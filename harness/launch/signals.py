@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import signal
 import threading
+from contextlib import contextmanager
 
 from harness.run import stop
 from harness.run.stop import Interrupted
 
-__all__ = ["HANDLED", "Interrupted", "exit_code", "install"]
+__all__ = ["HANDLED", "Interrupted", "deferred", "exit_code", "install"]
 HANDLED = (signal.SIGTERM, signal.SIGUSR2)  # and SIGINT, as KeyboardInterrupt
+_deferring = False  # inside `deferred`: a signal is recorded, and raised at the block's end
 
 
 def _raise(signum, frame) -> None:
     stop.ask(signum)  # in case a library the exception passes through catches it (harness.run.stop)
+    if _deferring:
+        return
     if signum == signal.SIGINT:
         raise KeyboardInterrupt
     raise Interrupted(signum)
@@ -29,6 +33,20 @@ def install() -> None:
         signal.signal(signal.SIGINT, _raise)
         for signum in HANDLED:
             signal.signal(signum, _raise)
+
+
+@contextmanager
+def deferred():
+    """A handled signal's exception held until the block has ended, then raised: for a block that starts a child
+    and records it, where a signal between the two would leave a child nobody stops (its run left `running`)."""
+    global _deferring
+    outer, _deferring = _deferring, True
+    try:
+        yield
+    finally:
+        _deferring = outer
+    if not outer:
+        stop.check()
 
 
 def exit_code(err: KeyboardInterrupt) -> tuple[int, str]:

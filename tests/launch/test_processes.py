@@ -1,6 +1,7 @@
 """Every child the command starts (a run, a warm worker, the tracking process) dies with the command, and starting
 one runs no Python code in the command: a SIGTERM whose handler raised inside Python's at-fork hooks was lost and
-left logging's lock taken, and the command hung at its sweep's end (CI: the SIGTERM stress test, 180 s)."""
+left logging's lock taken, and the command hung at its sweep's end (CI: the SIGTERM stress test, 180 s). A signal
+as the command starts a run, or one whose exception was lost, still stops every run."""
 import json
 import os
 import signal
@@ -11,10 +12,11 @@ import time
 import psutil
 import pytest
 
-from harness.launch import processes
+from harness.launch import processes, signals
 from harness.launch.scheduler import Job, Scheduler
 from harness.run import stop
 from tests.conftest import REPO
+from tests.helpers.runs import record
 
 STARTS = """
 import json, os, sys
@@ -113,3 +115,26 @@ def test_a_signal_whose_exception_was_lost_still_stops_the_runs_and_the_command(
         stop.clear()
     assert raised.value.signum == signal.SIGTERM
     assert scheduler.exit_codes == {0: -signal.SIGINT}  # the run was stopped as on Ctrl-C, not waited out
+
+
+def test_a_signal_as_a_run_starts_stops_that_run_with_the_others(tmp_path, monkeypatch):
+    """The handler runs just after the run's process started, before the scheduler has it among its runs: the
+    exception waits until it has, so the run is stopped and recorded `interrupted`, not left running alone."""
+    sleeper = "import time; time.sleep(60)"
+    job = Job(num=0, overrides=[], run_dir=tmp_path / "sweep" / "0", command=[sys.executable, "-c", sleeper])
+    start = Scheduler._start
+
+    def start_then_signal(self, job, gpu_ids):
+        running = start(self, job, gpu_ids)
+        signals._raise(signal.SIGTERM, None)  # as the signal lands between the start and the record
+        return running
+
+    monkeypatch.setattr(Scheduler, "_start", start_then_signal)
+    scheduler = Scheduler([job], n_jobs=1, gpu_ids=[], poll_seconds=0.05, stop_timeout=30)
+    try:
+        with pytest.raises(stop.Interrupted):
+            scheduler.run()
+    finally:
+        stop.clear()
+    assert scheduler.exit_codes == {0: -signal.SIGINT}
+    assert record(tmp_path / "sweep" / "0")["status"] == "interrupted"
