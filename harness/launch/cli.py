@@ -121,8 +121,23 @@ def hydra_job(cfg: DictConfig) -> float | None:
         return None
 
 
-def main(argv: list[str] | None = None) -> int:
-    """`python -m harness [overrides] [-m]`; returns the exit code. Flags may come anywhere among overrides."""
+def main(argv: list[str] | None = None, *, process_ends: bool = False) -> int:
+    """`python -m harness [overrides] [-m]`; returns the exit code. Flags may come anywhere among overrides. A
+    signal between the stages that say what it stopped (the planning, the runs, the report) gets one line too;
+    `process_ends` (harness/__main__.py): once the command has ended, a signal has nothing left to stop."""
+    try:
+        code = _command(argv)
+        if process_ends:
+            signals.hold()
+        return code
+    except KeyboardInterrupt as err:  # found by the SIGTERM stress test: a traceback and exit code 1
+        code, name = signals.exit_code(err)
+        print(f"harness: interrupted ({name}); run the command again: it goes on from the files written",
+              file=sys.stderr)
+        return code
+
+
+def _command(argv: list[str] | None) -> int:
     parser = hydra_internals.args_parser()
     parser.prog = "python -m harness"
     typed = list(sys.argv[1:] if argv is None else argv)  # the command as typed: what a resume runs again

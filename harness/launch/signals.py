@@ -11,14 +11,14 @@ from contextlib import contextmanager
 from harness.run import stop
 from harness.run.stop import Interrupted
 
-__all__ = ["HANDLED", "Interrupted", "deferred", "exit_code", "install"]
+__all__ = ["HANDLED", "Interrupted", "deferred", "exit_code", "hold", "install"]
 HANDLED = (signal.SIGTERM, signal.SIGUSR2)  # and SIGINT, as KeyboardInterrupt
-_deferring = False  # inside `deferred`: a signal is recorded, and raised at the block's end
+_holding = False  # inside `deferred`, and after `hold`: a signal is recorded, not raised
 
 
 def _raise(signum, frame) -> None:
     stop.ask(signum)  # in case a library the exception passes through catches it (harness.run.stop)
-    if _deferring:
+    if _holding:
         return
     if signum == signal.SIGINT:
         raise KeyboardInterrupt
@@ -35,16 +35,23 @@ def install() -> None:
             signal.signal(signum, _raise)
 
 
+def hold() -> None:
+    """The command has ended and its process ends with its own exit code: a signal from here on is recorded, not
+    raised (it has nothing left to stop)."""
+    global _holding
+    _holding = True
+
+
 @contextmanager
 def deferred():
     """A handled signal's exception held until the block has ended, then raised: for a block that starts a child
     and records it, where a signal between the two would leave a child nobody stops (its run left `running`)."""
-    global _deferring
-    outer, _deferring = _deferring, True
+    global _holding
+    outer, _holding = _holding, True
     try:
         yield
     finally:
-        _deferring = outer
+        _holding = outer
     if not outer:
         stop.check()
 

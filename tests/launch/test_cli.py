@@ -90,6 +90,52 @@ def test_a_sigterm_while_the_command_plans_exits_143_in_one_line(capsys, tmp_pat
     assert err == "harness: interrupted (SIGTERM) while planning, before any run started: run the command again"
 
 
+def test_a_sigterm_between_the_planning_and_the_runs_exits_143_in_one_line(capsys, tmp_path, monkeypatch):
+    """Found by the SIGTERM stress test on a loaded machine: a signal once the plan was written and before the runs'
+    own handler took over left a traceback and exit code 1. The same command again goes on from the plan."""
+    import signal
+
+    from harness.run.stop import Interrupted
+
+    def runs_start(*args, **kwargs):  # the signal lands as the runs' stage is entered
+        raise Interrupted(signal.SIGTERM)
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli, "_run", runs_start)
+    try:
+        code = main(["batch_size=8,32", f"hydra.sweep.dir={tmp_path / 'sweep'}", "-m"])
+    except KeyboardInterrupt:  # what `python -m harness` printed as a traceback
+        pytest.fail("the signal escaped the command")
+    assert code == 143
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["harness: interrupted (SIGTERM); run the command again: it goes on from the files written"]
+    assert (tmp_path / "sweep" / "sweep.json").exists()  # what the same command goes on from
+
+
+def test_once_the_command_has_ended_its_process_takes_a_signal_without_raising(monkeypatch, tmp_path):
+    """harness/__main__.py ends the process with the command's exit code: a SIGTERM after the command ended is
+    recorded, not raised where nothing catches it (a traceback and exit code 1 for a sweep that had completed)."""
+    import signal
+
+    from harness.launch import signals
+    from harness.run import stop
+
+    monkeypatch.setattr(signals, "_holding", False)
+    monkeypatch.chdir(tmp_path)
+    try:
+        assert main(["batch_size=0"]) == 2  # a command that ends at once (refused)
+        with pytest.raises(stop.Interrupted):  # a command called in-process keeps raising
+            signals._raise(signal.SIGTERM, None)
+        assert main(["batch_size=0"], process_ends=True) == 2
+        try:
+            signals._raise(signal.SIGTERM, None)
+        except KeyboardInterrupt:
+            pytest.fail("the signal was raised after the command had ended")
+        assert stop.requested == signal.SIGTERM
+    finally:
+        stop.clear()
+
+
 def test_a_folder_that_cannot_be_written_is_refused_with_the_reason(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
