@@ -82,6 +82,18 @@ def data_cache(tmp_path_factory):
     return path
 
 
+@pytest.fixture(autouse=True)
+def no_signal_left_over():
+    """A test that records a signal (harness.run.stop) or holds them (harness.launch.signals) and fails before it
+    clears them leaves no signal for the next test's scheduler to act on."""
+    from harness.launch import signals
+    from harness.run import stop
+
+    yield
+    stop.clear()
+    signals._holding = False
+
+
 def compose_config(*overrides: str):
     """The real Hydra config composed with overrides, as a validated RunConfig."""
     from hydra import compose as hydra_compose

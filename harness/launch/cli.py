@@ -126,10 +126,11 @@ def main(argv: list[str] | None = None, *, process_ends: bool = False) -> int:
     signal between the stages that say what it stopped (the planning, the runs, the report) gets one line too;
     `process_ends` (harness/__main__.py): once the command has ended, a signal has nothing left to stop."""
     try:
-        code = _command(argv)
-        if process_ends:
-            signals.hold()
-        return code
+        try:
+            return _command(argv)
+        finally:  # what follows is the process's end (its logs flushed): a signal there has nothing to stop
+            if process_ends:
+                signals.hold()
     except KeyboardInterrupt as err:  # found by the SIGTERM stress test: a traceback and exit code 1
         code, name = signals.exit_code(err)
         print(f"harness: interrupted ({name}); run the command again: it goes on from the files written",

@@ -50,10 +50,10 @@ def deferred():
     outer, _holding = _holding, True
     try:
         yield
-    finally:
+    finally:  # raised even where the block failed (a run that could not start): the signal comes first
         _holding = outer
-    if not outer:
-        stop.check()
+        if not outer:
+            stop.check()
 
 
 def exit_code(err: KeyboardInterrupt) -> tuple[int, str]:

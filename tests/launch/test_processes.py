@@ -55,7 +55,8 @@ from harness.launch.processes import DIE_WITH, die_with_parent
 die_with_parent()
 grandchild = subprocess.run([sys.executable, "-c", "import os; print(os.environ.get({name!r}))"],
                             capture_output=True, text=True).stdout.strip()
-open(sys.argv[1], "w").write(grandchild)
+open(sys.argv[1] + ".part", "w").write(grandchild)
+os.replace(sys.argv[1] + ".part", sys.argv[1])  # whole when it appears
 time.sleep(120)
 """.format(name=processes.DIE_WITH)
 
@@ -82,18 +83,42 @@ def test_a_child_started_with_child_env_dies_when_the_command_is_killed_and_its_
     assert child.is_running()
     command.kill()  # kill -9: no handler of the command runs
     command.wait()
-    child.wait(timeout=60)  # psutil.TimeoutExpired where it lives on (not its parent: no exit code to read)
-    assert not child.is_running()
+    try:
+        child.wait(timeout=60)  # not its parent: no exit code to read, only whether it is gone
+    except psutil.TimeoutExpired:
+        pass
+    assert _gone(child)
+
+
+def _gone(process: psutil.Process) -> bool:
+    try:
+        return not process.is_running() or process.status() == psutil.STATUS_ZOMBIE  # ended, not yet reaped
+    except psutil.NoSuchProcess:
+        return True
+
+
+GONE_COMMAND = str(2**22 + 1)  # above any pid Linux gives: the command the child names is not its parent
 
 
 def test_a_child_whose_command_died_before_it_armed_kills_itself(tmp_path):
     """The command killed between the child's start and its arming: no death signal would ever come, so the
     child, finding another parent than the one its environment names, ends at once."""
     code = "from harness.launch.processes import die_with_parent; die_with_parent(); print('went on')"
-    env = {**os.environ, processes.DIE_WITH: "1"}  # a pid that is not its parent's: the command is gone
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env={**os.environ, processes.DIE_WITH: GONE_COMMAND},
+                          capture_output=True, text=True, timeout=60)
     assert done.returncode == -signal.SIGKILL and "went on" not in done.stdout
+
+
+@pytest.mark.parametrize("entry", [["harness", "epochs=1"], ["harness.worker", "sweep"],
+                                   ["harness.launch.tracking_process", "sweep"]])
+def test_every_process_the_command_starts_arms_itself_first(entry, tmp_path):
+    """A run, a warm worker and the tracking process each arm themselves before anything else: started for a
+    command that is gone, each ends at once (killed), having read no job and written nothing."""
+    done = subprocess.run([sys.executable, "-m", *entry], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO), processes.DIE_WITH: GONE_COMMAND},
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_signal_whose_exception_was_lost_still_stops_the_runs_and_the_command(tmp_path):
@@ -138,3 +163,17 @@ def test_a_signal_as_a_run_starts_stops_that_run_with_the_others(tmp_path, monke
         stop.clear()
     assert scheduler.exit_codes == {0: -signal.SIGINT}
     assert record(tmp_path / "sweep" / "0")["status"] == "interrupted"
+
+
+def test_a_signal_held_while_a_run_could_not_start_is_still_acted_on(tmp_path, monkeypatch):
+    """The run's folder cannot be written (OSError) just as the signal lands: the command stops, it does not go
+    on to the sweep's end as if no signal had come."""
+    job = Job(num=0, overrides=[], run_dir=tmp_path / "sweep" / "0", command=[sys.executable, "-c", "pass"])
+
+    def signal_then_fail(self, job, gpu_ids):
+        signals._raise(signal.SIGTERM, None)
+        raise OSError(28, "No space left on device", str(job.run_dir))
+
+    monkeypatch.setattr(Scheduler, "_start", signal_then_fail)
+    with pytest.raises(stop.Interrupted):
+        Scheduler([job], n_jobs=1, gpu_ids=[], poll_seconds=0.05).run()
