@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol, TextIO
 
-from harness.launch.lost_runs import record_lost_run
 from harness.launch import signals
+from harness.launch.lost_runs import record_lost_run
 from harness.launch.processes import child_env, signal_group, wait_for_any
 from harness.launch.progress import Eta, clock, cost_class
 from harness.launch.resources import GpuPool, cpu_count, shared_gpu_env
