@@ -79,6 +79,7 @@ def seeds_to_show(values: np.ndarray, margin: float, level: float = 0.95, most: 
 # ---- the claims every study makes over seeds: an interval's stated level is its coverage ----------------------------
 
 LEVEL = 0.95
+NEW_RUN = "new-run prediction t"  # new_run_interval's method
 BOOTSTRAP_UNITS = 8  # a percentile bootstrap over fewer seeds than this covers less than its level (77% at 3): a range
 
 
@@ -91,7 +92,9 @@ class Interval:
     high: float
     level: float | None
     n: int
-    method: str  # "t", "log-ratio t", "order statistics", "bootstrap", "range"
+    method: str  # "t", "log-ratio t", "order statistics", "bootstrap", "range", "prediction t", NEW_RUN
+    family: int = 1  # > 1: one of as many intervals that hold `level` together (Bonferroni: each at 1 - (1 - level)/k)
+    center: float = math.nan  # a prediction interval's point prediction (new_run_interval: the runs' geometric mean)
 
     @property
     def claims(self) -> bool:
@@ -113,11 +116,14 @@ class Interval:
         if self.level is None:
             return f"the {self.n} seeds' bootstrap range, no stated level"
         level = f"{100 * self.level:.0f}% interval"
+        if self.family > 1:
+            level += f", simultaneous over {self.family}"
         return f"{level} (the {self.n} seeds' range)" if self.method == "range" else level
 
     def as_json(self) -> dict:
         return {"low": _finite(self.low), "high": _finite(self.high), "level": self.level, "n": self.n,
-                "method": self.method}
+                "method": self.method, **({"family": self.family} if self.family > 1 else {}),
+                **({"center": self.center} if math.isfinite(self.center) else {})}
 
 
 def _finite(value: float) -> float | None:
@@ -159,10 +165,12 @@ class Ratio:
     left_out: tuple[int, ...] = ()
 
 
-def paired_ratio(top, bottom, level: float = LEVEL) -> Ratio:
+def paired_ratio(top, bottom, level: float = LEVEL, comparisons: int = 1) -> Ratio:
     """top_i / bottom_i paired by seed (times to a target: b's over the answer's is the speed-up). A paired t-interval
     on log(top_i / bottom_i) holds its level at 3 seeds under log-normal spread, where a bootstrap is the range. A
-    seed with `top` infinite is left out; `bottom` must be finite (a side that missed is disqualified before)."""
+    seed with `top` infinite is left out; `bottom` must be finite (a side that missed is disqualified before).
+    `comparisons` k > 1: the interval is one of k that hold `level` together (each at 1 - (1 - level)/k), so it holds
+    for whichever of the k was picked after a look at them (the least time among k batch sizes)."""
     top, bottom = np.asarray(top, dtype=float), np.asarray(bottom, dtype=float)
     if not np.isfinite(bottom).all():
         raise ValueError("paired_ratio: every seed of the denominator must be finite")
@@ -174,8 +182,9 @@ def paired_ratio(top, bottom, level: float = LEVEL) -> Ratio:
     value = float(np.exp(logs.mean()))
     if len(logs) < 2:
         return Ratio(value, Interval(value, value, None, 1, "none"), left_out)
-    low, high = t_interval(logs, level)
-    return Ratio(value, Interval(float(np.exp(low)), float(np.exp(high)), level, len(logs), "log-ratio t"), left_out)
+    low, high = t_interval(logs, 1 - (1 - level) / comparisons)
+    return Ratio(value, Interval(float(np.exp(low)), float(np.exp(high)), level, len(logs), "log-ratio t",
+                                 comparisons), left_out)
 
 
 def bootstrap_interval(draws, units: int, level: float = LEVEL) -> Interval:
@@ -203,3 +212,18 @@ def prediction_interval(pair_log_differences, center: float, level: float = LEVE
     sigma = math.sqrt(float(np.mean(d ** 2)) / 2)
     half = float(stats.t.ppf(0.5 + level / 2, len(d))) * sigma * math.sqrt(1.5)
     return Interval(center * math.exp(-half), center * math.exp(half), level, len(d), "prediction t")
+
+
+def new_run_interval(times, level: float = LEVEL) -> Interval:
+    """Where one more run's time should fall, from n runs of the same command on seeds of their own (each a fresh
+    process: the seed's steps and the machine's spread both in them): a t prediction interval on the log scale,
+    exp(mean log t +- t(n - 1) s sqrt(1 + 1/n)), centred on the runs' geometric mean. No level below two runs."""
+    logs = np.log(np.asarray(times, dtype=float))
+    n = len(logs)
+    if n == 0:
+        return Interval(math.nan, math.nan, None, 0, "none")
+    center = float(np.exp(logs.mean()))
+    if n < 2:
+        return Interval(center, center, None, 1, "none", center=center)
+    half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * float(logs.std(ddof=1)) * math.sqrt(1 + 1 / n)
+    return Interval(center * math.exp(-half), center * math.exp(half), level, n, NEW_RUN, center=center)

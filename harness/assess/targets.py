@@ -16,13 +16,14 @@ from harness.assess.sweep import Sweep
 from harness.store.files import DamagedFile
 
 FINISHED = ("completed", "diverged")  # a diverged run never reaches the target
-COLUMNS = ["run_id", "job", BATCH, "peak_lr", "seed", "status", "steps", "samples", "resolution", "val_acc",
-           "noise_batch", "gram", "stopped_short", "max_samples"]
+COLUMNS = ["run_id", "job", BATCH, "peak_lr", "seed", "status", "steps", "samples", "seconds", "resolution",
+           "val_acc", "noise_batch", "gram", "stopped_short", "max_samples"]
 
 
 def runs(sweep: Sweep, df: pd.DataFrame) -> pd.DataFrame:
     """One row per completed or diverged run of `df` with its target.json: its steps and samples to the target
-    (None for a run that missed it), the resolution of its checks, val_acc at the target and the gradient noise
+    (None for a run that missed it), the seconds it took (its attempt's: a run resumed counts from its resume), the
+    resolution of its checks, val_acc at the target and the gradient noise
     measured there."""
     rows = []
     for record in df.drop_duplicates("run_id").to_dict("records"):
@@ -38,6 +39,7 @@ def runs(sweep: Sweep, df: pd.DataFrame) -> pd.DataFrame:
         rows.append({"run_id": record["run_id"], "job": record["job"], BATCH: int(record[BATCH]),
                      "peak_lr": float(record["peak_lr"]), "seed": record.get("seed"), "status": record["status"],
                      "steps": steps, "samples": found.get("samples_to_target") if steps is not None else None,
+                     "seconds": found.get("seconds_to_target") if steps is not None else None,
                      "resolution": found.get("target_resolution"), "val_acc": found.get("val_acc_at_target"),
                      "noise_batch": found.get("noise_batch"),
                      "gram": np.asarray(found["noise_gram"]) if steps is not None and found.get("noise_gram")

@@ -18,6 +18,7 @@ from typing import Callable
 from harness.config.schema import RunConfig
 from harness.store import files, sweep_file
 from harness.store.run_files import now_iso
+from harness.studies.study import Round
 
 SEED = "seed="
 
@@ -36,9 +37,10 @@ def seeds_of(jobs: list[dict]) -> list[int]:
     return found
 
 
-def new_jobs(content: dict, count: int, sweep_dir: Path | None = None) -> list[tuple[list[str], int, str | None]]:
-    """(overrides, seed, arm) of each job to add: for the main job every distinct job of the sweep on `count` new
-    seeds after its highest, its seed in the place it had (no arm); for a study, the jobs its reading needs there."""
+def new_jobs(content: dict, count: int, sweep_dir: Path | None = None) -> list[tuple[list[str], int, str | None, bool]]:
+    """(overrides, seed, arm, alone) of each job to add: for the main job every distinct job of the sweep on `count`
+    new seeds after its highest, its seed in the place it had (no arm); for a study, the jobs its reading needs there
+    (alone where the study times them: a Round with `alone`)."""
     jobs = content["jobs"]
     seeds = seeds_of(jobs)
     if not seeds:
@@ -51,13 +53,15 @@ def new_jobs(content: dict, count: int, sweep_dir: Path | None = None) -> list[t
         found = "no such study is installed" if study is None else study.added_jobs(sweep_dir, content, new)
         if isinstance(found, str):
             raise CannotAdd(f"a sweep whose runs a new seed can extend (+study={content['study']}: {found})")
-        return [(overrides, _seed(overrides), arm) for overrides, arm in found]
+        alone = isinstance(found, Round) and found.alone
+        return [(overrides, _seed(overrides), arm, alone)
+                for overrides, arm in (found.jobs if isinstance(found, Round) else found)]
     arms: list[list[str]] = []
     for job in jobs:
         arm = [o if not o.startswith(SEED) else SEED for o in job["overrides"]]
         if arm not in arms:
             arms.append(arm)
-    return [([o if o != SEED else f"{SEED}{seed}" for o in arm], seed, None) for seed in new for arm in arms]
+    return [([o if o != SEED else f"{SEED}{seed}" for o in arm], seed, None, False) for seed in new for arm in arms]
 
 
 READABLE = "a sweep with a readable sweep.json of format 2 (made since 2026-12)"
@@ -92,9 +96,10 @@ def _add(sweep_dir: Path, count: int, compose: Callable[[list[str]], RunConfig])
         raise CannotAdd("a sweep whose study has planned all its rounds; resume it first")
     planned = new_jobs(content, count, Path(sweep_dir))
     first = sweep_file.next_number(sweep_dir, content)
-    added = [dataclasses.replace(planned_job(first + i, overrides, compose(overrides), arm=arm), added=True)
-             for i, (overrides, _, arm) in enumerate(planned)]
-    record = {"seeds": sorted({seed for _, seed, _ in planned}), "jobs": [job.job for job in added], "at": now_iso()}
+    added = [dataclasses.replace(planned_job(first + i, overrides, compose(overrides), arm=arm), added=True,
+                                 alone=alone)
+             for i, (overrides, _, arm, alone) in enumerate(planned)]
+    record = {"seeds": sorted({seed for _, seed, *_ in planned}), "jobs": [job.job for job in added], "at": now_iso()}
     sweep_file.write(sweep_dir, {**content, "jobs": [*content["jobs"], *map(sweep_file.as_record, added)],
                                  "added_seeds": [*content.get("added_seeds", []), record]})
     return added

@@ -69,11 +69,16 @@ def callback(run_dir: Path, model, then: Callable[[], None] | None = None):
     return keras.callbacks.LambdaCallback(on_epoch_end=on_epoch_end)
 
 
-def resume_point(run_dir: Path, previous: dict | None, damage: str | None) -> tuple[int, list[str]]:
+def resume_point(run_dir: Path, previous: dict | None, damage: str | None,
+                 timed: bool = False) -> tuple[int, list[str]]:
     """The epoch to continue after, and notes on damaged files of the earlier attempt: a checkpoint, run.json or
-    metrics.parquet that cannot be read sends the run back to epoch 0 (its stale rows dropped), with a warning."""
+    metrics.parquet that cannot be read sends the run back to epoch 0 (its stale rows dropped), with a warning. A
+    `timed` run (a study's time measured alone: its seconds to the target from the fit's start) starts again from
+    epoch 0 too: resumed, its time would count from the resume only."""
     if previous is None and damage is None:
         return 0, []
+    if timed and damage is None:
+        damage = "a run timed alone that was interrupted (its time counts from the fit's start)"
     try:
         if damage is None:
             return saved_epoch(run_dir), []

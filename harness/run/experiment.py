@@ -20,7 +20,7 @@ from harness.run import checkpoint, devices, slurm, stop
 from harness.run import pause as paused
 from harness.run.inputs import prepare_data, training_inputs
 from harness.run.tensorboard_log import RunBoard
-from harness.store import layout
+from harness.store import layout, sweep_file
 from harness.store.files import remove_partial_writes
 from harness.store.run_files import (
     DONE,
@@ -73,7 +73,7 @@ def run_experiment(cfg: RunConfig, run_dir: Path, *, run_id: str, overrides: lis
         log.info("run %s already %s: left as it is", run_id, previous["status"])
         return final_val_acc(run_dir)
     remove_partial_writes(run_dir)
-    resume_epoch, notes = checkpoint.resume_point(run_dir, previous, damage)
+    resume_epoch, notes = checkpoint.resume_point(run_dir, previous, damage, sweep_file.runs_alone(run_dir))
     record = RunRecord(run_dir, run_id, config, list(overrides),
                        resumed_from_epoch=resume_epoch or None, previous=previous, notes=notes)
     record.update(recipe={k: getattr(cfg.train, k) for k in RECIPE_DEFAULTS})  # in force, defaults included

@@ -118,6 +118,12 @@ def planned_jobs(sweep_dir: Path) -> list[PlannedJob] | None:
     return [PlannedJob(**job) for job in sweep["jobs"]]
 
 
+def runs_alone(run_dir: Path) -> bool:
+    """Whether the plan of the sweep the run folder is in has its job run alone (a study's time measured)."""
+    run_dir = Path(run_dir)
+    return any(job.job == run_dir.name and job.alone for job in planned_jobs(run_dir.parent) or [])
+
+
 def next_number(sweep_dir: Path, content: dict[str, Any]) -> int:
     """The number a newly planned job takes: after every job of `content` and every run folder of the sweep (a
     folder a round planned differently before keeps its runs, and no new job reuses it)."""

@@ -23,8 +23,8 @@ def _content(sizes=(8, 32), seeds=(0, 1), study=None):
 
 def test_every_arm_runs_on_each_new_seed_after_the_highest_its_seed_where_it_was():
     assert added_seeds.new_jobs(_content(), 2) == [
-        (["batch_size=8", "seed=2", "epochs=2"], 2, None), (["batch_size=32", "seed=2", "epochs=2"], 2, None),
-        (["batch_size=8", "seed=3", "epochs=2"], 3, None), (["batch_size=32", "seed=3", "epochs=2"], 3, None)]
+        (["batch_size=8", "seed=2", "epochs=2"], 2, None, False), (["batch_size=32", "seed=2", "epochs=2"], 2, None, False),
+        (["batch_size=8", "seed=3", "epochs=2"], 3, None, False), (["batch_size=32", "seed=3", "epochs=2"], 3, None, False)]
 
 
 @pytest.mark.parametrize("content,why", [

@@ -493,3 +493,34 @@ def test_a_signal_that_a_library_turned_into_another_exception_records_interrupt
     with pytest.raises(ImportError):
         run_experiment(compose(*TINY), tmp_path / "broken", run_id="s/0")
     assert json.loads((tmp_path / "broken" / "run.json").read_text())["status"] == "failed"
+
+
+def test_an_interrupted_run_that_a_study_times_alone_starts_again_from_epoch_0(compose, tmp_path, monkeypatch):
+    """A run the sweep's plan runs alone (+study=choose's: its seconds to the target are a judging seed's time) is
+    not resumed from its checkpoint: resumed, its time would count from the resume only. It starts over, says so,
+    and its metrics are a whole run's."""
+    from harness.run import checkpoint, train
+    from harness.store import sweep_file
+
+    cfg = compose(*TINY, "epochs=3", "batch_size=32")
+    sweep = tmp_path / "s"
+    sweep.mkdir()
+    (sweep / "sweep.json").write_text(json.dumps({"format": sweep_file.FORMAT, "study": None, "rounds": 1, "jobs": [
+        {"job": "0", "overrides": [], "config": "x", "alone": True}]}))
+    original = train.EpochRecorder.on_epoch_end
+
+    def interrupt(self, epoch, logs=None):
+        original(self, epoch, logs)
+        if epoch == 1:
+            raise KeyboardInterrupt  # after the second epoch's row, before its checkpoint
+
+    monkeypatch.setattr(train.EpochRecorder, "on_epoch_end", interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(cfg, sweep / "0", run_id="s/0")
+    assert checkpoint.saved_epoch(sweep / "0") == 1
+    monkeypatch.setattr(train.EpochRecorder, "on_epoch_end", original)
+    run_experiment(cfg, sweep / "0", run_id="s/0")
+    record = json.loads((sweep / "0" / "run.json").read_text())
+    assert record["status"] == "completed" and record["resumed_from_epoch"] is None
+    assert any("timed alone" in note and "started again from epoch 0" in note for note in record["notes"])
+    assert pd.read_parquet(sweep / "0" / "metrics.parquet")["epoch"].tolist() == [1, 2, 3]

@@ -7,11 +7,13 @@ tuning slice.
                    jobs of every later round (config)
     rounds.py      which later round comes next, from the rounds before (harness.launch.rounds runs it)
     reading.py     the sweep read: the target, every candidate's steps to it, each batch size's best (assess)
-    timing.py      a time to the target from runs timed alone (T = C + r x S) and its median over seeds
-    timed_runs.py  the timing and check rounds read: the rates by seed, the printed command, the checks
+    timed_runs.py  the timed runs read: each judging seed's own run of the printed command, alone, is its time;
+                   the printed command; the check's reruns against their prediction
+    timing.py      an older sweep's time to the target, off the line T = C + r x S of two timed runs
     answer.py      the answer on the seeds that judge: each batch size's best timed, the fastest, its speed-ups
                    (over b as it is and b at its best), every batch size left out and why, the rule of thumb's cost
     section.py     the report's part, in the verdict's place: section.html.j2, figures.py; words.py its sentences
+                   (check_words.py the check's)
     files.py       choice.json
 """
 from __future__ import annotations

@@ -1,14 +1,16 @@
-"""+study=choose's answer, from a reading whose timing round has ended: at every batch size its best candidate's
-time to the target on each seed that judges (not the seed that chose it; timing.py: T = C + r x S, C and r
-measured alone on this machine), the batch size with the least median time whose every judging seed reached the
-target, its speed-up over b as the command sets it and over b at its own best (the geometric mean of the per-seed
-ratios with a paired t-interval on their logs: harness.assess.intervals), the batch sizes not shown slower than it
-(just as fast), the validation accuracy at the target beside b's, and what the rule of thumb "a batch of 32 or
-less" costs; every batch size left out with its reason, and a best at its grid's edge. Numbers only: words.py says
-them."""
+"""+study=choose's answer, from a reading whose timed runs have ended: at every batch size its best candidate's
+time to the target on each seed that judges (not the seed that chose it): what that seed's own run of the printed
+command recorded, alone on this machine (`measured`; an older sweep's, T = C + r x S off the line of two timed runs:
+`on_line`, timing.py), the batch size with the least median time whose every judging seed reached the target, its
+speed-up over b as the command sets it and over b at its own best (the geometric mean of the per-seed ratios with a
+paired t-interval on their logs, simultaneous over every batch size the answer was picked from, so the pick's luck
+does not count in its favour: harness.assess.intervals), the batch sizes not shown slower than it (just as fast), the
+validation accuracy at the target beside b's, and what the rule of thumb "a batch of 32 or less" costs; every batch
+size left out with its reason, and a best at its grid's edge. Numbers only: words.py says them."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,7 +20,7 @@ from harness.studies.choose import timing
 from harness.studies.choose.settings import AS_IS, RAMPS
 
 RULE_OF_THUMB = 32  # "if time allows, keep the batch size at 32 or below"
-TOO_FEW_CHECKS = "too few checks"  # a timed run that completed with fewer checks than a line needs
+TOO_FEW_CHECKS = "too few checks"  # an older sweep's timed run that completed with fewer checks than a line needs
 NO_TARGET_FILE = "no target.json"  # a timed run that completed and left no readable target.json
 NOT_ENDED = ("not started", "running")  # a timed run's status while the timing round goes on
 FAULTS = ("diverged", "failed")  # a run's status that says why it did not reach the target
@@ -28,13 +30,15 @@ FAULTS = ("diverged", "failed")  # a run's status that says why it did not reach
 class Timed:
     size: int
     candidate: object              # reading.Candidate: its best (b's as it is for `base`)
-    rate: timing.Rate              # its timed runs' rates averaged (r and C): what the table shows
     steps: np.ndarray              # by seed, the seeds in the sweep's order (inf: missed)
-    times: np.ndarray              # T(steps) by seed
+    times: np.ndarray              # seconds to the target by seed (inf: missed)
     median: float
     interval: intervals.Interval   # the median's, over the seeds (order statistics: its level is its coverage)
     val_acc: float | None          # mean validation accuracy where its seeds reached the target
-    runs: int = 1                  # the timed runs its times come from
+    runs: int = 1                  # the timed runs its times come from (an older sweep's line: 2)
+    seconds_per_step: float = math.nan  # its seconds to the target over its steps, median over seeds (the line's r)
+    throughput: float = math.nan   # training samples a second to the target, everything included (median over seeds)
+    one_time: float | None = None  # an older sweep's line: its one-time cost C
 
     @property
     def reached_all(self) -> bool:
@@ -46,10 +50,10 @@ class Timed:
         return self.candidate.name in RAMPS
 
     @property
-    def throughput(self) -> float:
-        """Training samples a second in steady state (its checks and evaluations included)."""
-        return self.size / self.rate.seconds_per_step
-
+    def prediction(self) -> intervals.Interval:
+        """Where a rerun of its printed command on a new seed should fall: the seeds' measured times, a t
+        prediction interval on their logs (a seed that missed left out)."""
+        return intervals.new_run_interval(self.times[np.isfinite(self.times)])
 
 @dataclass
 class Answer:
@@ -84,50 +88,86 @@ class Answer:
         return self.best is not self.base and self.speedup.interval.above(1.0)
 
 
-def timed(size: int, candidate, rates: list[timing.Rate], seeds: list[int]) -> Timed:
-    """A best's time on each seed: T of the seed's steps, the timed runs' rates taken in turn over the seeds (so the
-    machine's spread between runs is in the seeds' spread, and in every interval over them)."""
-    steps = np.array([candidate.steps.get(seed, math.nan) for seed in seeds], dtype=float)
-    times = np.array([rates[i % len(rates)].predicted(s) for i, s in enumerate(steps)], dtype=float)
+def _timed(size: int, candidate, steps: np.ndarray, times: np.ndarray, seeds: list[int], **measures) -> Timed:
     reached = [candidate.val_acc[seed] for seed in seeds
                if candidate.val_acc.get(seed) is not None and candidate.reached_on(seed)]
-    return Timed(size, candidate, timing.mean(rates), steps, times, timing.median(times),
-                 intervals.median_interval(times), float(np.mean(reached)) if reached else None, len(rates))
+    return Timed(size, candidate, steps, times, timing.median(times), intervals.median_interval(times),
+                 float(np.mean(reached)) if reached else None, **measures)
 
 
-def of(found, rates: dict[tuple[int, str], list[timing.Rate]]) -> Answer | None:
-    """The answer from a reading (`found`: reading.Choice) and the rates measured alone ((size, candidate) ->
-    each timed run's Rate), over the seeds that judge (found.judging: not the one that chose); None until b as it
-    is and at least one best are timed on every one of them."""
-    b, seeds = found.sizes[0], found.judging
-    base_candidate = next((c for c in found.candidates.get(b, []) if c.name == AS_IS), None)
-    if base_candidate is None or (b, AS_IS) not in rates or any(seed not in base_candidate.steps for seed in seeds):
+def measured(size: int, candidate, seeds: list[int]) -> Timed | None:
+    """A best's time on each seed: the seconds to the target its own run there recorded (run alone, as printed),
+    inf where it missed; None while a seed has no such run, or one that reached the target without a time."""
+    if any(seed not in candidate.steps for seed in seeds):
         return None
-    base = timed(b, base_candidate, rates[(b, AS_IS)], seeds)
+    steps = np.array([candidate.steps[seed] for seed in seeds], dtype=float)
+    times = np.array([candidate.seconds.get(seed) if candidate.reached_on(seed) else math.inf for seed in seeds],
+                     dtype=float)  # a seconds_to_target of None: nan
+    if np.isnan(times).any():
+        return None
+    reached = np.isfinite(times)
+    samples = np.array([candidate.samples.get(seed, math.nan) for seed in seeds], dtype=float)
+    return _timed(size, candidate, steps, times, seeds,
+                  seconds_per_step=_median(times[reached] / steps[reached]),
+                  throughput=_median(samples[reached] / times[reached]))
+
+
+def on_line(size: int, candidate, rates: list[timing.Rate], seeds: list[int]) -> Timed | None:
+    """An older sweep's (choose.timing "line"): a best's time on each seed, T of the seed's steps, the timed runs'
+    rates taken in turn over the seeds."""
+    if not rates or any(seed not in candidate.steps for seed in seeds):
+        return None
+    steps = np.array([candidate.steps[seed] for seed in seeds], dtype=float)
+    times = np.array([rates[i % len(rates)].predicted(s) for i, s in enumerate(steps)], dtype=float)
+    rate = timing.mean(rates)
+    return _timed(size, candidate, steps, times, seeds, runs=len(rates), seconds_per_step=rate.seconds_per_step,
+                  throughput=size / rate.seconds_per_step, one_time=rate.one_time)
+
+
+def _median(values: np.ndarray) -> float:
+    values = values[np.isfinite(values)]
+    return float(np.median(values)) if len(values) else math.nan
+
+
+def of(found, timed_of: Callable[[int, object], Timed | None], simultaneous: bool = True) -> Answer | None:
+    """The answer from a reading (`found`: reading.Choice) and each candidate's times over the seeds that judge
+    (`timed_of(size, candidate)`: a Timed, or None until it has them); None until b as it is and at least one best
+    are timed on every one of them. `simultaneous`: the speed-ups' intervals hold their level over every batch size
+    the answer was picked from (an older sweep's: each on its own, as it was read)."""
+    b = found.sizes[0]
+    base_candidate = next((c for c in found.candidates.get(b, []) if c.name == AS_IS), None)
+    base = None if base_candidate is None else timed_of(b, base_candidate)
+    if base is None:
+        return None
     every = []
     for size in found.sizes:
         best = found.best(size)
-        if best is None or (size, best.name) not in rates or any(seed not in best.steps for seed in seeds):
+        if best is None:
             continue
-        every.append(base if best is base_candidate else timed(size, best, rates[(size, best.name)], seeds))
+        found_time = base if best is base_candidate else timed_of(size, best)
+        if found_time is not None:
+            every.append(found_time)
     if base not in every:
         every.append(base)  # b as the command sets it is an answer too: "no batch size beats it"
-    every += [timed(c.size, c, rates[(c.size, c.name)], seeds) for c in found.ramps
-              if (c.size, c.name) in rates and all(seed in c.steps for seed in seeds)]
+    every += [t for c in found.ramps if (t := timed_of(c.size, c)) is not None]
     every.sort(key=lambda t: (t.ramp, t.size, t is not base))
     qualified = [t for t in every if t.reached_all]
     if not qualified:
         return None
     best = min(qualified, key=lambda t: (t.median, t.ramp, t.size))
-    faster = [t for t in qualified if t is not best and not intervals.paired_ratio(t.times, best.times)
-              .interval.above(1.0)]
+    # the answer is the least of these: each interval against it is one of as many as it was picked from
+    family = max(1, len(qualified) - 1) if simultaneous else 1
+
+    def ratio(top: Timed, bottom: Timed) -> intervals.Ratio:
+        return intervals.paired_ratio(top.times, bottom.times, comparisons=family)
+
+    faster = [t for t in qualified if t is not best and not ratio(t, best).interval.above(1.0)]
     small = [t for t in qualified if t.size <= RULE_OF_THUMB and not t.ramp]
     own = next((t for t in every if t.size == b and t is not base and not t.ramp), None)
     fixed = min((t for t in qualified if not t.ramp), key=lambda t: (t.median, t.size), default=None)
-    return Answer(every, base, best, intervals.paired_ratio(base.times, best.times), faster,
+    return Answer(every, base, best, ratio(base, best), faster,
                   min(small, key=lambda t: (t.median, t.size)) if small else None, own,
-                  None if own is None or best is own or not own.reached_all
-                  else intervals.paired_ratio(own.times, best.times), fixed,
+                  None if own is None or best is own or not own.reached_all else ratio(own, best), fixed,
                   [(t, intervals.paired_ratio(fixed.times, t.times) if fixed is not None and t.reached_all else None)
                    for t in every if t.ramp])
 

@@ -13,9 +13,12 @@ FIELDS = {
     "target": "the tuning accuracy every run was stopped at (null: not set yet)",
     "target_note": "how it was set", "machine": "where the batch sizes were timed (2 CPU cores, TensorFlow)",
     "headline": "the answer in words", "formula": "how a time to the target is predicted",
-    "sizes": "[{batch, candidate, recipe, steps, seconds_per_step, one_time_seconds, throughput, times, median, "
-             "interval {low, high, level, n, method}, reached_all, val_acc_at_target}]: each batch size's best, timed "
-             "alone (steps and times by seed in `seeds`' order; null: a seed that missed the target)",
+    "sizes": "[{batch, candidate, recipe, steps, seconds_per_step, one_time_seconds, throughput, times, prediction "
+             "{low, high, level, n, method}, median, interval {low, high, level, n, method}, reached_all, "
+             "val_acc_at_target}]: each batch size's best, timed alone (steps and times by seed in `seeds`' order; "
+             "null: a seed that missed the target; seconds_per_step and throughput: its seconds and samples to the "
+             "target over its steps, everything included, the median over seeds; one_time_seconds: an older sweep's "
+             "line only; prediction: where a rerun on a new seed should fall)",
     "seeds": "the seeds that judged (every seed but the one that chose), in the order of each size's steps and times",
     "chose": "the seed that chose each batch size's candidate (its steps and times are not in any comparison)",
     "answer": "{batch, candidate, recipe, command, speedup {value, low, high, level, n, method, left_out}, "
@@ -28,11 +31,15 @@ FIELDS = {
                     "their times reaches 1)",
     "rule_of_thumb": "{batch, candidate, median}: the fastest batch of 32 or less (null: none reached the target)",
     "checks": "[{batch, candidate, seed, steps, measured, predicted, within, interval {low, high, level, n, method}, "
-              "inside}]: the printed command rerun alone on a seed that judges (measured: its seconds to the target "
-              "less those between epochs), beside the time predicted from its target run's steps; within: inside "
-              "check_tolerance; interval: where a rerun should fall, from the timed runs' spread; inside: it did",
+              "inside, outcome}]: the printed command rerun alone on a seed that neither chose nor judged (measured: "
+              "the seconds to the target it recorded), beside the time predicted from the judging seeds' own runs "
+              "(their geometric mean); within: inside check_tolerance; interval: where a rerun should fall (a t "
+              "prediction interval on their logs); inside: it did; outcome: reached, missed, diverged or failed",
     "check_tolerance": "how far (relative) a check may lie from its prediction (choose.check_tolerance)",
-    "uncertain": "a check fell outside check_tolerance: the headline says the time is uncertain on this machine",
+    "uncertain": "a check missed the target, diverged or failed, or fell outside check_tolerance or its prediction "
+                 "interval: the headline says the time is uncertain on this machine",
+    "answer_checked": "whether the check reran the answer (false: the answer moved once seeds were added after the "
+                      "check; null: no check)",
     "ramps": "{proposed {phases [[start_epoch, batch]], switches, predicted, fixed {batch, predicted}} or null, "
              "why_not_proposed, smith_why_not, timed [{candidate, batch_schedule, median, speedup_over_fixed {value, "
              "low, high, level, n, method} or null}]}: the ramp proposed from the choosing seed's curves (predicted "
@@ -63,12 +70,14 @@ def values(found) -> dict[str, Any]:
     a = found.answer
     sizes = [] if a is None else [
         {"batch": t.size, "candidate": t.candidate.name, "recipe": t.candidate.recipe,
-         "steps": [_number(s) for s in t.steps], "seconds_per_step": t.rate.seconds_per_step,
-         "one_time_seconds": t.rate.one_time, "throughput": t.throughput, "times": [_number(v) for v in t.times],
+         "steps": [_number(s) for s in t.steps], "seconds_per_step": _number(t.seconds_per_step),
+         "one_time_seconds": None if t.one_time is None else _number(t.one_time),
+         "throughput": _number(t.throughput), "times": [_number(v) for v in t.times],
+         "prediction": t.prediction.as_json(),
          "median": _number(t.median), "interval": t.interval.as_json(), "reached_all": t.reached_all,
          "val_acc_at_target": t.val_acc} for t in a.timed]
     return {"target": found.target, "target_note": found.target_note, "machine": found.machine,
-            "headline": words.headline(found), "formula": words.FORMULA, "sizes": sizes, "seeds": found.judging,
+            "headline": words.headline(found), "formula": words.formula(found), "sizes": sizes, "seeds": found.judging,
             "chose": found.choosing,
             "answer": None if a is None else {
                 "batch": a.size, "candidate": a.name, "recipe": a.recipe, "command": found.command,
@@ -84,10 +93,12 @@ def values(found) -> dict[str, Any]:
                 "batch": a.thumb.size, "candidate": a.thumb.candidate.name, "median": _number(a.thumb.median)},
             "checks": [{"batch": c.size, "candidate": c.name, "seed": c.seed, "steps": _number(c.steps),
                         "measured": c.measured, "predicted": _number(c.predicted), "within": c.within,
-                        "interval": None if c.interval is None else c.interval.as_json(), "inside": c.inside}
-                       for c in found.checks],
+                        "interval": None if c.interval is None else c.interval.as_json(), "inside": c.inside,
+                        "outcome": c.outcome} for c in found.checks],
             "check_tolerance": found.check_tolerance,
-            "uncertain": any(c.within is False for c in found.checks),
+            "uncertain": any(c.fails for c in found.checks),
+            "answer_checked": None if a is None or not found.checks else
+            any(c.size == a.size and c.name == a.name for c in found.checks),
             "ramps": _ramps(found),
             "lines": words.answer_lines(found)}
 

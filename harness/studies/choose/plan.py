@@ -12,7 +12,9 @@ each:
   (harness.config.rules, from b's setting), every run stopped the first time its tuning slice reaches the target
   (`target_tune_acc`) or at the cap (`choose.max_epochs`, by default 3E);
 - `grid`: at every batch size, the best candidate's learning rate x each factor of `choose.lr_grid`;
-- `confirm`: every batch size's best candidate on the other seeds, and b as it is.
+- `confirm`: every batch size's best candidate on the other seeds, and b as it is, each run as printed and alone:
+  its seconds to the target are that seed's time (choose.timing "measured");
+- `check`: the answer and b as it is, as printed and alone, on the seed after the command's last (`check_seed`).
 
 The best candidate is the one with the fewest steps to the target on the first seed, a run that missed it never
 reaching it (harness.assess.targets); validation plays no part. Pure: the plan's jobs and RunConfigs in, the new
@@ -104,6 +106,8 @@ def plan(jobs: list[list[str]], run_configs: list[RunConfig], settings: Settings
               "settings": {**vars(settings), "rules": list(settings.rules), "lr_grid": list(settings.lr_grid)}}
     if settings.ramp:
         record.update(ramp_start(kit.small()))
+    if settings.check:  # the check's seed: one that neither chose nor judged, fixed now so a resume plans the same
+        record["check_seed"] = max(seeds) + 1
     points = {(size, seed): kit.job(size, seed) for size in kit.sizes for seed in seeds}
     record["points"] = {str(size): {str(seed): points[(size, seed)] for seed in seeds} for size in kit.sizes}
     if settings.target is None:  # the baseline: b as the command sets it, on every seed, E epochs

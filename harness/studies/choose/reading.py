@@ -32,7 +32,7 @@ class Candidate:
     steps: dict[int, float]     # seed -> steps to the target (inf: missed it)
     tune_acc: dict[int, float]  # seed -> the final tune_acc (where it stopped, or at the cap)
     val_acc: dict[int, float | None] = field(default_factory=dict)   # seed -> val_acc at the target
-    seconds: dict[int, float | None] = field(default_factory=dict)   # seed -> seconds_to_target
+    seconds: dict[int, float | None] = field(default_factory=dict)   # seed -> seconds_to_target (target.json's)
     status: dict[int, str] = field(default_factory=dict)             # seed -> its run's status
     jobs: dict[int, str] = field(default_factory=dict)               # seed -> its run's job
     samples: dict[int, float] = field(default_factory=dict)          # seed -> samples to the target (inf: none)
@@ -211,7 +211,6 @@ def choose(sweep: Sweep, added: bool = True) -> Choice | None:
     timed = targets.runs(sweep, df)
     timed["arm"] = timed["job"].astype(str).map(jobs)
     finals = _finals(df, [job for job, name in jobs.items() if name != BASELINE])
-    seconds = {str(r["job"]): r.get("seconds_to_target") for r in sweep.records}
     found: dict[int, dict[str, Candidate]] = {}
     sizes = [int(s) for s in record["sizes"]]
     seeds = [*(int(s) for s in record["seeds"]), *(sweep.added_seeds() if added else [])]
@@ -239,8 +238,7 @@ def choose(sweep: Sweep, added: bool = True) -> Choice | None:
                 continue
             recipe = ramp_recipes.get(name) if ramps_too else _recipe(record, size, name)
             if recipe is not None:
-                _add_run(found.setdefault(size, {}), size, name, recipe, row, finals, seconds,
-                         found_choice.cap_samples)
+                _add_run(found.setdefault(size, {}), size, name, recipe, row, finals, found_choice.cap_samples)
         for r in sweep.records:  # a failed run has no steps, but its candidate says it failed
             size, name = size_name(jobs.get(str(r["job"])))
             if size is None or (name in RAMPS) != ramps_too or r.get("status") != "failed":
@@ -271,7 +269,7 @@ def _cap(df: pd.DataFrame, record: dict[str, Any], jobs: dict[str, str], target:
     return needed, None if factor is None else math.ceil(factor * needed)
 
 
-def _add_run(found: dict[str, Candidate], size: int, name: str, recipe: dict[str, Any], row: dict, finals, seconds,
+def _add_run(found: dict[str, Candidate], size: int, name: str, recipe: dict[str, Any], row: dict, finals,
              cap: int | None = None):
     """A target run of candidate `name` at `size`: its steps, final tune_acc, val_acc at the target, seconds,
     status and job on its seed; a run stopped short below the cap (`cap`: choose.cap_factor's samples) was raced
@@ -283,7 +281,7 @@ def _add_run(found: dict[str, Candidate], size: int, name: str, recipe: dict[str
     tune = finals["tune_acc"].get(str(row["job"])) if "tune_acc" in finals else None
     c.tune_acc[seed] = float(tune) if tune is not None and not pd.isna(tune) else math.nan
     c.val_acc[seed] = None if row["val_acc"] is None or pd.isna(row["val_acc"]) else float(row["val_acc"])
-    c.seconds[seed] = seconds.get(str(row["job"]))
+    c.seconds[seed] = None if row["seconds"] is None or pd.isna(row["seconds"]) else float(row["seconds"])
     c.status[seed] = str(row["status"])
     c.jobs[seed] = str(row["job"])
     limit = row.get("max_samples")

@@ -1,15 +1,15 @@
 """+study=choose's later rounds, planned from the rounds before (harness.launch.rounds runs the mechanics): after the
 baseline, the candidates at every batch size; then the learning-rate grid around each batch size's leader; then the
-confirmation of each batch size's best on the seeds that judge, beside b as it is; then the timing, each of them in
-the printed command's shape (its target checked once an epoch, a whole epoch a call), alone, on TIMED_RUNS seeds
-that judge; then the check, the answer and b as it is as printed, alone, on a seed that judges and was not timed
-(plan.py says what each holds).
+confirmation of each batch size's best on the seeds that judge, beside b as it is, each run as printed (its target
+checked once an epoch, a whole epoch a call) and alone: what it records is that seed's time; then the check, the
+answer and b as it is as printed, alone, on a seed that neither chose nor judged (plan.py fixes it at round 1).
+An older sweep (choose.timing "line") plans as it did: a confirmation beside each other, then a timing round of
+each best on TIMED_RUNS seeds that judge, then a check on a seed that judges and was not timed.
 
 What a run may cost: every target run but b as it is stops without the target at choose.cap_factor x the samples b
 needed (a miss); a grid point also once its samples pass its batch size's leader's (among the candidates round 1
-listed, on the seed that chooses) by choose.race_margin (raced out: it cannot be the best); a timed run of one batch
-size after choose.time_epochs epochs, the checks its line needs. Each limit comes from the files of the rounds
-before, so a resumed command plans every round as before."""
+listed, on the seed that chooses) by choose.race_margin (raced out: it cannot be the best). Each limit comes from the
+files of the rounds before, so a resumed command plans every round as before."""
 from __future__ import annotations
 
 import math
@@ -67,14 +67,30 @@ def next_jobs(record: dict[str, Any], found: choice.Choice, round_: int) -> list
                 name = f"{leader.name}_x{factor:g}"
                 race = race_limit(found, leader, settings.race_margin)
                 picked.append((size, name, _capped(found, b, size, name, recipe, race), seeds[:1]))
-    elif stage == "confirm":  # each batch size's best on the seeds that judge, and b as it is (the speed-up's base)
+    elif stage == "confirm" and settings.timing == "measured":  # each batch size's best on the seeds that judge,
+        # and b as it is (the speed-up's base), each as printed and alone: what the run records is the seed's time
+        picked = [(size, name, {**_capped(found, b, size, name, recipe), **COMMAND_SHAPE}, on)
+                  for size, name, recipe, on in _bests(found, b, seeds[1:])]
+        return Round(choice_plan.target_jobs(record, point_jobs(record), found.target, picked), alone=True)
+    elif stage == "confirm":  # an older sweep's: on the seeds that judge, beside each other; timed in the next round
         picked = [(size, name, _capped(found, b, size, name, recipe), on)
                   for size, name, recipe, on in _bests(found, b, seeds[1:])]
     elif stage == "time":  # each of them as printed, alone, on seeds that judge: its seconds on this machine
         picked = [(size, name, {**recipe, **COMMAND_SHAPE, **_timed_limit(found, settings.time_epochs, name)}, timed)
                   for size, name, recipe, timed in _bests(found, b, timing_seeds(judging))]
         return Round(choice_plan.target_jobs(record, point_jobs(record), found.target, picked, TIME), alone=True)
-    else:  # check: the answer and b as it is, as printed, alone, on a seed not timed: measured against predicted
+    elif settings.timing == "measured":  # check: the answer (b as it is, where that is the answer) and b as it is,
+        # as printed, alone, on a seed that neither chose nor judged, fixed at round 1
+        answer = found.answer
+        if answer is None:
+            return None
+        seed = int(record["check_seed"])
+        points = {(size, seed): with_recipe(job, {"seed": seed})
+                  for (size, chose), job in point_jobs(record).items() if chose == seeds[0]}
+        picked = [(answer.size, answer.name, {**answer.recipe, **COMMAND_SHAPE}, [seed])] + (
+            [] if answer.size == b and answer.name == AS_IS else [(b, AS_IS, dict(COMMAND_SHAPE), [seed])])
+        return Round(choice_plan.target_jobs(record, points, found.target, picked, CHECK), alone=True)
+    else:  # an older sweep's check: the answer and b as it is, as printed, alone, on a seed not timed
         answer = found.answer
         if answer is None:
             return None
@@ -131,7 +147,7 @@ def _bests(found: choice.Choice, b: int, seeds: list[int]) -> list[tuple[int, st
     return picked + [(size, name, recipe, seeds) for name, (size, recipe) in found.ramp_recipes.items()]
 
 
-def added_jobs(sweep_dir: Path, content: dict[str, Any], new: list[int]) -> list[tuple[list[str], str]] | str:
+def added_jobs(sweep_dir: Path, content: dict[str, Any], new: list[int]) -> list[tuple[list[str], str]] | Round | str:
     """`python -m harness.resume SWEEP --add-seeds N`: on each seed of `new`, b as it is and each finalist (every
     batch size's best, each ramp) as target runs against the target already set, as the confirmation ran them, so
     that the answer's times and speed-ups read them beside the seeds that judged (the timing's rates stay the line
@@ -143,5 +159,9 @@ def added_jobs(sweep_dir: Path, content: dict[str, Any], new: list[int]) -> list
     b, first = record["small_batch"], found.seeds[0]
     points = {(size, seed): with_recipe(job, {"seed": seed})
               for (size, chose), job in point_jobs(record).items() if chose == first for seed in new}
+    if recorded(record).timing == "measured":  # timed as the seeds that judged were: as printed, alone
+        picked = [(size, name, {**_capped(found, b, size, name, recipe), **COMMAND_SHAPE}, new)
+                  for size, name, recipe, _ in _bests(found, b, [])]
+        return Round(choice_plan.target_jobs(record, points, found.target, picked), alone=True)
     picked = [(size, name, _capped(found, b, size, name, recipe), new) for size, name, recipe, _ in _bests(found, b, [])]
     return choice_plan.target_jobs(record, points, found.target, picked)

@@ -18,14 +18,15 @@ FOLDER = Path(__file__).resolve().parent
 def sections(a) -> list[Section]:
     found = a.reading
     context = {"choice": found, "headline": words.headline(found), "lines": words.answer_lines(found),
-               "formula": words.FORMULA, "timed": timed_rows(found), "rows": rows(found),
+               "formula": words.formula(found), "timed": timed_rows(found), "rows": rows(found),
                "time_interval": "" if found.answer is None else found.answer.base.interval.label}
     return [Section("section.html.j2", FOLDER, context, figures.figures(a), place="verdict")]
 
 
 def timed_rows(found) -> list[list[str]]:
-    """One row per batch size timed: its best, steps (median, range), seconds a step, throughput, one-time cost,
-    time to the target (median and the median's interval over the seeds) and validation at the target."""
+    """One row per batch size timed: its best, steps (median, range), seconds a step and samples a second (to the
+    target, everything included), where a rerun on a new seed should fall, time to the target (median and the
+    median's interval over the seeds) and validation at the target."""
     if found.answer is None:
         return []
     out = []
@@ -36,10 +37,20 @@ def timed_rows(found) -> list[list[str]]:
         mark = " (the answer)" if t is found.answer.best else (" (as it is)" if t is found.answer.base else "")
         batch = words.schedule_text(t.candidate.recipe).split(" (")[0] if t.ramp else str(t.size)
         out.append([f"{batch}{mark}", recipe_text(t.candidate.recipe), steps,
-                    f"{1000 * t.rate.seconds_per_step:.3g} ms", f"{t.throughput:,.0f}", seconds(t.rate.one_time),
+                    _number(1000 * t.seconds_per_step, " ms"), _number(t.throughput, ""), _prediction(t),
                     f"{seconds(t.median)} [{seconds(t.interval.low)}, {seconds(t.interval.high)}]",
                     "–" if t.val_acc is None else f"{t.val_acc:.3f}"])
     return out
+
+
+def _number(value: float, unit: str) -> str:
+    return "–" if not math.isfinite(value) else f"{value:,.3g}{unit}" if value < 1000 else f"{value:,.0f}{unit}"
+
+
+def _prediction(t) -> str:
+    """A rerun's prediction interval, or a dash with fewer than two seeds."""
+    band = t.prediction
+    return f"[{seconds(band.low)}, {seconds(band.high)}]" if band.claims else "–"
 
 
 def rows(found) -> list[list[str]]:

@@ -12,13 +12,15 @@ from harness.fields import ConfigError, check_keys
 RULES = ("linear", "sqrt", "adam_sde", "precise_bn")  # the published rules (harness.config.rules)
 CAP = 3  # max_epochs null: this many times the command's epochs
 BEFORE: dict[str, Any] = {"ramp": False, "race_margin": None, "cap_factor": None,
-                          "time_epochs": None}  # what a key an older
-# sweep.json lacks meant: no ramp candidates, no race, no cap but max_epochs
+                          "time_epochs": None, "timing": "line"}  # what a key an older
+# sweep.json lacks meant: no ramp candidates, no race, no cap but max_epochs, times read off a line (timing.py)
 # the arms: b as the command sets it (the baseline), and each candidate at each batch size
 AS_IS = "as_is"
 BASELINE = "baseline"
-STAGES = (BASELINE, "candidates", "grid", "confirm", "time", "check")
-ALONE = ("time", "check")  # stages whose runs run alone: a time measured on this machine
+STAGES = (BASELINE, "candidates", "grid", "confirm", "check")  # choose.timing measured: the confirmation is the
+# timing, each judging seed's run of the printed command alone, and the check reruns it on a seed of its own
+LINE_STAGES = (BASELINE, "candidates", "grid", "confirm", "time", "check")  # an older sweep's (timing "line")
+TIMINGS = ("measured",)  # choose.timing a command may set; "line" is what an older sweep.json's lack of it means
 TIME, CHECK = "time_", "check_"  # the arms of those runs: time_bs128_linear, check_bs8_as_is
 RAMPS = ("ramp", "smith")  # candidates whose batch grows: the proposal from the curves, Smith's rule; each its own
 # arm at its first phase's batch (bs8_ramp), never a batch size's best
@@ -43,8 +45,10 @@ def size_name(name: Any) -> tuple[int | None, str]:
 def stages(record: dict[str, Any]) -> tuple[str, ...]:
     """The stages a sweep goes through, round 1 first (no baseline with choose.target given; no check with
     choose.check false)."""
-    found = STAGES if record["target"] is None else STAGES[1:]
-    return found if recorded(record).check else found[:-1]
+    settings = recorded(record)
+    every = STAGES if settings.timing == "measured" else LINE_STAGES
+    found = every if record["target"] is None else every[1:]
+    return found if settings.check else found[:-1]
 
 
 @dataclass(frozen=True)
@@ -59,11 +63,13 @@ class Settings:
     lr_grid: tuple[float, ...] = (0.5, 2.0)  # x the best candidate's learning rate, at every batch size
     check: bool = True            # rerun the answer and b as it is, alone, and compare their times with the predicted
     check_tolerance: float = 0.25  # a check further than this from its prediction (relative) makes the time uncertain
+    timing: str = "measured"      # a judging seed's time is its own run of the printed command, alone (older sweeps:
+    # "line", a time read off the line C + r x S through two timed runs)
     ramp: bool = True             # also confirm and time a batch schedule: the ramp proposed from the curves, Smith's
     race_margin: float | None = 0.25  # a grid point stops once its samples pass its batch size's leader's (from the
     # round before, on the seed that chooses) by this much (relative); None: no race
-    time_epochs: int | None = 4   # a timed run of one batch size stops after this many checks (epochs): its line's
-    # first (C) and three after it (r, least squares), its time the line's at its target runs' steps; None: at the target
+    time_epochs: int | None = None  # an older sweep's (timing "line"): its timed runs of one batch size stopped after
+    # this many checks (epochs), the line's first (C) and three after it (r); None: at the target
     cap_factor: float | None = 4.0   # a target run (not b as it is, not a timed one) stops without the target after
     # this many times the training samples b needed on its slowest baseline seed; None: choose.max_epochs only
 
@@ -109,12 +115,14 @@ def from_dict(node: dict[str, Any]) -> Settings:
     if not _number(allowed) or not 0 < allowed < 1:
         raise ConfigError("choose.check_tolerance", allowed, "a number in (0, 1): how far (relative) a rerun's time "
                           "may lie from its prediction before the page calls the time uncertain")
+    if node.get("timing", "measured") not in TIMINGS:
+        raise ConfigError("choose.timing", node["timing"], "measured (each seed's time is its own run of the printed "
+                          "command, alone; older sweeps read as they were planned)")
     if not isinstance(node.get("ramp", True), bool):
         raise ConfigError("choose.ramp", node["ramp"], "true or false")
-    epochs = node.get("time_epochs", 4)
-    if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 2):
-        raise ConfigError("choose.time_epochs", epochs, "an integer >= 2 (the checks a timed run's line is fitted "
-                          "through), or null to time every run to the target")
+    if "time_epochs" in node:
+        raise ConfigError("choose.time_epochs", node["time_epochs"], "left out: each seed's time is now its own run "
+                          "of the printed command to the target (the key was an older sweep's line, read as it was)")
     margin = node.get("race_margin", 0.25)
     if margin is not None and (not _number(margin) or margin < 0):
         raise ConfigError("choose.race_margin", margin, "a number >= 0 (a grid point stops once its samples pass its "

@@ -1,6 +1,9 @@
-"""+study=choose's timed runs read from their files: the timing round's rates (each run of the printed command alone,
-timing.rate of its checks, by seed), where they ran, the answer they give (answer.py), the command they timed, and
-the check round's reruns of that command, measured beside predicted. Files in, numbers out."""
+"""+study=choose's timed runs read from their files. A judging seed's time is what its own run of the printed command
+recorded (seconds_to_target, every second from the fit's start included), each run alone in a fresh process: the
+confirmation is the timing (choose.timing "measured"). The check reruns the printed command, alone, on a seed that
+neither chose nor judged, and says whether its recorded time lands inside the prediction interval the judging
+seeds' times give. An older sweep (timing "line") read as it was: each command timed twice, T = C + r x S
+(timing.py), its check measured beside that line. Files in, numbers out."""
 from __future__ import annotations
 
 import math
@@ -8,6 +11,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from harness.assess import intervals
@@ -18,19 +22,22 @@ from harness.studies.choose import answer as answer_of
 from harness.studies.choose import timing
 from harness.studies.choose.settings import CHECK, RAMPS, TIME, arm, point_jobs, recorded, size_name
 
+REACHED = "reached"  # a check's outcome where its run reached the target (else its status, or "missed")
+
 
 @dataclass
 class Check:
-    """A run of the check round: a batch size's candidate rerun alone on a seed, its measured time to the target
-    beside the one its steps predict (timing.py)."""
+    """A run of the check round: a batch size's candidate rerun alone on a seed, its recorded time to the target
+    beside the time predicted for it."""
     size: int
     name: str
     seed: int
     steps: float                 # inf: it missed the target
-    measured: float | None       # the printed command's seconds to the target, the time between epochs taken out
+    measured: float | None       # the printed command's seconds to the target (None: it missed, diverged or failed)
     predicted: float
-    within: bool | None = None   # within choose.check_tolerance of the prediction (None: nothing to compare)
-    interval: intervals.Interval | None = None  # where a rerun should fall: the timed runs' spread (prediction t)
+    within: bool | None = None   # within choose.check_tolerance of the prediction (False: no time at all)
+    interval: intervals.Interval | None = None  # where a rerun should fall (a t prediction interval)
+    outcome: str = REACHED       # reached, missed, diverged or failed: anything but reached makes the time uncertain
 
     @property
     def inside(self) -> bool | None:
@@ -39,10 +46,76 @@ class Check:
             return None
         return self.interval.low <= self.measured <= self.interval.high
 
+    @property
+    def fails(self) -> bool:
+        """The rerun makes the time uncertain: it missed the target, diverged or failed, or landed further from its
+        prediction than the check allows, or outside its prediction interval."""
+        return self.outcome != REACHED or self.within is False or self.inside is False
+
 
 def read(sweep: Sweep, found, jobs: dict[str, str], timed: pd.DataFrame) -> None:
-    """The timing round's rates (each run alone: timing.rate of its checks, by seed), where it ran, the answer they
-    give, the command they timed, and the check round's runs, measured beside predicted."""
+    """The answer from each judging seed's own timed run, the command it ran, and the check round's reruns."""
+    record = (sweep.plan or {})["choose"]
+    settings = recorded(record)
+    found.check_tolerance = settings.check_tolerance
+    if settings.timing == "line":
+        read_line(sweep, found, jobs, timed)
+        return
+    records = {str(r["job"]): r for r in sweep.records}
+    found.timing = _timed_status(sweep, records)
+    found.answer = answer_of.of(found, lambda size, c: answer_of.measured(size, c, found.judging))
+    if found.answer is None:
+        return
+    job = found.answer.best.candidate.jobs.get(found.judging[0])
+    found.machine = machine(records.get(job, {}))
+    found.command = printed(sweep, job, found)
+    for job, name in jobs.items():
+        if not name.startswith(CHECK):
+            continue
+        size, candidate = size_name(name[len(CHECK):])
+        check = _check(sweep, records.get(job, {}), job, size, candidate, found, settings.check_tolerance)
+        if check is not None:
+            found.checks.append(check)
+
+
+def _timed_status(sweep: Sweep, records: dict[str, dict]) -> dict[tuple[int, str], str]:
+    """(size, candidate) -> its timed runs' status: "not started" or "running" while one has not ended, else the
+    last one's."""
+    out: dict[tuple[int, str], str] = {}
+    for job in (sweep.plan or {}).get("jobs", []):
+        name = job.get("arm") or ""
+        if not job.get("alone") or name.startswith((CHECK, TIME)):
+            continue
+        status = records.get(str(job["job"]), {}).get("status", "not started")
+        key = size_name(name)
+        if out.get(key) not in answer_of.NOT_ENDED:
+            out[key] = status
+    return out
+
+
+def _check(sweep: Sweep, record: dict, job: str, size: int, name: str, found, tolerance: float) -> Check | None:
+    """A check run against its command's judging seeds: None while it has not ended."""
+    status = record.get("status")
+    if status not in ("completed", *answer_of.FAULTS):
+        return None
+    seed = int((record.get("config") or {}).get("seed", 0))
+    candidate = next((c for c in found.candidates.get(size, []) if c.name == name), None)
+    own = None if candidate is None else answer_of.measured(size, candidate, found.judging)
+    band = intervals.new_run_interval([]) if own is None else own.prediction
+    predicted = band.center if math.isfinite(band.center) else math.inf
+    written = _target(sweep, job) if status == "completed" else {}
+    seconds, steps = written.get("seconds_to_target"), written.get("steps_to_target")
+    if seconds is None:
+        outcome = status if status in answer_of.FAULTS else "missed"
+        return Check(size, name, seed, math.inf, None, predicted, False, band, outcome)
+    within = None if not math.isfinite(predicted) else abs(seconds / predicted - 1) <= tolerance
+    return Check(size, name, seed, float(steps), float(seconds), predicted, within, band)
+
+
+def read_line(sweep: Sweep, found, jobs: dict[str, str], timed: pd.DataFrame) -> None:
+    """An older sweep's (choose.timing "line"): the timing round's rates (each run alone: timing.rate of its
+    checks, by seed), where it ran, the answer they give, the command they timed, and the check round's runs,
+    measured beside predicted."""
     records = {str(r["job"]): r for r in sweep.records}
     by_seed: dict[tuple[int, str], list[tuple[int, timing.Rate]]] = {}
     for job, name in jobs.items():
@@ -66,10 +139,12 @@ def read(sweep: Sweep, found, jobs: dict[str, str], timed: pd.DataFrame) -> None
             by_seed.setdefault((size, candidate), []).append((int(seed), found_rate))
             found.machine = found.machine or machine(records[job])
     found.rates = {key: [r for _, r in sorted(pairs, key=lambda p: p[0])] for key, pairs in by_seed.items()}
-    found.answer = answer_of.of(found, found.rates) if found.rates else None
+    found.answer = answer_of.of(found, lambda size, c: answer_of.on_line(size, c, found.rates.get((size, c.name)),
+                                                                         found.judging),
+                                simultaneous=False) if found.rates else None
     if found.answer is not None:
-        found.command = printed(sweep, jobs, found)
-    settings = recorded((sweep.plan or {})["choose"])
+        wanted = TIME + arm(found.answer.size, found.answer.name)
+        found.command = printed(sweep, next((job for job, name in jobs.items() if name == wanted), None), found)
     pairs = run_spread(found.rates)
     for row in timed.to_dict("records"):
         name = jobs.get(str(row["job"]), "")
@@ -90,10 +165,10 @@ def read(sweep: Sweep, found, jobs: dict[str, str], timed: pd.DataFrame) -> None
             steps, measured = own, records.get(str(row["job"]), {}).get("seconds_to_target")
         predicted = rate.predicted(steps)
         within = None if measured is None or not math.isfinite(predicted) else \
-            abs(measured / predicted - 1) <= settings.check_tolerance
+            abs(measured / predicted - 1) <= found.check_tolerance
         found.checks.append(Check(size, candidate, seed, steps, measured, predicted, within,
-                                  intervals.prediction_interval(pairs, predicted)))
-    found.check_tolerance = settings.check_tolerance
+                                  intervals.prediction_interval(pairs, predicted),
+                                  REACHED if measured is not None else "missed"))
 
 
 def run_spread(rates: dict[tuple[int, str], list[timing.Rate]]) -> list[float]:
@@ -125,15 +200,13 @@ NOT_PRINTED = ("study=", "seed=", "hydra.", "choose.", "target_max_samples=")  #
 # timed run's stop after its line's checks): not the user's command
 
 
-def printed(sweep: Sweep, jobs: dict[str, str], found) -> str:
-    """The answer as a command line: the overrides its timed run ran with, less the study's own, and what the
-    study's config set for every run (the tuning slice the target is read on, probes off)."""
+def printed(sweep: Sweep, job: str | None, found) -> str:
+    """The answer as a command line: the overrides its timed run (`job`) ran with, less the study's own, and what
+    the study's config set for every run (the tuning slice the target is read on, probes off)."""
     answer = found.answer
-    wanted = TIME + arm(answer.size, answer.name)
-    job = next((job for job, name in jobs.items() if name == wanted), None)
     overrides = next((list(r.get("overrides") or []) for r in sweep.records if str(r["job"]) == job), None)
     if overrides is None:  # not run yet: as the plan would run it
-        point = point_jobs((sweep.plan or {})["choose"])[(answer.size, found.judging[0])]
+        point = point_jobs((sweep.plan or {})["choose"])[(answer.size, found.seeds[0])]
         overrides = with_recipe(point, answer.recipe)
     kept = [o for o in overrides if not o.lstrip("+~").startswith(NOT_PRINTED)]
     config = (sweep.records[0].get("config") or {}) if sweep.records else {}

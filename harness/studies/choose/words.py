@@ -5,7 +5,9 @@ import json
 import math
 
 from harness.config.ramp import label
+from harness.studies.choose import check_words
 from harness.studies.choose.answer import NOT_ENDED, edge, left_out
+from harness.studies.choose.check_words import seconds
 from harness.studies.choose.settings import RAMPS
 
 
@@ -33,20 +35,24 @@ def recipe_text(recipe: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in recipe.items()) or "the command as it is"
 
 
-FORMULA = ("time to the target = C + r x S: S a judging seed's steps to the target (from its target run, rounded up "
-           "to the end of the epoch in which it crossed: the printed command checks its target once an epoch), r "
-           "the seconds a step takes and C the one-time cost (the first compiled call), both measured by running the "
-           "printed command alone on this machine, the line through the checks of its first epochs "
-           "(choose.time_epochs; on two seeds that judge, taken in turn over the seeds, so the "
-           "machine's spread between runs is in the interval), with the seconds the harness spends between epochs "
-           "(its per-epoch measurements, the row, the checkpoint) taken out; a seed that missed the target never "
-           "reaches it (infinite), and a batch size's time is its median over the seeds that judge")
+FORMULA = ("a judging seed's time to the target is what its own run of the printed command recorded "
+           "(seconds_to_target: from the fit's start, its first compiled call and every second between epochs "
+           "included, the target checked once an epoch), each run alone on this machine in a process of its own; a "
+           "seed that missed the target never reaches it (infinite), and a batch size's time is its median over the "
+           "seeds that judge")
+LINE_FORMULA = ("time to the target = C + r x S: S a judging seed's steps to the target (from its target run, rounded "
+                "up to the end of the epoch in which it crossed: the printed command checks its target once an "
+                "epoch), r the seconds a step takes and C the one-time cost (the first compiled call), both measured "
+                "by running the printed command alone on this machine, the line through the checks of its first "
+                "epochs (choose.time_epochs; on two seeds that judge, taken in turn over the seeds, so the machine's "
+                "spread between runs is in the interval), with the seconds the harness spends between epochs (its "
+                "per-epoch measurements, the row, the checkpoint) taken out; a seed that missed the target never "
+                "reaches it (infinite), and a batch size's time is its median over the seeds that judge")
 
 
-def seconds(value: float) -> str:
-    if not math.isfinite(value):
-        return "never"
-    return f"{value:.3g} s" if value < 100 else f"{value:,.0f} s"
+def formula(found) -> str:
+    """How a time to the target was found: measured (FORMULA), or an older sweep's line (LINE_FORMULA)."""
+    return LINE_FORMULA if found.rates else FORMULA
 
 
 def schedule_text(recipe: dict) -> str:
@@ -76,7 +82,8 @@ def name_text(size: int, name: str, recipe: dict) -> str:
 
 
 def headline(found) -> str:
-    """The answer in one sentence, naming the machine; without one, what happened to every batch size."""
+    """The answer in one sentence, naming the machine, and what its check found; without one, what happened to
+    every batch size."""
     a = found.answer
     if a is None:
         if found.target is None:
@@ -88,27 +95,16 @@ def headline(found) -> str:
         return f"No batch size can be recommended for tune_acc {found.target:g}: {reasons}."
     where = f"On {found.machine}" if found.machine else "On this machine"
     if a.best is a.base:
-        return (f"{where}, no batch size reaches tune_acc {found.target:g} sooner than batch {a.base.size} as it is "
+        said = (f"{where}, no batch size reaches tune_acc {found.target:g} sooner than batch {a.base.size} as it is "
                 f"({seconds(a.base.median)}, the median over the {len(found.judging)} seeds that judge).")
-    own = "" if a.own_speedup is None else (
-        f"; against batch {a.own.size} at its own best ({candidate_text(a.own).split(' with ', 1)[-1]}, "
-        f"{seconds(a.own.median)}), {ratio_text(a.own_speedup)}" + _partly(found, a.own))
-    return (f"{where}, {candidate_text(a.best)} reaches tune_acc {found.target:g} soonest: {seconds(a.best.median)} "
-            f"against {seconds(a.base.median)} for batch {a.base.size} as it is, {speedup_text(a)}{own}."
-            + uncertain_text(found))
-
-
-def uncertain_text(found) -> str:
-    """" The rerun of the printed command took 49% longer than predicted: ..." where a check fell outside
-    choose.check_tolerance, else ""."""
-    off = [c for c in found.checks if c.within is False]
-    if not off:
-        return ""
-    worst = max(off, key=lambda c: abs(c.measured / c.predicted - 1))
-    change = worst.measured / worst.predicted - 1
-    how = f"{abs(change):.0%} {'longer' if change > 0 else 'less'} than predicted"
-    return (f" The rerun of the printed command at batch {worst.size} took {how} (more than the "
-            f"{found.check_tolerance:.0%} the check allows): the time is uncertain on this machine.")
+    else:
+        own = "" if a.own_speedup is None else (
+            f"; against batch {a.own.size} at its own best ({candidate_text(a.own).split(' with ', 1)[-1]}, "
+            f"{seconds(a.own.median)}), {ratio_text(a.own_speedup)}" + _partly(found, a.own))
+        said = (f"{where}, {candidate_text(a.best)} reaches tune_acc {found.target:g} soonest: "
+                f"{seconds(a.best.median)} against {seconds(a.base.median)} for batch {a.base.size} as it is, "
+                f"{speedup_text(a)}{own}.")
+    return said + check_words.uncertain_text(found) + check_words.unchecked_text(found)
 
 
 def _partly(found, t) -> str:
@@ -186,7 +182,7 @@ def answer_lines(found) -> list[str]:
                                                      f", {a.thumb.median / a.best.median:.2g}x the answer's time."))
     lines += ramp_lines(found)
     for check in found.checks:
-        lines.append(check_text(check, found.check_tolerance))
+        lines.append(check_words.check_text(check, found.check_tolerance))
     return lines
 
 
@@ -195,7 +191,7 @@ def cost_lines(found) -> list[str]:
     timed runs' length."""
     lines = []
     epochs = found.time_epochs
-    if epochs is not None and any(name not in RAMPS for _, name in found.rates):
+    if epochs is not None and any(name not in RAMPS for _, name in found.rates):  # an older sweep's line
         lines.append(f"Each timed run of one batch size stopped after {epochs} epochs (choose.time_epochs), or at the target before: its line "
                      "needs only those checks; the check below reruns the printed command to the target.")
     if found.cap_samples is not None:
@@ -248,21 +244,3 @@ def ramp_lines(found) -> list[str]:
                      f"{candidate_text(a.fixed)}, the fastest single batch size: it {beat} it, "
                      f"{ratio_text(ratio)}.")
     return lines
-
-
-def check_text(check, tolerance: float) -> str:
-    """One check in words: the printed command rerun alone, measured beside predicted, within the tolerance or not."""
-    what = f"batch {check.size} ({check.name.replace('_', ' ')})"
-    if check.measured is None:
-        return f"Rerun alone on seed {check.seed} as printed, {what} missed the target: no time to compare."
-    said = (f"Rerun alone on seed {check.seed} as printed, {what} took {seconds(check.measured)} to the target, "
-            f"predicted {seconds(check.predicted)}")
-    if not math.isfinite(check.predicted) or check.within is None:
-        return said + "."
-    change = round(check.measured / check.predicted - 1, 2) + 0.0  # never "-0%"
-    band = "" if check.inside is None else (
-        f"; {'inside' if check.inside else 'outside'} its "
-        f"{check.interval.label.replace('interval', 'prediction interval')} [{seconds(check.interval.low)}, "
-        f"{seconds(check.interval.high)}] from the timed runs' spread")
-    allowed = f"{'within' if check.within else 'outside'} the {tolerance:.0%} the check allows"
-    return said + f" ({change:+.0%}: {allowed}{band})."

@@ -45,15 +45,28 @@ def _steps(steps, arm: str, seed: int):
     """A run's steps to the target: its candidate's own (steps["bs8_as_is_x2"]) where given, else its batch size's."""
     name = arm.removeprefix("time_").removeprefix("check_")
     size = int(name.split("_")[0][2:])
-    return size, (steps[name] if name in steps else steps[size])[seed]
+    found = steps[arm] if arm in steps else steps[name] if name in steps else steps[size]
+    return size, found[seed] if seed < len(found) else found[1]  # the check's own seed: as seed 1 went
+
+
+def _older(sweep):
+    """The sweep as one planned before choose.timing (its settings without it: a line through two timed runs, each
+    stopped after 4 epochs)."""
+    content = json.loads((sweep / "sweep.json").read_text())
+    settings = content["choose"]["settings"]
+    settings.pop("timing")
+    settings["time_epochs"] = 4
+    (sweep / "sweep.json").write_text(json.dumps(content))
 
 
 def _sweep(tmp_path, steps=STEPS, val=None, timed=True, command=COMMAND, rate=RATE, per_epoch=None, between=0.0,
-           slow_check=1.0, slow_timed=None):
+           slow_check=1.0, slow_timed=None, line=True):
     """The study's rounds with made-up target runs; `per_epoch` ({size: steps an epoch}): the timed and checked runs
     as printed (checked once an epoch, `between` seconds between epochs), the check's clock x `slow_check`, a timed
-    run's x `slow_timed[seed]`."""
+    run's x `slow_timed[seed]`. `line`: an older sweep's (choose.timing "line")."""
     sweep = study_sweep(tmp_path / "s", *command)
+    if line:
+        _older(sweep)
     rounds = [job for job in sweep_files.read(sweep).plan["jobs"]]
     arms = sweep_files.read(sweep).plan["choose"]["arms"]
     for job in rounds:
@@ -67,7 +80,7 @@ def _sweep(tmp_path, steps=STEPS, val=None, timed=True, command=COMMAND, rate=RA
                 shutil.rmtree(sweep / job.job)
             break
         for job in jobs:
-            seed = int(job.overrides[0].split("=")[1])
+            seed = int(next(o for o in job.overrides if o.startswith("seed=")).split("=")[1])
             size, found = _steps(steps, job.arm, seed)
             slow = slow_check if job.arm.startswith("check_") else (slow_timed or {}).get(seed, 1.0)
             shape = {} if not (per_epoch and job.alone) else {"per_epoch": per_epoch[size], "between": between,
@@ -178,7 +191,7 @@ def test_the_time_is_the_printed_commands_and_its_check_can_fail(tmp_path):
                                                   slow_check=1.5)))
     a = found.answer
     assert a.size == 32 and a.best.runs == 2
-    assert a.best.rate.seconds_per_step == pytest.approx(0.02) and a.best.rate.one_time == pytest.approx(1.0)
+    assert a.best.seconds_per_step == pytest.approx(0.02) and a.best.one_time == pytest.approx(1.0)
     assert a.best.times.tolist() == pytest.approx([1.0 + 0.02 * 125, 1.0 + 0.02 * 150, 1.0 + 0.02 * 125])  # 110 -> 125
     for key in ("target_check=epoch", "target_tune_acc=0.5", "tune_fraction=0.1", "probes=false", "batch_size=32"):
         assert key in found.command.split()
@@ -201,24 +214,25 @@ def test_the_time_is_the_printed_commands_and_its_check_can_fail(tmp_path):
     assert not found.checks[0].inside  # 50% slower: outside it too
 
 
-def test_seeds_added_run_b_as_it_is_and_each_finalist_against_the_same_target_and_the_answer_reads_them(tmp_path):
+def test_seeds_added_run_b_as_it_is_and_each_finalist_alone_as_printed_and_the_answer_reads_their_times(tmp_path):
     """python -m harness.resume SWEEP --add-seeds 1 on a finished choice: b as it is and every batch size's best run
-    on the new seed as the confirmation ran them (stopped at the target already set, never timed again); the answer's
-    times and speed-up then read the seeds that judged and the new one, the timing's rates unchanged."""
+    on the new seed as the confirmation ran them (stopped at the target already set, as printed and alone: each run's
+    own seconds are the new seed's time); the answer's times and speed-up then read the seeds that judged and the new
+    one."""
     from tests.helpers.sweeps import add_seeds
 
-    sweep = _sweep(tmp_path)
+    sweep = _sweep(tmp_path, line=False)
     before = choice.choose(sweep_files.read(sweep))
     added = add_seeds(sweep, 1)
     assert sorted(job.arm for job in added) == ["bs128_as_is", "bs32_as_is", "bs8_as_is"]
-    assert all("seed=4" in job.overrides and "target_tune_acc=0.5" in job.overrides and not job.alone
-               for job in added)
+    assert all("seed=4" in job.overrides and "target_tune_acc=0.5" in job.overrides and "target_check=epoch" in
+               job.overrides and job.alone for job in added)
     for job, steps in zip(added, [410, 125, 23]):
         _write(sweep, job.job, steps, int(job.arm.split("_")[0][2:]))
     found = choice.choose(sweep_files.read(sweep))
     assert found.judging == [1, 2, 3, 4] and found.choosing == [0] and found.target == before.target
-    assert found.rates == before.rates  # the timing is not run again: every seed's time is read off its line
     assert [len(t.times) for t in found.answer.timed] == [4, 4, 4] and found.answer.speedup.interval.n == 4
+    assert next(t for t in found.answer.timed if t.size == 32).times[-1] == pytest.approx(1.0 + 0.02 * 125)
     assert found.answer.size == before.answer.size == 32
     # the resume that runs them plans the study's rounds again from the same files: none changes
     _assert_resumed_plans_the_same(sweep, COMMAND)
@@ -239,16 +253,95 @@ def _assert_resumed_plans_the_same(sweep, command):
     assert json.loads((sweep / "sweep.json").read_text())["jobs"] == planned
 
 
-def test_seeds_added_that_move_the_answer_leave_every_round_as_it_was_planned(tmp_path):
+def test_seeds_added_that_move_the_answer_leave_every_round_as_it_was_planned_and_the_new_answer_unchecked(tmp_path):
     """The new seed's runs move the answer (batch 32 misses the target there, so it no longer reached it on every
     seed that judges), yet a resume plans the study's rounds from the same files as before, the check round (which
-    reruns the answer) included: the seeds added are judged, they plan nothing."""
+    reran the answer before) included: the seeds added are judged, they plan nothing, and the page says the new
+    answer was not checked."""
     from tests.helpers.sweeps import add_seeds
 
-    sweep = _sweep(tmp_path, command=CHECKED, per_epoch=PER_EPOCH)
+    steps = {**STEPS, 128: [40, 40, 40, 40]}  # 128 reaches the target on every seed, slower than 32
+    sweep = _sweep(tmp_path, steps, command=CHECKED, per_epoch=PER_EPOCH, line=False)
     assert choice.choose(sweep_files.read(sweep)).answer.size == 32
     for job in add_seeds(sweep, 1):
+        assert "seed=5" in job.overrides  # after the check's seed 4
         size = int(job.arm.split("_")[0][2:])
-        _write(sweep, job.job, None if size == 32 else STEPS[size][1], size)
-    assert choice.choose(sweep_files.read(sweep)).answer.size != 32  # what the page now reads
+        _write(sweep, job.job, None if size == 32 else steps[size][1], size)
+    found = choice.choose(sweep_files.read(sweep))
+    assert found.answer.size == 128  # what the page now reads
+    assert found.headline.endswith("The answer changed once seeds were added after the check, which reran batch 32 "
+                                   "(as is): this answer was not checked.")  # nor b, which it reran beside
+    assert found.as_json()["answer_checked"] is False
     _assert_resumed_plans_the_same(sweep, CHECKED)
+
+
+def _jobs(sweep, prefix=""):
+    """The plan's jobs whose arm starts with `prefix`."""
+    return [job for job in sweep_files.read(sweep).plan["jobs"] if (job.get("arm") or "").startswith(prefix)]
+
+
+def test_each_judging_seeds_time_is_what_its_own_run_of_the_printed_command_recorded(tmp_path):
+    """The confirmation is the timing: each best (and b as it is) runs on each judging seed as printed (its target
+    checked once an epoch) and alone, and that run's seconds_to_target, as its target.json records them with every
+    second between epochs (0.5 s here), is the seed's time; no timing round, no line."""
+    sweep = _sweep(tmp_path, command=CHECKED, per_epoch=PER_EPOCH, between=0.5, line=False)
+    found = choice.choose(sweep_files.read(sweep))
+    a = found.answer
+    assert not _jobs(sweep, "time_") and found.rates == {}
+    for t in a.timed:
+        for seed, seconds in zip(found.judging, t.times):
+            written = json.loads((sweep / t.candidate.jobs[seed] / "target.json").read_text())["seconds_to_target"]
+            assert seconds == (math.inf if written is None else written)  # what the run recorded (None: a miss)
+    confirm = [job for job in _jobs(sweep, "bs") if job["round"] > 1]
+    assert confirm and all(job["alone"] and "target_check=epoch" in job["overrides"] for job in confirm)
+    # batch 32 crossed at 110-130 steps, checked at the end of epochs of 25 steps, 0.5 s between each two
+    assert a.size == 32 and a.best.times.tolist() == pytest.approx([1.0 + 0.02 * 125 + 0.5 * 4,
+                                                                    1.0 + 0.02 * 150 + 0.5 * 5,
+                                                                    1.0 + 0.02 * 125 + 0.5 * 4])
+    assert "target_check=epoch" in found.command.split() and "seed=" not in found.command
+    assert "its first compiled call and every second between epochs included" in found.as_json()["formula"]
+
+
+def test_the_check_reruns_the_answer_on_a_seed_that_neither_chose_nor_judged_inside_its_prediction(tmp_path):
+    """The check runs the answer and b as it is on seed 4 (the command's seeds are 0-3), alone, as printed; its
+    prediction is the judging seeds' geometric mean, its interval a t prediction interval on their logs; a rerun as
+    they went lands inside it and within the tolerance."""
+    sweep = _sweep(tmp_path, command=CHECKED, per_epoch=PER_EPOCH, line=False)
+    found = choice.choose(sweep_files.read(sweep))
+    checks = _jobs(sweep, "check_")
+    assert [(job["arm"], job["alone"], "seed=4" in job["overrides"]) for job in checks] == [
+        ("check_bs32_as_is", True, True), ("check_bs8_as_is", True, True)]
+    check = found.checks[0]
+    times = found.answer.best.times
+    assert check.predicted == pytest.approx(float(np.exp(np.log(times).mean())))
+    assert check.interval.level == 0.95 and check.interval.n == 3 and check.interval.method == "new-run prediction t"
+    assert check.inside and check.within and not check.fails and "uncertain" not in found.headline
+    assert found.as_json()["uncertain"] is False and found.as_json()["answer_checked"] is True
+
+
+def test_a_check_that_misses_the_target_makes_the_time_uncertain(tmp_path):
+    """A rerun of the printed command that misses the target has no time: the headline says the time is uncertain,
+    never silent."""
+    steps = {**STEPS, "check_bs32_as_is": [None] * 5}
+    sweep = _sweep(tmp_path, steps, command=CHECKED, per_epoch=PER_EPOCH, line=False)
+    found = choice.choose(sweep_files.read(sweep))
+    check = next(c for c in found.checks if c.size == 32)
+    assert check.measured is None and check.outcome == "missed" and check.fails
+    assert found.headline.endswith("The rerun of the printed command at batch 32 on seed 4 missed the target: the time "
+                                   "is uncertain on this machine.")
+    assert "missed the target: no time to compare, so the time is uncertain." in " ".join(
+        choice.words.answer_lines(found))
+
+
+def test_when_the_answer_is_b_as_it_is_its_failing_check_still_says_uncertain(tmp_path):
+    """No larger batch beats b as it is, and its rerun takes half again its prediction: the headline that says so
+    carries the check's words too (it returned before them)."""
+    steps = {8: [400, 400, 400, 400], 32: [None] * 4, 128: [None] * 4}
+    sweep = _sweep(tmp_path, steps, command=CHECKED, per_epoch=PER_EPOCH, slow_check=1.5, line=False)
+    found = choice.choose(sweep_files.read(sweep))
+    assert found.answer.best is found.answer.base
+    assert [(c.size, c.name, c.seed) for c in found.checks] == [(8, "as_is", 4)]
+    assert found.headline.startswith("On ") and "no batch size reaches tune_acc 0.5 sooner than batch 8" in \
+        found.headline
+    assert found.headline.endswith("took 50% longer than predicted (more than the 25% the check allows): the time "
+                                   "is uncertain on this machine.")
