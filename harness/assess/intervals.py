@@ -163,6 +163,8 @@ class Ratio:
     value: float
     interval: Interval
     left_out: tuple[int, ...] = ()
+    seeds_to_show: int | None = None  # where the interval reaches 1: about how many seeds would put it wholly on
+    # the side of 1 its value lies on, were their mean and spread these (None: shown already, or no estimate)
 
 
 def paired_ratio(top, bottom, level: float = LEVEL, comparisons: int = 1) -> Ratio:
@@ -182,9 +184,11 @@ def paired_ratio(top, bottom, level: float = LEVEL, comparisons: int = 1) -> Rat
     value = float(np.exp(logs.mean()))
     if len(logs) < 2:
         return Ratio(value, Interval(value, value, None, 1, "none"), left_out)
-    low, high = t_interval(logs, 1 - (1 - level) / comparisons)
+    each = 1 - (1 - level) / comparisons
+    low, high = t_interval(logs, each)
+    needed = seeds_to_show(logs, 0.0, each) if low <= 0.0 <= high and logs.std(ddof=1) > 0 else None
     return Ratio(value, Interval(float(np.exp(low)), float(np.exp(high)), level, len(logs), "log-ratio t",
-                                 comparisons), left_out)
+                                 comparisons), left_out, needed)
 
 
 def bootstrap_interval(draws, units: int, level: float = LEVEL) -> Interval:

@@ -23,6 +23,7 @@ from harness.store.run_files import DONE
 from harness.studies import registry
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"  # the page's own: report.html.j2
+QUESTION = "does a larger batch give lower validation accuracy?"  # the page's title, unless its study asks its own
 SIMULATED_NOTE = (
     "Simulated devices (simulate_devices=true) split one CPU into logical devices that share the same cores: "
     "the data-parallel code path (MirroredStrategy, or DataParallel on JAX) really runs, but their throughput says "
@@ -134,6 +135,7 @@ def _built(sweep_dir: Path):
                             findings=a.findings, generated_at=generated_at, digest=digest)
     html = summary.embed_summary(found, template.render(
         sweep_id=sweep_dir.name,
+        question=(study.question if study is not None and a.reading is not None else None) or QUESTION,
         sweep_dir=str(sweep_dir),
         sweep_dir_abs=shlex.quote(str(Path(sweep_dir).resolve())),
         generated_at=generated_at,

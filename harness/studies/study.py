@@ -54,6 +54,8 @@ class Study:
     # its next step runs one change at a time on the verdict's setting, b against B: the page names it among the
     # runs that can tell what caused a drop, which the probes measured beside it cannot
     one_change: bool = False
+    question: str | None = None  # the page's title where its reading stands in the verdict's place (None: the main
+    # job's, "does a larger batch give lower validation accuracy?")
 
     # planning, in harness.config (no backend, no Hydra)
     def settings(self, node: dict[str, Any] | None) -> Any:

@@ -133,3 +133,18 @@ def test_one_seed_claims_nothing_and_a_missed_slower_side_is_left_out_and_said()
 def _level(bounds, level=0.95):
     low, high = bounds
     return intervals.Interval(low, high, level, 0, "t")
+
+
+def test_a_ratio_one_of_k_holds_its_level_together_and_says_how_many_seeds_would_show_it():
+    """With comparisons=k each interval is the t-interval at 1 - 5%/k (Bonferroni), labelled as one of k; where it
+    reaches 1 the ratio says about how many seeds at this spread would put it above 1."""
+    top, bottom = np.array([2.2, 1.9, 2.6]), np.ones(3)
+    alone = intervals.paired_ratio(top, bottom)
+    four = intervals.paired_ratio(top, bottom, comparisons=4)
+    low, high = intervals.t_interval(np.log(top), 1 - 0.05 / 4)
+    assert (four.interval.low, four.interval.high) == pytest.approx((np.exp(low), np.exp(high)))
+    assert four.interval.level == 0.95 and four.interval.label == "95% interval, simultaneous over 4"
+    assert alone.interval.above(1.0) and alone.seeds_to_show is None
+    assert not four.interval.above(1.0) and four.seeds_to_show == intervals.seeds_to_show(np.log(top), 0.0,
+                                                                                          1 - 0.05 / 4)
+    assert 3 < four.seeds_to_show < 10

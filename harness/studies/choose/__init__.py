@@ -24,6 +24,7 @@ from harness.studies.study import Study
 
 class Choose(Study):
     name = "choose"
+    question = "which batch size reaches my accuracy soonest on this machine?"
     priority = 2.5  # before scaling's (whose runs are stopped at a target too): a sweep holding a choice's plan
     reading_file = (files.CHOICE_FILE, files.write)
 

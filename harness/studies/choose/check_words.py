@@ -69,3 +69,19 @@ def check_text(check, tolerance: float) -> str:
     return said + f" ({change:+.0%}: {allowed}{band})."
 
 
+
+
+def box_text(found) -> str | None:
+    """The verdict box's line on the check: the answer's rerun against its prediction, or why there is none (None
+    before the answer)."""
+    a = found.answer
+    if a is None:
+        return None
+    own = next((c for c in found.checks if c.size == a.size and c.name == a.name), None)
+    if own is not None:
+        return check_text(own, found.check_tolerance)
+    if found.checks:
+        return unchecked_text(found).strip()
+    if not found.check:
+        return "Not rerun on a new seed (choose.check=false): the time is not checked."
+    return "The check (the printed command rerun alone on a seed of its own) has not run yet."

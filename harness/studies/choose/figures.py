@@ -47,9 +47,11 @@ def time_and_steps(found) -> Figure:
     time_ax.set(xscale="log", yscale="log", xlabel="batch size", ylabel="seconds to the target",
                 title="time to the target")
     time_ax.margins(y=0.12)  # b as it is often sits at the top
-    speed_ax.plot(sizes, [t.throughput for t in timed], "-o", color=BEST, lw=2)
-    speed_ax.set(xscale="log", yscale="log", xlabel="batch size", ylabel="training samples / second",
-                 title="throughput, alone")
+    measured = [t for t in timed if np.isfinite(t.throughput) and t.throughput > 0]  # none where every seed missed
+    speed_ax.plot([t.size for t in measured], [t.throughput for t in measured], "-o", color=BEST, lw=2)
+    speed_ax.set(xscale="log", yscale="log" if measured else "linear", xlabel="batch size",
+                 ylabel="training samples / second",
+                 title="throughput to the target, alone")
     steps = [np.nanmedian(np.where(np.isfinite(t.steps), t.steps, np.nan)) for t in timed]
     low = [np.nanmin(np.where(np.isfinite(t.steps), t.steps, np.nan)) for t in timed]
     high = [np.nanmax(np.where(np.isfinite(t.steps), t.steps, np.nan)) for t in timed]
@@ -59,7 +61,7 @@ def time_and_steps(found) -> Figure:
     steps_ax.plot(sizes, [base_steps * base.size / size for size in sizes], ":", color=BASE)
     steps_ax.set(xscale="log", yscale="log", xlabel="batch size", ylabel="steps to the target",
                  title="steps to the target")
-    for ax in (time_ax, speed_ax, steps_ax):
+    for ax in (time_ax, speed_ax, steps_ax) if measured else (time_ax, steps_ax):
         log2_axis(ax, sizes)
         ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))  # a label within any range, however short
         ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))

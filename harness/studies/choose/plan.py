@@ -9,7 +9,7 @@ each:
   command's epochs E; the target is then the lowest seed's final tune_acc less `choose.tolerance`, one every seed of
   b reached;
 - `candidates`: at every batch size, on the first seed, the command as it is and each published rule
-  (harness.config.rules, from b's setting), every run stopped the first time its tuning slice reaches the target
+  (harness.config.rules, from b's setting; at b each that changes anything there, a warm-up or precise BN), every run stopped the first time its tuning slice reaches the target
   (`target_tune_acc`) or at the cap (`choose.max_epochs`, by default 3E);
 - `grid`: at every batch size, the best candidate's learning rate x each factor of `choose.lr_grid`;
 - `confirm`: every batch size's best candidate on the other seeds, and b as it is, each run as printed and alone:
@@ -22,6 +22,7 @@ jobs and what sweep.json records out (no Hydra, no backend).
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from harness.config import batch_norm as command_batch_norm
@@ -48,9 +49,10 @@ def _check_command(kit: pairs.Pairs, settings: Settings, given: dict[str, str]) 
 
 
 def candidates(kit: pairs.Pairs, settings: Settings) -> tuple[dict[str, list[dict[str, Any]]], dict[str, str], Any]:
-    """({size: [{name, recipe, clipped}]}: the command as it is and each rule that applies, at every batch size
-    (at b only the command: every rule is the command itself there), {rule: why it does not apply}, and the model's
-    batch norm as the plan found it (None where it was not needed or cannot be known before the first run))."""
+    """({size: [{name, recipe, clipped}]}: the command as it is and each rule that applies, at every batch size, b's
+    own included wherever a rule changes anything at ratio 1 (a warm-up, precise BN: b at its best has the candidates
+    every larger batch size has), {rule: why it does not apply}, and the model's batch norm as the plan found it
+    (None where it was not needed or cannot be known before the first run))."""
     small, found = kit.small(), None
     if settings.rules:
         found = command_batch_norm.find(small)
@@ -59,16 +61,42 @@ def candidates(kit: pairs.Pairs, settings: Settings) -> tuple[dict[str, list[dic
     for size in kit.sizes:
         large = kit.configs[(size, kit.seeds[0])]
         listed = [{"name": AS_IS, "recipe": {}, "clipped": []}]
-        for name in settings.rules if size > kit.small_batch else ():
+        for name in settings.rules:
             why = rules.applies(name, large, found)
             if why is not None:
                 left_out[name] = why
                 continue
             ghost, _ = pairs.ghost_chunk(large, small)
             rule = rules.rule(name, small, large, ghost, rho)
+            if size == kit.small_batch and not changes(rule.recipe, small, rho):
+                continue  # the command itself at ratio 1: no candidate of its own
+            if any(c["recipe"] == rule.recipe for c in listed):
+                continue  # another rule's recipe here (linear and sqrt at ratio 1: the same warm-up)
             listed.append({"name": name, "recipe": rule.recipe, "clipped": rule.clipped})
         out[str(size)] = listed
     return out, left_out, found
+
+
+def changes(recipe: dict[str, Any], command: RunConfig, rho: float | None) -> bool:
+    """Whether a recipe trains otherwise than the command: a key whose value is not the one the command has in effect
+    (an optimizer's own coefficient where the command leaves it unset; b's own batch-norm momentum; a ghost batch
+    the size of the per-replica batch, which is the batch itself)."""
+    train, model = command.train, command.model
+    adam = train.optimizer in rules.ADAM_FAMILY
+    in_effect = {"lr_factor": train.lr_factor, "warmup_epochs": train.warmup_epochs, "precise_bn": train.precise_bn,
+                 "momentum": train.momentum if train.momentum is not None or not adam else
+                 rules.ADAM_DEFAULTS["beta_1"],
+                 "beta_2": train.beta_2 if train.beta_2 is not None else rules.ADAM_DEFAULTS["beta_2"],
+                 "epsilon": train.epsilon if train.epsilon is not None else rules.ADAM_DEFAULTS["epsilon"],
+                 "model.bn_momentum": model.bn_momentum if model.bn_momentum is not None else rho,
+                 "model.ghost_batch_size": model.ghost_batch_size}
+    for key, value in recipe.items():
+        if key == "model.ghost_batch_size" and value == pairs.global_batch(command) // max(command.device.gpus, 1):
+            continue
+        if key not in in_effect or in_effect[key] is None or not math.isclose(float(value), float(in_effect[key]),
+                                                                              rel_tol=1e-9):
+            return True
+    return False
 
 
 def ramp_start(small: RunConfig) -> dict[str, Any]:

@@ -74,6 +74,7 @@ class Choice:
     command: str | None = None   # the answer as a command line: its batch size and recipe on the user's command
     lr_grid: tuple[float, ...] = ()   # choose.lr_grid: a best at its edge was tuned only partly
     check_tolerance: float = 0.25     # choose.check_tolerance
+    check: bool = True                # choose.check: the printed command rerun on a seed of its own
     timing: dict[tuple[int, str], str] = field(default_factory=dict)  # (size, candidate) -> its timed run's status,
     # or TOO_FEW_CHECKS where it completed with too few checks to fit a time
     proposal: Any = None         # the ramp proposed from the curves (proposal.Proposal), once they are known
@@ -216,7 +217,7 @@ def choose(sweep: Sweep, added: bool = True) -> Choice | None:
     seeds = [*(int(s) for s in record["seeds"]), *(sweep.added_seeds() if added else [])]
     found_choice = Choice(target, note, sizes, seeds, {}, sweep.complete_rounds(),
                           recorded(record).tolerance, lr_grid=recorded(record).lr_grid,
-                          time_epochs=recorded(record).time_epochs,
+                          time_epochs=recorded(record).time_epochs, check=recorded(record).check,
                           planned={int(size): {c["name"] for c in listed}
                                    for size, listed in record["candidates"].items()})
     if "train_size" in df and df["train_size"].notna().any():

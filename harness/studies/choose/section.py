@@ -1,6 +1,7 @@
-"""+study=choose's part of the report, in the verdict's place (section.html.j2): "Which batch size?", the answer and
-its reading, every batch size's best timed alone (a table and figures.py), and every candidate's steps to the target
-by seed."""
+"""+study=choose's part of the report, in the verdict's place (section.html.j2): "Which batch size?", a verdict box of
+the answer, its command, its validation accuracy and its check; every batch size's best timed alone (a table and
+figures.py); then the reading under headings of its own (how the answer was found, every batch size, the ramps, the
+check) and every candidate's steps to the target by seed."""
 from __future__ import annotations
 
 import math
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.studies.choose import figures, words
+from harness.studies.choose import check_words, figures, words
 from harness.studies.choose.words import recipe_text, seconds
 from harness.studies.study import Section
 
@@ -17,7 +18,8 @@ FOLDER = Path(__file__).resolve().parent
 
 def sections(a) -> list[Section]:
     found = a.reading
-    context = {"choice": found, "headline": words.headline(found), "lines": words.answer_lines(found),
+    box = [line for line in (words.validation_text(found), check_words.box_text(found)) if line]
+    context = {"choice": found, "headline": words.headline(found), "box": box, "groups": words.groups(found),
                "formula": words.formula(found), "timed": timed_rows(found), "rows": rows(found),
                "time_interval": "" if found.answer is None else found.answer.base.interval.label}
     return [Section("section.html.j2", FOLDER, context, figures.figures(a), place="verdict")]

@@ -11,7 +11,6 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from harness.assess import intervals

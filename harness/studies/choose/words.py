@@ -104,6 +104,11 @@ def headline(found) -> str:
         said = (f"{where}, {candidate_text(a.best)} reaches tune_acc {found.target:g} soonest: "
                 f"{seconds(a.best.median)} against {seconds(a.base.median)} for batch {a.base.size} as it is, "
                 f"{speedup_text(a)}{own}.")
+        if not keeps_validation(found):
+            said += (f" But its validation accuracy at the target is {a.base.val_acc - a.best.val_acc:.3f} below "
+                     f"batch {a.base.size}'s ({a.best.val_acc:.3f} against {a.base.val_acc:.3f}), more than "
+                     f"choose.tolerance {found.tolerance:g}: it keeps the tuning accuracy, not the validation "
+                     "accuracy.")
     return said + check_words.uncertain_text(found) + check_words.unchecked_text(found)
 
 
@@ -128,7 +133,12 @@ def ratio_text(ratio) -> str:
     bounds = f"[{interval.low:.2g}, {interval.high:.2g}] ({interval.label}, {interval.n} seeds)"
     if interval.below(1.0):
         return f"{said} {bounds}: the interval lies below 1, so it is shown slower"
-    return f"{said} {bounds}" + ("" if interval.above(1.0) else ": the interval reaches 1, so it is not shown faster")
+    if interval.above(1.0):
+        return f"{said} {bounds}"
+    more = "" if ratio.seeds_to_show is None or ratio.seeds_to_show <= interval.n else (
+        f"; about {ratio.seeds_to_show} judging seeds at this spread would (--add-seeds "
+        f"{ratio.seeds_to_show - interval.n})")
+    return f"{said} {bounds}: the interval reaches 1, so it is not shown faster{more}"
 
 
 def seeds_line(found) -> str:
@@ -143,47 +153,67 @@ def seeds_line(found) -> str:
 
 
 def answer_lines(found) -> list[str]:
-    """What the section says under the headline: which seeds chose and judged, who is just as fast, every batch size
-    left out and why, a best at its grid's edge, validation, the rule of thumb, the check."""
+    """What the section says under the headline, in order (findings.md's lines): the validation accuracy, then
+    each group of `groups`."""
+    return [line for line in [validation_text(found)] if line] + [line for _, lines in groups(found) for line in lines]
+
+
+def groups(found) -> list[tuple[str, list[str]]]:
+    """The reading below the verdict, under headings of its own: how the answer was found (which seeds chose and
+    judged, what was cut to save runs), every batch size (who is just as fast, who was left out and why, a best at
+    its grid's edge, the rule of thumb), the ramps, the check."""
     a = found.answer
     if found.target is None or (a is None and (not found.timing or any(s in NOT_ENDED for s in found.timing.values()))):
         return []
-    lines = [seeds_line(found), *cost_lines(found)]
+    sizes = []
     if a is not None and a.just_as_fast:
-        lines.append("Not shown slower than the answer (a paired interval of their times that reaches 1): "
+        sizes.append("Not shown slower than the answer (a paired interval of their times that reaches 1): "
                      f"{'; '.join(candidate_text(t) for t in a.just_as_fast)}.")
     if a is not None and a.speedup.left_out:
         seeds = [found.judging[i] for i in a.speedup.left_out]
-        lines.append(f"Batch {a.base.size} as it is missed the target on seed {', '.join(map(str, seeds))}: the "
+        sizes.append(f"Batch {a.base.size} as it is missed the target on seed {', '.join(map(str, seeds))}: the "
                      "speed-up and its bound come from the other seeds.")
     for size, why in left_out(found).items():
-        lines.append(f"Batch {size}: {why}; not a candidate for the answer.")
+        sizes.append(f"Batch {size}: {why}; not a candidate for the answer.")
     for t in [] if a is None else a.timed:
         partly = _partly(found, t)
         if partly and t is not a.base:
-            lines.append(f"{candidate_text(t)[0].upper()}{candidate_text(t)[1:]}: {partly.strip(' ()')}; a step "
+            sizes.append(f"{candidate_text(t)[0].upper()}{candidate_text(t)[1:]}: {partly.strip(' ()')}; a step "
                          "further was not tried, so its time may be an overestimate.")
-    if a is None:
-        return lines
-    largest = max(found.sizes)
-    if a.size != largest:
-        lines.append(f"The answer is not the largest batch size ({largest}): every larger one took longer to the "
-                     "target on this machine, or missed it.")
-    if a.best is not a.base and a.best.val_acc is not None and a.base.val_acc is not None:
-        drop = a.base.val_acc - a.best.val_acc
-        tolerance = found.tolerance
-        said = (f"Validation accuracy where the target was reached: {a.best.val_acc:.3f} at batch {a.size} against "
-                f"{a.base.val_acc:.3f} at batch {a.base.size} as it is")
-        lines.append(said + (f", {drop:.3f} lower: more than the tolerance {tolerance:g}, so this answer keeps the "
-                             "tuning accuracy but not the validation accuracy." if round(drop, 6) > tolerance else "."))
-    if a.thumb is not None:
-        lines.append(f"The rule of thumb (a batch of {32} or less): {candidate_text(a.thumb)}, "
+    if a is not None and a.size != max(found.sizes):
+        sizes.append(f"The answer is not the largest batch size ({max(found.sizes)}): every larger one took longer "
+                     "to the target on this machine, or missed it.")
+    if a is not None and a.thumb is not None:
+        sizes.append(f"The rule of thumb (a batch of {32} or less): {candidate_text(a.thumb)}, "
                      f"{seconds(a.thumb.median)}" + ("." if a.thumb is a.best else
                                                      f", {a.thumb.median / a.best.median:.2g}x the answer's time."))
-    lines += ramp_lines(found)
-    for check in found.checks:
-        lines.append(check_words.check_text(check, found.check_tolerance))
-    return lines
+    out = [("How the answer was found", [seeds_line(found), *cost_lines(found)]), ("Every batch size", sizes),
+           ("Ramps", ramp_lines(found) if a is not None else []),
+           ("The check", [check_words.check_text(c, found.check_tolerance) for c in found.checks])]
+    return [(heading, lines) for heading, lines in out if lines]
+
+
+def validation_text(found) -> str | None:
+    """The answer's validation accuracy where it reached the target beside b's as it is, and whether it is lower by
+    more than choose.tolerance (None without both)."""
+    a = found.answer
+    if a is None or a.best is a.base or a.best.val_acc is None or a.base.val_acc is None:
+        return None
+    said = (f"Validation accuracy where the target was reached: {a.best.val_acc:.3f} at batch {a.size} against "
+            f"{a.base.val_acc:.3f} at batch {a.base.size} as it is")
+    if not keeps_validation(found):
+        return said + (f", {a.base.val_acc - a.best.val_acc:.3f} lower: more than the tolerance {found.tolerance:g}, "
+                       "so this answer keeps the tuning accuracy but not the validation accuracy.")
+    return said + f" (within choose.tolerance {found.tolerance:g})."
+
+
+def keeps_validation(found) -> bool:
+    """The answer's validation accuracy at the target is not below b's as it is by more than choose.tolerance (true
+    where either is unknown, or the answer is b)."""
+    a = found.answer
+    if a is None or a.best is a.base or a.best.val_acc is None or a.base.val_acc is None:
+        return True
+    return round(a.base.val_acc - a.best.val_acc, 6) <= found.tolerance
 
 
 def cost_lines(found) -> list[str]:

@@ -34,7 +34,8 @@ def _write(sweep, job, steps, size, val_acc=0.5, rate=RATE, per_epoch=None, betw
         checks = [[int(s), round(slow * (one_time + per_step * int(s)), 4)] for s in np.linspace(5, last, 12).round()]
     (sweep / job / "target.json").write_text(json.dumps({
         "target_tune_acc": 0.5, "steps_to_target": None if steps is None else checks[-1][0],
-        "samples_to_target": None, "target_resolution": 0.05, "target_checks": len(checks),
+        "samples_to_target": None if steps is None else checks[-1][0] * size, "target_resolution": 0.05,
+        "target_checks": len(checks),
         "seconds_to_target": None if steps is None else checks[-1][1], "check_seconds": 0.1, "check_times": checks,
         "between_epochs_seconds": checks[-1][2] if per_epoch else 0.0,
         "target_check": "epoch" if per_epoch else "steps", "steps_per_epoch": per_epoch or 100,
@@ -140,7 +141,7 @@ def test_a_candidate_that_wins_only_on_the_seed_that_chose_it_is_not_called_fast
     assert a.speedup.interval.low < 1 < a.speedup.interval.high
     assert "the interval reaches 1, so it is not shown faster" in found.headline
     lines = choice.words.answer_lines(found)
-    assert lines[0].startswith("Seed 0 chose each batch size's candidate; seeds 1, 2 judged them")
+    assert any(line.startswith("Seed 0 chose each batch size's candidate; seeds 1, 2 judged them") for line in lines)
     assert "Batch 128: no candidate reached the target on seed 0, the seed that chooses; not a candidate for the " \
            "answer." in lines
     written = found.as_json()
@@ -345,3 +346,37 @@ def test_when_the_answer_is_b_as_it_is_its_failing_check_still_says_uncertain(tm
         found.headline
     assert found.headline.endswith("took 50% longer than predicted (more than the 25% the check allows): the time "
                                    "is uncertain on this machine.")
+
+
+def test_an_answer_that_loses_validation_accuracy_says_so_in_its_headline(tmp_path):
+    """Batch 32 reaches the tuning target soonest but validates 0.1 below batch 8 as it is (choose.tolerance 0.01):
+    the headline says so beside the speed-up, not only a line further down; within the tolerance it says nothing."""
+    sweep = _sweep(tmp_path / "a", val={8: 0.6, 32: 0.5}, command=CHECKED, per_epoch=PER_EPOCH, line=False)
+    found = choice.choose(sweep_files.read(sweep))
+    assert found.answer.size == 32
+    assert ("But its validation accuracy at the target is 0.100 below batch 8's (0.500 against 0.600), more than "
+            "choose.tolerance 0.01: it keeps the tuning accuracy, not the validation accuracy.") in found.headline
+    kept = choice.choose(sweep_files.read(_sweep(tmp_path / "b", val={8: 0.505, 32: 0.5}, command=CHECKED,
+                                                 per_epoch=PER_EPOCH, line=False)))
+    assert "validation accuracy" not in kept.headline
+    assert "(within choose.tolerance 0.01)" in choice.words.validation_text(kept)
+
+
+def test_the_page_asks_the_studys_question_and_its_verdict_box_holds_five_lines_at_most(tmp_path):
+    """The page's title is the study's own question; the verdict box holds the answer with its speed-ups, the
+    printed command, the validation accuracy against b's and the check; the method, the batch sizes left out, the
+    ramps and the check's detail come below, under headings of their own."""
+    from harness.report import html as report
+    from tests.helpers import page
+
+    sweep = _sweep(tmp_path, command=CHECKED, per_epoch=PER_EPOCH, line=False)
+    parsed = page.parse(report.build_report(sweep))
+    assert page.text(parsed.find("h1")).endswith(": which batch size reaches my accuracy soonest on this machine?")
+    box = parsed.find("div", id="choose")
+    items = box.find_all("li")
+    assert len(items) + len(box.find_all("pre")) + 1 <= 5  # the headline, the command and the lines
+    said = page.text(box)
+    assert "reaches tune_acc 0.5 soonest" in said and "x as fast [" in said and "python -m harness" in said
+    assert "Validation accuracy where the target was reached" in said and "Rerun alone on seed 4 as printed" in said
+    headings = [page.text(h3) for h3 in parsed.find_all("h3")]
+    assert {"How the answer was found", "Every batch size", "The check", "Every candidate"} <= set(headings)

@@ -28,8 +28,11 @@ def test_round_one_is_the_baseline_b_as_it_is_on_every_seed_and_the_candidates_a
     assert all(cfg.train.tune_fraction == 0.1 and not cfg.train.probes and cfg.train.target_tune_acc is None
                for cfg in plan.run_configs)
     names = {size: [c["name"] for c in listed] for size, listed in record["candidates"].items()}
-    assert names == {"8": ["as_is"], "32": ["as_is", "linear", "sqrt", "adam_sde"],
+    assert names == {"8": ["as_is", "linear"], "32": ["as_is", "linear", "sqrt", "adam_sde"],
                      "128": ["as_is", "linear", "sqrt", "adam_sde"]}  # convnet without batch norm: no precise_bn
+    # at b, each rule that changes anything at ratio 1: the linear rule's warm-up (sqrt's is the same recipe there,
+    # adam_sde's coefficients are Adam's own): b at its best has what every larger batch size has
+    assert record["candidates"]["8"][1]["recipe"] == {"lr_factor": 1.0, "warmup_epochs": 0.8}
     assert record["rules_left_out"] == {"precise_bn": "a model with batch norm, and this one has none"}
     linear = record["candidates"]["128"][1]["recipe"]
     assert linear == {"lr_factor": 16.0, "warmup_epochs": 0.8}  # x 128/8, warm-up min(5, E/5)
@@ -38,10 +41,10 @@ def test_round_one_is_the_baseline_b_as_it_is_on_every_seed_and_the_candidates_a
 def test_a_target_given_skips_the_baseline():
     plan = _plan("batch_size=8,64", "epochs=2", "seed=0,1", "choose.target=0.5")
     jobs = [" ".join(job) for job in plan.jobs]
-    assert len(jobs) == 1 + 4 and all("target_tune_acc=0.5" in job and "epochs=6" in job for job in jobs)
+    assert len(jobs) == 2 + 4 and all("target_tune_acc=0.5" in job and "epochs=6" in job for job in jobs)
     assert all(job.count("seed=0") == 1 for job in jobs)  # the candidates run on the first seed only
     assert sorted(plan.study["choose"]["arms"].values()) == ["bs64_adam_sde", "bs64_as_is", "bs64_linear",
-                                                            "bs64_sqrt", "bs8_as_is"]
+                                                            "bs64_sqrt", "bs8_as_is", "bs8_linear"]
 
 
 def _target(sweep, job: str, steps, stopped_at: int | None = None):
@@ -70,10 +73,12 @@ def test_the_rounds_go_from_the_baseline_to_the_confirmation_of_each_batch_size_
                                                                     for job in candidates]
     found = choice.choose(sweep_files.read(sweep))
     assert found.target == 0.57 and "0.58" in found.target_note
-    assert [job.arm for job in candidates] == ["bs8_as_is", "bs64_as_is", "bs64_linear", "bs64_sqrt", "bs64_adam_sde"]
+    assert [job.arm for job in candidates] == ["bs8_as_is", "bs8_linear", "bs64_as_is", "bs64_linear", "bs64_sqrt",
+                                               "bs64_adam_sde"]
     assert all("target_tune_acc=0.57" in job.overrides and "epochs=6" in job.overrides for job in candidates)
-    # at 64 the linear rule is fastest but for one thing: the command as it is missed the target
-    for job, steps in zip(candidates, [300, None, 40, 60, 50]):
+    # at 64 the linear rule is fastest but for one thing: the command as it is missed the target; at 8 the linear
+    # rule's warm-up costs steps
+    for job, steps in zip(candidates, [300, 320, None, 40, 60, 50]):
         _target(sweep, job.job, steps)
     grid = next_round(sweep, 2)
     assert [job.arm for job in grid] == ["bs8_as_is_x0.5", "bs8_as_is_x2", "bs64_linear_x0.5", "bs64_linear_x2"]
@@ -112,7 +117,7 @@ def test_with_no_tolerance_the_target_is_one_every_seed_of_b_reached_and_the_cap
     assert found.target == 0.8742 and found.cap_samples == 4 * found.b_samples
     assert found.target_note.endswith("less choose.tolerance 0 (cut to 0.8742, which every seed reached)")
     assert all("target_tune_acc=0.8742" in job.overrides for job in candidates)
-    assert [_limit(job) for job in candidates] == [None] + [found.cap_samples] * 4
+    assert [_limit(job) for job in candidates] == [None] + [found.cap_samples] * 5
 
 
 def test_grid_points_are_raced_against_their_leader_and_every_run_but_b_as_it_is_is_capped(tmp_path):
@@ -126,8 +131,8 @@ def test_grid_points_are_raced_against_their_leader_and_every_run_but_b_as_it_is
     candidates = next_round(sweep, 1)
     found = choice.choose(sweep_files.read(sweep))
     assert found.b_samples == 2 * found.train_size and found.cap_samples == 4 * found.b_samples  # reached at epoch 2
-    assert [_limit(job) for job in candidates] == [None] + [found.cap_samples] * 4  # b as it is: never capped
-    for job, steps in zip(candidates, [300, None, 40, 60, 50]):
+    assert [_limit(job) for job in candidates] == [None] + [found.cap_samples] * 5  # b as it is: never capped
+    for job, steps in zip(candidates, [300, 320, None, 40, 60, 50]):
         _target(sweep, job.job, steps)
     grid = next_round(sweep, 2)
     # batch 8's leader (as it is) reached at 2400 samples, batch 64's (linear) at 320: each grid point stops 25% past
