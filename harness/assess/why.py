@@ -9,8 +9,10 @@ The training side (probes=true) writes three things, read here without TensorFlo
   (Keskar et al. 2017, Fig. 3).
 
 Sentences compare the smallest and the largest batch size of each facet, averaged over seeds. A sharpness
-difference is claimed with a Welch t-test (level ALPHA) when both sides have two or more seeds, and with the
-ratio SINGLE_SEED_RATIO otherwise, which is said to be indicative only.
+difference is a ratio of the two minima's top Hessian eigenvalues with its interval on the log scale (Welch's, on
+the seeds' log eigenvalues, at 1 - ALPHA: tests/assess/test_why.py checks its coverage at 3 seeds), claimed where
+the interval excludes 1 when both sides have two or more seeds, and with the ratio SINGLE_SEED_RATIO otherwise,
+which is said to be indicative only.
 """
 from __future__ import annotations
 
@@ -18,10 +20,11 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from harness.assess.analysis import BATCH, facet_order
-from harness.assess.intervals import welch_p
+from harness.assess.intervals import welch_interval
 from harness.assess.sweep import Sweep
 from harness.probes import curvature
 from harness.store import probes_file
@@ -35,7 +38,7 @@ INTERPOLATION_COLUMNS = ["pair", "small_run", "small_batch", "large_batch", "alp
 # Smoothing of tr(Σ) and |G|² across a run's epochs, each on its own, as gpt-neox does across steps (β = 0.99
 # there, over thousands of steps; one estimate per epoch here, so the memory is a couple of epochs).
 EMA_BETA = 0.5
-ALPHA = 0.05               # level of the Welch t-test on the top Hessian eigenvalue
+ALPHA = 0.05               # 1 - the level of the eigenvalues' ratio interval
 SINGLE_SEED_RATIO = 1.5    # with one seed a side: a ratio at least this large (or its inverse) is a difference
 NO_PROBES = ("No probe measurements in this sweep ({why}): run it with probes=true to see the sharpness of each "
              "minimum, the gradient noise scale and the distance each batch size travelled.")
@@ -210,14 +213,17 @@ def sharpness_sentence(probes: pd.DataFrame) -> str | None:
     numbers = f"top Hessian eigenvalue {number(eig_l)} vs {number(eig_s)}"
     if small["sharpness"].notna().any() and large["sharpness"].notna().any():
         numbers += f"; sharpness {number(large['sharpness'].mean())} vs {number(small['sharpness'].mean())}"
-    if min(eig_s, eig_l) <= 0:  # a saddle or a maximum: a ratio means nothing
+    if min(small["hessian_top_eigenvalue"].min(), large["hessian_top_eigenvalue"].min()) <= 0:  # a saddle or a
+        # maximum: a ratio means nothing
         return f"The top Hessian eigenvalues are not both positive ({numbers}), so they are not compared as a ratio."
     n_small, n_large = len(small), len(large)
     ratio = eig_l / eig_s
     if min(n_small, n_large) >= 2:
-        p = welch_p(large["hessian_top_eigenvalue"].to_numpy(), small["hessian_top_eigenvalue"].to_numpy())
-        differs = p < ALPHA
-        evidence = f"Welch p = {p:.2g} over seeds, n = {n_large} and {n_small}"
+        ratio, low, high = eigenvalue_ratio(large["hessian_top_eigenvalue"].to_numpy(),
+                                            small["hessian_top_eigenvalue"].to_numpy())
+        differs = not low <= 1.0 <= high
+        evidence = (f"{100 * (1 - ALPHA):.0f}% interval of the ratio [{low:.2g}, {high:.2g}], on the log scale over "
+                    f"seeds, n = {n_large} and {n_small}")
     else:
         differs = not 1 / SINGLE_SEED_RATIO < ratio < SINGLE_SEED_RATIO
         where = "per batch size" if n_small == n_large else f"at batch {sizes[-1] if n_large == 1 else sizes[0]}"
@@ -229,6 +235,14 @@ def sharpness_sentence(probes: pd.DataFrame) -> str | None:
     kind, times = ("sharper", ratio) if ratio > 1 else ("flatter", 1 / ratio)
     return (f"The batch-{sizes[-1]} minimum is {times:.2g}x {kind} than batch-{sizes[0]}'s ({numbers}; "
             f"{evidence}).")
+
+
+def eigenvalue_ratio(large, small) -> tuple[float, float, float]:
+    """(the ratio of the geometric means of two groups of positive values, its 1 - ALPHA interval): Welch's interval
+    of the difference of their mean logs, back on the ratio scale."""
+    logs_large, logs_small = np.log(np.asarray(large, dtype=float)), np.log(np.asarray(small, dtype=float))
+    low, high = welch_interval(logs_large, logs_small, 1 - ALPHA)
+    return float(np.exp(logs_large.mean() - logs_small.mean())), float(np.exp(low)), float(np.exp(high))
 
 
 def noise_scale_sentence(epochs: pd.DataFrame) -> str | None:

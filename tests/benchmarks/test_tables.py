@@ -25,7 +25,7 @@ from benchmarks import (
     diagnose_matrix,
 )
 
-SCRIPTS = ["bench_backends", "bench_data_checks", "bench_floor", "bench_gpu_share", "bench_plan", "bench_precise_bn",
+SCRIPTS = ["bench_backends", "calibration", "bench_data_checks", "bench_floor", "bench_gpu_share", "bench_plan", "bench_precise_bn",
            "bench_probes", "bench_ramp", "bench_recipes", "smith",
            "bench_report",
            "bench_speed", "bench_sweep", "bench_tracking", "diagnose_matrix", "recover_matrix", "study_cost"]
@@ -383,3 +383,25 @@ def test_smith_table_pairs_the_seeds_and_says_what_the_paired_interval_shows():
                                                                            "interval holds 0.")
     above = smith.table(decaying, decaying.assign(val_acc=decaying["val_acc"] + [0.02, 0.03, 0.025]), [], [])
     assert above.endswith("Smith's ramp reached a higher val_acc: the paired interval lies above 0.")
+
+
+def test_calibration_counts_the_reruns_inside_their_stated_interval_and_pairs_the_speed_up_by_seed():
+    """A rerun that missed is never inside; the speed-up of the reruns is the geometric mean of b's over the answer's
+    on the same seed (2 and 8 on two seeds: 4x, where the mean of the ratios of means would read 5x)."""
+    from benchmarks import calibration
+
+    band = {"low": 0.5, "high": 2.0, "center": 1.0, "level": 0.95, "n": 3}
+    case = {"case": "one", "speedup": {"value": 3.0, "low": 2.0, "high": 5.0, "n": 3}, "runs": [
+        {"which": "answer", "seed": 5, "seconds": 1.0, **band}, {"which": "answer", "seed": 6, "seconds": 0.5, **band},
+        {"which": "b as it is", "seed": 5, "seconds": 2.0, **band},
+        {"which": "b as it is", "seed": 6, "seconds": 4.0, **band}]}
+    missed = {"case": "two", "speedup": {"value": 2.0, "low": 0.5, "high": 9.0, "n": 3}, "runs": [
+        {"which": "answer", "seed": 5, "seconds": None, **band}, {"which": "b as it is", "seed": 5, "seconds": 1.2,
+                                                                  **band}]}
+    text = calibration.table([case, missed])
+    assert "| one | answer | 5 | 1 | 1 | +0% | [0.5, 2] | yes |" in text
+    assert "| one | b as it is | 6 | 4 | 1 | +300% | [0.5, 2] | no |" in text
+    assert "| two | answer | 5 | missed | 1 |  | [0.5, 2] | no |" in text
+    assert "**4 of 6 reruns** landed inside their stated 95% prediction interval." in text
+    assert "| one | 4x | 3x | [2, 5] (3 seeds) | yes |" in text  # sqrt(2 x 8)
+    assert "| two | a rerun missed | 2x | [0.5, 9] (3 seeds) | no |" in text

@@ -73,10 +73,14 @@ def test_sigterm_mid_sweep_records_interrupted_writes_a_report_and_the_same_comm
 STRESS = [*TINY, "batch_size=16,32", "epochs=5"]  # two runs at once, the probes and the report at the end
 
 
+TRIES = 30  # commands started, each sent SIGTERM at a random moment unless it ended before it
+SENT_FLOOR, EXIT_FLOOR, INTERRUPTED_FLOOR = 20, 10, 5  # at least this many delivered, exits 143, runs interrupted
+
+
 def test_thirty_sigterms_at_random_moments_each_leave_interrupted_runs_that_resume_to_an_uninterrupted_sweep(
         tmp_path):
-    """SIGTERM (what SLURM's preemption, scancel and `timeout` send) 30 times, each after a random delay from the
-    command's start, so that it lands in Python's and TensorFlow's import, a compile, an epoch, a checkpoint, the
+    """SIGTERM (what SLURM's preemption, scancel and `timeout` send) to 30 commands, each after a random delay from
+    the command's start, so that it lands in Python's and TensorFlow's import, a compile, an epoch, a checkpoint, the
     end-of-run probes or the report: each time the command exits 143 (0 where it had finished; killed by the signal
     where it came before Python had set the handlers, with nothing run), every run it had
     started and not ended is `interrupted` (never failed, never left running) and no process of it is left; the
@@ -90,22 +94,26 @@ def test_thirty_sigterms_at_random_moments_each_leave_interrupted_runs_that_resu
     reference = tmp_path / "reference"
     done = run_harness(*STRESS, f"hydra.sweep.dir={reference}", "-m", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
-    draw, signals, sweeps, completed = random.Random(80), 0, 0, []
-    while signals < 30:
+    draw, tries, sweeps, completed = random.Random(80), 0, 0, []
+    sent, exits, interrupted = 0, [], 0  # signals delivered, the commands' exit codes, runs recorded interrupted
+    while tries < TRIES:
         sweep = tmp_path / f"sweep-{sweeps}"
         command = [sys.executable, "-m", "harness", *STRESS, f"hydra.sweep.dir={sweep}", "-m"]
-        while signals < 30:
+        while tries < TRIES:
             proc = subprocess.Popen(command, cwd=tmp_path, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             try:  # a command that ends before its moment has nothing left to stop: the next one starts at once
                 _, err = proc.communicate(timeout=draw.uniform(0.3, 6.0))
             except subprocess.TimeoutExpired:  # still running at its moment (its output so far is kept)
                 proc.send_signal(signal.SIGTERM)
+                sent += 1
                 _, err = proc.communicate(timeout=180)
-            signals += 1
+            tries += 1
+            exits.append(proc.returncode)
             # 143: the handlers ran; -15: the signal came before they were set (Python's start), nothing had run
             assert proc.returncode in (0, 143, -signal.SIGTERM), err[-3000:]
             statuses = [record(run)["status"] for run in sorted(sweep.glob("[0-9]*")) if (run / "run.json").exists()]
             assert set(statuses) <= {"completed", "interrupted"}, (statuses, err[-3000:])
+            interrupted += statuses.count("interrupted")
             assert not harness_processes(str(sweep)), err[-3000:]  # no run process left behind
             if proc.returncode == 0 and statuses == ["completed", "completed"]:
                 break
@@ -120,7 +128,10 @@ def test_thirty_sigterms_at_random_moments_each_leave_interrupted_runs_that_resu
             pd.testing.assert_frame_equal(metrics(sweep / job), metrics(reference / job), check_exact=True)
         completed.append(sweep)
         sweeps += 1
-    assert signals == 30 and completed
+    # what was stressed, counted, not assumed: most tries delivered a signal, many stopped a command mid-way (143)
+    # and left runs recorded interrupted, which the next command resumed
+    assert completed and sent >= SENT_FLOOR and exits.count(143) >= EXIT_FLOOR and interrupted >= INTERRUPTED_FLOOR, \
+        (sent, exits, interrupted)
 
 
 def test_sigterm_to_a_single_run_records_it_interrupted(tmp_path):

@@ -14,7 +14,9 @@ their next steps (the studies that offer one), not from names typed into the pag
 target adds target.json's seconds_to_target and check_seconds to the results table (empty here: no run had a
 target), and the main job's verdict names +study=choose's command beside diagnose's and recover's; issue 78 adds
 recovery.json's chose and judged (an old sweep's verdict paired the seeds that chose: both [0, 1]) and states the
-symmetric verdict's rule under the recovery's table, over the seeds that judged."""
+symmetric verdict's rule under the recovery's table, over the seeds that judged; issue 88 states the minima's
+sharpness as a ratio with its 95% interval on the log scale (was a Welch p on the difference) and adds
+recovery.json's left_out (the judging seeds the verdict could not pair: none here)."""
 import io
 import json
 import shutil

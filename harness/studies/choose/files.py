@@ -21,7 +21,8 @@ FIELDS = {
              "line only; prediction: where a rerun on a new seed should fall)",
     "seeds": "the seeds that judged (every seed but the one that chose), in the order of each size's steps and times",
     "chose": "the seed that chose each batch size's candidate (its steps and times are not in any comparison)",
-    "answer": "{batch, candidate, recipe, command, speedup {value, low, high, level, n, method, left_out}, "
+    "answer": "{batch, candidate, recipe, command, base_command (b as it is, printed the same way), speedup {value, low, "
+              "high, level, n, method, left_out}, "
               "own_speedup {candidate, value, low, high, level, n, method}}: the least median time among the batch "
               "sizes that reached the target on every judging seed; b as it is's time over its, paired by seed "
               "(left_out: seeds where b missed), and b at its own best's (null where that is b as it is or the "
@@ -81,6 +82,7 @@ def values(found) -> dict[str, Any]:
             "chose": found.choosing,
             "answer": None if a is None else {
                 "batch": a.size, "candidate": a.name, "recipe": a.recipe, "command": found.command,
+                "base_command": found.base_command,
                 "speedup": {"value": _number(a.speedup.value), **a.speedup.interval.as_json(),
                             "left_out": [found.judging[i] for i in a.speedup.left_out]},
                 "own_speedup": None if a.own_speedup is None else {

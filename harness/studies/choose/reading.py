@@ -72,6 +72,7 @@ class Choice:
     checks: list[Check] = field(default_factory=list)
     answer: answer_of.Answer | None = None
     command: str | None = None   # the answer as a command line: its batch size and recipe on the user's command
+    base_command: str | None = None  # b as it is, as the same command line (what the speed-up is over)
     lr_grid: tuple[float, ...] = ()   # choose.lr_grid: a best at its edge was tuned only partly
     check_tolerance: float = 0.25     # choose.check_tolerance
     check: bool = True                # choose.check: the printed command rerun on a seed of its own

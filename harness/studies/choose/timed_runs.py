@@ -68,6 +68,8 @@ def read(sweep: Sweep, found, jobs: dict[str, str], timed: pd.DataFrame) -> None
     job = found.answer.best.candidate.jobs.get(found.judging[0])
     found.machine = machine(records.get(job, {}))
     found.command = printed(sweep, job, found)
+    base = found.answer.base
+    found.base_command = printed(sweep, base.candidate.jobs.get(found.judging[0]), found, base)
     for job, name in jobs.items():
         if not name.startswith(CHECK):
             continue
@@ -199,14 +201,15 @@ NOT_PRINTED = ("study=", "seed=", "hydra.", "choose.", "target_max_samples=")  #
 # timed run's stop after its line's checks): not the user's command
 
 
-def printed(sweep: Sweep, job: str | None, found) -> str:
-    """The answer as a command line: the overrides its timed run (`job`) ran with, less the study's own, and what
-    the study's config set for every run (the tuning slice the target is read on, probes off)."""
-    answer = found.answer
+def printed(sweep: Sweep, job: str | None, found, timed=None) -> str:
+    """A timed candidate as a command line (`timed`: an answer_of.Timed, by default the answer): the overrides its
+    timed run (`job`) ran with, less the study's own, and what the study's config set for every run (the tuning
+    slice the target is read on, probes off)."""
+    timed = timed or found.answer.best
     overrides = next((list(r.get("overrides") or []) for r in sweep.records if str(r["job"]) == job), None)
     if overrides is None:  # not run yet: as the plan would run it
-        point = point_jobs((sweep.plan or {})["choose"])[(answer.size, found.seeds[0])]
-        overrides = with_recipe(point, answer.recipe)
+        point = point_jobs((sweep.plan or {})["choose"])[(timed.size, found.seeds[0])]
+        overrides = with_recipe(point, timed.candidate.recipe)
     kept = [o for o in overrides if not o.lstrip("+~").startswith(NOT_PRINTED)]
     config = (sweep.records[0].get("config") or {}) if sweep.records else {}
     study_set = with_recipe(kept, {"tune_fraction": config.get("tune_fraction"), "probes": "false"})

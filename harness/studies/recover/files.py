@@ -17,6 +17,8 @@ FIELDS = {
     "chose": "the seeds that chose the recipe: the search's (the first) and the confirmation's",
     "judged": "the seeds the verdict pairs: recover.judge fresh ones, run for the purpose (an older sweep's: those "
               "that chose)",
+    "left_out": "{seed: whose run}: a judging seed the verdict could not pair, and whose run there has no final "
+                "validation accuracy (not finished, failed or diverged)",
     "headline": "the reading in words",
     "drop": "{value, low, high}: v(b) - v(B) as they are on validation, mean over paired seeds, 95% interval",
     "reference": "{b, B}: tune_acc of b and of B as they are, at the search's seed",
@@ -75,7 +77,7 @@ def values(r) -> dict[str, Any]:
                                              "high": None if drop is None else drop.high},
             "reference": r.reference, "trials": trials,
             "best": r.best, "command": r.command, "notes": r.notes, "rounds": r.rounds, "chose": r.seeds,
-            "judged": r.judged,
+            "judged": r.judged, "left_out": {str(seed): whose for seed, whose in r.left_out.items()},
             "confirmed": [{"trial": k, "tune_acc": tune, "seeds": n} for k, tune, n in r.confirmed],
             "small_trials": [{"trial": t.number, "recipe": t.recipe, "status": t.status, "tune_acc": t.tune_acc}
                              for t in r.small_trials],

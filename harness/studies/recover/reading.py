@@ -63,6 +63,8 @@ class Recovery:
     more_seeds: str | None = None                # undecided: the command that runs the study on the seeds it needs
     judged: list[int] = field(default_factory=list)  # the seeds the verdict pairs: fresh ones (recover.judge), never
     # one that chose the recipe, and those added later (--add-seeds); an older sweep's, the seeds that chose
+    left_out: dict[int, str] = field(default_factory=dict)  # a judging seed the verdict could not pair -> whose
+    # run there has no final validation accuracy (not finished, failed or diverged)
     planned_verdict: Verdict | None = None       # the verdict on the seeds the study judged on, none added: what
     # plans the budget, so that a resume after seeds were added plans the study's rounds as before
 
@@ -174,9 +176,10 @@ def _judge(sweep: Sweep, found: Recovery, df: pd.DataFrame, chosen: pd.DataFrame
            arm_of: dict[str, str]) -> None:
     """The verdict on the judging seeds, the seeds that would decide an undecided one, and the budget so far."""
     b = found.small_batch
-    found.verdict = _verdict(found, _val_finals(df), plan, found.judged)
+    found.verdict, found.left_out = _verdict(found, _val_finals(df), plan, found.judged)
     fresh = settings.judging_seeds(plan) if judging_rounds(plan) else found.judged
-    found.planned_verdict = found.verdict if fresh == found.judged else _verdict(found, _val_finals(df), plan, fresh)
+    found.planned_verdict = found.verdict if fresh == found.judged else \
+        _verdict(found, _val_finals(df), plan, fresh)[0]
     if found.verdict is not None and found.verdict.kind == recovery_verdict.UNDECIDED:
         found.more_seeds = commands.add_seeds(sweep.folder, len(found.judged), found.verdict.seeds_needed) \
             if judging_rounds(plan) else commands.more_seeds(sweep, plan["seeds"], found.verdict.seeds_needed)
@@ -207,20 +210,28 @@ def _confirmed(chosen: pd.DataFrame, confirming: list[str], prefix: str, trials:
     return confirmed, choice.simplest(candidates, trials, tolerance)
 
 
-def _verdict(r: Recovery, finals: pd.DataFrame, plan: dict[str, Any], seeds: list[int]) -> Verdict | None:
-    """The verdict on validation over the judging `seeds` where b, B as it is and the recipe all finished."""
+def _verdict(r: Recovery, finals: pd.DataFrame, plan: dict[str, Any],
+             seeds: list[int]) -> tuple[Verdict | None, dict[int, str]]:
+    """The verdict on validation over the judging `seeds` where b, B as it is and the recipe all finished, and each
+    seed left out with whose run there has no final val_acc."""
     arm = f"trial_{r.recipe}"
     finals = finals[finals["seed"].isin(seeds)]
     small = r.small_arm or str(r.small_batch)  # b's own recipe where b got the search, else b as it is
     rows = finals[finals["arm"].isin([arm, r.small_arm]) | ((finals["arm"] == AS_IS) & finals[BATCH].isin(
         [r.small_batch, r.large_batch]))]
-    table = rows.assign(column=rows["arm"].where(rows["arm"] != AS_IS, rows[BATCH].map(str))).pivot_table(
-        index="seed", columns="column", values="val_acc", aggfunc="first").dropna()
+    whole = rows.assign(column=rows["arm"].where(rows["arm"] != AS_IS, rows[BATCH].map(str))).pivot_table(
+        index="seed", columns="column", values="val_acc", aggfunc="first")
     names = [small, str(r.large_batch), arm]
-    if table.empty or not all(name in table for name in names):
-        return None
+    whole = whole.reindex(index=sorted(set(seeds)), columns=names)
+    table = whole.dropna()
+    words = {small: f"batch {r.small_batch} with its recipe" if r.small_arm else f"batch {r.small_batch} as it is",
+             str(r.large_batch): f"batch {r.large_batch} as it is", arm: f"the recipe ({arm.replace('_', ' ')})"}
+    left_out = {int(seed): ", ".join(words[name] for name in names if pd.isna(whole.loc[seed, name]))
+                for seed in whole.index if seed not in table.index}
+    if table.empty:
+        return None, left_out
     tolerance = settings.recorded(plan).tolerance
-    return recovery_verdict.judge(*(table[name].to_numpy() for name in names), tolerance)
+    return recovery_verdict.judge(*(table[name].to_numpy() for name in names), tolerance), left_out
 
 
 def with_importance(found: Recovery | None) -> Recovery | None:

@@ -101,7 +101,17 @@ def _at_chance(r) -> str:
 def _verdict_headline(r) -> str:
     recipe = r.trials[r.recipe]
     opening = f"At batch {r.large_batch} and {r.epochs} epochs, {described(recipe)}"
-    return _opened(r, opening) + _nothing_better(r)
+    return _opened(r, opening) + _nothing_better(r) + left_out_text(r)
+
+
+def left_out_text(r) -> str:
+    """" Seed 5 is left out of the verdict: the recipe (trial 27) has no final validation accuracy there." for every
+    judging seed the verdict could not pair, else ""."""
+    if not r.left_out:
+        return ""
+    said = "; ".join(f"seed {seed}: {whose}" for seed, whose in sorted(r.left_out.items()))
+    return (f" Left out of the verdict, a judging seed whose runs did not all end with a validation accuracy "
+            f"(not finished, failed or diverged): {said}.")
 
 
 def _nothing_better(r) -> str:
@@ -172,7 +182,8 @@ def _shown(v: Verdict) -> str:
     gap = f"a gap of {v.gap.value:+.3f} against the tolerance {v.tolerance:g}"
     if v.indicative:
         return f", {gap}; one seed cannot show it"
-    return f", {gap}, its 95% upper bound {v.gap.high:+.3f} within it too: shown"
+    return (f", {gap}, the upper end of its 95% interval (a one-sided 97.5% bound) {v.gap.high:+.3f} within it too: "
+            "shown")
 
 
 def _budget_sentence(r) -> str:

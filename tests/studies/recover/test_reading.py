@@ -236,3 +236,27 @@ def test_a_mean_within_the_tolerance_with_a_wide_interval_is_undecided_not_recov
     assert len(budget) == 2
     rounds.next_jobs(record, _read([0.955, 0.965], [0.83, 0.84], [0.952, 0.962]), 3)  # shown: the study ends
     assert len(budget) == 2
+
+
+def test_a_judging_seed_left_out_of_the_verdict_is_named_with_whose_run_did_not_end(tmp_path):
+    """The recipe's run on a judging seed failed: the verdict pairs the other seeds, and the headline and
+    recovery.json name the seed and the run that has no final validation accuracy there (it was dropped unsaid)."""
+    from tests.helpers.sweeps import next_round
+
+    sweep = study_sweep(tmp_path / "s", "+study=recover", "batch_size=8,64", "epochs=2", "recover.trials=8",
+                        "seed=0,1", "recover.budget=false", "recover.guided=0")
+    for done in (1, 2):
+        next_round(sweep, done)
+    judged = next_round(sweep, 3)
+    recipe = next(job for job in judged if job.arm.startswith("trial_") and "seed=3" in job.overrides)
+    record = json.loads((sweep / recipe.job / "run.json").read_text())
+    (sweep / recipe.job / "run.json").write_text(json.dumps({**record, "status": "failed"}))
+    a = assess(sweep)
+    html.write_report(sweep, tmp_path / "reports")  # recovery.json beside the page
+    found = a.reading
+    trial = recipe.arm.replace("_", " ")
+    assert found.left_out == {3: f"the recipe ({trial})"} and found.verdict is not None
+    assert found.headline.endswith("Left out of the verdict, a judging seed whose runs did not all end with a "
+                                   f"validation accuracy (not finished, failed or diverged): seed 3: the recipe "
+                                   f"({trial}).")
+    assert json.loads((sweep / "recovery.json").read_text())["left_out"] == {"3": f"the recipe ({trial})"}
