@@ -233,7 +233,8 @@ def sharpness_sentence(probes: pd.DataFrame) -> str | None:
         return (f"The data do not show a sharpness difference between the batch-{sizes[-1]} and the batch-{sizes[0]} "
                 f"minimum ({numbers}; ratio {ratio:.2g}x; {evidence}).")
     kind, times = ("sharper", ratio) if ratio > 1 else ("flatter", 1 / ratio)
-    return (f"The batch-{sizes[-1]} minimum is {times:.2g}x {kind} than batch-{sizes[0]}'s ({numbers}; "
+    how = "a ratio of the seeds' geometric means; mean " if min(n_small, n_large) >= 2 else ""
+    return (f"The batch-{sizes[-1]} minimum is {times:.2g}x {kind} than batch-{sizes[0]}'s ({how}{numbers}; "
             f"{evidence}).")
 
 

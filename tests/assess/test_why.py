@@ -36,7 +36,8 @@ def test_a_clearly_sharper_large_batch_minimum_is_called_sharper_with_its_ratio(
     sweep = add_probes(batch_sweep(tmp_path / "s", {8: [0.9] * 3, 128: [0.8] * 3}), eigenvalues({8: 27, 128: 85}))
     [reading] = assess(sweep).why.readings
     sharp = reading.lines[0]
-    assert sharp.startswith("The batch-128 minimum is 3.1x sharper than batch-8's (top Hessian eigenvalue 85.5 vs "
+    assert sharp.startswith("The batch-128 minimum is 3.1x sharper than batch-8's (a ratio of the seeds' geometric "
+                            "means; mean top Hessian eigenvalue 85.5 vs "
                             "27.5; sharpness 42.8 vs 13.8; 95% interval of the ratio [")
     assert "on the log scale over seeds, n = 3 and 3" in sharp
 

@@ -74,7 +74,9 @@ STRESS = [*TINY, "batch_size=16,32", "epochs=5"]  # two runs at once, the probes
 
 
 TRIES = 30  # commands started, each sent SIGTERM at a random moment unless it ended before it
-SENT_FLOOR, EXIT_FLOOR, INTERRUPTED_FLOOR = 20, 10, 5  # at least this many delivered, exits 143, runs interrupted
+# at least this many delivered, exits 143 and runs found interrupted after a command (measured here, nothing else
+# running: 29, 24 and 50 of 30 commands)
+SENT_FLOOR, EXIT_FLOOR, INTERRUPTED_FLOOR = 20, 12, 10
 
 
 def test_thirty_sigterms_at_random_moments_each_leave_interrupted_runs_that_resume_to_an_uninterrupted_sweep(

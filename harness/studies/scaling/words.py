@@ -25,7 +25,9 @@ def headline(s) -> str:
     if noise.value is not None:
         factor = max(noise.value / fit.b_crit, fit.b_crit / noise.value)
         predicted = f"; the noise scale at the target, B_simple = {fmt(noise.value)}, is within {factor:.2g}x of it"
-    named = "" if fit.b_crit_interval is None else f" ({bootstrap_label(fit.b_crit_interval)})"
+    found = fit.b_crit_interval
+    named = "" if found is None else f" ({100 * found.level:.0f}% bootstrap interval)" if found.level is not None \
+        else f" (the bootstrap range over {found.n} seeds, too few for a stated level)"
     return (f"Critical batch size B_crit = {fmt(fit.b_crit)} {interval(fit.b_crit_interval)}{named} for tune_acc "
             f"{s.target:g} ({where}){predicted}.")
 
