@@ -70,10 +70,17 @@ def seeds_to_show(values: np.ndarray, margin: float, level: float = 0.95, most: 
     mean, spread = float(values.mean()), float(values.std(ddof=1))
     if mean == margin:
         return None
-    for n in range(2, most + 1):
-        if float(stats.t.ppf(0.5 + level / 2, n - 1)) * spread / np.sqrt(n) <= abs(margin - mean):
-            return n
-    return None
+
+    def shows(n: int) -> bool:  # the half-width t(n - 1) s / sqrt(n) falls as n grows: a binary search finds the least
+        return float(stats.t.ppf(0.5 + level / 2, n - 1)) * spread / np.sqrt(n) <= abs(margin - mean)
+
+    if not shows(most):
+        return None
+    low, high = 2, most
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if shows(middle) else (middle + 1, high)
+    return low
 
 
 # ---- the claims every study makes over seeds: an interval's stated level is its coverage ----------------------------
@@ -163,8 +170,17 @@ class Ratio:
     value: float
     interval: Interval
     left_out: tuple[int, ...] = ()
-    seeds_to_show: int | None = None  # where the interval reaches 1: about how many seeds would put it wholly on
-    # the side of 1 its value lies on, were their mean and spread these (None: shown already, or no estimate)
+    logs: tuple[float, ...] = ()  # the per-seed log ratios the interval is drawn from
+    each: float = LEVEL           # the level of this one interval (1 - (1 - level)/k among k)
+
+    @property
+    def seeds_to_show(self) -> int | None:
+        """Where the interval reaches 1: about how many seeds would put it wholly on the side of 1 its value lies
+        on, were their mean and spread these (None: shown already, or no estimate)."""
+        logs = np.asarray(self.logs)
+        if len(logs) < 2 or not self.interval.low <= 1.0 <= self.interval.high or logs.std(ddof=1) == 0:
+            return None
+        return seeds_to_show(logs, 0.0, self.each)
 
 
 def paired_ratio(top, bottom, level: float = LEVEL, comparisons: int = 1) -> Ratio:
@@ -186,9 +202,8 @@ def paired_ratio(top, bottom, level: float = LEVEL, comparisons: int = 1) -> Rat
         return Ratio(value, Interval(value, value, None, 1, "none"), left_out)
     each = 1 - (1 - level) / comparisons
     low, high = t_interval(logs, each)
-    needed = seeds_to_show(logs, 0.0, each) if low <= 0.0 <= high and logs.std(ddof=1) > 0 else None
     return Ratio(value, Interval(float(np.exp(low)), float(np.exp(high)), level, len(logs), "log-ratio t",
-                                 comparisons), left_out, needed)
+                                 comparisons), left_out, tuple(float(x) for x in logs), each)
 
 
 def bootstrap_interval(draws, units: int, level: float = LEVEL) -> Interval:
