@@ -1,14 +1,17 @@
 """What a study costs in trainings: the run-seconds (run.json's `run_seconds`, set-up to end, summed over its runs) of
-`+study=choose` and `+study=recover` on MNIST-1D, by round, on this tree's code and on the code of a git revision
-before it (a worktree first on the path: benchmarks.matrix), each command run alone, the two codes in turn.
+`+study=choose` on MNIST-1D and with `model.width=4` (a run whose epochs dominate its seconds) and `+study=recover`,
+by round, on this tree's code and on the code of a git revision before it (a worktree first on the path:
+benchmarks.matrix), each command run alone, the two codes in turn.
 
     python -m benchmarks.study_cost --before REV                 # the table, each command twice on each code
     python -m benchmarks.study_cost --before REV --update-docs   # also rewrite docs/studies.md's block
     python -m benchmarks.study_cost --smoke                      # tiny commands on this code, to check the script
 
 choose's cost is also given in its own baseline runs (round 1: batch b as the command sets it, on every seed): the
-median run-seconds over the mean of those runs. Each row says what the command answered, so that a cost is read
-beside the same answer. Nothing is asserted: the table says what it finds.
+median run-seconds over the mean of those runs, and by round, with what its timing costs: the rounds whose runs each
+run as printed, alone, in a fresh process (the confirmation on the judging seeds and the check). Each row says what
+the command answered, so that a cost is read beside the same answer. Nothing is asserted: the table says what it
+finds.
 """
 from __future__ import annotations
 
@@ -22,15 +25,18 @@ from pathlib import Path
 
 from benchmarks import doc_blocks, matrix
 
+# each case: (study, its overrides)
 COMMANDS = {
-    "choose": ("batch_size=8,32,128,512",),
-    "recover": ("batch_size=8,128", "epochs=5"),
+    "choose": ("choose", ("batch_size=8,32,128,512",)),
+    "choose, width 4": ("choose", ("batch_size=8,32,128,512", "model.width=4")),
+    "recover": ("recover", ("batch_size=8,128", "epochs=5")),
 }
 SMOKE = {
-    "choose": ("batch_size=16,64", "dataset.num_samples=600", "epochs=2", "seed=0,1", "choose.lr_grid=[]"),
-    "recover": ("batch_size=16,64", "dataset.num_samples=600", "epochs=1", "seed=0,1", "recover.trials=2",
-                "recover.confirm=1", "recover.guided=2"),
+    "choose": ("choose", ("batch_size=16,64", "dataset.num_samples=600", "epochs=2", "seed=0,1", "choose.lr_grid=[]")),
+    "recover": ("recover", ("batch_size=16,64", "dataset.num_samples=600", "epochs=1", "seed=0,1", "recover.trials=2",
+                            "recover.confirm=1", "recover.guided=2")),
 }
+TIMED = ("confirm", "check")  # choose's rounds whose runs each run as printed, alone, in a fresh process
 
 
 PARTS = ("import", "training", "evaluation")  # run.json's `timings` a round's run-seconds are split into
@@ -81,7 +87,9 @@ def answer(study: str, sweep: Path) -> str:
     return f"{found.get('verdict') or 'no verdict'}, trial {found.get('recipe_trial')}"
 
 
-def row(study: str, code: str, measured: list[dict], answers: list[str]) -> str:
+def row(case: str, code: str, measured: list[dict], answers: list[str]) -> str:
+    """The table's row of `case` (a key of COMMANDS: the study and what it adds to the study's first command)."""
+    study = case.split()[0]
     seconds = [m["seconds"] for m in measured]
     median = statistics.median(seconds)
     rounds = " + ".join(f"{statistics.median(m['rounds'].get(r, 0.0) for m in measured):.0f}"
@@ -89,7 +97,7 @@ def row(study: str, code: str, measured: list[dict], answers: list[str]) -> str:
     base = statistics.median(m["baseline"] for m in measured) if study == "choose" else None
     times = "–" if base is None else f"{median / base:.1f}x ({base:.2f} s a run)"
     epochs = statistics.median(m["epochs"] for m in measured)
-    return (f"| `+study={study}` | {code} | {measured[0]['runs']} | {epochs:.0f} | {median:.0f} s "
+    return (f"| `+study={case}` | {code} | {measured[0]['runs']} | {epochs:.0f} | {median:.0f} s "
             f"({', '.join(f'{s:.0f}' for s in seconds)}) | {rounds} | {times} | {'; '.join(sorted(set(answers)))} |")
 
 
@@ -98,10 +106,10 @@ WHERE_HEADER = ("| round | runs | run-seconds | of which: importing Keras and it
                 "baseline runs |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
 
 
-def where_it_goes(measured: list[dict]) -> str:
+def where_it_goes(measured: list[dict], case: str = "choose") -> str:
     """choose's run-seconds on this tree by round, split as run.json's `timings` split them (medians over the
-    repeats), each also in its own baseline runs: what each round costs, and how much of it is fixed (a fresh
-    process's import) rather than training."""
+    repeats), each also in its own baseline runs: what each round costs, how much of it is fixed (a fresh process's
+    import) rather than training, and what the timing costs (the TIMED rounds)."""
     base = statistics.median(m["baseline"] for m in measured)
     stages = measured[0]["stages"]
     lines = [WHERE_HEADER]
@@ -114,9 +122,22 @@ def where_it_goes(measured: list[dict]) -> str:
                      f"{part['training']:.1f} s | {part['evaluation']:.1f} s | {seconds / base:.1f}x |")
     training = statistics.median(sum(p["training"] for p in m["parts"].values()) for m in measured)
     first = statistics.median(m["parts"][1]["training"] / m["parts"][1]["runs"] for m in measured if 1 in m["parts"])
-    return ("Where this tree's `+study=choose` goes, by round (medians over its runs of the command):\n\n"
+    text = (f"Where this tree's `+study={case}` goes, by round (medians over its runs of the command):\n\n"
             + "\n".join(lines) + f"\n\nIts training alone is {training / first:.1f}x the mean training of its "
             "baseline runs: the runs it needs, before any process starts or measures.")
+    timed = [number for number, name in enumerate(stages, start=1)
+             if name in TIMED and any(number in m["parts"] for m in measured)]
+    if timed:
+        def total(key: str) -> float:
+            return statistics.median(sum(m["parts"].get(r, {}).get(key, 0.0) for r in timed) for m in measured)
+
+        seconds = statistics.median(sum(m["rounds"].get(r, 0.0) for r in timed) for m in measured)
+        text += (f" Its timing, the {' and '.join(stages[r - 1] for r in timed)} round{'s' if len(timed) > 1 else ''} "
+                 f"({total('runs'):.0f} runs, "
+                 f"each as printed, alone, in a fresh process), costs {seconds:.0f} s, {seconds / base:.1f}x its "
+                 f"baseline runs, {total('import'):.0f} s of it importing Keras and its backend: what a time that "
+                 "is the number the printed command records costs.")
+    return text
 
 
 HEADER = ("| command | code | runs | epochs trained | run-seconds: median (each run) | by round (medians) | choose: x "
@@ -139,25 +160,26 @@ def main(argv: list[str] | None = None) -> int:
             codes.insert(0, (f"before ({args.before})", matrix.worktree(args.before, Path(tmp) / "before")))
         found: dict[tuple[str, str], tuple[list[dict], list[str]]] = {}
         for repeat in range(repeats):
-            for study, overrides in commands.items():
+            for number, (case, (study, overrides)) in enumerate(commands.items()):
                 for label, code in codes:
-                    folder = Path(tmp) / f"{study}-{label.split()[0]}-{repeat}"
+                    folder = Path(tmp) / f"{number}-{study}-{label.split()[0]}-{repeat}"
                     folder.mkdir()
-                    sweep, _ = matrix.run_study(study, study, overrides, folder, code)
-                    measured, answers = found.setdefault((study, label), ([], []))
+                    sweep, _ = matrix.run_study(study, case, overrides, folder, code)
+                    measured, answers = found.setdefault((case, label), ([], []))
                     measured.append(cost(sweep))
                     answers.append(answer(study, sweep))
-                    print(f"{study} {label} #{repeat}: {measured[-1]['seconds']:.0f} s, {answers[-1]}",
+                    print(f"{case} {label} #{repeat}: {measured[-1]['seconds']:.0f} s, {answers[-1]}",
                           file=sys.stderr, flush=True)
         for label, code in codes:
             if code is not None:
                 subprocess.run(["git", "worktree", "remove", "--force", str(code)], check=True)
-    lines = [row(study, label, *found[(study, label)]) for study in commands for label, _ in codes]
+    lines = [row(case, label, *found[(case, label)]) for case in commands for label, _ in codes]
     table = (f"{HEADER}\n" + "\n".join(lines) + "\n\nThe commands: " + "; ".join(
-        f"`python -m harness +study={study} {' '.join(overrides)} -m`" for study, overrides in commands.items())
+        f"`python -m harness +study={study} {' '.join(overrides)} -m`" for study, overrides in commands.values())
         + f". Each command alone, the two codes in turn, on {doc_blocks.machine()} with nothing else running.")
-    if ("choose", "this tree") in found:
-        table += "\n\n" + where_it_goes(found[("choose", "this tree")][0])
+    for case, (study, _) in commands.items():
+        if study == "choose" and (case, "this tree") in found:
+            table += "\n\n" + where_it_goes(found[(case, "this tree")][0], case)
     print(table)
     if args.update_docs and not args.smoke:
         doc_blocks.replace_section("study-cost", table)

@@ -194,6 +194,14 @@ def test_study_cost_sums_run_seconds_by_round_and_gives_choose_in_its_own_baseli
                          "| 2. candidates | 1 | 3.0 s | 0.0 s | 2.0 s | 0.0 s | 0.5x |",
                          "| 3. grid | 2 | 5.0 s | 1.5 s | 1.5 s | 0.2 s | 0.8x |"]
     assert rows[-1].startswith("Its training alone is 3.2x the mean training of its baseline runs")  # 9.5 / 3
+    assert "Its timing" not in rows[-1]  # an older sweep: no round timed each run as printed
+    measured = {**found, "stages": ["baseline", "candidates", "confirm"]}  # round 3 confirms: each run timed alone
+    assert study_cost.where_it_goes([measured], "choose model.width=4").splitlines()[-1].endswith(
+        "Its timing, the confirm round (2 runs, each as printed, alone, in a fresh process), costs 5 s, 0.8x its "
+        "baseline runs, 2 s of it importing Keras and its backend: what a time that is the number the printed "
+        "command records costs.")
+    assert study_cost.row("choose model.width=4", "this tree", [found], ["batch 32, as is"]).startswith(
+        "| `+study=choose model.width=4` | this tree | 5 |")
 
 
 def test_recover_matrix_row_gives_the_verdict_and_the_budget_line_from_recovery_json():
