@@ -22,6 +22,7 @@ def check_batch_size(job: list[str], schedule) -> None:
     config's default is not a conflict)."""
     given = [o.split("=", 1)[1] for o in job if o.split("=", 1)[0] == "batch_size"]
     if schedule is not None and given and given[-1] != str(schedule[0][1]):
+        shown = [list(p) for p in schedule]
         raise ConfigError("batch_size", int(given[-1]) if given[-1].isdigit() else given[-1], f"left out, or "
-                          f"{schedule[0][1]}: batch_schedule={[list(p) for p in schedule]} sets the batch of each "
-                          f"phase, the first's {schedule[0][1]}")
+                          f"{schedule[0][1]}, beside batch_schedule={shown}, which sets the batch of each phase, the "
+                          f"first's {schedule[0][1]}; or a batch_schedule whose first phase is at batch {given[-1]}")

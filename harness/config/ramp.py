@@ -12,6 +12,7 @@ same number of samples). Pure: configs in, plans out; every error is one line na
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, replace
 from typing import Any
@@ -60,6 +61,14 @@ def parse(value: Any, epochs: int, budget: str) -> tuple[tuple, ...] | None:
                           f"from 0 to {epochs - 1})")
     if any(phase[1] < 1 for phase in phases):
         raise ConfigError(KEY, value, "batches of 1 or more samples")
+    for number, (before, phase) in enumerate(itertools.pairwise(phases), start=2):
+        if phase[1] < before[1]:
+            raise ConfigError(KEY, value, f"batches that grow or stay: phase {number}'s batch {phase[1]} is below "
+                              f"the {before[1]} before it (a batch schedule grows the batch, e.g. {EXAMPLE})")
+        if phase[1] == before[1] and (len(phase) < 3 or (len(before) == 3 and phase[2] >= before[2])):
+            raise ConfigError(KEY, value, f"a phase at the batch before it only with an lr_factor of its own below "
+                              f"that phase's (a fall of the rate, e.g. [[0,32],[2,128],[4,128,0.1]]): phase "
+                              f"{number} repeats batch {phase[1]}")
     if budget == "steps":
         raise ConfigError(KEY, value, "null with budget=steps (a step budget fixes one batch's updates; a schedule "
                           "runs its epochs)")

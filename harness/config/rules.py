@@ -30,13 +30,14 @@ lr_scaling=linear already scales B's, and the rule's lr_factor says so. Pure: co
 """
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.config import proposals, smith
 from harness.config.batching import BN_MOMENTUM_FLOOR, LR_FACTORS, ema_momentum
 from harness.config.pairs import global_batch
-from harness.config import smith
 from harness.config.schema import RunConfig
 from harness.data import registry as datasets
 
@@ -103,9 +104,15 @@ def _ramp_applies(name: str, small: RunConfig, large: RunConfig) -> str | None:
     if large.device.backend == "jax" and max(large.device.gpus, 1) > 1 and large.model.batch_norm \
             and not large.model.sync_batchnorm and large.model.ghost_batch_size is None:
         return "not a built-in model with per-replica batch norm on several JAX devices (its ghost batch is built in)"
-    if name == "ramp":
-        return None if train.epochs >= 2 else "two epochs or more (a first one at b, then B)"
     size = _train_size(small)
+    if name == "ramp":
+        if train.epochs < 2:
+            return "two epochs or more (a first one at b, then B)"
+        if size is None:  # planned once the data is loaded: a round refuses a run that cannot be planned
+            return None
+        recipe = ramp_rule(name, small, large).recipe
+        why = proposals.why_not(small, size, **{**recipe, "batch_schedule": json.loads(recipe["batch_schedule"])})
+        return None if why is None else f"phases this command can run ({why})"
     return "a training set whose size is known before its first run" if size is None else \
         smith.recipe(small, size, cap=large.train.batch_size)[1]
 

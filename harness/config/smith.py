@@ -6,12 +6,15 @@ A command with `lr_schedule=step` (the rate /10 at half and at three quarters of
 the second, each capped by the training set (a phase the cap leaves no larger than the one before is dropped), the
 learning rate b's peak throughout (lr_scaling none, lr_schedule constant) and the warm-up as the command's. A smooth
 decay (cosine, linear) has no fall to turn into a batch, and a constant rate none at all: for them the rule says
-why not. Pure: a config in, a recipe (keyed as overrides) or the reason out.
+why not. A ramp the command's devices and model cannot run (a phase's batch that steps_per_execution does not
+divide, a model whose batch norm is built for one batch) is planned as a user's command is (harness.config.proposals)
+and refused with the planner's own line. Pure: a config in, a recipe (keyed as overrides) or the reason out.
 """
 from __future__ import annotations
 
 from typing import Any
 
+from harness.config import proposals
 from harness.config.batching import LR_FACTORS
 from harness.config.schema import RunConfig
 
@@ -34,9 +37,11 @@ def why_not(small: RunConfig) -> str | None:
     return None
 
 
-def recipe(small: RunConfig, train_size: int, cap: int | None = None) -> tuple[dict[str, Any] | None, str | None]:
+def recipe(small: RunConfig, train_size: int, cap: int | None = None,
+           run_as: dict[str, Any] | None = None) -> tuple[dict[str, Any] | None, str | None]:
     """(Smith's recipe from the command `small`, keyed as overrides, or None; why not, or None); `cap`: the largest
-    batch (as configured) the ramp may reach, besides the training set (+study=recover's B)."""
+    batch (as configured) the ramp may reach, besides the training set (+study=recover's B); `run_as`: the training
+    keys the study runs it with besides (+study=choose's target and its cap in epochs)."""
     reason = why_not(small)
     if reason is not None:
         return None, reason
@@ -58,6 +63,9 @@ def recipe(small: RunConfig, train_size: int, cap: int | None = None) -> tuple[d
         return None, f"a warm-up (warmup_epochs={train.warmup_epochs:g}) within the first {phases[1][0]} epochs"
     global_b = b * replicas if train.per_replica_batch else b
     factor = train.lr_factor * LR_FACTORS[train.lr_scaling](global_b / train.base_batch_size)  # b's peak / lr
-    schedule = "[" + ",".join(f"[{start},{batch}]" for start, batch in phases) + "]"
-    return {"batch_schedule": schedule, "lr_schedule": "constant", "lr_scaling": "none",
-            "lr_factor": float(f"{factor:.6g}")}, None
+    found = {"batch_schedule": "[" + ",".join(f"[{start},{batch}]" for start, batch in phases) + "]",
+             "lr_schedule": "constant", "lr_scaling": "none", "lr_factor": float(f"{factor:.6g}")}
+    why = proposals.why_not(small, train_size, **{**found, "batch_schedule": phases, **(run_as or {})})
+    if why is not None:
+        return None, f"phases this command can run ({why})"
+    return found, None

@@ -37,7 +37,7 @@ from harness.data import registry as datasets
 from harness.launch import launchers, preflight, resume, signals, sweep_end
 from harness.launch.plan import CommandPlan
 from harness.launch.tracker import start as start_tracker
-from harness.store import command_file, files, layout
+from harness.store import command_file, files, layout, sweep_file
 from harness.studies import registry
 from harness.tracking import settings
 
@@ -240,6 +240,7 @@ def _run(args, output_dir: Path, run_hydra: Callable[[], None], tracker=None) ->
     """Hand the validated command to Hydra (`run_hydra`); the exit code from what the runs' files say. A multirun's
     end (the report, the tracking process's end: harness.launch.sweep_end.close) follows it, interrupted or not."""
     resume_line = command_file.resume_line(_command_folder(output_dir, args.multirun))
+    stopped_before = _stopped(output_dir) if args.multirun else None
     try:
         run_hydra()
     except KeyboardInterrupt as err:  # Ctrl-C, SIGTERM, SIGUSR2 (harness.launch.signals)
@@ -260,11 +261,20 @@ def _run(args, output_dir: Path, run_hydra: Callable[[], None], tracker=None) ->
         print(f"harness: {'run them again' if failed and not unfinished else 'resume'} with: {resume_line}",
               file=sys.stderr)
     code = EXIT_FAILED_RUNS if failed or unfinished else EXIT_OK
+    stopped = _stopped(output_dir) if args.multirun else None
+    if stopped is not None and stopped != stopped_before:  # a study's round it could not plan: the study ended
+        print(f"harness: error: {stopped}", file=sys.stderr)
+        code = EXIT_INVALID
     if args.multirun:
         print(f"sweep: {output_dir}")
         return _ended(lambda: sweep_end.close(output_dir, tracker, interrupted=False), output_dir, code)
     print(f"run: {output_dir}")
     return code
+
+
+def _stopped(output_dir: Path) -> str | None:
+    """Why the sweep's study planned no more rounds, where one could not be planned (harness.launch.rounds)."""
+    return sweep_file.stopped(sweep_file.read(output_dir)) if (output_dir / layout.SWEEP_FILE).exists() else None
 
 
 def _ended(close: Callable[[], None], output_dir: Path, code: int) -> int:

@@ -34,6 +34,8 @@ from harness.store.files import DamagedFile, read_json, write_json
 from harness.store.layout import SWEEP_FILE
 
 FORMAT = 2
+REFUSED, STOPPED = "refused", "stopped"  # a later round's jobs a study proposed that could not be planned; why
+# its rounds ended early (harness.launch.rounds)
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,18 @@ def more_rounds(content: dict[str, Any] | None) -> bool:
 def write(sweep_dir: Path, content: dict[str, Any]) -> None:
     """sweep.json (record's), atomically."""
     write_json(Path(sweep_dir) / SWEEP_FILE, content)
+
+
+def refused(content: dict[str, Any] | None) -> dict[str, str]:
+    """{arm: its one-line error} of the jobs a study proposed that could not be planned (`refused`,
+    harness.launch.rounds)."""
+    return {r["arm"]: r["error"] for r in (content or {}).get(REFUSED, []) if r.get("arm")}
+
+
+def stopped(content: dict[str, Any] | None) -> str | None:
+    """Why the study planned no more rounds where one could not be planned (`stopped`); None where none failed."""
+    found = (content or {}).get(STOPPED)
+    return None if not found else f"round {found['round']} could not be planned: {found['error']}"
 
 
 def read(sweep_dir: Path) -> dict[str, Any] | None:

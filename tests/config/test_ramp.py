@@ -94,3 +94,42 @@ def test_a_phase_with_its_own_lr_factor_has_the_peak_a_fixed_run_at_its_batch_wi
     assert ramp.column_label("0:32:0.5,2:128:3.0") == "32→128 (after epoch 2)"
     with pytest.raises(ConfigError, match=r"\[start_epoch, batch, lr_factor\] with a factor > 0"):
         compose("epochs=4", "batch_schedule=[[0,32,0],[2,128]]")
+
+
+def test_a_batch_that_shrinks_or_repeats_without_a_rate_of_its_own_is_refused_naming_batch_schedule(compose):
+    with pytest.raises(ConfigError, match=r"^batch_schedule=.* is not allowed: batches that grow or stay: phase 2's "
+                       r"batch 32 is below the 128 before it"):
+        compose("epochs=4", "batch_schedule=[[0,128],[2,32]]")
+    with pytest.raises(ConfigError, match=r"^batch_schedule=.* an lr_factor of its own below that phase's .*phase 2 "
+                       r"repeats batch 32"):
+        compose("epochs=4", "batch_schedule=[[0,32],[2,32]]")
+    with pytest.raises(ConfigError, match="phase 3 repeats batch 128"):  # a repeated rate is no fall
+        compose("epochs=6", "batch_schedule=[[0,32],[2,128,2],[4,128,2]]")
+    fall = compose("epochs=6", "batch_schedule=[[0,32],[2,128,2],[4,128,0.2]]").train  # Smith's fall after its cap
+    planned = ramp.plan_run(fall, 1, 4000)
+    assert [p.plan.global_batch_size for p in planned.phases] == [32, 128, 128]
+    assert planned.phases[2].peak_lr == pytest.approx(planned.phases[1].peak_lr / 10)
+
+
+def test_a_batch_size_beside_a_schedule_that_starts_elsewhere_names_both_keys(compose):
+    from harness.config.overrides import check_batch_size
+
+    schedule = compose("epochs=4", "batch_schedule=[[0,32],[2,128]]").train.batch_schedule
+    with pytest.raises(ConfigError) as err:
+        check_batch_size(["batch_size=64", "batch_schedule=[[0,32],[2,128]]"], schedule)
+    assert str(err.value) == ("batch_size=64 is not allowed: left out, or 32, beside batch_schedule=[[0, 32], [2, "
+                              "128]], which sets the batch of each phase, the first's 32; or a batch_schedule whose "
+                              "first phase is at batch 64")
+
+
+def test_a_proposal_is_planned_as_a_command_is_and_what_cannot_run_says_why_in_the_planners_line(compose):
+    from harness.config import proposals
+
+    command = compose("epochs=4", "batch_size=32", "steps_per_execution=5")  # 125 steps an epoch: 5 divides them
+    assert proposals.why_not(command, 4000, batch_schedule=[[0, 32], [2, 160]]) is None  # 25 steps an epoch
+    assert proposals.why_not(command, 4000, batch_schedule=[[0, 32], [2, 128]]) == (
+        "batch_schedule=[[0, 32], [2, 128]] is not allowed: phase 2's batch 128 fails steps_per_execution's rule: "
+        + proposals.why_not(command, 4000, batch_size=128).split(": ", 1)[1])
+    assert "runs past its 1 epochs" in proposals.why_not(command, 4000, batch_schedule=[[0, 32], [1, 160]],
+                                                         warmup_epochs=2.0)
+    assert command.train.batch_schedule is None  # the command itself is left as it was

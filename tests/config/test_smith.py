@@ -41,3 +41,14 @@ def test_a_batch_the_training_set_caps_drops_the_phase_that_cannot_grow(compose)
 def test_a_smooth_decay_or_a_constant_rate_says_why_not(compose, shape, said):
     found, why = smith.recipe(compose(f"lr_schedule={shape}"), 4000)
     assert found is None and why.startswith("a step schedule (lr_schedule=step)") and said in why
+
+
+def test_a_ramp_the_commands_settings_cannot_run_is_refused_with_the_planners_line(compose):
+    """steps_per_execution=5 divides batch 32's 125 steps an epoch, not batch 320's 13: the run Smith's recipe made
+    would have been refused as its study's round composed it (exit 1); the rule says why instead."""
+    found, why = smith.recipe(compose("epochs=16", "lr_schedule=step", "batch_size=32", "steps_per_execution=5"), 4000)
+    assert found is None and why.startswith("phases this command can run (batch_schedule=[[0, 32], [8, 320], [12, "
+                                            "3200]] is not allowed: phase 2's batch 320 fails steps_per_execution's")
+    found, why = smith.recipe(compose("epochs=16", "lr_schedule=step", "batch_size=32", "steps_per_execution=5"), 4000,
+                              run_as={"target_tune_acc": 0.9, "target_check": "epoch", "steps_per_execution": 0})
+    assert why is None and found["batch_schedule"] == "[[0,32],[8,320],[12,3200]]"

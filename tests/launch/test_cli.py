@@ -301,3 +301,31 @@ def test_a_signal_while_the_report_is_written_exits_with_the_signals_code_in_one
     assert code == 143 and "Traceback" not in err
     assert err.strip().splitlines()[-1] == ("harness: interrupted (SIGTERM) while writing the report; the runs' files "
                                             f"are complete: build it with python -m harness.report {tmp_path / 'sweep'}")
+
+
+def test_a_round_its_study_could_not_plan_ends_the_command_with_one_line_and_exit_2_once(capsys, tmp_path,
+                                                                                         monkeypatch):
+    """A study's round that cannot be planned (harness.launch.rounds writes sweep.json's `stopped`) was a Hydra
+    traceback and exit 1; now the runs' report is written, one line says why, exit 2. The same command run again
+    plans no more rounds and does not say it again."""
+    from types import SimpleNamespace
+
+    from harness.launch import sweep_end
+    from harness.store import sweep_file
+
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    sweep_file.write(sweep, {"jobs": [], "more_rounds": True})
+
+    def run_hydra():  # as the sweeper leaves sweep.json when the study's round 2 raised
+        sweep_file.write(sweep, {"jobs": [], "more_rounds": False, "stopped": {"round": 2, "error": "x=1 is bad"}})
+
+    closed = []
+    monkeypatch.setattr(sweep_end, "close", lambda *args, **kwargs: closed.append(args[0]))
+    monkeypatch.setattr(cli.sweep_files, "failed_runs", lambda folder: [])
+    monkeypatch.setattr(cli.sweep_files, "unfinished_runs", lambda folder: [])
+    assert cli._run(SimpleNamespace(multirun=True), sweep, run_hydra) == 2 and closed == [sweep]
+    err = capsys.readouterr().err
+    assert err.strip() == "harness: error: round 2 could not be planned: x=1 is bad"
+    assert cli._run(SimpleNamespace(multirun=True), sweep, lambda: None) == 0  # resumed: nothing left to plan
+    assert "error" not in capsys.readouterr().err

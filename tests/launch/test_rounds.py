@@ -552,3 +552,54 @@ def test_a_trial_that_diverged_at_the_rung_is_no_entrant_whatever_its_tune_acc_t
                                                     ("trial_6", "10")]
     r = recovery.recover(sweep_files.read(sweep))
     assert r.trials[5].status == "diverged" and r.trials[5].rungs == {} and r.trials[5].cut_at is None
+
+
+def test_a_job_a_study_proposes_that_cannot_be_planned_is_refused_and_named_and_the_round_goes_on(tmp_path,
+                                                                                                   monkeypatch):
+    """A later round is planned as a user's command is, before it is written: a job that cannot run (here a ramp
+    on two JAX devices whose built-in batch norm is per replica, and one whose batch shrinks) is left out of it,
+    sweep.json names it with the planner's line, the others run, and the same files plan the same round again."""
+    from harness.studies.recover import Recover
+
+    sweep = _round_one(tmp_path / "s")
+    content = json.loads((sweep / "sweep.json").read_text())
+    b_job = content["jobs"][0]["overrides"]
+    proposed = [(b_job + ["batch_schedule=[[0,8],[1,4]]"], "shrinks"), (b_job + ["lr_factor=2.0"], "fine"),
+                (b_job + ["backend=jax", "gpus=2", "simulate_devices=true", "model.batch_norm=true",
+                          "tune_fraction=0.0", "batch_schedule=[[0,8],[1,64]]"], "jax_ramp")]
+    monkeypatch.setattr(Recover, "next_round", lambda self, folder, content, round_: proposed if round_ == 2 else None)
+    jobs = next_round(sweep, 1)
+    assert [(j.job, j.arm) for j in jobs] == [("10", "fine")]
+    written = json.loads((sweep / "sweep.json").read_text())
+    refused = sweep_file.refused(written)
+    assert list(refused) == ["shrinks", "jax_ramp"]
+    assert refused["shrinks"].startswith("batch_schedule=[[0, 8], [1, 4]] is not allowed: batches that grow or stay")
+    assert "a built-in model with per-replica batch norm" in refused["jax_ramp"]
+    assert [r["round"] for r in written["refused"]] == [2, 2]
+    assert next_round(sweep, 1) == jobs and json.loads((sweep / "sweep.json").read_text()) == written  # a resume
+    other = _round_one(tmp_path / "t")  # a round none of whose jobs can be planned is passed over, as an empty one
+    later = {2: proposed[:1], 3: proposed[1:2]}
+    monkeypatch.setattr(Recover, "next_round", lambda self, folder, content, round_: later.get(round_))
+    assert [(j.job, j.arm, j.round) for j in next_round(other, 1)] == [("10", "fine", 3)]
+    assert [r["round"] for r in json.loads((other / "sweep.json").read_text())["refused"]] == [2]
+
+
+def test_a_round_the_study_cannot_plan_ends_the_study_and_says_why_once(tmp_path, monkeypatch):
+    """A ConfigError from the study's own planning ends its rounds there: sweep.json says why (`stopped`), the
+    command says it in one line with exit 2 (tests/launch/test_cli.py), and the same files plan nothing more."""
+    from harness.fields import ConfigError
+    from harness.studies.recover import Recover
+
+    sweep = _round_one(tmp_path / "s")
+
+    def fails(self, folder, content, round_):
+        raise ConfigError("recover.space", "lr", "a key this command can search")
+
+    monkeypatch.setattr(Recover, "next_round", fails)
+    assert next_round(sweep, 1) == []
+    written = json.loads((sweep / "sweep.json").read_text())
+    assert written["more_rounds"] is False and written["rounds"] == 1
+    assert sweep_file.stopped(written) == ("round 2 could not be planned: recover.space='lr' is not allowed: a key "
+                                           "this command can search")
+    monkeypatch.setattr(Recover, "next_round", lambda *args: pytest.fail("planned again"))
+    assert next_round(sweep, 1) == []

@@ -112,6 +112,7 @@ def _ramps(found) -> dict[str, Any]:
                 "predicted": _number(made.predicted), "fixed": {"batch": made.fixed[0],
                                                                 "predicted": _number(made.fixed[1])}},
             "why_not_proposed": found.ramp_note or None, "smith_why_not": found.smith_note or None,
+            "fitted": found.ramp_fitted or None, "not_run": dict(found.refused),
             "timed": [] if a is None else [
                 {"candidate": t.candidate.name, "batch_schedule": t.candidate.recipe.get("batch_schedule"),
                  "median": _number(t.median), "speedup_over_fixed": None if ratio is None else {

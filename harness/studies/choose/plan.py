@@ -31,7 +31,7 @@ from harness.config.overrides import with_recipe
 from harness.config.schema import RunConfig
 from harness.data import registry as datasets
 from harness.fields import ConfigError
-from harness.studies.choose.settings import AS_IS, BASELINE, Settings, arm
+from harness.studies.choose.settings import AS_IS, BASELINE, COMMAND_SHAPE, Settings, arm
 
 GIVEN = ("target_tune_acc", "budget", "budget_steps")  # what every target run sets, not the command
 
@@ -99,14 +99,18 @@ def changes(recipe: dict[str, Any], command: RunConfig, rho: float | None) -> bo
     return False
 
 
-def ramp_start(small: RunConfig) -> dict[str, Any]:
-    """What the ramps need from the command: its training-set size (a proposal's phases in epochs) and Smith's recipe
-    from b, or why there is none (harness.config.smith)."""
+def ramp_start(small: RunConfig, max_epochs: int) -> dict[str, Any]:
+    """What the ramps need from the command: its training-set size (a proposal's phases in epochs), its warm-up (kept
+    inside a proposal's first phase), the replicas a configured batch is of (per_replica_batch: a global batch over
+    them), and Smith's recipe from b, planned as its runs will run (to the target, checked once an epoch, for
+    `max_epochs` at most), or why there is none (harness.config.smith)."""
     train = small.train
     size = datasets.expected_train_size(small.data, train.imbalance, train.train_fraction, train.tune_fraction)
     recipe, why = (None, "a training set whose size is known before the first run") if size is None else \
-        smith.recipe(small, size)
-    return {"train_size": size, "smith": {"recipe": recipe, "why_not": why}}
+        smith.recipe(small, size, run_as={"epochs": max_epochs, "target_tune_acc": 1.0, **COMMAND_SHAPE})
+    return {"train_size": size, "warmup_epochs": train.warmup_epochs,
+            "replicas_per_batch": max(small.device.gpus, 1) if train.per_replica_batch else 1,
+            "smith": {"recipe": recipe, "why_not": why}}
 
 
 def target_jobs(record: dict[str, Any], jobs: dict[tuple[int, int], list[str]], target: float,
@@ -133,7 +137,7 @@ def plan(jobs: list[list[str]], run_configs: list[RunConfig], settings: Settings
               "rules_left_out": left_out, "batch_norm": None if found is None else found.as_json(),
               "settings": {**vars(settings), "rules": list(settings.rules), "lr_grid": list(settings.lr_grid)}}
     if settings.ramp:
-        record.update(ramp_start(kit.small()))
+        record.update(ramp_start(kit.small(), record["max_epochs"]))
     if settings.check:  # the check's seed: one that neither chose nor judged, fixed now so a resume plans the same
         record["check_seed"] = max(seeds) + 1
     points = {(size, seed): kit.job(size, seed) for size in kit.sizes for seed in seeds}

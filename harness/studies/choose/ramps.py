@@ -34,35 +34,47 @@ def curves(sweep, found) -> list[proposal.Curve]:
     return out
 
 
-def propose(sweep, found, record: dict[str, Any]) -> tuple[proposal.Proposal | None, dict[str, Any] | None, str]:
-    """(the proposal, its recipe on the command or None, why there is none or "") once every batch size's candidates
-    and grid have ended; (None, None, "") before, or in a sweep planned without ramps."""
+def propose(sweep, found, record: dict[str, Any]) -> tuple[proposal.Proposal | None, dict[str, Any] | None, str,
+                                                          str]:
+    """(the proposal, its recipe on the command or None, why there is none or "", what was changed to fit it or "")
+    once every batch size's candidates and grid have ended; (None, None, "", "") before, or in a sweep planned
+    without ramps."""
     if not recorded(record).ramp or found.target is None or found.rounds < 2 + (record["target"] is None):
-        return None, None, ""
+        return None, None, "", ""
     if record.get("train_size") is None:
-        return None, None, f"a proposal needs {NO_SIZE}"
+        return None, None, f"a proposal needs {NO_SIZE}", ""
     found_curves = curves(sweep, found)
     if len(found_curves) < 2:
         return None, None, NO_CURVES if len(found_curves) < len([s for s in found.sizes if found.best(s)]) else \
-            "fewer than two batch sizes reached the target on the seed that chose"
+            "fewer than two batch sizes reached the target on the seed that chose", ""
     made = proposal.propose(found_curves, found.target, record["train_size"])
     if not made.phases:
-        return made, None, made.why_not or ""
-    return made, recipe(found, record, made), ""
+        return made, None, made.why_not or "", ""
+    if not any(0 < start < record["max_epochs"] for start, _ in made.phases):
+        return made, None, (f"its first switch, after epoch {made.phases[1][0]}, would come once every run has "
+                            f"stopped (choose.max_epochs: {record['max_epochs']})"), ""
+    out, fitted = recipe(found, record, made)
+    return made, out, "", fitted
 
 
-def recipe(found, record: dict[str, Any], made: proposal.Proposal) -> dict[str, Any]:
-    """The proposal as a recipe on the command: the first phase's best recipe (its warm-up kept within the first
-    phase), and a batch_schedule whose every phase runs at its batch size's best learning rate ([start, batch,
-    lr_factor]), its starts inside the cap."""
+def recipe(found, record: dict[str, Any], made: proposal.Proposal) -> tuple[dict[str, Any], str]:
+    """(The proposal as a recipe on the command, what was changed to fit it or ""): the first phase's best recipe,
+    and a batch_schedule whose every phase runs at its batch size's best learning rate ([start, batch, lr_factor],
+    each batch as the command configures it: per replica under per_replica_batch), its starts inside the cap. A
+    warm-up, the command's or the first phase's recipe's, longer than the first phase ends with it: a run warms up
+    once, within its first phase."""
     first = found.best(made.phases[0][1])
-    phases = [[start, size, float(found.best(size).recipe.get("lr_factor", record["lr_factor"]))]
+    per = int(record.get("replicas_per_batch", 1))  # a sweep recorded before it: one replica's, or global batches
+    phases = [[start, size // per, float(found.best(size).recipe.get("lr_factor", record["lr_factor"]))]
               for start, size in made.phases if start < record["max_epochs"]]
     out = {k: v for k, v in first.recipe.items() if k != "lr_factor"}
-    if len(phases) > 1 and out.get("warmup_epochs"):
-        out["warmup_epochs"] = min(float(out["warmup_epochs"]), float(phases[1][0]))
+    warm, fitted = out.get("warmup_epochs", record.get("warmup_epochs")), ""
+    if len(phases) > 1 and warm and float(warm) > phases[1][0]:
+        out["warmup_epochs"] = float(phases[1][0])
+        fitted = (f"its warm-up shortened from {float(warm):g} to {phases[1][0]} epoch{'s' * (phases[1][0] > 1)}, "
+                  "the length of its first phase")
     out["batch_schedule"] = "[" + ",".join(f"[{s},{b},{f:g}]" for s, b, f in phases) + "]"
-    return out
+    return out, fitted
 
 
 def smith_recipe(record: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:

@@ -18,6 +18,7 @@ import pandas as pd
 
 from harness.assess import targets
 from harness.assess.sweep import Sweep
+from harness.store import sweep_file
 from harness.studies.choose import answer as answer_of
 from harness.studies.choose import files, ramps, timed_runs, timing, words
 from harness.studies.choose.settings import BASELINE, RACED_OUT, RAMPS, arm, recorded, size_name
@@ -81,6 +82,9 @@ class Choice:
     proposal: Any = None         # the ramp proposed from the curves (proposal.Proposal), once they are known
     ramp_note: str = ""          # why no ramp is proposed
     smith_note: str = ""         # why Smith's rule gives no ramp
+    ramp_fitted: str = ""        # what was changed in the proposal to fit the command (its warm-up shortened)
+    refused: dict[str, str] = field(default_factory=dict)  # a ramp's name -> why its runs could not be planned (the
+    # round's planning refused them: sweep.json's `refused`)
     ramp_recipes: dict[str, tuple[int, dict[str, Any]]] = field(default_factory=dict)  # name -> (its first phase's
     # batch, its recipe): the ramps to confirm and time
     cap_samples: int | None = None   # where a run that has not reached the target stops (choose.cap_factor x b's)
@@ -228,12 +232,15 @@ def choose(sweep: Sweep, added: bool = True) -> Choice | None:
     for ramps_too in (False, True):  # the ramps' recipes come from the other candidates' runs
         if ramps_too:
             found_choice.candidates = {size: list(found.get(size, {}).values()) for size in sizes}
-            found_choice.proposal, ramp_recipes["ramp"], found_choice.ramp_note = ramps.propose(
-                sweep, found_choice, record)
+            (found_choice.proposal, ramp_recipes["ramp"], found_choice.ramp_note,
+             found_choice.ramp_fitted) = ramps.propose(sweep, found_choice, record)
             ramp_recipes["smith"], found_choice.smith_note = ramps.smith_recipe(record)
             found_choice.ramp_recipes = {name: (int(record["small_batch"]) if name == "smith" else
                                                 found_choice.proposal.phases[0][1], recipe)
                                          for name, recipe in ramp_recipes.items() if recipe is not None}
+            refused = sweep_file.refused(sweep.plan)  # still proposed, so that every round plans the same
+            found_choice.refused = {name: refused[arm(size, name)] for name, (size, _) in
+                                    found_choice.ramp_recipes.items() if arm(size, name) in refused}
         for row in timed.to_dict("records"):
             size, name = size_name(row["arm"])
             if size is None or (name in RAMPS) != ramps_too:

@@ -138,13 +138,16 @@ def check_seeds(judging: list[int]) -> list[int]:
     return [seed for seed in judging if seed not in timing_seeds(judging)][:1] or judging[-1:]
 
 
-def _bests(found: choice.Choice, b: int, seeds: list[int]) -> list[tuple[int, str, dict[str, Any], list[int]]]:
+def _bests(found: choice.Choice, b: int, seeds: list[int],
+           planned_only: bool = False) -> list[tuple[int, str, dict[str, Any], list[int]]]:
     """Each batch size's best (none where every candidate missed on the first seed), b as it is beside them, and the
-    ramps (the proposal from the curves, Smith's rule), each at its first phase's batch."""
+    ramps (the proposal from the curves, Smith's rule), each at its first phase's batch; `planned_only`: less a ramp
+    whose runs a round could not plan (a round proposes it still, so that a resume plans the round the same)."""
     picked = [(size, best.name, best.recipe, seeds) for size in found.sizes if (best := found.best(size)) is not None]
     if not any(size == b and name == AS_IS for size, name, _, _ in picked):
         picked.append((b, AS_IS, {}, seeds))
-    return picked + [(size, name, recipe, seeds) for name, (size, recipe) in found.ramp_recipes.items()]
+    return picked + [(size, name, recipe, seeds) for name, (size, recipe) in found.ramp_recipes.items()
+                     if not (planned_only and name in found.refused)]
 
 
 def added_jobs(sweep_dir: Path, content: dict[str, Any], new: list[int]) -> list[tuple[list[str], str]] | Round | str:
@@ -161,7 +164,8 @@ def added_jobs(sweep_dir: Path, content: dict[str, Any], new: list[int]) -> list
               for (size, chose), job in point_jobs(record).items() if chose == first for seed in new}
     if recorded(record).timing == "measured":  # timed as the seeds that judged were: as printed, alone
         picked = [(size, name, {**_capped(found, b, size, name, recipe), **COMMAND_SHAPE}, new)
-                  for size, name, recipe, _ in _bests(found, b, [])]
+                  for size, name, recipe, _ in _bests(found, b, [], planned_only=True)]
         return Round(choice_plan.target_jobs(record, points, found.target, picked), alone=True)
-    picked = [(size, name, _capped(found, b, size, name, recipe), new) for size, name, recipe, _ in _bests(found, b, [])]
+    picked = [(size, name, _capped(found, b, size, name, recipe), new)
+              for size, name, recipe, _ in _bests(found, b, [], planned_only=True)]
     return choice_plan.target_jobs(record, points, found.target, picked)

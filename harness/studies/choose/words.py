@@ -249,21 +249,31 @@ def _unswitched(made) -> str:
             f"start, from its own run), against {seconds(made.fixed[1])} for batch {made.fixed[0]} alone)")
 
 
+RAMP_NAMES = {"ramp": "The proposed ramp", "smith": "Smith's ramp"}
+
+
 def ramp_lines(found) -> list[str]:
     """What became of the ramps: the one proposed from the curves (or why none), Smith's (or why none), and each
     timed ramp against the fastest single batch size, paired by seed."""
     lines, made, a = [], found.proposal, found.answer
-    if made is not None and made.phases:
+    if made is not None and made.phases and found.ramp_note:  # proposed, but not a run the study can make
+        lines.append(f"The ramp proposed from seed {found.choosing[0]}'s curves, "
+                     f"{'→'.join(str(size) for _, size in made.phases)}, was not run: {found.ramp_note}.")
+    elif made is not None and made.phases:
         switches = ", ".join(f"{level:.3g}" for level in made.switches)
         lines.append(f"The ramp proposed from seed {found.choosing[0]}'s curves (each batch size's best: the time from "
                      f"one tuning accuracy to the next) switches at tune_acc {switches}; from them it would take "
                      f"{seconds(made.predicted)} against {seconds(made.fixed[1])} for batch {made.fixed[0]}, the "
                      "fastest single batch size there (assuming each batch size goes on from an accuracy as its own "
-                     "run did: its own runs are what count).")
+                     "run did: its own runs are what count)"
+                     + (f"; {found.ramp_fitted}." if found.ramp_fitted else "."))
     elif found.ramp_note:
         lines.append(f"No ramp was proposed: {found.ramp_note}{_unswitched(made)}.")
     if found.smith_note:
         lines.append(f"Smith's rule gives no ramp here: it needs {found.smith_note}.")
+    for name, why in found.refused.items():
+        lines.append(f"{RAMP_NAMES.get(name, name)} was not run: its runs cannot be planned on this command "
+                     f"({why}).")
     for t, ratio in [] if a is None else a.ramps:
         text = f"{candidate_text(t)[0].upper()}{candidate_text(t)[1:]}"
         if ratio is None or a.fixed is None:

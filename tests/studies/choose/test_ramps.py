@@ -135,3 +135,78 @@ def test_smiths_ramp_of_a_step_schedule_is_confirmed_and_timed_beside_the_bests(
     found = choice.choose(read)
     assert any(t.candidate.name == "smith" for t, _ in found.answer.ramps)
     assert any(line.startswith("Smith's ramp 8→80→720 (growing after epochs 4, 6) took ") for line in words.answer_lines(found))
+
+
+def test_a_warm_up_longer_than_the_proposals_first_phase_ends_with_it_and_the_page_says_so(tmp_path):
+    """The command's warmup_epochs=5 outlasts the proposal's first phase (4 epochs): the ramp's run would have been
+    refused as its round was composed, ending the command with exit 1. Now the warm-up ends with the first phase."""
+    sweep = _sweep(tmp_path, command=(*COMMAND, "warmup_epochs=5", "epochs=4"))
+    read = sweep_files.read(sweep)
+    found = choice.choose(read)
+    switch = found.proposal.phases[1][0]
+    assert switch < 5 and not found.refused and "refused" not in read.plan or not read.plan["refused"]
+    ramp_jobs = [job for job in read.plan["jobs"] if job.get("arm") == "bs8_ramp"]
+    assert len(ramp_jobs) == 3 and all(f"warmup_epochs={float(switch)}" in job["overrides"] for job in ramp_jobs)
+    assert (f"its warm-up shortened from 5 to {switch} epochs, the length of its first phase."
+            in " ".join(words.answer_lines(found)))
+
+
+def test_a_ramp_the_command_cannot_run_is_left_out_and_the_page_says_why(tmp_path):
+    """On two JAX devices a built-in model's batch norm is built for one per-replica batch: no ramp can run (the
+    command ended with exit 1 as the confirmation's round was composed). Now the round runs without it."""
+    sweep = _sweep(tmp_path, command=(*COMMAND, "backend=jax", "gpus=2", "simulate_devices=true",
+                                      "model.batch_norm=true"))
+    read = sweep_files.read(sweep)
+    found = choice.choose(read)
+    assert found.proposal.phases and not any(job.get("arm") == "bs8_ramp" for job in read.plan["jobs"])
+    assert [r["arm"] for r in read.plan["refused"]] == ["bs8_ramp"] * 3 and found.answer is not None
+    assert "with per-replica batch norm" in found.refused["ramp"] and found.as_json()["ramps"]["not_run"] == \
+        found.refused
+    assert any(line.startswith("The proposed ramp was not run: its runs cannot be planned on this command "
+                               "(batch_schedule=") for line in words.answer_lines(found))
+
+
+def test_under_per_replica_batch_each_phase_of_the_proposal_trains_at_its_intended_global_batch(tmp_path, compose):
+    """choose's sizes are global batches (8 and 128 a replica on 2: 16 and 256); a phase's batch is read as a
+    configured one, per replica: the proposal writes each phase's as configured (it wrote 16 and 256, trained at 32
+    and 512)."""
+    from harness.config import ramp
+
+    sweep = _sweep(tmp_path, curves={16: CURVES[8], 256: CURVES[128]},
+                   command=(*COMMAND, "per_replica_batch=true", "gpus=2", "simulate_devices=true", "epochs=4"))
+    read = sweep_files.read(sweep)
+    found = choice.choose(read)
+    assert found.sizes == [16, 256] and found.proposal.phases[0][1] == 16
+    job = next(job for job in read.plan["jobs"] if job.get("arm") == "bs16_ramp")
+    run = compose(*job["overrides"])
+    planned = ramp.plan_run(run.train, 2, read.plan["choose"]["train_size"])
+    assert [p.plan.global_batch_size for p in planned.phases] == [16, 256]
+
+
+def test_a_proposal_whose_switch_comes_after_every_run_has_stopped_is_not_run_and_the_page_says_why(tmp_path):
+    """Batch 16's curve crosses batch 256's after epoch 8, and every target run stops at 3 x 2 epochs: the schedule
+    left was one phase, which no run accepts (the command ended with exit 1)."""
+    sweep = _sweep(tmp_path, curves={16: CURVES[8], 256: CURVES[128]},
+                   command=(*COMMAND, "per_replica_batch=true", "gpus=2", "simulate_devices=true"))
+    read = sweep_files.read(sweep)
+    found = choice.choose(read)
+    assert found.proposal.phases == [(0, 16), (8, 256)] and "ramp" not in found.ramp_recipes
+    assert not read.plan.get("refused") and found.answer is not None
+    assert ("The ramp proposed from seed 0's curves, 16→256, was not run: its first switch, after epoch 8, would "
+            "come once every run has stopped (choose.max_epochs: 6)." in words.answer_lines(found))
+
+
+def test_smiths_ramp_whose_phase_steps_per_execution_does_not_divide_is_not_proposed_and_the_page_says_why(tmp_path):
+    """steps_per_execution=5 divides batch 8's and 72's epochs (90 and 10 steps), not Smith's batch 80 (9): its runs
+    would have been refused as the confirmation's round was composed (exit 1). Now the rule says why not."""
+    command = tuple(o for o in COMMAND if not o.startswith("batch_size=")) + (
+        "batch_size=8,72", "lr_schedule=step", "epochs=8", "steps_per_execution=5")
+    sweep = _sweep(tmp_path, curves={8: CURVES[8], 72: CURVES[128]}, command=command)
+    read = sweep_files.read(sweep)
+    assert read.plan["choose"]["smith"]["recipe"] is None
+    assert not any(job.get("arm") == "bs8_smith" for job in read.plan["jobs"]) and not read.plan.get("refused")
+    found = choice.choose(read)
+    assert found.answer is not None
+    assert any(line.startswith("Smith's rule gives no ramp here: it needs phases this command can run "
+                               "(batch_schedule=[[0, 8], [4, 80], [6, 720]] is not allowed: phase 2's batch 80 fails "
+                               "steps_per_execution's rule") for line in words.answer_lines(found))
