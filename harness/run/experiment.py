@@ -139,7 +139,7 @@ def _train(run: _Run, board: RunBoard, tracker: RunTracker, hooks: Sequence[Call
         measures.of_run(run.cfg, run.run_dir, run.resume_epoch, model, data_in, decode, infer, train_eval,
                         val_inputs, tune_eval, lambda beside: settings.track(precise_bn.of_run(
                             model_cfg, model, data_in, decode, placement.replicas, infer, beside=beside)), kept),
-        len(data_in.y_train), planned.first.global_batch_size, rows=table.rows)
+        len(data_in.y_train), planned.first.global_batch_size, rows=table.rows, rate_of_step=planned.lr_at)
     divergence = train.StopOnDivergence(recorder.rows)
     at_loss = None if run.cfg.train.target_train_loss is None else train.StopAtTrainLoss(
         run.cfg.train.target_train_loss, recorder.rows)

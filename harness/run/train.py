@@ -111,13 +111,17 @@ class ArrayDataset(keras.utils.PyDataset):
 class EpochRecorder(keras.callbacks.Callback):
     """After each epoch, one tidy row handed to `on_row`: `columns` (the run's config and plan), the epoch and step,
     the training loss and accuracy Keras kept during the epoch (a running average, in training mode), each measure's
-    columns (harness.run.measures; those that need a finite loss only after one), the learning rate and the epoch's
-    speed. `rows`: a resumed run's earlier rows, which `rows` goes on from. `seconds`: where the epochs' time went,
-    summed over them: training, each measure's kind (its `timing`, else evaluation), writing the row."""
+    columns (harness.run.measures; those that need a finite loss only after one), the learning rate the epoch
+    trained at (its last update's, `rate_of_step`: a ramp's phase's, not the next phase's; without it the
+    optimizer's now, the next update's) and the epoch's speed. `rows`: a resumed run's earlier rows, which `rows`
+    goes on from. `seconds`: where the epochs' time went, summed over them: training, each measure's kind (its
+    `timing`, else evaluation), writing the row."""
 
     def __init__(self, columns: dict[str, Any], on_row: Callable[[dict[str, Any]], None], measures: list[Measure],
-                 train_size: int, global_batch_size: int, rows: list[dict[str, Any]] | None = None):
+                 train_size: int, global_batch_size: int, rows: list[dict[str, Any]] | None = None,
+                 rate_of_step: Callable[[int], float] | None = None):
         super().__init__()
+        self.rate_of_step = rate_of_step
         self.columns, self.on_row = columns, on_row
         self.measures = [m for m in measures if not m.needs_finite_loss]
         self.after_finite_loss = [m for m in measures if m.needs_finite_loss]
@@ -153,7 +157,9 @@ class EpochRecorder(keras.callbacks.Callback):
         self.seconds["training"] += train_seconds
         for measure in self.measures:
             row.update(self._measure(measure, epoch + 1, step))
-        row.update(lr=float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate)),
+        rate = self.rate_of_step(max(step - 1, 0)) if self.rate_of_step is not None else \
+            keras.ops.convert_to_numpy(self.model.optimizer.learning_rate)
+        row.update(lr=float(rate),
                    epoch_seconds=None,  # set last: the whole epoch, its measures included
                    samples_per_second=samples / train_seconds)
         if math.isfinite(row["train_loss"]):

@@ -56,7 +56,9 @@ def test_a_ramp_killed_inside_a_later_phase_resumes_with_the_metrics_of_an_unint
     assert whole["global_batch_size"].tolist() == [32, 32, 128, 128, 128]
     assert whole["peak_lr"].tolist() == pytest.approx([0.001] * 2 + [0.002] * 3)
     planned = ramp.plan_run(cfg.train, 1, 480)
-    assert whole["lr"].tolist() == pytest.approx([planned.lr_at(step) for step in whole["step"]], rel=1e-5)
+    # each row's the rate its epoch's last update trained at (was the next update's: a phase's last row showed the
+    # next phase's rate)
+    assert whole["lr"].tolist() == pytest.approx([planned.lr_at(step - 1) for step in whole["step"]], rel=1e-5)
     # the moving averages keep the first phase's horizon in samples: 30 steps at 0.99, then 0.99^4 a step
     momentum = ramp.bn_momentum(0.99, planned.phases[1], planned.phases[0])
     assert momentum == pytest.approx(0.99 ** 4, rel=1e-3)
