@@ -1,14 +1,16 @@
-"""Smith's rule on MNIST-1D: the step-decay run against its conversion to a growing batch (harness.config.smith),
-seed by seed: final val_acc, with its 95% t-interval over seeds and the paired difference's, and the updates each
-took.
+"""The ramps that convert a decaying schedule, on MNIST-1D: the step-decay run against Smith's rule's growing batch
+(harness.config.smith), and the cosine run against Seesaw's (harness.config.seesaw), seed by seed: final val_acc,
+with its 95% t-interval over seeds and the paired difference's, and the updates each took (median, and its range
+over the seeds).
 
-    python -m benchmarks.smith                    # two sweeps of 5 seeds, run as a user runs them
-    python -m benchmarks.smith --update-docs      # also rewrite docs/configuration.md's block
-    python -m benchmarks.smith --smoke            # tiny sweeps, to check the script works
+    python -m benchmarks.ramp_rules                    # four sweeps of 5 seeds, run as a user runs them
+    python -m benchmarks.ramp_rules --update-docs      # also rewrite docs/configuration.md's block
+    python -m benchmarks.ramp_rules --smoke            # tiny sweeps, to check the script works
 
-The decaying command is `python -m harness lr_schedule=step epochs=16 seed=0,1,2,3,4 probes=false -m` (batch 32,
-Adam at 0.001, /10 at epochs 8 and 12); its conversion is the same command with Smith's recipe in place, printed in
-the table. Two runs at once; nothing here is a time. Nothing is asserted: the table says what it finds.
+The decaying commands are `python -m harness lr_schedule=step epochs=16 seed=0,1,2,3,4 probes=false -m` (batch 32,
+Adam at 0.001, /10 at epochs 8 and 12) and the same with `lr_schedule=cosine`; each conversion is the same command
+with the rule's recipe in place, printed in the table. Two runs at once; nothing here is a time. Nothing is
+asserted: the table says what it finds.
 """
 from __future__ import annotations
 
@@ -21,15 +23,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-COMMAND = ["lr_schedule=step", "epochs=16", "seed=0,1,2,3,4", "probes=false"]
-SMOKE = ["lr_schedule=step", "epochs=4", "seed=0,1", "probes=false", "dataset.num_samples=600"]
+COMMAND = ["epochs=16", "seed=0,1,2,3,4", "probes=false"]
+SMOKE = ["epochs=4", "seed=0,1", "probes=false", "dataset.num_samples=600"]
+# each rule: (the decay it converts, the decaying run's name, the ramp's name)
+RULES = {"smith": ("step", "step decay", "Smith's ramp"), "seesaw": ("cosine", "cosine decay", "Seesaw's ramp")}
 
 
-def converted(command: list[str]) -> list[str]:
-    """The command with Smith's recipe in place of its step schedule (from its first seed's config)."""
+def converted(command: list[str], name: str) -> list[str]:
+    """The command with rule `name`'s recipe in place of its decay (from its first seed's config)."""
     from hydra import compose, initialize_config_dir
 
-    from harness.config import smith
+    from harness.config import seesaw, smith
     from harness.config.compose import CONF_DIR, to_run_config
     from harness.config.overrides import with_recipe
     from harness.data.registry import expected_train_size
@@ -37,9 +41,9 @@ def converted(command: list[str]) -> list[str]:
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = to_run_config(compose("config", overrides=[o for o in command if not o.startswith("seed=")]))
     size = expected_train_size(cfg.data, cfg.train.imbalance, cfg.train.train_fraction, cfg.train.tune_fraction)
-    found, why = smith.recipe(cfg, size)
+    found, why = {"smith": smith, "seesaw": seesaw}[name].recipe(cfg, size)
     if found is None:
-        raise SystemExit(f"Smith's rule does not apply: it needs {why}")
+        raise SystemExit(f"{name} does not apply: it needs {why}")
     return with_recipe(command, found)
 
 
@@ -62,29 +66,31 @@ def finals(sweep: Path) -> pd.DataFrame:
                         index=final["seed"].astype(int).values).sort_index()
 
 
-def table(decaying: pd.DataFrame, ramp: pd.DataFrame, command: list[str], recipe_command: list[str]) -> str:
-    """The two runs' val_acc (mean and 95% t-interval over seeds), steps, and the paired difference."""
+def table(decaying: pd.DataFrame, ramp: pd.DataFrame, command: list[str], recipe_command: list[str],
+          names: tuple[str, str] = ("step decay", "Smith's ramp")) -> str:
+    """The two runs' val_acc (mean and 95% t-interval over seeds), steps (median and range), and the paired
+    difference; `names`: the decaying run's and the ramp's."""
     from harness.assess.intervals import t_interval
 
     seeds = sorted(set(decaying.index) & set(ramp.index))
     a, b = decaying.loc[seeds, "val_acc"].to_numpy(), ramp.loc[seeds, "val_acc"].to_numpy()
     rows = []
-    for name, values, steps in (("step decay", a, decaying.loc[seeds, "step"]), ("Smith's ramp", b,
-                                                                                  ramp.loc[seeds, "step"])):
+    for name, values, steps in ((names[0], a, decaying.loc[seeds, "step"]), (names[1], b, ramp.loc[seeds, "step"])):
         low, high = t_interval(values)
-        rows.append(f"| {name} | {values.mean():.3f} [{low:.3f}, {high:.3f}] | {int(np.median(steps))} |")
+        rows.append(f"| {name} | {values.mean():.3f} [{low:.3f}, {high:.3f}] | {int(np.median(steps))} "
+                    f"[{int(steps.min())}, {int(steps.max())}] |")
     low, high = t_interval(b - a)
     diff = float((b - a).mean())
     if low > 0:
-        said = "Smith's ramp reached a higher val_acc: the paired interval lies above 0."
+        said = f"{names[1]} reached a higher val_acc: the paired interval lies above 0."
     elif high < 0:
-        said = "Smith's ramp reached a lower val_acc: the paired interval lies below 0."
+        said = f"{names[1]} reached a lower val_acc: the paired interval lies below 0."
     else:
         said = "Neither is shown better: the paired interval holds 0."
     return "\n".join([
         f"`python -m harness {' '.join(command)} -m` against `python -m harness {' '.join(recipe_command)} -m`, "
         f"MNIST-1D, {len(seeds)} seeds paired by seed; val_acc at the last epoch, mean [95% t-interval over seeds]; "
-        "steps: the median run's updates.",
+        "steps: the median run's updates [the seeds' least, most].",
         "",
         "| run | val_acc | steps |",
         "| --- | ---: | ---: |",
@@ -101,17 +107,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--update-docs", dest="update_docs", action="store_true",
                         help="rewrite its generated block in docs/configuration.md")
     args = parser.parse_args(argv)
-    command = SMOKE if args.smoke else COMMAND
-    recipe_command = converted(command)
+    base = SMOKE if args.smoke else COMMAND
+    blocks = []
     with tempfile.TemporaryDirectory() as tmp:
-        decaying = finals(run_sweep(Path(tmp), "decaying", command))
-        ramp = finals(run_sweep(Path(tmp), "ramp", recipe_command))
-    text = table(decaying, ramp, command, recipe_command)
+        for rule, (shape, *names) in RULES.items():
+            command = [f"lr_schedule={shape}", *base]
+            recipe_command = converted(command, rule)
+            decaying = finals(run_sweep(Path(tmp), f"{shape}", command))
+            ramp = finals(run_sweep(Path(tmp), rule, recipe_command))
+            blocks.append(table(decaying, ramp, command, recipe_command, tuple(names)))
+    text = "\n\n".join(blocks)
     print(text)
     if args.update_docs:
         from benchmarks.doc_blocks import replace_section
 
-        replace_section("smith-mnist1d", text)
+        replace_section("ramp-rules-mnist1d", text)
     return 0
 
 

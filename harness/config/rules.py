@@ -13,7 +13,9 @@ overrides: +study=recover's candidates of round 1 (`recover.rules`), and every b
 - `ramp` (+study=recover): a batch schedule from b to B, b for the first tenth of the epochs (at least one), then B
   at the sqrt rule's learning rate: b's accuracy at mostly B's speed (the critical batch size is small early,
   Merrill et al. 2025); `smith` (Smith et al. 2018), for a command with lr_schedule=step: each tenfold fall of its
-  learning rate a tenfold batch instead, capped at B, b's rate held (harness.config.smith). Both run from b's job.
+  learning rate a tenfold batch instead, capped at B, what the cap leaves a fall of the rate (harness.config.smith);
+  `seesaw` (Meterez et al. 2025), for lr_schedule=cosine or linear: each halving of its rate a doubling of the batch
+  with the rate x 1/sqrt 2, capped at B (harness.config.seesaw). Each runs from b's job.
 
 - `precise_bn` (Wu & Johnson 2021, "Rethinking 'Batch' in BatchNorm"), for a model with batch norm: the linear
   rule, and before each evaluation every batch-norm layer's statistics recomputed for the current weights on
@@ -35,7 +37,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.config import proposals, smith
+from harness.config import proposals, seesaw, smith
 from harness.config.batching import BN_MOMENTUM_FLOOR, LR_FACTORS, ema_momentum
 from harness.config.pairs import global_batch
 from harness.config.schema import RunConfig
@@ -47,7 +49,8 @@ ADAM_FAMILY = ("adam", "adamw", "nadam", "lamb")
 ADAM_DEFAULTS = {"beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7}
 MAX_BETA = 0.999
 BETA_2_FLOOR = 0.95
-RAMP_RULES = ("ramp", "smith")  # a batch schedule from b to B, run from b's job
+RAMP_RULES = ("ramp", "smith", "seesaw")  # a batch schedule from b to B, run from b's job
+CONVERSIONS = {smith.NAME: smith, seesaw.NAME: seesaw}  # the ramps that convert the command's own decay
 RAMP_SHARE = 10  # the ramp rule's first phase: this share of the epochs (at least one) at b
 # precise BN's training samples in the precise_bn rule: the recomputed-statistics columns' own subset
 # (harness.run.precise_bn.SUBSET; tests/studies/recover/test_plan.py checks they agree)
@@ -114,7 +117,7 @@ def _ramp_applies(name: str, small: RunConfig, large: RunConfig) -> str | None:
         why = proposals.why_not(small, size, **{**recipe, "batch_schedule": json.loads(recipe["batch_schedule"])})
         return None if why is None else f"phases this command can run ({why})"
     return "a training set whose size is known before its first run" if size is None else \
-        smith.recipe(small, size, cap=large.train.batch_size)[1]
+        CONVERSIONS[name].recipe(small, size, cap=large.train.batch_size)[1]
 
 
 def _train_size(cfg: RunConfig) -> int | None:
@@ -125,11 +128,12 @@ def _train_size(cfg: RunConfig) -> int | None:
 def ramp_rule(name: str, small: RunConfig, large: RunConfig) -> Rule:
     """A ramp from b to B, run from b's job: `ramp` (b for the first tenth of the epochs, at least one, then B at
     the sqrt rule's learning rate, the batch-norm momentum by the EMA rule at the switch: the critical batch size is
-    small early, Merrill et al. 2025) or `smith` (the command's step schedule's falls as tenfold batches, capped at
-    B, b's rate held: harness.config.smith)."""
+    small early, Merrill et al. 2025), `smith` (the command's step schedule's falls as tenfold batches, capped at
+    B, and the falls the cap leaves on the rate: harness.config.smith) or `seesaw` (its cosine or linear decay's
+    halvings as doublings of the batch, the rate x 1/sqrt 2 at each, capped at B: harness.config.seesaw)."""
     b = small.train.batch_size
-    if name == "smith":
-        recipe, _ = smith.recipe(small, _train_size(small), cap=large.train.batch_size)
+    if name in CONVERSIONS:
+        recipe, _ = CONVERSIONS[name].recipe(small, _train_size(small), cap=large.train.batch_size)
         return Rule(name, {"batch_size": b, **recipe})
     epochs = large.train.epochs
     switch = max(1, math.ceil(epochs / RAMP_SHARE))

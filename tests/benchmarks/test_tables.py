@@ -26,7 +26,7 @@ from benchmarks import (
 )
 
 SCRIPTS = ["bench_backends", "calibration", "bench_data_checks", "bench_floor", "bench_gpu_share", "bench_plan", "bench_precise_bn",
-           "bench_probes", "bench_ramp", "bench_recipes", "smith",
+           "bench_probes", "bench_ramp", "bench_recipes", "ramp_rules",
            "bench_report",
            "bench_speed", "bench_sweep", "bench_tracking", "diagnose_matrix", "recover_matrix", "study_cost"]
 
@@ -377,20 +377,22 @@ def test_ramp_table_sets_the_ramps_median_against_the_sum_of_its_phases_medians(
     assert "| ramp ÷ its phases | 1.250x | |" in text
 
 
-def test_smith_table_pairs_the_seeds_and_says_what_the_paired_interval_shows():
+def test_ramp_rules_table_pairs_the_seeds_and_says_what_the_paired_interval_shows():
     import pandas as pd
 
-    from benchmarks import smith
+    from benchmarks import ramp_rules
 
     decaying = pd.DataFrame({"val_acc": [0.60, 0.70, 0.65], "step": [2000, 2000, 2000]}, index=[0, 1, 2])
-    ramp = pd.DataFrame({"val_acc": [0.62, 0.73, 0.66], "step": [1060, 1060, 1060]}, index=[2, 1, 0])  # by seed
-    text = smith.table(decaying, ramp, ["lr_schedule=step"], ["batch_schedule=[[0,32],[8,320]]"])
-    assert "| step decay | 0.650 [" in text and "| 2000 |" in text and "| 1060 |" in text
+    ramp = pd.DataFrame({"val_acc": [0.62, 0.73, 0.66], "step": [1060, 1070, 1050]}, index=[2, 1, 0])  # by seed
+    text = ramp_rules.table(decaying, ramp, ["lr_schedule=step"], ["batch_schedule=[[0,32],[8,320]]"])
+    assert "| step decay | 0.650 [" in text and "| 2000 [2000, 2000] |" in text and "| 1060 [1050, 1070] |" in text
     # seed by seed (the ramp's rows in another order): +0.06, +0.03, -0.03, a mean of +0.02 whose interval holds 0
     assert "| ramp − decay, paired | +0.020 [" in text and text.endswith("Neither is shown better: the paired "
                                                                            "interval holds 0.")
-    above = smith.table(decaying, decaying.assign(val_acc=decaying["val_acc"] + [0.02, 0.03, 0.025]), [], [])
-    assert above.endswith("Smith's ramp reached a higher val_acc: the paired interval lies above 0.")
+    above = ramp_rules.table(decaying, decaying.assign(val_acc=decaying["val_acc"] + [0.02, 0.03, 0.025]), [], [],
+                             ("cosine decay", "Seesaw's ramp"))
+    assert "| cosine decay | 0.650 [" in above
+    assert above.endswith("Seesaw's ramp reached a higher val_acc: the paired interval lies above 0.")
 
 
 def test_calibration_counts_the_reruns_inside_their_stated_interval_and_pairs_the_speed_up_by_seed():

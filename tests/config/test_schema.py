@@ -136,7 +136,7 @@ BAD = [
      "batch_schedule=", "null with backend=jax gpus=2 and a built-in model with per-replica batch norm"),
     (["warmup_epochs=3", "batch_schedule=[[0,32],[2,128]]"], "batch_schedule=", "a first phase that holds the "
      "warm-up (warmup_epochs=3 runs past its 2 epochs)"),
-    (["batch_size=64", "batch_schedule=[[0,32],[2,128]]"], "batch_size=64", "left out, or 32: batch_schedule="),
+    (["batch_size=64", "batch_schedule=[[0,32],[2,128]]"], "batch_size=64", "left out, or 32, beside batch_schedule="),
 ]
 
 

@@ -42,10 +42,11 @@ FIELDS = {
     "answer_checked": "whether the check reran the answer (false: the answer moved once seeds were added after the "
                       "check; null: no check)",
     "ramps": "{proposed {phases [[start_epoch, batch]], switches, predicted, fixed {batch, predicted}} or null, "
-             "why_not_proposed, smith_why_not, timed [{candidate, batch_schedule, median, speedup_over_fixed {value, "
-             "low, high, level, n, method} or null}]}: the ramp proposed from the choosing seed's curves (predicted "
-             "from them) and Smith's rule's, and each ramp timed against the fastest single batch size, paired by "
-             "seed",
+             "why_not_proposed, fitted (what was changed to fit the command), not_run {ramp: why its runs could not "
+             "be planned}, smith_why_not, seesaw_why_not, timed [{candidate, batch_schedule, median, "
+             "speedup_over_fixed {value, low, high, level, n, method} or null}]}: the ramp proposed from the choosing "
+             "seed's curves (predicted from them), Smith's rule's and Seesaw's, and each ramp timed against the "
+             "fastest single batch size, paired by seed",
     "lines": "the rest of the reading in words",
 }
 
@@ -112,6 +113,7 @@ def _ramps(found) -> dict[str, Any]:
                 "predicted": _number(made.predicted), "fixed": {"batch": made.fixed[0],
                                                                 "predicted": _number(made.fixed[1])}},
             "why_not_proposed": found.ramp_note or None, "smith_why_not": found.smith_note or None,
+            "seesaw_why_not": found.seesaw_note or None,
             "fitted": found.ramp_fitted or None, "not_run": dict(found.refused),
             "timed": [] if a is None else [
                 {"candidate": t.candidate.name, "batch_schedule": t.candidate.recipe.get("batch_schedule"),

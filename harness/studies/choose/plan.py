@@ -26,7 +26,7 @@ import math
 from typing import Any
 
 from harness.config import batch_norm as command_batch_norm
-from harness.config import pairs, rules, smith
+from harness.config import pairs, rules, seesaw, smith
 from harness.config.overrides import with_recipe
 from harness.config.schema import RunConfig
 from harness.data import registry as datasets
@@ -99,18 +99,22 @@ def changes(recipe: dict[str, Any], command: RunConfig, rho: float | None) -> bo
     return False
 
 
-def ramp_start(small: RunConfig, max_epochs: int) -> dict[str, Any]:
+def ramp_start(small: RunConfig, large: RunConfig, max_epochs: int) -> dict[str, Any]:
     """What the ramps need from the command: its training-set size (a proposal's phases in epochs), its warm-up (kept
     inside a proposal's first phase), the replicas a configured batch is of (per_replica_batch: a global batch over
-    them), and Smith's recipe from b, planned as its runs will run (to the target, checked once an epoch, for
-    `max_epochs` at most), or why there is none (harness.config.smith)."""
+    them), and the recipes of Smith's rule and Seesaw from b up to the largest batch size, their falls where a
+    target run's own schedule (over `max_epochs`) falls, each planned as its runs will run (to the target, checked
+    once an epoch), or why there is none (harness.config.smith, harness.config.seesaw)."""
     train = small.train
     size = datasets.expected_train_size(small.data, train.imbalance, train.train_fraction, train.tune_fraction)
-    recipe, why = (None, "a training set whose size is known before the first run") if size is None else \
-        smith.recipe(small, size, run_as={"epochs": max_epochs, "target_tune_acc": 1.0, **COMMAND_SHAPE})
+    made = {}
+    for rule in (smith, seesaw):
+        recipe, why = (None, "a training set whose size is known before the first run") if size is None else \
+            rule.recipe(small, size, cap=large.train.batch_size, epochs=max_epochs,
+                        run_as={"target_tune_acc": 1.0, **COMMAND_SHAPE})
+        made[rule.NAME] = {"recipe": recipe, "why_not": why}
     return {"train_size": size, "warmup_epochs": train.warmup_epochs,
-            "replicas_per_batch": max(small.device.gpus, 1) if train.per_replica_batch else 1,
-            "smith": {"recipe": recipe, "why_not": why}}
+            "replicas_per_batch": max(small.device.gpus, 1) if train.per_replica_batch else 1, **made}
 
 
 def target_jobs(record: dict[str, Any], jobs: dict[tuple[int, int], list[str]], target: float,
@@ -137,7 +141,7 @@ def plan(jobs: list[list[str]], run_configs: list[RunConfig], settings: Settings
               "rules_left_out": left_out, "batch_norm": None if found is None else found.as_json(),
               "settings": {**vars(settings), "rules": list(settings.rules), "lr_grid": list(settings.lr_grid)}}
     if settings.ramp:
-        record.update(ramp_start(kit.small(), record["max_epochs"]))
+        record.update(ramp_start(kit.small(), kit.large(), record["max_epochs"]))
     if settings.check:  # the check's seed: one that neither chose nor judged, fixed now so a resume plans the same
         record["check_seed"] = max(seeds) + 1
     points = {(size, seed): kit.job(size, seed) for size in kit.sizes for seed in seeds}

@@ -1,6 +1,6 @@
 """+study=choose's ramps, read from its files: the ramp proposed from each batch size's best on the seed that chose
 it (its target run's checks: steps, tuning accuracy and seconds, harness.studies.choose.proposal), as a recipe on
-the command, and Smith's rule's recipe, which the plan recorded. Each is a candidate of its own, at its first
+the command, and the recipes of Smith's rule and Seesaw, which the plan recorded. Each is a candidate of its own, at its first
 phase's batch (settings.RAMPS), confirmed and timed like every batch size's best. Files in, recipes out."""
 from __future__ import annotations
 
@@ -50,6 +50,12 @@ def propose(sweep, found, record: dict[str, Any]) -> tuple[proposal.Proposal | N
     made = proposal.propose(found_curves, found.target, record["train_size"])
     if not made.phases:
         return made, None, made.why_not or "", ""
+    gain, least = -made.saving, recorded(record).ramp_min_gain
+    if gain < least:  # a gain inside the noise is not worth its runs
+        said = f"{gain:.1%} faster" if gain > 0 else f"{-gain:.1%} slower"
+        return made, None, (f"its predicted time is {said} than batch {made.fixed[0]}'s ({made.predicted:.3g} s against "
+                            f"{made.fixed[1]:.3g} s, from the same curves), less of a gain than choose.ramp_min_gain "
+                            f"({least:.0%})"), ""
     if not any(0 < start < record["max_epochs"] for start, _ in made.phases):
         return made, None, (f"its first switch, after epoch {made.phases[1][0]}, would come once every run has "
                             f"stopped (choose.max_epochs: {record['max_epochs']})"), ""
@@ -77,7 +83,8 @@ def recipe(found, record: dict[str, Any], made: proposal.Proposal) -> tuple[dict
     return out, fitted
 
 
-def smith_recipe(record: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
-    """Smith's recipe as the plan recorded it, or (None, why not; "" for a sweep planned without ramps)."""
-    found = record.get("smith") or {}
+def rule_recipe(record: dict[str, Any], name: str) -> tuple[dict[str, Any] | None, str]:
+    """A published ramp's recipe (`name`: smith, seesaw) as the plan recorded it, or (None, why not; "" for a sweep
+    planned without ramps, or before the rule was)."""
+    found = record.get(name) or {}
     return found.get("recipe"), found.get("why_not") or ""

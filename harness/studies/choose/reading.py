@@ -82,6 +82,7 @@ class Choice:
     proposal: Any = None         # the ramp proposed from the curves (proposal.Proposal), once they are known
     ramp_note: str = ""          # why no ramp is proposed
     smith_note: str = ""         # why Smith's rule gives no ramp
+    seesaw_note: str = ""        # why Seesaw gives no ramp
     ramp_fitted: str = ""        # what was changed in the proposal to fit the command (its warm-up shortened)
     refused: dict[str, str] = field(default_factory=dict)  # a ramp's name -> why its runs could not be planned (the
     # round's planning refused them: sweep.json's `refused`)
@@ -234,9 +235,10 @@ def choose(sweep: Sweep, added: bool = True) -> Choice | None:
             found_choice.candidates = {size: list(found.get(size, {}).values()) for size in sizes}
             (found_choice.proposal, ramp_recipes["ramp"], found_choice.ramp_note,
              found_choice.ramp_fitted) = ramps.propose(sweep, found_choice, record)
-            ramp_recipes["smith"], found_choice.smith_note = ramps.smith_recipe(record)
-            found_choice.ramp_recipes = {name: (int(record["small_batch"]) if name == "smith" else
-                                                found_choice.proposal.phases[0][1], recipe)
+            ramp_recipes["smith"], found_choice.smith_note = ramps.rule_recipe(record, "smith")
+            ramp_recipes["seesaw"], found_choice.seesaw_note = ramps.rule_recipe(record, "seesaw")
+            found_choice.ramp_recipes = {name: (found_choice.proposal.phases[0][1] if name == "ramp" else
+                                                int(record["small_batch"]), recipe)
                                          for name, recipe in ramp_recipes.items() if recipe is not None}
             refused = sweep_file.refused(sweep.plan)  # still proposed, so that every round plans the same
             found_choice.refused = {name: refused[arm(size, name)] for name, (size, _) in

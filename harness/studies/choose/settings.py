@@ -12,8 +12,9 @@ from harness.fields import ConfigError, check_keys
 RULES = ("linear", "sqrt", "adam_sde", "precise_bn")  # the published rules (harness.config.rules)
 CAP = 3  # max_epochs null: this many times the command's epochs
 BEFORE: dict[str, Any] = {"ramp": False, "race_margin": None, "cap_factor": None,
-                          "time_epochs": None, "timing": "line"}  # what a key an older
-# sweep.json lacks meant: no ramp candidates, no race, no cap but max_epochs, times read off a line (timing.py)
+                          "time_epochs": None, "timing": "line", "ramp_min_gain": 0.0}  # what a key an older
+# sweep.json lacks meant: no ramp candidates, no race, no cap but max_epochs, times read off a line (timing.py), a
+# proposal for any predicted gain
 # the arms: b as the command sets it (the baseline), and each candidate at each batch size
 AS_IS = "as_is"
 BASELINE = "baseline"
@@ -22,8 +23,8 @@ STAGES = (BASELINE, "candidates", "grid", "confirm", "check")  # choose.timing m
 LINE_STAGES = (BASELINE, "candidates", "grid", "confirm", "time", "check")  # an older sweep's (timing "line")
 TIMINGS = ("measured",)  # choose.timing a command may set; "line" is what an older sweep.json's lack of it means
 TIME, CHECK = "time_", "check_"  # the arms of those runs: time_bs128_linear, check_bs8_as_is
-RAMPS = ("ramp", "smith")  # candidates whose batch grows: the proposal from the curves, Smith's rule; each its own
-# arm at its first phase's batch (bs8_ramp), never a batch size's best
+RAMPS = ("ramp", "smith", "seesaw")  # candidates whose batch grows: the proposal from the curves, Smith's rule and
+# Seesaw; each its own arm at its first phase's batch (bs8_ramp), never a batch size's best
 TIMED_RUNS = 2  # the timing round runs each best in the printed command's shape on this many seeds that judge
 COMMAND_SHAPE = {"target_check": "epoch"}  # what a timed run sets beside its recipe: checked once an epoch
 RACED_OUT = "raced_out"  # a candidate's status on a seed where it passed its batch size's leader by race_margin
@@ -66,6 +67,9 @@ class Settings:
     timing: str = "measured"      # a judging seed's time is its own run of the printed command, alone (older sweeps:
     # "line", a time read off the line C + r x S through two timed runs)
     ramp: bool = True             # also confirm and time a batch schedule: the ramp proposed from the curves, Smith's
+    # rule's and Seesaw's
+    ramp_min_gain: float = 0.1    # a proposal from the curves runs only where it is predicted this much faster
+    # (relative) than the fastest single batch size, both predicted from the same curves
     race_margin: float | None = 0.25  # a grid point stops once its samples pass its batch size's leader's (from the
     # round before, on the seed that chooses) by this much (relative); None: no race
     time_epochs: int | None = None  # an older sweep's (timing "line"): its timed runs of one batch size stopped after
@@ -120,6 +124,10 @@ def from_dict(node: dict[str, Any]) -> Settings:
                           "command, alone; older sweeps read as they were planned)")
     if not isinstance(node.get("ramp", True), bool):
         raise ConfigError("choose.ramp", node["ramp"], "true or false")
+    gain = node.get("ramp_min_gain", 0.1)
+    if not _number(gain) or not 0 <= gain < 1:
+        raise ConfigError("choose.ramp_min_gain", gain, "a number in [0, 1): how much faster (relative) than the "
+                          "fastest single batch size a proposed ramp must be predicted, to be run")
     if "time_epochs" in node:
         raise ConfigError("choose.time_epochs", node["time_epochs"], "left out: each seed's time is now its own run "
                           "of the printed command to the target (the key was an older sweep's line, read as it was)")

@@ -68,10 +68,13 @@ def candidate_text(t) -> str:
     return name_text(t.size, t.candidate.name, t.candidate.recipe)
 
 
+RAMP_NAMES = {"ramp": "The proposed ramp", "smith": "Smith's ramp", "seesaw": "Seesaw's ramp"}
+
+
 def name_text(size: int, name: str, recipe: dict) -> str:
     """A candidate at a batch size in words (candidate_text's)."""
     if name in RAMPS:
-        return f"{'the proposed ramp' if name == 'ramp' else 'Smith' + chr(39) + 's ramp'} {schedule_text(recipe)}"
+        return f"{RAMP_NAMES[name].replace('The ', 'the ', 1)} {schedule_text(recipe)}"
     if name == "as_is":
         return f"batch {size} as it is"
     base, _, factor = name.rpartition("_x")
@@ -249,9 +252,6 @@ def _unswitched(made) -> str:
             f"start, from its own run), against {seconds(made.fixed[1])} for batch {made.fixed[0]} alone)")
 
 
-RAMP_NAMES = {"ramp": "The proposed ramp", "smith": "Smith's ramp"}
-
-
 def ramp_lines(found) -> list[str]:
     """What became of the ramps: the one proposed from the curves (or why none), Smith's (or why none), and each
     timed ramp against the fastest single batch size, paired by seed."""
@@ -271,6 +271,8 @@ def ramp_lines(found) -> list[str]:
         lines.append(f"No ramp was proposed: {found.ramp_note}{_unswitched(made)}.")
     if found.smith_note:
         lines.append(f"Smith's rule gives no ramp here: it needs {found.smith_note}.")
+    if found.seesaw_note:
+        lines.append(f"Seesaw gives no ramp here: it needs {found.seesaw_note}.")
     for name, why in found.refused.items():
         lines.append(f"{RAMP_NAMES.get(name, name)} was not run: its runs cannot be planned on this command "
                      f"({why}).")

@@ -11,7 +11,7 @@ from typing import Any
 from harness.fields import ConfigError, check_keys
 from harness.studies.recover.space import CHOICES, LOG, RANGES
 
-RULES = ("linear", "sqrt", "adam_sde", "precise_bn", "ramp", "smith")  # the published rules (harness.config.rules)
+RULES = ("linear", "sqrt", "adam_sde", "precise_bn", "ramp", "smith", "seesaw")  # the published rules (harness.config.rules)
 # what a key an older sweep.json lacks meant: no guided round, no rules and no judging seeds before they existed
 # (the verdict then paired the seeds that chose the recipe)
 BEFORE = {"guided": 0, "rules": (), "judge": 0, "probes": True, "rungs": ()}  # and the probes in every run, and

@@ -202,6 +202,8 @@ BAD = [
     (["+study=choose", "batch_size=8,64", "choose.cap_factor=0.5"], "choose.cap_factor=0.5", "a number >= 1"),
     (["+study=choose", "batch_size=8,64", "choose.time_epochs=4"], "choose.time_epochs=4", "unknown key"),
     (["+study=choose", "batch_size=8,64", "choose.timing=line"], "choose.timing='line'", "measured"),
+    (["+study=choose", "batch_size=8,64", "choose.ramp_min_gain=1.5"], "choose.ramp_min_gain=1.5", "in [0, 1)"),
+    (["+study=choose", "batch_size=8,64", "batch_schedule=[[0,64],[2,8]]"], "batch_schedule=", "grow or stay"),
 ]
 
 

@@ -15,7 +15,8 @@ from harness.studies.choose import words
 from tests.helpers.sweeps import next_round, study_sweep
 
 COMMAND = ("+study=choose", "batch_size=8,128", "dataset.num_samples=1000", "epochs=2", "seed=0,1,2,3",
-           "choose.target=0.5", "choose.rules=[linear]", "choose.lr_grid=[]", "choose.check=false")
+           "choose.target=0.5", "choose.rules=[linear]", "choose.lr_grid=[]", "choose.check=false",
+           "choose.ramp_min_gain=0.05")  # CURVES' ramp is predicted 7% faster than batch 128's best: run here
 # batch 8: 1 ms a step, slowing as the accuracy rises (1000 a / (1 - a) steps to a); batch 128: 4 ms a step, 500 a
 # steps to a: each alone reaches 0.5 in about 1 s, a ramp switching at a = 0.29 in about 0.83 s
 CURVES = {8: (0.001, lambda a: 1000 * a / (1 - a)), 128: (0.004, lambda a: 500 * a)}
@@ -129,12 +130,15 @@ def test_where_one_batch_is_fastest_throughout_no_ramp_is_proposed_and_the_page_
 def test_smiths_ramp_of_a_step_schedule_is_confirmed_and_timed_beside_the_bests(tmp_path):
     sweep = _sweep(tmp_path, command=(*COMMAND, "lr_schedule=step", "epochs=8"))
     read = sweep_files.read(sweep)
-    assert read.plan["choose"]["smith"]["recipe"]["batch_schedule"] == "[[0,8],[4,80],[6,720]]"
+    # the target runs' step schedule falls at half and three quarters of their 24 epochs (3 x the command's): there
+    # the batch grows to 80, then to the largest batch size, 128, the rate falling what that cap leaves (800 / 128)
+    assert read.plan["choose"]["smith"]["recipe"]["batch_schedule"] == "[[0,8,1],[12,80,1],[18,128,0.16]]"
     arms = [job.get("arm") for job in read.plan["jobs"]]
     assert arms.count("bs8_smith") == 3 and not any(str(name).startswith("time_") for name in arms)
     found = choice.choose(read)
     assert any(t.candidate.name == "smith" for t, _ in found.answer.ramps)
-    assert any(line.startswith("Smith's ramp 8→80→720 (growing after epochs 4, 6) took ") for line in words.answer_lines(found))
+    assert any(line.startswith("Smith's ramp 8→80→128 (growing after epochs 12, 18) took ")
+               for line in words.answer_lines(found))
 
 
 def test_a_warm_up_longer_than_the_proposals_first_phase_ends_with_it_and_the_page_says_so(tmp_path):
@@ -197,16 +201,58 @@ def test_a_proposal_whose_switch_comes_after_every_run_has_stopped_is_not_run_an
 
 
 def test_smiths_ramp_whose_phase_steps_per_execution_does_not_divide_is_not_proposed_and_the_page_says_why(tmp_path):
-    """steps_per_execution=5 divides batch 8's and 72's epochs (90 and 10 steps), not Smith's batch 80 (9): its runs
+    """steps_per_execution=2 divides batch 8's and 128's epochs (90 and 6 steps), not Smith's batch 80 (9): its runs
     would have been refused as the confirmation's round was composed (exit 1). Now the rule says why not."""
-    command = tuple(o for o in COMMAND if not o.startswith("batch_size=")) + (
-        "batch_size=8,72", "lr_schedule=step", "epochs=8", "steps_per_execution=5")
-    sweep = _sweep(tmp_path, curves={8: CURVES[8], 72: CURVES[128]}, command=command)
+    sweep = _sweep(tmp_path, command=(*COMMAND, "lr_schedule=step", "epochs=8", "steps_per_execution=2"))
     read = sweep_files.read(sweep)
     assert read.plan["choose"]["smith"]["recipe"] is None
     assert not any(job.get("arm") == "bs8_smith" for job in read.plan["jobs"]) and not read.plan.get("refused")
     found = choice.choose(read)
     assert found.answer is not None
     assert any(line.startswith("Smith's rule gives no ramp here: it needs phases this command can run "
-                               "(batch_schedule=[[0, 8], [4, 80], [6, 720]] is not allowed: phase 2's batch 80 fails "
-                               "steps_per_execution's rule") for line in words.answer_lines(found))
+                               "(batch_schedule=[[0, 8, 1.0], [12, 80, 1.0], [18, 128, 0.16]] is not allowed: phase 2's "
+                               "batch 80 fails steps_per_execution's rule") for line in words.answer_lines(found))
+
+
+def test_seesaws_ramp_of_a_cosine_decay_is_confirmed_timed_and_set_against_the_fastest_single_batch(tmp_path):
+    """lr_schedule=cosine has no fall for Smith's rule; Seesaw doubles the batch wherever the target runs' own
+    cosine (over 3 x 8 epochs) would halve the rate, up to the largest batch size."""
+    from harness.config import seesaw
+
+    sweep = _sweep(tmp_path, command=(*COMMAND, "lr_schedule=cosine", "epochs=8"))
+    read = sweep_files.read(sweep)
+    schedule = json.loads(read.plan["choose"]["seesaw"]["recipe"]["batch_schedule"])
+    assert [phase[:2] for phase in schedule[:3]] == [[0, 8], [12, 16], [16, 32]] and schedule[-1][1] == 128
+    assert [start for start, *_ in schedule][1:] == sorted({epoch for epoch, _ in seesaw.halvings(
+        _compose_small(), read.plan["choose"]["train_size"], 24)})[:len(schedule) - 1]
+    arms = [job.get("arm") for job in read.plan["jobs"]]
+    assert arms.count("bs8_seesaw") == 3  # each seed that judges, alone, as printed
+    found = choice.choose(read)
+    timed = [(t, ratio) for t, ratio in found.answer.ramps if t.candidate.name == "seesaw"]
+    assert len(timed) == 1 and timed[0][1] is not None and timed[0][1].interval.n == 3  # paired by seed with the fastest fixed
+    lines = words.answer_lines(found)
+    assert any(line.startswith("Seesaw's ramp 8→16→32→") and "the fastest single batch size" in line for line in lines)
+    assert any(line.startswith("Smith's rule gives no ramp here: it needs a step schedule") for line in lines)
+
+
+def _compose_small():
+    from tests.conftest import compose_config
+
+    return compose_config("batch_size=8", "dataset.num_samples=1000", "epochs=8", "lr_schedule=cosine",
+                          "tune_fraction=0.1")
+
+
+def test_a_proposal_predicted_faster_by_less_than_the_minimum_gain_is_not_run_and_the_page_says_by_how_much(tmp_path):
+    """The ramp from CURVES is predicted 7% faster than the fastest single batch size (batch 128 with the linear
+    rule): run at choose.ramp_min_gain=0.05 (the tests above), not at the default 10%, where the page says by how
+    much it is predicted faster."""
+    sweep = _sweep(tmp_path, command=tuple(o for o in COMMAND if not o.startswith("choose.ramp_min_gain")))
+    read = sweep_files.read(sweep)
+    found = choice.choose(read)
+    made = found.proposal
+    assert made.phases and "ramp" not in found.ramp_recipes and 0.05 < -made.saving < 0.1
+    assert not any(job.get("arm") == "bs8_ramp" for job in read.plan["jobs"])
+    said = next(line for line in words.answer_lines(found) if line.startswith("The ramp proposed from seed 0's curves"))
+    assert said == (f"The ramp proposed from seed 0's curves, 8→128, was not run: its predicted time is "
+                    f"{-made.saving:.1%} faster than batch {made.fixed[0]}'s ({made.predicted:.3g} s against "
+                    f"{made.fixed[1]:.3g} s, from the same curves), less of a gain than choose.ramp_min_gain (10%).")

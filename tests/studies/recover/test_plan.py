@@ -31,7 +31,9 @@ def test_the_reference_and_the_sobol_search_come_from_the_command():
         assert 1e-3 * 0.99 <= 0.001 * cfg.train.lr_factor * cfg.train.weight_decay * steps <= 1.01
     assert {r["optimizer"] for r in record["trials"][:16]} == {None, "adamw", "lamb"}  # the space's choices all drawn
     assert set(record["left_out"]) == {"bn_momentum", "ghost_batch_size", "precise_bn"}  # no batch norm here
-    assert record["rules_left_out"] == {"precise_bn": "a model with batch norm, and this one has none", "smith": "a step schedule (lr_schedule=step); lr_schedule=constant has no fall to turn into a batch"}
+    assert record["rules_left_out"] == {"precise_bn": "a model with batch norm, and this one has none", "smith": "a step schedule (lr_schedule=step); lr_schedule=constant has no fall to turn into a batch",
+        "seesaw": "a smooth decay (lr_schedule=cosine or linear), whose halvings become doublings of the batch; "
+                  "lr_schedule=constant has none"}
     # the trials run without the probes (the report's Why reads the runs as they are, which keep the command's)
     assert [c.train.probes for c in plan.run_configs] == [True] * 4 + [False] * 20
     assert all(c.train.probes for c in _plan("batch_size=8,128", "seed=0", "recover.probes=true").run_configs)
@@ -58,14 +60,15 @@ def test_the_published_rules_are_candidates_with_their_values_at_the_runs_own_ke
 
 def test_a_step_schedule_gets_smiths_ramp_from_b_capped_at_b_large():
     """lr_schedule=step epochs=8 (the key taken out of the search's space to be given): its falls at epochs 4 and 6
-    become batches 80 and 800, capped at B = 128, b's rate held; run from B's job as a ramp from b."""
+    become batches 80 and 800, capped at B = 128, where the rate falls what the cap leaves (800 / 128: lr / batch
+    falls tenfold at each fall); run from B's job as a ramp from b."""
     plan = _plan("batch_size=8,128", "epochs=8", "seed=0", "recover.trials=2", "lr_schedule=step",
                  "~recover.space.lr_schedule", "recover.rules=[ramp,smith]")
     record = plan.study["recover"]
-    assert record["trials"][3] == {"batch_size": 8, "batch_schedule": "[[0,8],[4,80],[6,128]]",
+    assert record["trials"][3] == {"batch_size": 8, "batch_schedule": "[[0,8,1],[4,80,1],[6,128,0.16]]",
                                    "lr_schedule": "constant", "lr_scaling": "none", "lr_factor": 1.0}
     smith = plan.run_configs[-1].train
-    assert (smith.batch_schedule, smith.lr_schedule) == (((0, 8), (4, 80), (6, 128)), "constant")
+    assert (smith.batch_schedule, smith.lr_schedule) == (((0, 8, 1.0), (4, 80, 1.0), (6, 128, 0.16)), "constant")
     assert [s.get("rule") for s in record["sources"][2:]] == ["ramp", "smith"] and record["rules_left_out"] == {}
 
 
@@ -204,7 +207,9 @@ def test_the_weight_decay_range_is_at_the_runs_own_peak_learning_rate_and_the_op
     assert {c.train.optimizer for c in plan.run_configs[2:]} == {"sgd", "adamw", "lamb"}
     assert plan.study["recover"]["rules_left_out"] == {
         "adam_sde": "the Adam family only (adam, adamw, lamb, nadam), not optimizer=sgd",
-        "precise_bn": "a model with batch norm, and this one has none", "smith": "a step schedule (lr_schedule=step); lr_schedule=constant has no fall to turn into a batch"}
+        "precise_bn": "a model with batch norm, and this one has none", "smith": "a step schedule (lr_schedule=step); lr_schedule=constant has no fall to turn into a batch",
+        "seesaw": "a smooth decay (lr_schedule=cosine or linear), whose halvings become doublings of the batch; "
+                  "lr_schedule=constant has none"}
     assert [s.get("rule") for s in plan.study["recover"]["sources"][16:]] == ["linear", "sqrt", "ramp"]
 
 
