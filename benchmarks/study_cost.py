@@ -25,10 +25,10 @@ from pathlib import Path
 
 from benchmarks import doc_blocks, matrix
 
-# each case: (study, its overrides)
+# each case, named as its row shows it (the study, then what it adds to the study's first command): (study, overrides)
 COMMANDS = {
     "choose": ("choose", ("batch_size=8,32,128,512",)),
-    "choose, width 4": ("choose", ("batch_size=8,32,128,512", "model.width=4")),
+    "choose model.width=4": ("choose", ("batch_size=8,32,128,512", "model.width=4")),  # the key: the row's command
     "recover": ("recover", ("batch_size=8,128", "epochs=5")),
 }
 SMOKE = {

@@ -208,3 +208,13 @@ def bn_momentum(rho: float, phase: Phase, first: Phase) -> float:
     or above the rule's floor (harness.config.batching.ema_momentum)."""
     ratio = phase.plan.global_batch_size / first.plan.global_batch_size
     return rho if ratio == 1 else ema_momentum(rho, ratio)[0]
+
+
+def clipped(rho: float, planned: RunPlan) -> list[str]:
+    """Where the EMA rule's momentum from `rho` is clipped at its floor in a phase of `planned`, in words (run.json's
+    notes): the moving averages there span fewer samples than the first phase's."""
+    first = planned.phases[0]
+    return [f"phase {number} (batch {phase.plan.global_batch_size}): {said}"
+            for number, phase in enumerate(planned.phases, start=1) if phase.plan.global_batch_size !=
+            first.plan.global_batch_size
+            for said in ema_momentum(rho, phase.plan.global_batch_size / first.plan.global_batch_size)[1]]

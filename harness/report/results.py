@@ -48,6 +48,7 @@ def sweep_results(sweep: Sweep | Path) -> pd.DataFrame:
         if column not in table.columns:
             table[column] = float("nan")
     table["gap"] = table["train_eval_acc"] - table["val_acc"]
+    table = _ramps_as_run(table, sweep)
     table = table.merge(_best_epochs(epochs), on="run_id", how="left")
     probes = pd.DataFrame([_probes(sweep, job) for job in table["job"]], index=table.index).astype(PROBE_TYPES)
     targets = pd.DataFrame([_target(sweep, job) for job in table["job"]], index=table.index,
@@ -66,6 +67,29 @@ def sweep_results(sweep: Sweep | Path) -> pd.DataFrame:
     last_columns = [*PROBE_COLUMNS.values(), *TARGET_COLUMNS, *[c for c in RUN_COLUMNS if c not in first]]
     middle = [c for c in table.columns if c not in first and c not in last_columns]
     return table[[*first, *middle, *last_columns]]
+
+
+def _ramps_as_run(table: pd.DataFrame, sweep: Sweep) -> pd.DataFrame:
+    """A ramp's row as its last epoch ran: its global batch that epoch's phase's (beside that phase's
+    steps_per_epoch and peak_lr; the readings stand a ramp at its first phase's batch on their axis), and its
+    batch_schedule as run.json's config holds it, in the form the command line takes (its lr_factors kept), so that
+    the row can be run again (the readings' label, 32→128 (after epoch 2), says less)."""
+    if "batch_schedule" not in table.columns:
+        return table
+    configured = {record.get("run_id"): (record.get("config") or {}).get("batch_schedule") for record in sweep.records}
+    phases = table["run_id"].map(configured)
+    ramps = phases.notna() & (table["batch_schedule"] != "none")
+    if not ramps.any():
+        return table
+    table = table.copy()
+    table["batch_schedule"] = table["batch_schedule"].astype(object)
+    table.loc[ramps, "batch_schedule"] = phases[ramps].map(
+        lambda found: "[" + ",".join("[" + ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in phase)
+                                     + "]" for phase in found) + "]")
+    if {"per_replica_batch_size", "replicas", "global_batch_size"} <= set(table.columns):
+        table.loc[ramps, "global_batch_size"] = table.loc[ramps, "per_replica_batch_size"] * table.loc[ramps,
+                                                                                                      "replicas"]
+    return table
 
 
 def _best_epochs(epochs: pd.DataFrame) -> pd.DataFrame:

@@ -132,6 +132,8 @@ def _train(run: _Run, board: RunBoard, tracker: RunTracker, hooks: Sequence[Call
     train_eval, val_inputs, phase_batches, tune_eval = training_inputs(run.cfg, data_in, placement.replicas)
     infer = inference(model, placement.replicas)  # one compiled function for every inference-mode pass
     settings = phases.PhaseSettings(model, planned, lambda phase: on_phase(phase))  # what each phase changes
+    notes = run.record.data.setdefault("notes", [])
+    notes.extend(note for note in settings.notes if note not in notes)  # a momentum the EMA rule clips, once
     kept = settings.track(_kept_statistics(run, model_cfg, model, data_in, decode, placement.replicas, infer))
     table = MetricsTable(run.run_dir, keep_epochs=run.resume_epoch)
     recorder = train.EpochRecorder(

@@ -28,6 +28,8 @@ class PhaseSettings:
         self.model, self.planned, self.on_phase = model, planned, on_phase
         self.layers = batch_norm_layers(model) if planned.ramp else []
         self.momenta = [float(layer.momentum) for layer in self.layers]  # the first phase's, as built
+        # where the EMA rule's momentum is clipped at its floor (run.json's notes say it)
+        self.notes = list(dict.fromkeys(note for rho in self.momenta for note in ramp.clipped(rho, planned)))
 
     def initial_weight(self, steps: int) -> float:
         """bn_initial_weight over a ramp (harness.run.precise_bn.initial_weight): the largest over the layers of the

@@ -200,8 +200,10 @@ def test_study_cost_sums_run_seconds_by_round_and_gives_choose_in_its_own_baseli
         "Its timing, the confirm round (2 runs, each as printed, alone, in a fresh process), costs 5 s, 0.8x its "
         "baseline runs, 2 s of it importing Keras and its backend: what a time that is the number the printed "
         "command records costs.")
-    assert study_cost.row("choose model.width=4", "this tree", [found], ["batch 32, as is"]).startswith(
-        "| `+study=choose model.width=4` | this tree | 5 |")
+    assert study_cost.row("choose model.width=4", "this tree", [found], ["batch 32, as is"]) == (
+        "| `+study=choose model.width=4` | this tree | 5 | 23 | 20 s (20) | 12 + 3 + 5 | 3.3x (6.00 s a run) | batch 32, "
+        "as is |")  # a case of choose: in its own baseline runs too
+    assert set(study_cost.COMMANDS) == {"choose", "choose model.width=4", "recover"}
 
 
 def test_recover_matrix_row_gives_the_verdict_and_the_budget_line_from_recovery_json():

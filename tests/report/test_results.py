@@ -138,3 +138,24 @@ def test_a_real_sweep_s_table_is_its_runs_files(smoke_sweep):
     table = results.results([sweep])
     assert_rows_are_the_runs_files(table, run_folders(sweep))
     assert table["batch_size"].tolist() == [16, 64] and table["hessian_top_eigenvalue"].notna().all()
+
+
+def test_a_ramps_row_is_its_last_epochs_phase_and_its_schedule_can_be_run_again(tmp_path):
+    """results.csv gave a ramp its readings' label (32→128→512 (after epochs 1, 2), without the phases' lr_factor)
+    and its first phase's global batch beside its last phase's steps_per_epoch and peak_lr."""
+    sweep = tmp_path / "sweep"
+    make_run(sweep, 0, batch_size=32)
+    run = make_run(sweep, 1, batch_size=32, seed=1)
+    record = json.loads((run / "run.json").read_text())
+    record["config"]["batch_schedule"] = [[0, 32], [1, 128, 1.5], [2, 512, 2.0]]
+    (run / "run.json").write_text(json.dumps(record))
+    frame = pd.read_parquet(run / "metrics.parquet")
+    frame["batch_schedule"] = "0:32,1:128:1.5,2:512:2.0"
+    frame["global_batch_size"] = frame["per_replica_batch_size"] = [32, 128, 512]
+    frame["steps_per_epoch"] = [125, 32, 8]
+    frame.to_parquet(run / "metrics.parquet")
+    table = results.sweep_results(sweep).set_index("run_id")
+    ramp = table.loc["sweep/1"]
+    assert ramp["batch_schedule"] == "[[0,32],[1,128,1.5],[2,512,2]]"
+    assert (ramp["global_batch_size"], ramp["steps_per_epoch"]) == (512, 8)  # one phase's, the last epoch's
+    assert table.loc["sweep/0", "batch_schedule"] == "none" and table.loc["sweep/0", "global_batch_size"] == 32

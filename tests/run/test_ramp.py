@@ -131,3 +131,18 @@ def test_each_phase_sets_the_batch_norm_momentum_by_the_ema_rule_and_asks_for_a_
     assert [layer.momentum for layer in batch_norm_layers(model)] == [pytest.approx(0.9 ** 4, rel=1e-3)]
     settings.enter(0)  # back to the first phase's own momentum (as a resumed run's first fit sets it)
     assert [layer.momentum for layer in batch_norm_layers(model)] == [0.9]
+    assert settings.notes == []  # 0.9^4 = 0.66: above the floor
+
+
+def test_a_momentum_the_ema_rule_clips_at_its_floor_is_said_in_the_runs_notes(compose):
+    """0.9^16 = 0.185 at batch 512 after 32: clipped to 0.5, which PhaseSettings said nowhere (ema_momentum's words
+    were dropped)."""
+    from harness.backend import keras
+    from harness.run.phases import PhaseSettings
+
+    planned = ramp.plan_run(compose("epochs=4", "batch_schedule=[[0,32],[2,128],[3,512]]").train, 1, 4000)
+    inputs = keras.Input((8,))
+    model = keras.Model(inputs, keras.layers.Dense(2)(keras.layers.BatchNormalization(momentum=0.9)(
+        keras.layers.BatchNormalization(momentum=0.9)(inputs))))
+    assert PhaseSettings(model, planned, lambda phase: None).notes == [
+        "phase 3 (batch 512): batch-norm momentum 0.9^16 = 0.1853 clipped to 0.5"]
