@@ -76,16 +76,30 @@ def parse(value: Any, epochs: int, budget: str) -> tuple[tuple, ...] | None:
 
 
 def label(phases) -> str:
-    """A schedule as readings name it: its batches in order, e.g. 32→128→512."""
-    return "→".join(f"{phase[1]:g}" for phase in phases)
+    """A schedule as readings name it: its batches in order, a batch kept for a fall of the rate named once, e.g.
+    32→128→512."""
+    batches = [phase[1] for phase in phases]
+    return "→".join(f"{b:g}" for n, b in enumerate(batches) if n == 0 or b != batches[n - 1])
+
+
+def changes(phases, grows: str = "after") -> str:
+    """Where a schedule changes, in words: the epochs after which its batch grows ("after epochs 2, 4", `grows`
+    the words before them), and those after which its rate falls at the same batch ("; the rate falling after epoch
+    6")."""
+    def epochs(starts: list[str]) -> str:
+        return f"epoch{'s' if len(starts) > 1 else ''} {', '.join(starts)}"
+
+    pairs = list(itertools.pairwise(phases))
+    grown = [f"{later[0]:g}" for before, later in pairs if later[1] != before[1]]
+    fallen = [f"{later[0]:g}" for before, later in pairs if later[1] == before[1]]
+    return f"{grows} {epochs(grown)}" + (f"; the rate falling after {epochs(fallen)}" if fallen else "")
 
 
 def column_label(text: str) -> str:
     """A metrics column's schedule ('0:32,2:128', harness.store.run_files.config_columns) as readings name it,
     with the epochs after which it grows: 32→128 (after epoch 2)."""
     phases = [tuple(float(v) for v in pair.split(":")) for pair in str(text).split(",")]
-    starts = [f"{phase[0]:g}" for phase in phases[1:]]
-    return f"{label(phases)} (after epoch{'s' if len(starts) > 1 else ''} {', '.join(starts)})"
+    return f"{label(phases)} ({changes(phases)})"
 
 
 @dataclass(frozen=True)

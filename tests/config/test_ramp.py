@@ -133,3 +133,13 @@ def test_a_proposal_is_planned_as_a_command_is_and_what_cannot_run_says_why_in_t
     assert "runs past its 1 epochs" in proposals.why_not(command, 4000, batch_schedule=[[0, 32], [1, 160]],
                                                          warmup_epochs=2.0)
     assert command.train.batch_schedule is None  # the command itself is left as it was
+
+
+def test_a_schedule_whose_rate_falls_at_its_largest_batch_names_that_batch_once_and_says_where_the_rate_falls():
+    """Smith's rule or Seesaw at its cap: 8→…→512→512→512 read as three more batches of 512."""
+    phases = [[0, 8], [2, 64, 0.8], [4, 64, 0.08]]
+    assert ramp.label(phases) == "8→64"
+    assert ramp.changes(phases) == "after epoch 2; the rate falling after epoch 4"
+    assert ramp.column_label("0:32,2:128,3:512:0.5,4:512:0.1") == (
+        "32→128→512 (after epochs 2, 3; the rate falling after epoch 4)")
+    assert ramp.column_label("0:32,2:128") == "32→128 (after epoch 2)"

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import math
 
-from harness.config.ramp import label
+from harness.config.ramp import changes, label
 from harness.studies.choose import check_words
 from harness.studies.choose.answer import NOT_ENDED, edge, left_out
 from harness.studies.choose.check_words import seconds
@@ -56,10 +56,10 @@ def formula(found) -> str:
 
 
 def schedule_text(recipe: dict) -> str:
-    """A ramp's batch_schedule in words: "32→512 (growing after epoch 3)"."""
+    """A ramp's batch_schedule in words: "32→512 (growing after epoch 3)"; "8→80→128 (growing after epochs 12, 18;
+    the rate falling after epoch 20)"."""
     phases = json.loads(str(recipe.get("batch_schedule", "[]")))
-    starts = [str(phase[0]) for phase in phases[1:]]
-    return f"{label(phases)} (growing after epoch{'s' if len(starts) > 1 else ''} {', '.join(starts)})"
+    return f"{label(phases)} ({changes(phases, 'growing after')})"
 
 
 def candidate_text(t) -> str:

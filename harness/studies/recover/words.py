@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from harness.assess import paired
-from harness.config.ramp import label
+from harness.config.ramp import changes, label
 from harness.assess.verdicts import CHANCE_MARGIN
 from harness.studies.recover import verdict as recovery_verdict
 from harness.studies.recover.verdict import RECOVERED, Verdict
@@ -23,8 +23,7 @@ def _recipe_parts(recipe: dict[str, Any], peak_lr: float | None = None, first_mo
     parts = []
     if get("batch_schedule"):  # a ramp: its batches and where they change, each phase's lr on the command line
         phases = json.loads(str(get("batch_schedule")))
-        starts = ", ".join(str(phase[0]) for phase in phases[1:])
-        parts.append(f"batches {label(phases)} (growing after epoch{'s' if len(phases) > 2 else ''} {starts})")
+        parts.append(f"batches {label(phases)} ({changes(phases, 'growing after')})")
     if get("lr_factor") is not None and lr_first:
         parts.append(f"{get('lr_factor'):.3g}x your lr" + (f", a peak of {peak_lr:.2g}" if peak_lr is not None
                                                             else ""))
