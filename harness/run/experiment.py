@@ -151,7 +151,7 @@ def _train(run: _Run, board: RunBoard, tracker: RunTracker, hooks: Sequence[Call
     def on_phase(phase) -> None:
         recorder.enter_phase({"peak_lr": phase.peak_lr, **phase.plan.as_columns()}, phase.plan.global_batch_size)
         if monitor is not None:
-            monitor.plan = phase.plan
+            monitor.enter_phase(phase.plan)
 
     fit_started, set_up = time.perf_counter(), time.time() - run.timings["start"]
     callbacks = [c for c in (step_sync, monitor, recorder, divergence, at_loss) if c is not None] + [

@@ -65,6 +65,17 @@ class TargetMonitor(keras.callbacks.Callback):
         self.check_tune_acc: list[float] = []  # the tuning slice's accuracy at each check, in check_times' order
         self.between = 0.0       # seconds from each epoch's end (after its check) to the next epoch's start
         self.epoch_ended: float | None = None
+        # what starting a fit cost, once for each phase this attempt trained (enter_phase): from the phase's start
+        # to the end of its first compiled call, less the seconds of its second (its pipeline, and its train
+        # function's trace and compile): what a ramp's switch to this batch pays
+        self.fit_start_seconds: list[float] = []
+        self._entered: float | None = None
+        self._first_end: float | None = None
+        self._second_begin: float | None = None
+
+    def enter_phase(self, plan: BatchPlan) -> None:
+        """A phase's fit is about to be built (its batches, its train function): its start is timed from here."""
+        self.plan, self._entered, self._first_end, self._second_begin = plan, time.perf_counter(), None, None
 
     def on_train_begin(self, logs=None):
         """The first fit of this attempt starts the clock (a ramp's later phases fit again and keep it)."""
@@ -92,7 +103,24 @@ class TargetMonitor(keras.callbacks.Callback):
         right = sum(int(np.sum(np.argmax(self.forward(x), axis=1) == y)) for x, y in self.batches)
         return right / sum(len(y) for _, y in self.batches)
 
+    def on_train_batch_begin(self, batch, logs=None):
+        if self._first_end is not None and self._second_begin is None:
+            self._second_begin = time.perf_counter()
+
+    def _time_start(self) -> None:
+        """After a phase's first and second compiled calls: its fit's start cost (fit_start_seconds)."""
+        int(self.model.optimizer.iterations.numpy())  # the call done (JAX returns before it is)
+        now = time.perf_counter()
+        if self._first_end is None:
+            self._first_end = now
+        elif self._second_begin is not None:
+            steady = now - self._second_begin
+            self.fit_start_seconds.append(round(max(0.0, self._first_end - self._entered - steady), 4))
+            self._entered = None
+
     def on_train_batch_end(self, batch, logs=None):
+        if self._entered is not None:
+            self._time_start()
         if self.per_epoch or self.found is not None:
             return
         step = int(self.model.optimizer.iterations.numpy())
@@ -126,7 +154,7 @@ class TargetMonitor(keras.callbacks.Callback):
                       "check_tune_acc": self.check_tune_acc, "target_check": "epoch" if self.per_epoch else "steps",
                       "steps_per_epoch": self.plan.steps_per_epoch, "target_max_samples": self.max_samples,
                       "stopped_short": False, "tune_acc_at_target": accuracy,
-                      **self.at_target()}
+                      "fit_start_seconds": self.fit_start_seconds, **self.at_target()}
         self.model.stop_training = True
         log.info("tune_acc %.4f reached the target %.4f at step %d (%d samples; checked %d steps before): stopping",
                  accuracy, self.target, step, self.found["samples_to_target"], step - before)
@@ -141,7 +169,7 @@ class TargetMonitor(keras.callbacks.Callback):
                 "check_times": self.check_times, "check_tune_acc": self.check_tune_acc,
                 "target_check": "epoch" if self.per_epoch else "steps",
                 "steps_per_epoch": self.plan.steps_per_epoch, "target_max_samples": self.max_samples,
-                "stopped_short": self.stopped_short}
+                "stopped_short": self.stopped_short, "fit_start_seconds": self.fit_start_seconds}
 
 
 def measure_at_target(model, val_metrics: Callable[[], dict], x: np.ndarray, y: np.ndarray,

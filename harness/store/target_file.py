@@ -30,6 +30,10 @@ FIELDS = {
     "steps_per_epoch": "the run's steps per epoch",
     "target_max_samples": "where a run that had not reached the target was to stop (null: at its epochs)",
     "stopped_short": "true: it stopped there without the target (a study's race or cap), not at the end of its epochs",
+    "fit_start_seconds": "what starting a fit cost, once for each phase this attempt trained: the seconds from the "
+                         "phase's start to the end of its first compiled call less those of its second (its "
+                         "pipeline, and its train function's trace and compile: what a ramp's switch to the batch "
+                         "pays; older files: none)",
     "tune_acc_at_target": "the tuning slice's accuracy then", "val_acc_at_target": "the validation accuracy then",
     "val_loss_at_target": "the validation loss then",
     "noise_batch": "samples per small batch of the noise scale there",
@@ -41,7 +45,8 @@ RUN_FIELDS = ("steps_to_target", "samples_to_target", "seconds_to_target")  # al
 # the scalars a run's row in harness.results adds (the target itself is a config column already)
 COLUMNS = tuple(k for k in FIELDS if k not in ("noise_gram", "check_times", "check_tune_acc", "target_tune_acc",
                                                "target_check", "steps_per_epoch", "between_epochs_seconds",
-                                               "target_max_samples", "stopped_short"))
+                                               "target_max_samples", "stopped_short",
+                                               "fit_start_seconds"))
 
 
 def write(run_dir: Path, values: dict[str, Any]) -> None:

@@ -16,9 +16,11 @@ def _three_classes(n, seed):
     return x, y
 
 
-def _fit_to(goal: float, epochs: int = 6, tune_labels=None, per_epoch: bool = False, after=(), max_samples=None):
+def _fit_to(goal: float, epochs: int = 6, tune_labels=None, per_epoch: bool = False, after=(), max_samples=None,
+            before=(), enter: bool = True):
     """A softmax regression on 3 classes, batch 4 (25 steps an epoch, calls of 5; with `per_epoch`, checked at each
-    epoch's end with a whole epoch a call), checked against `goal`; `after`: callbacks after the monitor."""
+    epoch's end with a whole epoch a call), checked against `goal`, its one phase entered as a run enters it
+    (`enter`); `before` and `after`: callbacks before and after the monitor."""
     x, y = _three_classes(100, 0)
     x_tune, y_tune = _three_classes(60, 1)
     if tune_labels is not None:
@@ -35,8 +37,10 @@ def _fit_to(goal: float, epochs: int = 6, tune_labels=None, per_epoch: bool = Fa
 
     monitor = target.TargetMonitor(goal, pipelines.evaluation_dataset(x_tune, y_tune), plan, at_target,
                                    measures.inference(model), per_epoch=per_epoch, max_samples=max_samples)
+    if enter:
+        monitor.enter_phase(plan)
     batches = pipelines.training_dataset(x, y, plan.global_batch_size, plan.steps_per_epoch, True, 0, epochs)
-    train.fit(model, batches, plan, epochs, [monitor, *after])
+    train.fit(model, batches, plan, epochs, [*before, monitor, *after])
     return monitor, model, plan, seen, (x_tune, y_tune)
 
 
@@ -69,10 +73,10 @@ def test_checks_are_spaced_geometrically_not_at_every_call():
 def test_the_time_to_target_runs_from_the_fit_s_start_to_the_check_that_saw_it(monkeypatch):
     """A clock that ticks one second at each reading: the fit starts at a reading, each check reads it twice
     (before and after), so the target's time is two seconds a check, one of them the check's own; the checks'
-    times are the clock after each, ending at the target's."""
+    times are the clock after each, ending at the target's (no phase entered: its fit's start reads no clock)."""
     clock = iter(range(1, 10_000))
     monkeypatch.setattr(target.time, "perf_counter", lambda: float(next(clock)))
-    monitor, _, _, _, _ = _fit_to(0.75)
+    monitor, _, _, _, _ = _fit_to(0.75, enter=False)
     found = monitor.record()
     checks = found["target_checks"]
     assert found["seconds_to_target"] == 2 * checks and found["check_seconds"] == checks
@@ -136,3 +140,21 @@ def test_the_seconds_between_epochs_are_counted_apart_from_the_time_to_the_targe
     found = monitor.record()
     assert [between for _, _, between in found["check_times"]] == [0, 11, 22]
     assert found["between_epochs_seconds"] == 22  # after the last epoch no training follows: nothing to take out
+
+
+def test_a_fit_s_start_is_its_first_call_less_its_second_what_a_switch_to_its_batch_pays(monkeypatch):
+    """fit_start_seconds: from the phase's start to the end of its first compiled call, less the seconds of its
+    second. A clock moved by the calls alone: the first 10 s of compile and 1 s of work, each later one 1 s (the
+    checks between them take none)."""
+    clock = {"now": 0.0, "calls": 0}
+    monkeypatch.setattr(target.time, "perf_counter", lambda: clock["now"])
+
+    class Calls(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            clock["now"] += 11.0 if clock["calls"] == 0 else 1.0
+            clock["calls"] += 1
+
+    monitor, *_ = _fit_to(0.99, epochs=1, tune_labels=_NEVER, before=[Calls()])
+    assert monitor.record()["fit_start_seconds"] == [10.0]
+    monitor, *_ = _fit_to(0.99, epochs=1, tune_labels=_NEVER, enter=False)
+    assert monitor.record()["fit_start_seconds"] == []  # a fit no phase started: nothing timed

@@ -43,7 +43,8 @@ FIELDS = {
                       "check; null: no check)",
     "ramps": "{proposed {phases [[start_epoch, batch]], switches, predicted, fixed {batch, predicted}} or null, "
              "why_not_proposed, fitted (what was changed to fit the command), not_run {ramp: why its runs could not "
-             "be planned}, smith_why_not, seesaw_why_not, timed [{candidate, batch_schedule, median, "
+             "be planned}, not_carried {batch: {key: value}} (what a later phase's best sets that its phase cannot "
+             "hold: it runs with the first phase's recipe), smith_why_not, seesaw_why_not, timed [{candidate, batch_schedule, median, "
              "speedup_over_fixed {value, low, high, level, n, method} or null}]}: the ramp proposed from the choosing "
              "seed's curves (predicted from them), Smith's rule's and Seesaw's, and each ramp timed against the "
              "fastest single batch size, paired by seed",
@@ -115,6 +116,7 @@ def _ramps(found) -> dict[str, Any]:
             "why_not_proposed": found.ramp_note or None, "smith_why_not": found.smith_note or None,
             "seesaw_why_not": found.seesaw_note or None,
             "fitted": found.ramp_fitted or None, "not_run": dict(found.refused),
+            "not_carried": {str(size): keys for size, keys in found.ramp_not_carried.items()},
             "timed": [] if a is None else [
                 {"candidate": t.candidate.name, "batch_schedule": t.candidate.recipe.get("batch_schedule"),
                  "median": _number(t.median), "speedup_over_fixed": None if ratio is None else {

@@ -5,8 +5,9 @@ size grows as training goes on; Smith et al. 2018 and AdaBatch grow the batch by
 Each batch size's best candidate stopped at the target with the tuning accuracy at every check (target.json's
 `check_times` and `check_tune_acc`): from them, the steps it takes to reach each accuracy level, and with its seconds
 per step the time from one level to the next. The ramp fastest through every level is a shortest path over the
-levels in which the batch never shrinks and every switch pays the new batch's one-time cost (its compile): a
-dynamic programme. It is read as a schedule of whole epochs, each phase's steps times its batch over the training
+levels in which the batch never shrinks, the first batch pays its one-time cost (its run's start, its first
+check's compile included) and every switch what starting a fit at the new batch cost in that batch's own run (its
+pipeline and its train function's compile: target.json's fit_start_seconds): a dynamic programme. It is read as a schedule of whole epochs, each phase's steps times its batch over the training
 set. It assumes that a batch size goes on from a level as its own run goes on from there, which only the ramp's own
 runs can show: a proposal is a candidate, confirmed and timed alone like the others. No ramp is proposed where one
 batch is fastest through every level, where the switches cost more than they save, or where a phase would be
@@ -29,12 +30,18 @@ SHORT = "its phases would be shorter than an epoch"
 class Curve:
     """One batch size's best candidate on the seed that chose it: its steps and tuning accuracy at each check (the
     run stopped at the target: the last check reached it), its seconds per step and one-time seconds (compile and
-    start), its global batch."""
+    start), its global batch, and what a switch to it costs (its fit's start as its run measured it; None: a run
+    made before it was measured, charged its one-time seconds)."""
     size: int
     steps: tuple[int, ...]
     tune_acc: tuple[float, ...]
     seconds_per_step: float
     one_time: float = 0.0
+    switch: float | None = None
+
+    @property
+    def switch_cost(self) -> float:
+        return self.one_time if self.switch is None else self.switch
 
     def reach(self, level: float) -> float:
         """The step at which the run first reached `level` (linear between the checks around it; the first check's
@@ -86,7 +93,7 @@ def _path(curves: list[Curve], levels: np.ndarray, switch_costs: bool) -> tuple[
     for i in range(1, len(levels)):
         for k in range(sizes):
             stay = cost[i - 1, k]
-            options = [(stay, k)] + [(cost[i - 1, j] + (curves[k].one_time if switch_costs else 0.0), j)
+            options = [(stay, k)] + [(cost[i - 1, j] + (curves[k].switch_cost if switch_costs else 0.0), j)
                                      for j in range(k)]  # from a smaller batch only
             best, came[i, k] = min(options)
             cost[i, k] = best + steps[k, i]
@@ -108,7 +115,7 @@ def propose(curves: list[Curve], target: float, train_size: int) -> Proposal:
         if len(set(free)) == 1:
             return Proposal([], math.inf, fixed, ONE_BATCH)
         order = [k for i, k in enumerate(free) if i == 0 or free[i - 1] != k]
-        cost = sum(curves[k].one_time for k in order)  # the first batch's start and each switch
+        cost = curves[order[0]].one_time + sum(curves[k].switch_cost for k in order[1:])  # the start, each switch
         return Proposal([], math.inf, fixed, SWITCH_COST,
                         unswitched=([curves[k].size for k in order], free_seconds, cost))
     phases, switches, epoch = [], [], 0.0

@@ -12,6 +12,10 @@ from harness.studies.choose.settings import recorded
 
 NO_CURVES = "the best runs' target.json hold no tuning accuracy at their checks (a sweep made before they did)"
 NO_SIZE = "a training set whose size is known before the first run"
+# a later best's recipe keys its phase holds or the run gives it anyway: its learning rate (the phase's
+# lr_factor), its warm-up (a run warms up once, in its first phase), its batch-norm momentum (the EMA rule sets
+# every phase's from the first's: harness.config.ramp), its batch
+CARRIED = ("lr_factor", "warmup_epochs", "model.bn_momentum", "batch_size")
 
 
 def curves(sweep, found) -> list[proposal.Curve]:
@@ -29,8 +33,9 @@ def curves(sweep, found) -> list[proposal.Curve]:
         rate = timing.rate(times)
         if rate is None or len(accuracy) != len(times):
             continue
+        started = written.get("fit_start_seconds") or [None]  # its fit's start: what a switch to it pays
         out.append(proposal.Curve(size, tuple(int(c[0]) for c in times), tuple(float(a) for a in accuracy),
-                                  rate.seconds_per_step, rate.one_time))
+                                  rate.seconds_per_step, rate.one_time, started[0]))
     return out
 
 
@@ -81,6 +86,19 @@ def recipe(found, record: dict[str, Any], made: proposal.Proposal) -> tuple[dict
                   "the length of its first phase")
     out["batch_schedule"] = "[" + ",".join(f"[{s},{b},{f:g}]" for s, b, f in phases) + "]"
     return out, fitted
+
+
+def not_carried(found, made: proposal.Proposal) -> dict[int, dict[str, Any]]:
+    """What a later phase's best sets that its phase cannot hold, by batch: a phase is [start, batch, lr_factor], and
+    every phase runs with the first phase's recipe besides (adam_sde's betas and epsilon, a ghost batch, precise BN
+    of a later batch's best are not carried)."""
+    first = found.best(made.phases[0][1]).recipe
+    out = {}
+    for _, size in made.phases[1:]:
+        kept = {k: v for k, v in found.best(size).recipe.items() if k not in CARRIED and first.get(k) != v}
+        if kept:
+            out[size] = kept
+    return out
 
 
 def rule_recipe(record: dict[str, Any], name: str) -> tuple[dict[str, Any] | None, str]:

@@ -84,6 +84,8 @@ class Choice:
     smith_note: str = ""         # why Smith's rule gives no ramp
     seesaw_note: str = ""        # why Seesaw gives no ramp
     ramp_fitted: str = ""        # what was changed in the proposal to fit the command (its warm-up shortened)
+    ramp_not_carried: dict[int, dict[str, Any]] = field(default_factory=dict)  # by batch: what its best sets that
+    # the proposal's phase at it cannot hold (ramps.not_carried)
     refused: dict[str, str] = field(default_factory=dict)  # a ramp's name -> why its runs could not be planned (the
     # round's planning refused them: sweep.json's `refused`)
     ramp_recipes: dict[str, tuple[int, dict[str, Any]]] = field(default_factory=dict)  # name -> (its first phase's
@@ -235,6 +237,8 @@ def choose(sweep: Sweep, added: bool = True) -> Choice | None:
             found_choice.candidates = {size: list(found.get(size, {}).values()) for size in sizes}
             (found_choice.proposal, ramp_recipes["ramp"], found_choice.ramp_note,
              found_choice.ramp_fitted) = ramps.propose(sweep, found_choice, record)
+            if ramp_recipes["ramp"] is not None:
+                found_choice.ramp_not_carried = ramps.not_carried(found_choice, found_choice.proposal)
             ramp_recipes["smith"], found_choice.smith_note = ramps.rule_recipe(record, "smith")
             ramp_recipes["seesaw"], found_choice.seesaw_note = ramps.rule_recipe(record, "seesaw")
             found_choice.ramp_recipes = {name: (found_choice.proposal.phases[0][1] if name == "ramp" else

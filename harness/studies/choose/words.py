@@ -248,8 +248,22 @@ def _unswitched(made) -> str:
         return ""
     sizes, free, cost = made.unswitched
     return (f" (the fastest path through the accuracy levels, {'→'.join(map(str, sizes))}, would take "
-            f"{seconds(free)} without its starts and switches, which cost {seconds(cost)} (each batch's compile and "
-            f"start, from its own run), against {seconds(made.fixed[1])} for batch {made.fixed[0]} alone)")
+            f"{seconds(free)} without its start and switches, which cost {seconds(cost)} (its first batch's start, "
+            f"its first check's compile included, and each switch's new fit, its pipeline and compile, each measured "
+            f"in that batch size's own run), against {seconds(made.fixed[1])} for batch {made.fixed[0]} alone)")
+
+
+def _not_carried(found) -> str:
+    """What the proposal's later phases could not take from their batch sizes' bests, in words."""
+    if not found.ramp_not_carried:
+        return ""
+    first = found.proposal.phases[0][1]
+    said = "; ".join(f"{name_text(size, found.best(size).name, {})}, its best, sets "
+                     + ", ".join(f"{key}={value:g}" if isinstance(value, float) else f"{key}={value}"
+                                 for key, value in keys.items())
+                     for size, keys in found.ramp_not_carried.items())
+    return (f" A phase holds its batch and learning rate only, so every phase runs with batch {first}'s recipe "
+            f"besides: {said}, which its phase does not carry.")
 
 
 def ramp_lines(found) -> list[str]:
@@ -266,7 +280,7 @@ def ramp_lines(found) -> list[str]:
                      f"{seconds(made.predicted)} against {seconds(made.fixed[1])} for batch {made.fixed[0]}, the "
                      "fastest single batch size there (assuming each batch size goes on from an accuracy as its own "
                      "run did: its own runs are what count)"
-                     + (f"; {found.ramp_fitted}." if found.ramp_fitted else "."))
+                     + (f"; {found.ramp_fitted}." if found.ramp_fitted else ".") + _not_carried(found))
     elif found.ramp_note:
         lines.append(f"No ramp was proposed: {found.ramp_note}{_unswitched(made)}.")
     if found.smith_note:

@@ -49,6 +49,17 @@ def test_a_switch_that_costs_more_than_it_saves_proposes_none():
     assert found.phases == [] and found.why_not == proposal.SWITCH_COST and found.fixed[0] == 32
 
 
+def test_a_switch_pays_what_a_fit_s_start_cost_in_the_batch_s_run_not_its_one_time_cost():
+    """A large batch whose run's one-time cost (5 s, its first check's compile included) is more than the ramp
+    saves, but whose fit started in 0.1 s: a switch to it costs 0.1 s, and the ramp is proposed."""
+    costly = large(one_time=5.0)
+    found = proposal.propose([small(), Curve(costly.size, costly.steps, costly.tune_acc, costly.seconds_per_step,
+                                             costly.one_time, switch=0.1)], TARGET, TRAIN)
+    assert [size for _, size in found.phases] == [32, 512]
+    unswitched = proposal.propose([small(one_time=0.5), costly], TARGET, TRAIN).unswitched
+    assert unswitched[2] == 0.5 + 5.0  # the first batch's start, and a switch where none was measured
+
+
 def test_a_phase_shorter_than_an_epoch_proposes_none():
     found = proposal.propose([small(), large()], TARGET, train_size=400_000)  # every phase a fraction of an epoch
     assert found.phases == [] and found.why_not == proposal.SHORT

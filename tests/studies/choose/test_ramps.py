@@ -22,16 +22,17 @@ COMMAND = ("+study=choose", "batch_size=8,128", "dataset.num_samples=1000", "epo
 CURVES = {8: (0.001, lambda a: 1000 * a / (1 - a)), 128: (0.004, lambda a: 500 * a)}
 FAST_128 = {8: CURVES[8], 128: (0.001, lambda a: 500 * a)}  # batch 128 the fastest at every accuracy
 ONE_TIME = 0.05
+FIT_START = 0.02  # what a fit's start cost in each run (target.json's fit_start_seconds): a switch's cost
 
 
-def _checks(size: int, curves, arm: str = "", reach: float = 0.5):
+def _checks(size: int, curves, arm: str = "", reach: float = 0.5, one_time: float = ONE_TIME):
     """A target run's checks (step, seconds) and tuning accuracy at 30 levels up to `reach`; the linear rule's
     takes 10% fewer steps at 128 (it is batch 128's best)."""
     per_step, steps_to = curves[size]
     levels = np.linspace(0.02, reach, 30)
-    faster = arm.endswith("linear") and size > 8  # at b the linear rule is a warm-up only: no faster
+    faster = arm.endswith(("linear", "adam_sde")) and size > 8  # at b the linear rule is a warm-up only: no faster
     steps = [max(1, int(round(steps_to(a) * (0.9 if faster else 1.0)))) for a in levels]
-    return [[s, round(ONE_TIME + per_step * s, 5)] for s in steps], [float(a) for a in levels]
+    return [[s, round(one_time + per_step * s, 5)] for s in steps], [float(a) for a in levels]
 
 
 def _ramp_checks(phases, train_size: int, epochs: int):
@@ -56,16 +57,16 @@ def _write(sweep, job: str, checks, accuracy, per_epoch=None):
         "target_checks": len(checks), "seconds_to_target": seconds, "check_seconds": 0.01, "check_times": checks,
         "check_tune_acc": accuracy, "between_epochs_seconds": 0.0,
         "target_check": "epoch" if per_epoch else "steps", "steps_per_epoch": per_epoch or 10,
-        "val_acc_at_target": 0.5}))
+        "fit_start_seconds": [FIT_START], "val_acc_at_target": 0.5}))
 
 
-def _sweep(tmp_path, curves=CURVES, command=COMMAND):
+def _sweep(tmp_path, curves=CURVES, command=COMMAND, one_time=ONE_TIME):
     sweep = study_sweep(tmp_path / "s", *command)
     plan = sweep_files.read(sweep).plan
     train_size = plan["choose"]["train_size"]
     for job in plan["jobs"]:
         size = int(plan["choose"]["arms"][job["job"]].split("_")[0][2:])
-        _write(sweep, job["job"], *_checks(size, curves, plan["choose"]["arms"][job["job"]]))
+        _write(sweep, job["job"], *_checks(size, curves, plan["choose"]["arms"][job["job"]], one_time=one_time))
     done = 1
     while jobs := next_round(sweep, done):
         done = jobs[0].round
@@ -81,10 +82,10 @@ def _sweep(tmp_path, curves=CURVES, command=COMMAND):
                 per_step, steps_to = curves[size]
                 epoch = math.ceil(train_size / size)
                 ends = range(epoch, math.ceil(steps_to(0.5) / epoch) * epoch + 1, epoch)
-                _write(sweep, job.job, [[s, round(ONE_TIME + per_step * s, 5), 0.0] for s in ends],
+                _write(sweep, job.job, [[s, round(one_time + per_step * s, 5), 0.0] for s in ends],
                        [0.5] * len(ends), per_epoch=epoch)
             else:
-                _write(sweep, job.job, *_checks(size, curves, name))
+                _write(sweep, job.job, *_checks(size, curves, name, one_time=one_time))
     return sweep
 
 
@@ -117,6 +118,31 @@ def test_a_ramp_proposed_from_the_curves_is_confirmed_timed_alone_and_can_be_the
     out = found.as_json()
     assert out["ramps"]["proposed"]["phases"] == [[0, 8], [switch, 128]] and out["ramps"]["timed"][0][
         "candidate"] == "ramp"
+
+
+def test_a_switch_is_charged_what_a_fit_s_start_cost_in_its_batch_s_run_not_its_run_s_one_time_cost(tmp_path):
+    """Each run's one-time cost 0.3 s (its start, its first check's compile), its fit's start 0.02 s: the ramp
+    switching once saves about 0.17 s, less than a second start but more than a switch."""
+    found = choice.choose(sweep_files.read(_sweep(tmp_path, one_time=0.3)))
+    made = found.proposal
+    assert [size for _, size in made.phases] == [8, 128] and "ramp" in found.ramp_recipes
+    ramp_path = made.predicted - 0.3 - FIT_START  # the path's own seconds, less its start and its switch
+    assert made.predicted < made.fixed[1] < ramp_path + 0.3 + 0.3  # a second one-time cost would have lost
+
+
+def test_what_a_later_phase_s_best_sets_that_its_phase_cannot_hold_is_named_on_the_page(tmp_path):
+    """Batch 128's best is adam_sde (its betas and epsilon scaled): the proposal's phase at 128 carries its learning
+    rate, the EMA rule its batch-norm momentum, and not its betas and epsilon, which the page and choice.json name."""
+    command = (*(o for o in COMMAND if not o.startswith("choose.rules")), "optimizer=adam", "choose.rules=[adam_sde]")
+    found = choice.choose(sweep_files.read(_sweep(tmp_path, command=command)))
+    best = found.best(128)
+    assert best.name == "adam_sde" and "ramp" in found.ramp_recipes
+    dropped = {key: best.recipe[key] for key in ("momentum", "beta_2", "epsilon")}
+    assert found.ramp_not_carried == {128: dropped} and found.best(8).recipe.get("momentum") is None
+    line = next(text for text in words.answer_lines(found) if text.startswith("The ramp proposed"))
+    assert (f"batch 128 with the adam_sde rule, its best, sets momentum={dropped['momentum']:g}, beta_2="
+            f"{dropped['beta_2']:g}, epsilon={dropped['epsilon']:g}, which its phase does not carry.") in line
+    assert found.as_json()["ramps"]["not_carried"] == {"128": dropped}
 
 
 def test_where_one_batch_is_fastest_throughout_no_ramp_is_proposed_and_the_page_says_why(tmp_path):
