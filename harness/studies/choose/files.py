@@ -13,12 +13,15 @@ FIELDS = {
     "target": "the tuning accuracy every run was stopped at (null: not set yet)",
     "target_note": "how it was set", "machine": "where the batch sizes were timed (2 CPU cores, TensorFlow)",
     "headline": "the answer in words", "formula": "how a time to the target is predicted",
-    "sizes": "[{batch, candidate, recipe, steps, seconds_per_step, one_time_seconds, throughput, times, prediction "
+    "sizes": "[{batch, candidate, recipe, steps, seconds_per_step, one_time_seconds, phase_seconds_per_step, "
+             "throughput, times, prediction "
              "{low, high, level, n, method}, median, interval {low, high, level, n, method}, reached_all, "
              "val_acc_at_target}]: each batch size's best, timed alone (steps and times by seed in `seeds`' order; "
              "null: a seed that missed the target; seconds_per_step and throughput: its seconds and samples to the "
              "target over its steps, everything included, the median over seeds; one_time_seconds: an older sweep's "
-             "line only; prediction: where a rerun on a new seed should fall)",
+             "line only; phase_seconds_per_step: a ramp's seconds a step at each of its batches, each one's first "
+             "epoch included, the median over seeds (null: not a ramp); prediction: where a rerun on a new seed "
+             "should fall)",
     "seeds": "the seeds that judged (every seed but the one that chose), in the order of each size's steps and times",
     "chose": "the seed that chose each batch size's candidate (its steps and times are not in any comparison)",
     "answer": "{batch, candidate, recipe, command, base_command (b as it is, printed the same way), speedup {value, low, "
@@ -75,6 +78,7 @@ def values(found) -> dict[str, Any]:
         {"batch": t.size, "candidate": t.candidate.name, "recipe": t.candidate.recipe,
          "steps": [_number(s) for s in t.steps], "seconds_per_step": _number(t.seconds_per_step),
          "one_time_seconds": None if t.one_time is None else _number(t.one_time),
+         "phase_seconds_per_step": [_number(v) for v in t.phase_seconds_per_step] if t.ramp else None,
          "throughput": _number(t.throughput), "times": [_number(v) for v in t.times],
          "prediction": t.prediction.as_json(),
          "median": _number(t.median), "interval": t.interval.as_json(), "reached_all": t.reached_all,

@@ -38,11 +38,18 @@ def timed_rows(found) -> list[list[str]]:
                                             f"{max(reached):.0f})" + ("" if t.reached_all else ", a seed missed")
         mark = " (the answer)" if t is found.answer.best else (" (as it is)" if t is found.answer.base else "")
         batch = words.schedule_text(t.candidate.recipe).split(" (")[0] if t.ramp else str(t.size)
-        out.append([f"{batch}{mark}", recipe_text(t.candidate.recipe), steps,
-                    _number(1000 * t.seconds_per_step, " ms"), _number(t.throughput, ""), _prediction(t),
+        out.append([f"{batch}{mark}", recipe_text(t.candidate.recipe), steps, _per_step(t),
+                    _number(t.throughput, ""), _prediction(t),
                     f"{seconds(t.median)} [{seconds(t.interval.low)}, {seconds(t.interval.high)}]",
                     "–" if t.val_acc is None else f"{t.val_acc:.3f}"])
     return out
+
+
+def _per_step(t) -> str:
+    """Its milliseconds a step; a ramp's at each of its batches in turn (32→128: 1.1 → 2.9 ms)."""
+    if t.ramp and t.phase_seconds_per_step:
+        return " → ".join(_number(1000 * rate, "") for rate in t.phase_seconds_per_step) + " ms"
+    return _number(1000 * t.seconds_per_step, " ms")
 
 
 def _number(value: float, unit: str) -> str:

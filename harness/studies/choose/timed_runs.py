@@ -6,11 +6,13 @@ seeds' times give. An older sweep (timing "line") read as it was: each command t
 (timing.py), its check measured beside that line. Files in, numbers out."""
 from __future__ import annotations
 
+import json
 import math
 import shlex
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from harness.assess import intervals
@@ -65,6 +67,9 @@ def read(sweep: Sweep, found, jobs: dict[str, str], timed: pd.DataFrame) -> None
     found.answer = answer_of.of(found, lambda size, c: answer_of.measured(size, c, found.judging))
     if found.answer is None:
         return
+    for t in found.answer.timed:
+        if t.ramp:
+            t.phase_seconds_per_step = phase_rates(sweep, t.candidate, found.judging)
     job = found.answer.best.candidate.jobs.get(found.judging[0])
     found.machine = machine(records.get(job, {}))
     found.command = printed(sweep, job, found)
@@ -77,6 +82,35 @@ def read(sweep: Sweep, found, jobs: dict[str, str], timed: pd.DataFrame) -> None
         check = _check(sweep, records.get(job, {}), job, size, candidate, found, settings.check_tolerance)
         if check is not None:
             found.checks.append(check)
+
+
+def phase_rates(sweep: Sweep, candidate, seeds: list[int]) -> tuple[float, ...]:
+    """A ramp's seconds a step at each of its batches (a fall of the rate at the same batch is that batch's), median
+    over the judging seeds' timed runs (checked once an epoch): from the check before the batch's first epoch to
+    its last epoch's, or the last check, the time between epochs taken out and its first epoch (its fit's start, a
+    switch) kept in, everything included as a single batch size's; nan for a batch no seed's run reached."""
+    phases = json.loads(candidate.recipe["batch_schedule"])
+    spans, batches = [], []
+    for n, (start, batch, *_) in enumerate(phases):
+        end = phases[n + 1][0] if n + 1 < len(phases) else math.inf
+        if batches and batch == batches[-1]:
+            spans[-1] = (spans[-1][0], end)
+        else:
+            spans.append((start, end))
+            batches.append(batch)
+    rates: list[list[float]] = [[] for _ in spans]
+    for seed in seeds:
+        written = _target(sweep, candidate.jobs.get(seed))
+        checks = (written.get("check_times") or []) if written.get("target_check") == "epoch" else []
+        points = [[0, 0.0, 0.0]] + [[c[0], c[1], c[2] if len(c) > 2 else 0.0] for c in checks]
+        for k, (start, end) in enumerate(spans):
+            last = min(end, len(points) - 1)
+            if start >= last:
+                continue
+            (s0, t0, b0), (s1, t1, b1) = points[start], points[last]
+            if s1 > s0:
+                rates[k].append(((t1 - b1) - (t0 - b0)) / (s1 - s0))
+    return tuple(float(np.median(r)) if r else math.nan for r in rates)
 
 
 def _timed_status(sweep: Sweep, records: dict[str, dict]) -> dict[tuple[int, str], str]:

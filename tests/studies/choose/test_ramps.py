@@ -11,6 +11,7 @@ import pytest
 
 from harness.assess import sweep as sweep_files
 from harness.studies.choose import reading as choice
+from harness.studies.choose import section
 from harness.studies.choose import words
 from tests.helpers.sweeps import next_round, study_sweep
 
@@ -110,6 +111,14 @@ def test_a_ramp_proposed_from_the_curves_is_confirmed_timed_alone_and_can_be_the
     ramp, ratio = a.ramps[0]
     assert a.best is ramp and a.fixed is not None and not a.fixed.ramp
     assert ratio.value == pytest.approx(a.fixed.median / ramp.median) and ratio.value > 1
+    # its seconds a step at each batch, each one's first epoch (its start, a switch) in: as its timed runs took them
+    checks, _ = _ramp_checks([[0, 8], [switch, 128]], train_size, 12)
+    per_epoch = [math.ceil(train_size / 8), math.ceil(train_size / 128)]
+    assert ramp.phase_seconds_per_step == pytest.approx(
+        (checks[switch - 1][1] / checks[switch - 1][0], 0.004 + ONE_TIME / ((12 - switch) * per_epoch[1])))
+    assert checks[switch - 1][1] / checks[switch - 1][0] == pytest.approx(0.001 + ONE_TIME / (switch * per_epoch[0]))
+    row = next(r for r in section.timed_rows(found) if r[0].startswith("8→128"))
+    assert row[3] == " → ".join(f"{1000 * v:.3g}" for v in ramp.phase_seconds_per_step) + " ms"
     assert words.headline(found).split(": ")[0].endswith(f"the proposed ramp 8→128 (growing after epoch {switch}) reaches "
                                                           "tune_acc 0.5 soonest")
     lines = " ".join(words.answer_lines(found))
