@@ -70,6 +70,8 @@ class Proposal:
     switches: list[float] = field(default_factory=list)  # the accuracy at each switch
     unswitched: tuple[list[int], float, float] | None = None  # where the switches cost more than they save: the
     # sizes of the fastest path without their cost, its seconds, and what its switches cost
+    switches_measured: bool = True  # every switch charged its batch's measured fit start (False: an older sweep's
+    # runs, which measured none: each switch charged the batch's one-time cost)
 
     @property
     def saving(self) -> float:
@@ -117,7 +119,8 @@ def propose(curves: list[Curve], target: float, train_size: int) -> Proposal:
         order = [k for i, k in enumerate(free) if i == 0 or free[i - 1] != k]
         cost = curves[order[0]].one_time + sum(curves[k].switch_cost for k in order[1:])  # the start, each switch
         return Proposal([], math.inf, fixed, SWITCH_COST,
-                        unswitched=([curves[k].size for k in order], free_seconds, cost))
+                        unswitched=([curves[k].size for k in order], free_seconds, cost),
+                        switches_measured=all(curves[k].switch is not None for k in order[1:]))
     phases, switches, epoch = [], [], 0.0
     runs = [(k, i) for i, k in enumerate(path) if i == 0 or path[i - 1] != k]  # (curve, first level step)
     for n, (k, first) in enumerate(runs):

@@ -247,10 +247,11 @@ def _unswitched(made) -> str:
     if made is None or made.unswitched is None:
         return ""
     sizes, free, cost = made.unswitched
+    each = ("each switch's new fit, its pipeline and compile" if made.switches_measured else
+            "each switch the batch's one-time cost, as a sweep made before a switch's cost was measured charges it")
     return (f" (the fastest path through the accuracy levels, {'→'.join(map(str, sizes))}, would take "
             f"{seconds(free)} without its start and switches, which cost {seconds(cost)} (its first batch's start, "
-            f"its first check's compile included, and each switch's new fit, its pipeline and compile, each measured "
-            f"in that batch size's own run), against {seconds(made.fixed[1])} for batch {made.fixed[0]} alone)")
+            f"its first check's compile included, and {each}, from each batch size's own run), against {seconds(made.fixed[1])} for batch {made.fixed[0]} alone)")
 
 
 def _not_carried(found) -> str:

@@ -56,8 +56,9 @@ def test_a_switch_pays_what_a_fit_s_start_cost_in_the_batch_s_run_not_its_one_ti
     found = proposal.propose([small(), Curve(costly.size, costly.steps, costly.tune_acc, costly.seconds_per_step,
                                              costly.one_time, switch=0.1)], TARGET, TRAIN)
     assert [size for _, size in found.phases] == [32, 512]
-    unswitched = proposal.propose([small(one_time=0.5), costly], TARGET, TRAIN).unswitched
-    assert unswitched[2] == 0.5 + 5.0  # the first batch's start, and a switch where none was measured
+    older = proposal.propose([small(one_time=0.5), costly], TARGET, TRAIN)
+    assert older.unswitched[2] == 0.5 + 5.0  # the first batch's start, and a switch where none was measured
+    assert not older.switches_measured  # which the page says
 
 
 def test_a_phase_shorter_than_an_epoch_proposes_none():
