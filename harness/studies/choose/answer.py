@@ -39,7 +39,8 @@ class Timed:
     seconds_per_step: float = math.nan  # its seconds to the target over its steps, median over seeds (the line's r)
     throughput: float = math.nan   # training samples a second to the target, everything included (median over seeds)
     one_time: float | None = None  # an older sweep's line: its one-time cost C
-    phase_seconds_per_step: tuple[float, ...] = ()  # a ramp's: each batch's seconds a step, median over seeds
+    phase_seconds_per_step: tuple[float, ...] = ()  # a ramp's: each batch's seconds a step, median over seeds (those
+    # reached before the target)
 
     @property
     def reached_all(self) -> bool:

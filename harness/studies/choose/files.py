@@ -20,7 +20,8 @@ FIELDS = {
              "null: a seed that missed the target; seconds_per_step and throughput: its seconds and samples to the "
              "target over its steps, everything included, the median over seeds; one_time_seconds: an older sweep's "
              "line only; phase_seconds_per_step: a ramp's seconds a step at each of its batches, each one's first "
-             "epoch included, the median over seeds (null: not a ramp); prediction: where a rerun on a new seed "
+             "epoch included, the median over seeds, for the batches its runs reached before the target (null: not a "
+             "ramp); prediction: where a rerun on a new seed "
              "should fall)",
     "seeds": "the seeds that judged (every seed but the one that chose), in the order of each size's steps and times",
     "chose": "the seed that chose each batch size's candidate (its steps and times are not in any comparison)",

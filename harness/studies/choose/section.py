@@ -4,6 +4,7 @@ figures.py); then the reading under headings of its own (how the answer was foun
 check) and every candidate's steps to the target by seed."""
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -48,7 +49,10 @@ def timed_rows(found) -> list[list[str]]:
 def _per_step(t) -> str:
     """Its milliseconds a step; a ramp's at each of its batches in turn (32→128: 1.1 → 2.9 ms)."""
     if t.ramp and t.phase_seconds_per_step:
-        return " → ".join(_number(1000 * rate, "") for rate in t.phase_seconds_per_step) + " ms"
+        rates = t.phase_seconds_per_step
+        batches = list(dict.fromkeys(phase[1] for phase in json.loads(t.candidate.recipe["batch_schedule"])))
+        text = " → ".join(_number(1000 * rate, "") for rate in rates) + " ms"
+        return text + (f" (the target before batch {batches[len(rates)]})" if len(rates) < len(batches) else "")
     return _number(1000 * t.seconds_per_step, " ms")
 
 

@@ -88,7 +88,8 @@ def phase_rates(sweep: Sweep, candidate, seeds: list[int]) -> tuple[float, ...]:
     """A ramp's seconds a step at each of its batches (a fall of the rate at the same batch is that batch's), median
     over the judging seeds' timed runs (checked once an epoch): from the check before the batch's first epoch to
     its last epoch's, or the last check, the time between epochs taken out and its first epoch (its fit's start, a
-    switch) kept in, everything included as a single batch size's; nan for a batch no seed's run reached."""
+    switch) kept in, everything included as a single batch size's; the batches no seed's run reached before the
+    target left out."""
     phases = json.loads(candidate.recipe["batch_schedule"])
     spans, batches = [], []
     for n, (start, batch, *_) in enumerate(phases):
@@ -110,7 +111,8 @@ def phase_rates(sweep: Sweep, candidate, seeds: list[int]) -> tuple[float, ...]:
             (s0, t0, b0), (s1, t1, b1) = points[start], points[last]
             if s1 > s0:
                 rates[k].append(((t1 - b1) - (t0 - b0)) / (s1 - s0))
-    return tuple(float(np.median(r)) if r else math.nan for r in rates)
+    reached = [float(np.median(r)) for r in rates if r]
+    return tuple(reached)
 
 
 def _timed_status(sweep: Sweep, records: dict[str, dict]) -> dict[tuple[int, str], str]:

@@ -292,3 +292,22 @@ def test_a_proposal_predicted_faster_by_less_than_the_minimum_gain_is_not_run_an
     assert said == (f"The ramp proposed from seed 0's curves, 8→128, was not run: its predicted time is "
                     f"{-made.saving:.1%} faster than batch {made.fixed[0]}'s ({made.predicted:.3g} s against "
                     f"{made.fixed[1]:.3g} s, from the same curves), less of a gain than choose.ramp_min_gain (10%).")
+
+
+def test_a_ramps_seconds_a_step_are_each_batch_s_as_far_as_its_runs_went_before_the_target():
+    """Two seeds' timed runs of 8→16 (a fall of the rate at 16 after epoch 3), checked once an epoch: seed 1 reached
+    the target in batch 16's first epoch, seed 2 in batch 8's second; each batch's seconds a step are the median
+    over the runs that trained at it, its first epoch in and the time between epochs out; the table says where the
+    target came first."""
+    from types import SimpleNamespace
+
+    from harness.studies.choose import timed_runs
+
+    runs = {"a": [[10, 1.5, 0.1], [20, 2.6, 0.2], [25, 4.2, 0.3]],  # batch 8: 10 steps an epoch; batch 16: 5
+            "b": [[10, 1.2, 0.0], [20, 2.2, 0.0]]}
+    sweep = SimpleNamespace(target=lambda job: {"target_check": "epoch", "check_times": runs[job]})
+    ramp = SimpleNamespace(recipe={"batch_schedule": "[[0,8,1],[2,16,0.7],[3,16,0.3]]"}, jobs={1: "a", 2: "b"})
+    rates = timed_runs.phase_rates(sweep, ramp, [1, 2])
+    assert rates == pytest.approx((np.median([(2.6 - 0.2) / 20, 2.2 / 20]), ((4.2 - 0.3) - (2.6 - 0.2)) / 5))
+    timed = SimpleNamespace(ramp=True, phase_seconds_per_step=rates[:1], candidate=ramp)
+    assert section._per_step(timed) == f"{1000 * rates[0]:.3g} ms (the target before batch 16)"
