@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.store import sweep_file
 from harness.store.files import DamagedFile
 from harness.studies.choose import proposal, timing
-from harness.studies.choose.settings import recorded
+from harness.studies.choose.settings import arm, recorded
 
 NO_CURVES = "the best runs' target.json hold no tuning accuracy at their checks (a sweep made before they did)"
 NO_SIZE = "a training set whose size is known before the first run"
@@ -37,6 +38,23 @@ def curves(sweep, found) -> list[proposal.Curve]:
         out.append(proposal.Curve(size, tuple(int(c[0]) for c in times), tuple(float(a) for a in accuracy),
                                   rate.seconds_per_step, rate.one_time, started[0]))
     return out
+
+
+def read(sweep, found, record: dict[str, Any]) -> dict[str, dict[str, Any] | None]:
+    """Each ramp's recipe by name (None: not made), once every batch size's candidates are read into `found` (a
+    reading.Choice), which gets the proposal, why each ramp is not made, what the proposal changed or could not
+    carry, the ramps to confirm and time, and those whose runs the round's planning refused."""
+    recipes: dict[str, dict[str, Any] | None] = {}
+    found.proposal, recipes["ramp"], found.ramp_note, found.ramp_fitted = propose(sweep, found, record)
+    found.ramp_not_carried = not_carried(found, found.proposal, recipes["ramp"])
+    recipes["smith"], found.smith_note = rule_recipe(record, "smith")
+    recipes["seesaw"], found.seesaw_note = rule_recipe(record, "seesaw")
+    found.ramp_recipes = {name: (found.proposal.phases[0][1] if name == "ramp" else int(record["small_batch"]),
+                                 recipe) for name, recipe in recipes.items() if recipe is not None}
+    refused = sweep_file.refused(sweep.plan)  # still proposed, so that every round plans the same
+    found.refused = {name: refused[arm(size, name)] for name, (size, _) in found.ramp_recipes.items()
+                     if arm(size, name) in refused}
+    return recipes
 
 
 def propose(sweep, found, record: dict[str, Any]) -> tuple[proposal.Proposal | None, dict[str, Any] | None, str,
@@ -88,10 +106,12 @@ def recipe(found, record: dict[str, Any], made: proposal.Proposal) -> tuple[dict
     return out, fitted
 
 
-def not_carried(found, made: proposal.Proposal) -> dict[int, dict[str, Any]]:
-    """What a later phase's best sets that its phase cannot hold, by batch: a phase is [start, batch, lr_factor], and
-    every phase runs with the first phase's recipe besides (adam_sde's betas and epsilon, a ghost batch, precise BN
-    of a later batch's best are not carried)."""
+def not_carried(found, made: proposal.Proposal | None, recipe_made: dict[str, Any] | None) -> dict[int, dict[str, Any]]:
+    """What a later phase's best sets that its phase cannot hold, by batch ({} without a recipe made): a phase is
+    [start, batch, lr_factor], and every phase runs with the first phase's recipe besides (adam_sde's betas and
+    epsilon, a ghost batch, precise BN of a later batch's best are not carried)."""
+    if made is None or recipe_made is None:
+        return {}
     first = found.best(made.phases[0][1]).recipe
     out = {}
     for _, size in made.phases[1:]:
@@ -99,6 +119,16 @@ def not_carried(found, made: proposal.Proposal) -> dict[int, dict[str, Any]]:
         if kept:
             out[size] = kept
     return out
+
+
+def not_carried_text(found) -> str:
+    """What the proposal's later phases could not take from their batch sizes' bests, in words ("" where nothing)."""
+    said = "; ".join(f"batch {size}'s best ({found.best(size).name}) sets " + ", ".join(
+        f"{key}={value:g}" if isinstance(value, float) else f"{key}={value}" for key, value in keys.items())
+        for size, keys in found.ramp_not_carried.items())
+    return "" if not said else (f" A phase holds its batch and learning rate only, so every phase runs with batch "
+                                f"{found.proposal.phases[0][1]}'s recipe besides: {said}, which its phase does not "
+                                "carry.")
 
 
 def rule_recipe(record: dict[str, Any], name: str) -> tuple[dict[str, Any] | None, str]:

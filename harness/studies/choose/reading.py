@@ -18,7 +18,6 @@ import pandas as pd
 
 from harness.assess import targets
 from harness.assess.sweep import Sweep
-from harness.store import sweep_file
 from harness.studies.choose import answer as answer_of
 from harness.studies.choose import files, ramps, timed_runs, timing, words
 from harness.studies.choose.settings import BASELINE, RACED_OUT, RAMPS, arm, recorded, size_name
@@ -84,8 +83,7 @@ class Choice:
     smith_note: str = ""         # why Smith's rule gives no ramp
     seesaw_note: str = ""        # why Seesaw gives no ramp
     ramp_fitted: str = ""        # what was changed in the proposal to fit the command (its warm-up shortened)
-    ramp_not_carried: dict[int, dict[str, Any]] = field(default_factory=dict)  # by batch: what its best sets that
-    # the proposal's phase at it cannot hold (ramps.not_carried)
+    ramp_not_carried: dict[int, dict[str, Any]] = field(default_factory=dict)  # ramps.not_carried's, by batch
     refused: dict[str, str] = field(default_factory=dict)  # a ramp's name -> why its runs could not be planned (the
     # round's planning refused them: sweep.json's `refused`)
     ramp_recipes: dict[str, tuple[int, dict[str, Any]]] = field(default_factory=dict)  # name -> (its first phase's
@@ -235,18 +233,7 @@ def choose(sweep: Sweep, added: bool = True) -> Choice | None:
     for ramps_too in (False, True):  # the ramps' recipes come from the other candidates' runs
         if ramps_too:
             found_choice.candidates = {size: list(found.get(size, {}).values()) for size in sizes}
-            (found_choice.proposal, ramp_recipes["ramp"], found_choice.ramp_note,
-             found_choice.ramp_fitted) = ramps.propose(sweep, found_choice, record)
-            if ramp_recipes["ramp"] is not None:
-                found_choice.ramp_not_carried = ramps.not_carried(found_choice, found_choice.proposal)
-            ramp_recipes["smith"], found_choice.smith_note = ramps.rule_recipe(record, "smith")
-            ramp_recipes["seesaw"], found_choice.seesaw_note = ramps.rule_recipe(record, "seesaw")
-            found_choice.ramp_recipes = {name: (found_choice.proposal.phases[0][1] if name == "ramp" else
-                                                int(record["small_batch"]), recipe)
-                                         for name, recipe in ramp_recipes.items() if recipe is not None}
-            refused = sweep_file.refused(sweep.plan)  # still proposed, so that every round plans the same
-            found_choice.refused = {name: refused[arm(size, name)] for name, (size, _) in
-                                    found_choice.ramp_recipes.items() if arm(size, name) in refused}
+            ramp_recipes = ramps.read(sweep, found_choice, record)
         for row in timed.to_dict("records"):
             size, name = size_name(row["arm"])
             if size is None or (name in RAMPS) != ramps_too:

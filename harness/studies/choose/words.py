@@ -5,7 +5,7 @@ import json
 import math
 
 from harness.config.ramp import changes, label
-from harness.studies.choose import check_words
+from harness.studies.choose import check_words, ramps
 from harness.studies.choose.answer import NOT_ENDED, edge, left_out
 from harness.studies.choose.check_words import seconds
 from harness.studies.choose.settings import RAMPS
@@ -254,19 +254,6 @@ def _unswitched(made) -> str:
             f"its first check's compile included, and {each}, from each batch size's own run), against {seconds(made.fixed[1])} for batch {made.fixed[0]} alone)")
 
 
-def _not_carried(found) -> str:
-    """What the proposal's later phases could not take from their batch sizes' bests, in words."""
-    if not found.ramp_not_carried:
-        return ""
-    first = found.proposal.phases[0][1]
-    said = "; ".join(f"{name_text(size, found.best(size).name, {})}, its best, sets "
-                     + ", ".join(f"{key}={value:g}" if isinstance(value, float) else f"{key}={value}"
-                                 for key, value in keys.items())
-                     for size, keys in found.ramp_not_carried.items())
-    return (f" A phase holds its batch and learning rate only, so every phase runs with batch {first}'s recipe "
-            f"besides: {said}, which its phase does not carry.")
-
-
 def ramp_lines(found) -> list[str]:
     """What became of the ramps: the one proposed from the curves (or why none), Smith's (or why none), and each
     timed ramp against the fastest single batch size, paired by seed."""
@@ -281,7 +268,7 @@ def ramp_lines(found) -> list[str]:
                      f"{seconds(made.predicted)} against {seconds(made.fixed[1])} for batch {made.fixed[0]}, the "
                      "fastest single batch size there (assuming each batch size goes on from an accuracy as its own "
                      "run did: its own runs are what count)"
-                     + (f"; {found.ramp_fitted}." if found.ramp_fitted else ".") + _not_carried(found))
+                     + (f"; {found.ramp_fitted}." if found.ramp_fitted else ".") + ramps.not_carried_text(found))
     elif found.ramp_note:
         lines.append(f"No ramp was proposed: {found.ramp_note}{_unswitched(made)}.")
     if found.smith_note:

@@ -149,7 +149,7 @@ def test_what_a_later_phase_s_best_sets_that_its_phase_cannot_hold_is_named_on_t
     dropped = {key: best.recipe[key] for key in ("momentum", "beta_2", "epsilon")}
     assert found.ramp_not_carried == {128: dropped} and found.best(8).recipe.get("momentum") is None
     line = next(text for text in words.answer_lines(found) if text.startswith("The ramp proposed"))
-    assert (f"batch 128 with the adam_sde rule, its best, sets momentum={dropped['momentum']:g}, beta_2="
+    assert (f"batch 128's best (adam_sde) sets momentum={dropped['momentum']:g}, beta_2="
             f"{dropped['beta_2']:g}, epsilon={dropped['epsilon']:g}, which its phase does not carry.") in line
     assert found.as_json()["ramps"]["not_carried"] == {"128": dropped}
 
