@@ -69,7 +69,8 @@ class Answer:
     own_speedup: intervals.Ratio | None = None   # own's time over best's, paired by seed
     fixed: Timed | None = None     # the fastest single batch size (the answer unless a ramp beat it)
     ramps: list[tuple[Timed, intervals.Ratio | None]] = field(default_factory=list)  # each ramp timed, and the
-    # fastest fixed batch's time over its, paired by seed (None where it missed on a seed that judges)
+    # fastest fixed batch's time over its, paired by seed, its interval simultaneous over the single batch sizes it
+    # was picked from (None where it missed on a seed that judges)
 
     @property
     def size(self) -> int:
@@ -166,12 +167,15 @@ def of(found, timed_of: Callable[[int, object], Timed | None], simultaneous: boo
     faster = [t for t in qualified if t is not best and not ratio(t, best).interval.above(1.0)]
     small = [t for t in qualified if t.size <= RULE_OF_THUMB and not t.ramp]
     own = next((t for t in every if t.size == b and t is not base and not t.ramp), None)
-    fixed = min((t for t in qualified if not t.ramp), key=lambda t: (t.median, t.size), default=None)
+    singles = [t for t in qualified if not t.ramp]
+    fixed = min(singles, key=lambda t: (t.median, t.size), default=None)
+    # the fastest single batch size is picked among them too: a ramp's interval against it is one of as many
+    picked = max(1, len(singles)) if simultaneous else 1
     return Answer(every, base, best, ratio(base, best), faster,
                   min(small, key=lambda t: (t.median, t.size)) if small else None, own,
                   None if own is None or best is own or not own.reached_all else ratio(own, best), fixed,
-                  [(t, intervals.paired_ratio(fixed.times, t.times) if fixed is not None and t.reached_all else None)
-                   for t in every if t.ramp])
+                  [(t, intervals.paired_ratio(fixed.times, t.times, comparisons=picked)
+                    if fixed is not None and t.reached_all else None) for t in every if t.ramp])
 
 
 def edge(name: str, grid: tuple[float, ...]) -> float | None:

@@ -111,6 +111,8 @@ def test_a_ramp_proposed_from_the_curves_is_confirmed_timed_alone_and_can_be_the
     ramp, ratio = a.ramps[0]
     assert a.best is ramp and a.fixed is not None and not a.fixed.ramp
     assert ratio.value == pytest.approx(a.fixed.median / ramp.median) and ratio.value > 1
+    singles = [t for t in a.timed if not t.ramp and t.reached_all]  # the fastest was picked among them
+    assert len(singles) > 1 and ratio.interval.label == f"95% interval, simultaneous over {len(singles)}"
     # its seconds a step at each batch, each one's first epoch (its start, a switch) in: as its timed runs took them
     checks, _ = _ramp_checks([[0, 8], [switch, 128]], train_size, 12)
     per_epoch = [math.ceil(train_size / 8), math.ceil(train_size / 128)]
