@@ -141,7 +141,8 @@ def ratio_text(ratio) -> str:
     more = "" if ratio.seeds_to_show is None or ratio.seeds_to_show <= interval.n else (
         f"; about {ratio.seeds_to_show} judging seeds at this spread would (--add-seeds "
         f"{ratio.seeds_to_show - interval.n})")
-    return f"{said} {bounds}: the interval reaches 1, so it is not shown faster{more}"
+    shown = "faster" if ratio.value >= 1 else "slower"  # the side its value leans to, which more seeds might show
+    return f"{said} {bounds}: the interval reaches 1, so it is not shown {shown}{more}"
 
 
 def seeds_line(found) -> str:

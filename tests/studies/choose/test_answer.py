@@ -11,7 +11,7 @@ import pytest
 
 from harness.assess import sweep as sweep_files
 from harness.studies.choose import reading as choice
-from harness.studies.choose import timing
+from harness.studies.choose import timing, words
 from tests.helpers.sweeps import next_round, study_sweep
 
 COMMAND = ("+study=choose", "batch_size=8,32,128", "dataset.num_samples=1000", "epochs=2", "seed=0,1,2,3",
@@ -380,3 +380,14 @@ def test_the_page_asks_the_studys_question_and_its_verdict_box_holds_five_lines_
     assert "Validation accuracy where the target was reached" in said and "Rerun alone on seed 4 as printed" in said
     headings = [page.text(h3) for h3 in parsed.find_all("h3")]
     assert {"How the answer was found", "Every batch size", "The check", "Every candidate"} <= set(headings)
+
+
+def test_a_ratio_below_1_whose_interval_reaches_1_is_not_shown_slower_and_says_what_more_seeds_would_show():
+    """A ramp's time against the fastest single batch size leans slower (0.55x) with an interval that reaches 1:
+    not shown slower, and the seeds that would show it are seeds that would show it slower, never faster."""
+    from harness.assess import intervals
+
+    ratio = intervals.paired_ratio([1.0, 0.5, 2.1], [2.0, 2.0, 2.0])
+    said = words.ratio_text(ratio)
+    assert ratio.value < 1 and ratio.interval.low < 1 < ratio.interval.high
+    assert ": the interval reaches 1, so it is not shown slower" in said and "shown faster" not in said
