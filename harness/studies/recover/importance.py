@@ -2,6 +2,8 @@
 permutation importance of a random forest fitted to them (Breiman 2001; sklearn.inspection.permutation_importance),
 with how uncertain it is: the spread over forests of other seeds and over permutations, and the forest's
 out-of-bag R², how much of tune_acc the knobs explain at all. With 16 trials these are rough, and the reading says so.
+The permutations are scored on the forest's trees summed as RandomForestRegressor.predict sums them (`_Trees`): the
+same numbers bit for bit, without predict's per-tree checks and dispatch, which were 93% of a reading's 3.6 s.
 
 A range is one column (log10 where the search drew it log-uniformly: lr_factor, 1 - momentum, weight_decay); a
 choice is one column of its options' codes (a tree splits codes as groups of options). Files in, numbers out.
@@ -79,8 +81,29 @@ def importances(recipes: list[dict[str, Any]], tune_acc: list[float], at_epoch: 
                                        random_state=seed, n_jobs=1).fit(x, y)
         if len(y) >= 8:
             fits.append(forest.oob_score_)
-        scores.append(permutation_importance(forest, x, y, n_repeats=REPEATS, random_state=seed).importances)
+        scores.append(permutation_importance(_trees(forest), x, y, n_repeats=REPEATS, random_state=seed).importances)
     found = np.concatenate(scores, axis=1)  # keys x (forests x repeats)
     ranked = sorted((Importance(k, float(found[i].mean()), float(found[i].std(ddof=1))) for i, k in enumerate(keys)),
                     key=lambda i: -i.mean)
     return Importances(len(y), float(np.mean(fits)) if fits else None, ranked, at_epoch)
+
+
+def _trees(forest):
+    """The fitted forest as an estimator whose predict is the forest's: each tree's prediction on float32 inputs,
+    summed in the trees' order in float64 and divided by their number, as RandomForestRegressor.predict sums them
+    one tree at a time (n_jobs=1), without its per-tree input checks and joblib dispatch (tests/studies/recover:
+    equal bit for bit)."""
+    from sklearn.base import BaseEstimator, RegressorMixin
+
+    class _Trees(RegressorMixin, BaseEstimator):
+        def fit(self, x, y):  # permutation_importance takes an estimator with fit; this one is fitted
+            return self
+
+        def predict(self, x):
+            x = np.ascontiguousarray(x, dtype=np.float32)
+            out = np.zeros(x.shape[0])
+            for tree in forest.estimators_:
+                out += tree.tree_.predict(x)[:, 0]
+            return out / len(forest.estimators_)
+
+    return _Trees()

@@ -90,6 +90,22 @@ def test_the_knob_that_decides_tune_acc_is_the_most_important_and_noise_says_not
     assert importances(recipes[:3], [0.1, 0.2, 0.3]) is None  # too few trials to fit anything
 
 
+
+def test_the_permutations_are_scored_on_the_forests_own_predictions_bit_for_bit():
+    """The importances score each permutation on the forest's trees summed as RandomForestRegressor.predict sums
+    them (without its per-tree checks): equal bit for bit on inputs the forest never saw, and on permuted ones."""
+    import numpy as np
+    from sklearn.ensemble import RandomForestRegressor
+
+    from harness.studies.recover.importance import TREES, _trees
+
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(size=(16, 5)), rng.normal(size=16)
+    forest = RandomForestRegressor(n_estimators=TREES, min_samples_leaf=2, random_state=0, n_jobs=1).fit(x, y)
+    for new in (rng.normal(size=(16, 5)), x[rng.permutation(16)], rng.normal(size=(40, 5)) * 1e3):
+        assert np.array_equal(_trees(forest).predict(new), forest.predict(new))
+    assert _trees(forest).score(x, y) == forest.score(x, y)
+
 def test_after_round_two_the_section_shows_the_verdict_its_table_and_the_figures(tmp_path):
     from tests.helpers.sweeps import next_round
 
