@@ -187,42 +187,41 @@ def test_every_swept_batch_size_is_a_readable_tick(sizes, tmp_path):
 
 
 RENDER_BOTH_WAYS = """
-import json, os, subprocess, sys
+import json, subprocess, sys
 import tensorflow  # a report written where a run trained: the child is spawned, never forked from this process
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 from harness.render import figures
 
-figs = []
-for i in range(5):
-    fig = Figure(figsize=(3, 2))
-    fig.add_subplot().plot(range(10), [i * v for v in range(10)])
-    figs.append(fig)
-started = []
-real_popen = subprocess.Popen
-def popen(args, **kw):
-    started.append(args)
-    if sys.argv[1] == "child fails":
-        args = [sys.executable, "-c", "import sys; sys.stdin.buffer.read(); sys.exit(1)"]
-    return real_popen(args, **kw)
-figures.subprocess.Popen = popen
-if sys.argv[1] == "a figure does not pickle":
-    figs[-1].axes[0].xaxis.set_major_formatter(FuncFormatter(lambda value, _: str(value)))
-serial = [figures.png(fig) for fig in figs]
-here, real_png = [], figures.png
-figures.png = lambda fig: here.append(fig) or real_png(fig)
-same = figures.rendered(figs) == serial
-print(json.dumps({"spawned": [a[-1] for a in started], "same": same, "drawn here": len(here)}))
+real_popen, real_png = subprocess.Popen, figures.png
+for case in sys.argv[1:]:
+    figs = []
+    for i in range(5):
+        fig = Figure(figsize=(3, 2))
+        fig.add_subplot().plot(range(10), [i * v for v in range(10)])
+        figs.append(fig)
+    started, here = [], []
+    def popen(args, **kw):
+        started.append(args)
+        if case == "child fails":
+            args = [sys.executable, "-c", "import sys; sys.stdin.buffer.read(); sys.exit(1)"]
+        return real_popen(args, **kw)
+    figures.subprocess.Popen = popen
+    if case == "a figure does not pickle":
+        figs[-1].axes[0].xaxis.set_major_formatter(FuncFormatter(lambda value, _: str(value)))
+    figures.png = real_png
+    serial = [figures.png(fig) for fig in figs]
+    figures.png = lambda fig: here.append(fig) or real_png(fig)
+    same = figures.rendered(figs) == serial
+    print(json.dumps({"case": case, "spawned": [a[-1] for a in started], "same": same, "drawn here": len(here)}))
 """
 
 
-@pytest.mark.parametrize("case,spawned,here", [("child renders", ["harness.render.encode"], 3),
-                                               ("child fails", ["harness.render.encode"], 5),
-                                               ("a figure does not pickle", [], 5)])
-def test_a_report_renders_its_figures_on_two_cores_as_one_would(case, spawned, here):
+def test_a_report_renders_its_figures_on_two_cores_as_one_would():
     """The later half of the PNGs comes from a spawned child (harness.render.encode), byte for byte what this
     process would draw, in a process that loaded TensorFlow (a forked child crashed there now and then); a child
-    that fails, or a figure that does not pickle, leaves this process to draw them. In a fresh process."""
+    that fails, or a figure that does not pickle, leaves this process to draw them. In one fresh process, the
+    three cases in turn."""
     import json
     import os
     import subprocess
@@ -230,7 +229,11 @@ def test_a_report_renders_its_figures_on_two_cores_as_one_would(case, spawned, h
 
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("the report renders in one process on one core")
-    proc = subprocess.run([sys.executable, "-c", RENDER_BOTH_WAYS, case], capture_output=True, text=True,
+    cases = {"child renders": (["harness.render.encode"], 3), "child fails": (["harness.render.encode"], 5),
+             "a figure does not pickle": ([], 5)}
+    proc = subprocess.run([sys.executable, "-c", RENDER_BOTH_WAYS, *cases], capture_output=True, text=True,
                           timeout=180)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert json.loads(proc.stdout.splitlines()[-1]) == {"spawned": spawned, "same": True, "drawn here": here}
+    assert [json.loads(line) for line in proc.stdout.splitlines()[-3:]] == [
+        {"case": case, "spawned": spawned, "same": True, "drawn here": here}
+        for case, (spawned, here) in cases.items()]
