@@ -95,14 +95,15 @@ def no_signal_left_over():
 
 
 def compose_config(*overrides: str):
-    """The real Hydra config composed with overrides, as a validated RunConfig."""
-    from hydra import compose as hydra_compose
+    """The real Hydra config composed with overrides, as a validated RunConfig (composed as the harness composes a
+    job: once a process for the same overrides and files, harness.config.hydra_internals.compose)."""
     from hydra import initialize_config_dir
 
+    from harness.config import hydra_internals
     from harness.config.compose import CONF_DIR, to_run_config
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return to_run_config(hydra_compose("config", overrides=list(overrides)))
+        return to_run_config(hydra_internals.compose("config", overrides=list(overrides)))
 
 
 @pytest.fixture

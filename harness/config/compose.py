@@ -163,8 +163,7 @@ def expand_jobs(overrides: list[str], multirun: bool, config_name: str) -> tuple
     """The jobs the command's overrides and its sweeper params expand to (as Hydra's basic sweeper would), where
     they would write, and the command's config without its swept values (the launcher's, a study's settings);
     call inside an initialized config dir (compose_jobs)."""
-    from hydra import compose
-
+    compose = hydra_internals.compose
     parser = OverridesParser.create()
     parsed = parser.parse_overrides(overrides)
     task = [o.input_line for o in parsed if not o.is_hydra_override()]  # what a job's run records
@@ -241,8 +240,7 @@ def job_composer(config_name: str, hydra_overrides: list[str]) -> Callable[[list
     them (_plain). A structure whose values interpolate others (`${...}`) is copied and updated as a DictConfig,
     then resolved; an override the config lacks goes to Hydra whole, for its own error. Call inside an
     initialized config dir."""
-    from hydra import compose
-
+    compose = hydra_internals.compose
     parse = functools.lru_cache(maxsize=None)(OverridesParser.create().parse_override)
     default = compose(config_name, overrides=list(hydra_overrides))  # which keys hold a single value
     structures: dict[tuple[str, ...], tuple[DictConfig, dict | None]] = {}

@@ -28,3 +28,30 @@ def test_the_adapter_expands_a_sweep_as_hydras_basic_sweeper_does():
     assert hydra_internals.split_sweep(parsed) == [
         ["seed=0", "batch_size=8", "lr=0.1"], ["seed=0", "batch_size=64", "lr=0.1"],
         ["seed=1", "batch_size=8", "lr=0.1"], ["seed=1", "batch_size=64", "lr=0.1"]]
+
+
+def test_a_config_is_composed_once_returned_as_a_copy_and_composed_again_when_a_file_changes(tmp_path, monkeypatch):
+    """The same overrides give the same config, a copy the caller may change; a YAML file of a --config-dir folder
+    rewritten with the same size (in the same clock tick, its modification time may not move) gives the new
+    content, as does another working directory (the config records it)."""
+    from hydra import initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from harness.config.compose import CONF_DIR
+
+    (tmp_path / "mine" / "extra").mkdir(parents=True)
+    (tmp_path / "mine" / "extra" / "a.yaml").write_text("value: 1\n")
+    overrides = [f"hydra.searchpath=[file://{tmp_path / 'mine'}]", "+extra=a", "batch_size=64"]
+    hydra_internals._COMPOSED.clear()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=hydra_internals.VERSION_BASE):
+        first = hydra_internals.compose("config", overrides, return_hydra_config=True)
+        assert first.extra.value == 1 and first.batch_size == 64 and len(hydra_internals._COMPOSED) == 1
+        first.batch_size = 8  # the caller's copy
+        again = hydra_internals.compose("config", overrides, return_hydra_config=True)
+        assert again.batch_size == 64 and len(hydra_internals._COMPOSED) == 1  # not composed again
+        assert OmegaConf.to_container(again.extra) == {"value": 1}
+        (tmp_path / "mine" / "extra" / "a.yaml").write_text("value: 2\n")
+        assert hydra_internals.compose("config", overrides, return_hydra_config=True).extra.value == 2
+        monkeypatch.chdir(tmp_path)
+        moved = hydra_internals.compose("config", overrides, return_hydra_config=True)
+        assert moved.hydra.runtime.cwd == str(tmp_path)
