@@ -137,17 +137,6 @@ def one_line(err: BaseException, overrides: list[str]) -> str:
     return " ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
-def searchpath(overrides: list[str]) -> list[str]:
-    """The folders a command adds to Hydra's search path (`hydra.searchpath=[...]`, what --config-dir becomes), read
-    as Hydra reads them: a folder's name may hold a comma, a quote or a bracket."""
-    found = []
-    for override in OverridesParser.create().parse_overrides([o for o in overrides if "searchpath" in o]):
-        if override.key_or_group.lstrip("+~") == "hydra.searchpath" and not override.is_delete():
-            value = override.value()
-            found += [str(entry) for entry in (value if isinstance(value, list) else [value])]
-    return found
-
-
 def quote_override(value: str) -> str:
     """A value quoted for a Hydra command-line override, whatever characters it holds.
 

@@ -1,8 +1,8 @@
 """The pieces of Hydra's private API (`hydra._internal`) the command line uses, in one place: Hydra's own
 argument parser (so `python -m harness` takes every flag Hydra documents), starting Hydra with it (or a planned
 job directly in run mode), and the basic sweeper's expansion of sweep overrides (so the plan expands a command
-exactly as Hydra would), and a composition kept for the next that asks for the same (`compose`, which reads the
-search path from Hydra's loader). Hydra may change them in any release: WRITTEN_FOR is the version they were read in,
+exactly as Hydra would), a composition kept for the next that asks for the same (`compose`, which reads the
+search path from Hydra's loader) and the folders a command adds to that path (`searchpath`). Hydra may change them in any release: WRITTEN_FOR is the version they were read in,
 which a test pins against the installed one (and pyproject.toml keeps hydra-core below 1.4)."""
 from __future__ import annotations
 
@@ -93,8 +93,6 @@ def _files(folders: list[str], overrides: list[str]) -> tuple:
     import hashlib
     from pathlib import Path
 
-    from harness.config.compose import searchpath
-
     found = []
     for folder in [*folders, *searchpath(overrides)]:
         root = Path(str(folder).removeprefix("file://"))
@@ -102,3 +100,16 @@ def _files(folders: list[str], overrides: list[str]) -> tuple:
             for path in sorted(root.rglob("*.yaml")):
                 found.append((str(path), hashlib.blake2b(path.read_bytes(), digest_size=16).digest()))
     return tuple(found)
+
+
+def searchpath(overrides: list[str]) -> list[str]:
+    """The folders a command adds to Hydra's search path (`hydra.searchpath=[...]`, what --config-dir becomes), read
+    as Hydra reads them: a folder's name may hold a comma, a quote or a bracket."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    found = []
+    for override in OverridesParser.create().parse_overrides([o for o in overrides if "searchpath" in o]):
+        if override.key_or_group.lstrip("+~") == "hydra.searchpath" and not override.is_delete():
+            value = override.value()
+            found += [str(entry) for entry in (value if isinstance(value, list) else [value])]
+    return found

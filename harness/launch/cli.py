@@ -29,7 +29,6 @@ from harness.config.compose import (
     compose_jobs,
     one_line,
     quote_override,
-    searchpath,
     study_settings,
     to_run_config,
 )
@@ -51,7 +50,7 @@ def plan_command(overrides: list[str], multirun: bool, config_name: str = CONFIG
     records and Hydra's sweeper and launcher run; raises ConfigError or a Hydra error on the first bad one."""
     from harness.launch.resources import visible_gpus
 
-    folders = searchpath(overrides)
+    folders = hydra_internals.searchpath(overrides)
     preflight.check_searchpath(folders)
     user_studies = registry.user_paths(folders)  # a user's own studies, beside their presets (--config-dir)
     composed = compose_jobs(overrides, multirun, config_name, lambda name: registry.find(name, user_studies))
