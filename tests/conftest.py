@@ -205,10 +205,10 @@ THOUSAND = ["batch_size=8,16,32,64,128", "lr=0.0001,0.0002,0.0005,0.001,0.002,0.
 def thousand_runs(tmp_path_factory) -> Path:
     """THOUSAND's runs as constructed folders with the probes' files (tests.helpers.sweeps), built once per test
     run for the tests that read them (a test that changes them copies the folder first: `copy_sweep`)."""
-    from tests.helpers.sweeps import add_probes, study_sweep
+    from tests.helpers.sweeps import study_sweep
 
     def build(folder: Path) -> dict:
-        add_probes(study_sweep(folder / "sweep", *THOUSAND))
+        study_sweep(folder / "sweep", *THOUSAND, probes=True)
         return {}
 
     folder, _ = built_once(tmp_path_factory, "thousand", build)
