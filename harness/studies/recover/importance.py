@@ -3,7 +3,7 @@ permutation importance of a random forest fitted to them (Breiman 2001; sklearn.
 with how uncertain it is: the spread over forests of other seeds and over permutations, and the forest's
 out-of-bag R², how much of tune_acc the knobs explain at all. With 16 trials these are rough, and the reading says so.
 The permutations are scored on the forest's trees summed as RandomForestRegressor.predict sums them (`_Trees`): the
-same numbers bit for bit, without predict's per-tree checks and dispatch, which were 93% of a reading's 3.6 s.
+same numbers bit for bit, without predict's per-tree checks and dispatch, which were 93% of a 16-trial reading.
 
 A range is one column (log10 where the search drew it log-uniformly: lr_factor, 1 - momentum, weight_decay); a
 choice is one column of its options' codes (a tree splits codes as groups of options). Files in, numbers out.
