@@ -23,11 +23,6 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 from scipy.stats import chi2_contingency
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.linear_model import LogisticRegression
-from sklearn.metrics import roc_auc_score
-from sklearn.model_selection import StratifiedKFold
-from sklearn.preprocessing import StandardScaler
 
 LABEL_SHIFT_THRESHOLD = 0.15        # deepchecks' label drift (Cramér's V)
 LABEL_SHIFT_P_VALUE = 0.01          # and the chi-squared test must reject equal shares at this level
@@ -162,6 +157,13 @@ def _counted(x_a, c_a, x_b, c_b, num_labels: int, folds: int):
 
 
 def _out_of_fold(x, is_val, strata, weights, folds: int, seed: int) -> np.ndarray:
+    # scikit-learn here, not at the top: every sweep's main process reads the diagnosis module (the studies'
+    # registry), and only the run that checks a diagnosis's data fits a classifier (0.2 s of import each)
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold
+    from sklearn.preprocessing import StandardScaler
+
     scores = np.empty(len(x))
     with warnings.catch_warnings():
         # an unconverged fit still ranks the samples, which is all the AUC reads
@@ -216,6 +218,8 @@ def feature_shift(x_train: np.ndarray, y_train: np.ndarray, x_val: np.ndarray, y
                       "both splits: the inputs could not be compared within classes.", classes_counted=0)
     cell = is_val * counted + code
     weights = len(x) / (2 * counted * np.bincount(cell)[cell])
+    from sklearn.metrics import roc_auc_score
+
     auc = float(roc_auc_score(is_val, _out_of_fold(x, is_val, cell, weights, folds, seed), sample_weight=weights))
     statistic = 2.0 * auc - 1.0
     differences = _standardised_differences(x, is_val, code, counted)
