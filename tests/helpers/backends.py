@@ -58,7 +58,8 @@ def _shared(backend: str, run) -> dict[str, str | None]:
     run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
     if run_id is None:  # one process: nothing to share
         return run()
-    folder = Path(tempfile.gettempdir()) / f"harness-backend-cases-{run_id}"
+    # beside the workers' temporary folders, which pytest removes with them (the system's /tmp kept one a run)
+    folder = (shared or Path(tempfile.gettempdir())) / f"harness-backend-cases-{run_id}"
     folder.mkdir(exist_ok=True)
     with open(folder / f"{backend}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
