@@ -176,3 +176,15 @@ def test_as_dict_is_json(check):
     assert {"name", "statistic", "threshold", "flagged", "detail", "seconds"} <= set(row)
     assert row["name"] in {"label_shift", "order", "feature_shift", "capacity"}
     assert (row["statistic"] is None) <= (row["flagged"] is False)
+
+
+def test_a_sweeps_main_process_reads_the_diagnosis_without_importing_scikit_learn():
+    """Every command's main process reads the diagnosis (the studies' registry, for the report); scikit-learn,
+    0.2 s of its start-up, loads only where a diagnosis run fits the feature check's classifier."""
+    import subprocess
+    import sys
+
+    check = ("import sys, harness.launch.cli, harness.report.html, harness.studies.diagnose.reading; "
+             "print(sorted({m.split('.')[0] for m in sys.modules} & {'sklearn'}))")
+    proc = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "[]", (proc.stdout, proc.stderr[-2000:])
