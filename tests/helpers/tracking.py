@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import socket
 import subprocess
 import sys
@@ -67,6 +68,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+# MLflow 3's server starts a job runner and six Huey consumers, each a Python process importing MLflow, for its
+# GenAI jobs: the harness submits none, and on the 2-core CI machine they took the cores from the runs under test
+NO_JOBS = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+
+
 class Server:
     """A real `mlflow server` on localhost, its store a SQLite file in `folder`; stop() and start() again on the
     same store and port."""
@@ -83,7 +89,7 @@ class Server:
             [str(mlflow), "server", "--backend-store-uri", f"sqlite:///{self.folder / 'server.db'}",
              "--artifacts-destination", str(self.folder / "artifacts"), "--host", "127.0.0.1",
              "--port", str(self.port), "--workers", "1"],
-            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, **NO_JOBS})
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
@@ -98,7 +104,6 @@ class Server:
         raise AssertionError(f"mlflow server did not start: {(self.folder / 'server.log').read_text()[-3000:]}")
 
     def stop(self) -> None:
-        import os
         import signal
 
         if self.proc is not None and self.proc.poll() is None:
