@@ -1,9 +1,6 @@
 """`python -m harness ARGS` for the tests, forked from an interpreter that has already imported what a command's main
 process imports (Hydra, pandas, matplotlib and the harness), instead of a fresh interpreter paying for those
-imports each time. Measured on the 2-core CI machine, alone, on four test files that run 69 tests through
-`run_harness` (tests/launch/test_cli.py, tests/e2e/test_own_data.py and test_own_study.py,
-tests/config/test_studies.py): 217 CPU-s and 186 s with every command fresh (HARNESS_TEST_FRESH=1), 191 CPU-s and
-163 s forked.
+imports each time: about 2 CPU-seconds a command on the 2-core CI machine.
 
 The forked command is what a fresh `python -m harness ARGS` is: its own process with its own working directory
 (first on sys.path, as `python -m` puts it), environment and argv, stdin from /dev/null, stdout and stderr to their
@@ -11,8 +8,8 @@ own files, its exit code as subprocess reports it, and its end by `os._exit`, as
 It shares with the other commands only the modules imported before the fork, none of which reads the environment
 or the working directory in its top-level code (tests/test_preloaded.py). A command whose environment differs from
 the server's in anything else than the variables read at run time (`AT_RUN_TIME`: PYTHONPATH, thread counts and
-libraries' settings are read at start or import) gets a server started anew under its environment. The commands
-the tests signal or watch themselves are fresh processes (the tests start those).
+libraries' settings are read at start or import) runs in a fresh process, as do the commands the tests signal or
+watch themselves (the tests start those).
 
 Protocol: the server (`python -m tests.helpers.preloaded NAME`, one per pytest process, dying with it) listens on an
 abstract Unix socket; a request is one JSON line {"args", "cwd", "env", "out", "err"}; the server forks a process
@@ -24,7 +21,6 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-import select
 import signal
 import socket
 import subprocess
@@ -37,34 +33,26 @@ REPO = Path(__file__).resolve().parent.parent.parent
 # and what it reads or writes after the runs (the studies' readings, the report and its figures)
 PRELOAD = ("harness.launch.cli", "harness.launch.processes", "hydra_plugins.harness_launcher.launcher",
            "harness.studies.diagnose.reading", "harness.report.html", "matplotlib.pyplot")
-FRESH = "HARNESS_TEST_FRESH"  # set (to anything) in the pytest process's environment: every command starts fresh
-# variables a command may set or change under the same server: read when the command runs, or only by what the
-# server never imports (TensorFlow, Keras, JAX, Intel's OpenMP and tensorflow_datasets load in the run processes,
-# which start fresh; TensorFlow sets KMP_* once a test imports it)
+# variables a command may set or change without a fresh process: read when the command runs, not at import
 AT_RUN_TIME = ("HARNESS_", "HYDRA_", "MLFLOW_", "PYTEST_", "TF_", "KERAS_", "XLA_", "JAX_", "CUDA_", "SLURM_",
-               "SUBMITIT_", "KMP_", "TFDS_")
-
-
-def starts_alike(env: dict[str, str], other: dict[str, str]) -> bool:
-    """Whether Python and the libraries a command imports start the same under both environments: they differ in
-    no variable but those read at run time."""
-    changed = {key for key in env.keys() | other.keys() if env.get(key) != other.get(key)}
-    return all(key.startswith(AT_RUN_TIME) for key in changed)
+               "SUBMITIT_")
 
 
 class Server:
-    """The client side of one preloaded server, started with the environment `env`."""
+    """The client side: one preloaded server for this process, started on first use."""
 
-    def __init__(self, env: dict[str, str]):
-        self.name = f"harness-preloaded-{os.getpid()}-{id(self)}"  # an abstract socket: "\0" + name
-        self.env = dict(env)
+    def __init__(self):
+        self.name = f"harness-preloaded-{os.getpid()}"  # an abstract socket: "\0" + name
+        self.env = dict(os.environ)
         self.process = subprocess.Popen([sys.executable, "-m", "tests.helpers.preloaded", self.name], cwd=REPO,
-                                        env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self.ready = self.process.stdout.readline().strip() == "ready"
+                                        env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
+        if self.process.stdout.readline().strip() != "ready":
+            raise RuntimeError("the preloaded harness server did not start")
 
-    def serves(self, env: dict[str, str]) -> bool:
-        """Whether a command with this environment, forked from this server, starts as a fresh one would."""
-        return self.ready and self.process.poll() is None and starts_alike(env, self.env)
+    def forkable(self, env: dict[str, str]) -> bool:
+        """Whether a command with this environment starts as it would in a fresh interpreter."""
+        changed = {key for key in env.keys() | self.env.keys() if env.get(key) != self.env.get(key)}
+        return self.process.poll() is None and all(key.startswith(AT_RUN_TIME) for key in changed)
 
     def run(self, args: list[str], cwd: Path, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
         argv = [sys.executable, "-m", "harness", *args]
@@ -91,25 +79,25 @@ class Server:
 _server: Server | None = None
 
 
-def server_for(env: dict[str, str]) -> Server | None:
-    """The server a command with this environment forks from: this process's, started again under `env` where
-    that differs from its own in what is read at start (a test's own variables); None if none starts."""
+def server() -> Server:
+    """This process's server, started on first use."""
     global _server
-    if _server is not None and not _server.serves(env):
-        close()
     if _server is None:
-        _server = Server(env)
-    return _server if _server.serves(env) else None
+        _server = Server()
+    return _server
+
+
+def forkable(env: dict[str, str]) -> bool:
+    return server().forkable(env)
 
 
 def run(args: list[str], cwd: Path, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
-    """`python -m harness ARGS` in `cwd` with exactly the environment `env`: forked from a preloaded server, or in
-    a fresh process should none start."""
-    server = None if os.environ.get(FRESH) else server_for(env)
-    if server is None:
+    """`python -m harness ARGS` in `cwd` with exactly the environment `env`: forked from the preloaded server where
+    that starts the same, else in a fresh process."""
+    if not forkable(env):
         return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, capture_output=True, text=True,
                               timeout=timeout, env=env, check=False)
-    return server.run(args, cwd, env, timeout)
+    return server().run(args, cwd, env, timeout)
 
 
 def close() -> None:
@@ -168,8 +156,7 @@ def _die_with_parent() -> None:
 
 
 def serve(name: str) -> None:
-    """Answer requests until the pytest process is gone: its end of our stdin closes (PR_SET_PDEATHSIG would end
-    this server with the thread that started it, not with the process)."""
+    _die_with_parent()  # with the pytest process
     import importlib
 
     for module in PRELOAD:
@@ -179,11 +166,6 @@ def serve(name: str) -> None:
     listener.listen(16)
     print("ready", flush=True)
     while True:
-        readable, _, _ = select.select([listener, sys.stdin], [], [])
-        if sys.stdin in readable and not sys.stdin.readline():
-            os._exit(0)  # the request processes and the commands die with it (_die_with_parent)
-        if listener not in readable:
-            continue
         conn, _ = listener.accept()
         if os.fork() == 0:
             listener.close()
