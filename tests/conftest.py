@@ -3,13 +3,14 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import pytest
 
-from tests.helpers import backends, preloaded
+from tests.helpers import backends
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = Path(__file__).resolve().parent.parent
@@ -112,16 +113,11 @@ def compose():
 
 
 def run_harness(*args: str, cwd: Path, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
-    """`python -m harness ARGS` as a user runs it, forked from an interpreter that has imported what the command
-    imports first (tests/helpers/preloaded.py: the same process as a fresh one, less the imports' CPU)."""
-    return preloaded.run(list(args), cwd, {**os.environ, **(env or {})}, timeout)
-
-
-@pytest.fixture(scope="session", autouse=True)
-def preloaded_server():
-    """The preloaded `python -m harness` of this pytest process ends with its session."""
-    yield
-    preloaded.close()
+    """`python -m harness ARGS` in a fresh process, as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
 
 
 # Small, fast settings for real runs: 600 MNIST-1D samples (480 train / 120 validation), no probes (they and the
